@@ -1,0 +1,369 @@
+//! The decisions db: which transforms apply to which kernel.
+//!
+//! The tuner writes it, the pass plugin and the hipcc wrapper read it, so a
+//! build applies exactly the transforms whose effect the tuner measured. One
+//! entry per (kernel symbol, target, input hash); the input hash covers the
+//! preprocessed source and the flags, so a stale entry is never applied.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use fs4::fs_std::FileExt;
+use serde::{Deserialize, Serialize};
+
+/// Bumped when the file layout changes incompatibly.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("cannot read decisions db {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("decisions db {path} is not valid JSON: {source}")]
+    Parse { path: PathBuf, source: serde_json::Error },
+    #[error("decisions db {path} has format version {found}, expected {FORMAT_VERSION}")]
+    Version { path: PathBuf, found: u32 },
+    #[error("cannot write decisions db {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+}
+
+/// A kernel pointer parameter, by position (what the IR knows) and by source
+/// name (what the user knows; empty when clang discarded it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Param {
+    pub index: u32,
+    #[serde(default)]
+    pub name: String,
+}
+
+impl fmt::Display for Param {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.name.is_empty() {
+            write!(f, "#{}", self.index)
+        } else {
+            f.write_str(&self.name)
+        }
+    }
+}
+
+/// The set of transforms applied to one kernel. Empty means "compile plain".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Transforms {
+    #[serde(skip_serializing_if = "is_false")]
+    pub pow2: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub sink: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unroll_cap: Option<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub noalias: Vec<Param>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waves_per_eu: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch_bounds: Option<u32>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Transforms {
+    pub fn is_empty(&self) -> bool {
+        *self == Transforms::default()
+    }
+
+    /// User-facing labels: "pow2", "sink", "unroll-cap=4", "noalias=g14",
+    /// "waves-per-eu=5", "launch-bounds=256".
+    pub fn labels(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.pow2 {
+            out.push("pow2".to_string());
+        }
+        if self.sink {
+            out.push("sink".to_string());
+        }
+        if let Some(n) = self.unroll_cap {
+            out.push(format!("unroll-cap={n}"));
+        }
+        out.extend(self.noalias.iter().map(|p| format!("noalias={p}")));
+        if let Some(w) = self.waves_per_eu {
+            out.push(format!("waves-per-eu={w}"));
+        }
+        if let Some(b) = self.launch_bounds {
+            out.push(format!("launch-bounds={b}"));
+        }
+        out
+    }
+}
+
+/// Resource usage of one kernel as the backend reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Usage {
+    pub vgpr: u32,
+    pub agpr: u32,
+    pub sgpr: u32,
+    pub scratch_bytes: u32,
+    pub vgpr_spills: u32,
+    pub sgpr_spills: u32,
+    pub lds_bytes: u32,
+    pub occupancy: u32,
+    pub code_bytes: u64,
+}
+
+/// What the tuner decided for one kernel on one target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub symbol: String,
+    pub arch: String,
+    pub input_hash: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub file: String,
+    pub transforms: Transforms,
+    /// Assumptions about the caller (noalias, block size) the tuner measured
+    /// but did not apply; setting `confirmed` applies them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggested: Vec<Suggestion>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Usage>,
+    /// The usage the tuner measured with `transforms`: the build's promise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Usage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Suggestion {
+    pub transforms: Transforms,
+    pub usage: Usage,
+    pub message: String,
+    #[serde(default)]
+    pub confirmed: bool,
+}
+
+impl Entry {
+    pub fn key(&self) -> String {
+        Db::key(&self.symbol, &self.arch, &self.input_hash)
+    }
+
+    /// The transforms a build applies: the decided ones plus any suggestion
+    /// the user confirmed in the db.
+    pub fn effective(&self) -> Transforms {
+        let mut t = self.transforms.clone();
+        for s in self.suggested.iter().filter(|s| s.confirmed) {
+            let c = &s.transforms;
+            t.pow2 |= c.pow2;
+            t.sink |= c.sink;
+            t.unroll_cap = c.unroll_cap.or(t.unroll_cap);
+            t.waves_per_eu = c.waves_per_eu.or(t.waves_per_eu);
+            t.launch_bounds = c.launch_bounds.or(t.launch_bounds);
+            for p in &c.noalias {
+                if !t.noalias.contains(p) {
+                    t.noalias.push(p.clone());
+                }
+            }
+        }
+        t.noalias.sort();
+        t
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Db {
+    pub version: u32,
+    pub kernels: BTreeMap<String, Entry>,
+}
+
+impl Default for Db {
+    fn default() -> Self {
+        Db { version: FORMAT_VERSION, kernels: BTreeMap::new() }
+    }
+}
+
+impl Db {
+    pub fn key(symbol: &str, arch: &str, input_hash: &str) -> String {
+        format!("{arch}/{symbol}/{input_hash}")
+    }
+
+    /// Load a db; a missing file is an empty db.
+    pub fn load(path: &Path) -> Result<Db, DbError> {
+        let text = match fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Db::default()),
+            Err(source) => return Err(DbError::Read { path: path.into(), source }),
+        };
+        Db::parse(&text, path)
+    }
+
+    fn parse(text: &str, path: &Path) -> Result<Db, DbError> {
+        let db: Db = serde_json::from_str(text)
+            .map_err(|source| DbError::Parse { path: path.into(), source })?;
+        if db.version != FORMAT_VERSION {
+            return Err(DbError::Version { path: path.into(), found: db.version });
+        }
+        Ok(db)
+    }
+
+    /// The entries for a kernel on a target, newest input first is not
+    /// knowable, so a hash narrows it when the caller has one.
+    pub fn lookup<'a>(
+        &'a self,
+        symbol: &'a str,
+        arch: &'a str,
+        input_hash: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.kernels.values().filter(move |e| {
+            e.symbol == symbol && e.arch == arch && input_hash.is_none_or(|h| e.input_hash == h)
+        })
+    }
+
+    pub fn insert(&mut self, entry: Entry) {
+        self.kernels.insert(entry.key(), entry);
+    }
+
+    /// Write atomically: a reader sees the old file or the new one, never half.
+    pub fn save(&self, path: &Path) -> Result<(), DbError> {
+        let err = |source| DbError::Write { path: path.into(), source };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        fs::create_dir_all(dir).map_err(err)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
+        let text = serde_json::to_string_pretty(self).expect("db serializes");
+        tmp.write_all(text.as_bytes()).map_err(err)?;
+        tmp.write_all(b"\n").map_err(err)?;
+        tmp.as_file().sync_all().map_err(err)?;
+        tmp.persist(path).map_err(|e| err(e.error))?;
+        Ok(())
+    }
+
+    /// Read-modify-write under an exclusive lock, so concurrent writers
+    /// (`make -j` through the wrapper, batch shards) never lose an entry.
+    pub fn update<T>(path: &Path, f: impl FnOnce(&mut Db) -> T) -> Result<T, DbError> {
+        let err = |source| DbError::Write { path: path.into(), source };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(err)?;
+        }
+        let lock_path = lock_path(path);
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(err)?;
+        lock.lock_exclusive().map_err(err)?;
+        let mut db = Db::load(path)?;
+        let out = f(&mut db);
+        db.save(path)?;
+        // The lock is released when `lock` is dropped.
+        Ok(out)
+    }
+}
+
+fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".lock");
+    path.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(symbol: &str, hash: &str) -> Entry {
+        Entry {
+            symbol: symbol.into(),
+            arch: "gfx90a".into(),
+            input_hash: hash.into(),
+            name: String::new(),
+            file: "k.hip".into(),
+            transforms: Transforms {
+                pow2: true,
+                unroll_cap: Some(4),
+                noalias: vec![Param { index: 13, name: "g14".into() }],
+                ..Default::default()
+            },
+            suggested: vec![],
+            before: None,
+            after: Some(Usage { vgpr: 96, occupancy: 5, ..Default::default() }),
+        }
+    }
+
+    #[test]
+    fn labels_use_the_user_facing_spelling() {
+        let t = Transforms {
+            pow2: true,
+            sink: true,
+            unroll_cap: Some(4),
+            noalias: vec![Param { index: 13, name: "g14".into() }, Param { index: 2, name: String::new() }],
+            waves_per_eu: Some(5),
+            launch_bounds: Some(256),
+        };
+        assert_eq!(
+            t.labels(),
+            ["pow2", "sink", "unroll-cap=4", "noalias=g14", "noalias=#2", "waves-per-eu=5", "launch-bounds=256"]
+        );
+    }
+
+    #[test]
+    fn db_round_trips_through_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/decisions.json");
+        let mut db = Db::default();
+        db.insert(entry("_Z1kPf", "abc"));
+        db.save(&path).unwrap();
+        assert_eq!(Db::load(&path).unwrap(), db);
+    }
+
+    #[test]
+    fn missing_db_is_empty_and_malformed_db_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(Db::load(&dir.path().join("none.json")).unwrap(), Db::default());
+        let bad = dir.path().join("bad.json");
+        fs::write(&bad, "{ not json").unwrap();
+        let e = Db::load(&bad).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("decisions db {} is not valid JSON", bad.display())), "{e}");
+    }
+
+    #[test]
+    fn lookup_filters_by_symbol_arch_and_hash() {
+        let mut db = Db::default();
+        db.insert(entry("_Z1kPf", "old"));
+        db.insert(entry("_Z1kPf", "new"));
+        assert_eq!(db.lookup("_Z1kPf", "gfx90a", None).count(), 2);
+        assert_eq!(db.lookup("_Z1kPf", "gfx90a", Some("new")).count(), 1);
+        assert_eq!(db.lookup("_Z1kPf", "gfx1100", None).count(), 0);
+    }
+
+    #[test]
+    fn confirmed_suggestions_join_the_effective_transforms() {
+        let mut e = entry("_Z1kPf", "h");
+        let s = |confirmed| Suggestion {
+            transforms: Transforms { launch_bounds: Some(256), ..Default::default() },
+            usage: Usage::default(),
+            message: String::new(),
+            confirmed,
+        };
+        e.suggested = vec![s(false)];
+        assert_eq!(e.effective().launch_bounds, None);
+        e.suggested = vec![s(true)];
+        assert_eq!(e.effective().launch_bounds, Some(256));
+    }
+
+    #[test]
+    fn concurrent_updates_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.json");
+        std::thread::scope(|s| {
+            for i in 0..8 {
+                let path = &path;
+                s.spawn(move || Db::update(path, |db| db.insert(entry(&format!("_Z1k{i}"), "h"))).unwrap());
+            }
+        });
+        assert_eq!(Db::load(&path).unwrap().kernels.len(), 8);
+    }
+}

@@ -1,0 +1,1 @@
+//! regtune passes (work in progress).
