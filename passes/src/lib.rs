@@ -1,1 +1,106 @@
-//! regtune passes (work in progress).
+//! regtune's register-pressure transforms as LLVM passes, and the pass plugin
+//! that runs them inside `opt` and `clang`.
+//!
+//! One module per transform, each opening with what it does, why it is legal
+//! and the `opt` command that runs it alone:
+//!
+//! | pass name                         | module          |
+//! |-----------------------------------|-----------------|
+//! | `regtune-pow2`                    | [`pow2`]        |
+//! | `regtune-unroll-cap<N>`           | [`unroll_cap`]  |
+//! | `regtune-occupancy<W;block=N>`    | [`occupancy`]   |
+//! | `regtune-noalias<P;...>`          | [`noalias`]     |
+//! | `regtune-noalias-rank`            | [`noalias`]     |
+//! | `regtune-sink`                    | [`sink`]        |
+//! | `regtune-apply[<early\|late>]`    | [`apply`]       |
+//!
+//! [`spec`] parses those names, [`run_pass`] dispatches them, [`ir`] holds
+//! the IR queries the passes share, and [`ffi`] is the only place that talks
+//! to LLVM through raw pointers (the C ABI the shim calls, and the few LLVM-C
+//! calls inkwell does not wrap).
+
+// `unsafe` lives in `ffi` alone; everything else goes through safe wrappers.
+#![deny(unsafe_code)]
+
+pub mod apply;
+pub mod ffi;
+pub mod ir;
+pub mod noalias;
+pub mod occupancy;
+pub mod pow2;
+pub mod sink;
+pub mod spec;
+pub mod unroll_cap;
+
+use std::io::Write;
+
+use inkwell::module::Module;
+
+use spec::{ParamRef, PassSpec};
+
+/// Where `regtune-apply` finds its decisions when the shim's
+/// `-regtune-decisions=` option is empty.
+pub const DECISIONS_ENV: &str = "REGTUNE_DECISIONS";
+/// Narrows `regtune-apply` to the entries of one input hash.
+pub const INPUT_HASH_ENV: &str = "REGTUNE_INPUT_HASH";
+
+/// Options the host tool hands to every pass run.
+#[derive(Debug, Default, Clone)]
+pub struct RunOptions {
+    /// The `-regtune-decisions=` option (empty: not given).
+    pub decisions: Option<String>,
+}
+
+/// Run one parsed pass over `module`; true when the IR changed.
+pub fn run_pass(module: &Module<'_>, pass: &PassSpec, options: &RunOptions) -> bool {
+    match pass {
+        PassSpec::Pow2 => pow2::run(module),
+        PassSpec::UnrollCap(cap) => unroll_cap::run(module, *cap),
+        PassSpec::Occupancy(occ) => occupancy::run(module, occ),
+        PassSpec::Noalias(params) => run_noalias(module, params),
+        PassSpec::NoaliasRank => {
+            print_noalias_rank(module);
+            false
+        }
+        PassSpec::Sink => sink::run(&ir::defined_functions(module)),
+        PassSpec::Apply(phase) => apply::run(module, *phase, options),
+    }
+}
+
+/// `regtune-noalias<P;...>`: resolve each parameter against each kernel
+/// (an index, or the IR name of an argument) and hand them to the noalias
+/// transform. A name a kernel does not have is skipped for that kernel.
+fn run_noalias(module: &Module<'_>, params: &[ParamRef]) -> bool {
+    let mut changed = false;
+    for kernel in ir::kernels(module) {
+        let resolved: Vec<_> = params.iter().filter_map(|p| ir::resolve_param(kernel, p)).collect();
+        if resolved.is_empty() {
+            continue;
+        }
+        changed |= noalias::run(kernel, &resolved);
+    }
+    changed
+}
+
+/// `regtune-noalias-rank`: one JSON line per kernel on stdout, for the
+/// driver (`opt -disable-output -passes=regtune-noalias-rank`).
+fn print_noalias_rank(module: &Module<'_>) {
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        kernel: &'a str,
+        candidates: Vec<noalias::Candidate>,
+    }
+    let mut out = std::io::stdout().lock();
+    for kernel in ir::kernels(module) {
+        let name = ir::symbol(kernel);
+        let line = Line { kernel: &name, candidates: noalias::rank(kernel) };
+        match serde_json::to_string(&line) {
+            // A closed stdout is the reader's choice; nothing to report.
+            Ok(json) => {
+                let _ = writeln!(out, "{json}");
+            }
+            Err(e) => eprintln!("regtune: warning: cannot print noalias ranking for {name}: {e}"),
+        }
+    }
+    let _ = out.flush();
+}

@@ -1,0 +1,74 @@
+//! Compiles the C++ shim (`shim/*.cpp`) that bridges LLVM's PassBuilder to
+//! the Rust passes. Nothing here links LLVM: the plugin is loaded into opt or
+//! clang, whose libLLVM is the only copy in the process, and every LLVM
+//! symbol the shim and llvm-sys use resolves against it at load time.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    println!("cargo:rerun-if-changed=shim");
+    println!("cargo:rerun-if-env-changed=LLVM_SYS_221_PREFIX");
+    println!("cargo:rerun-if-env-changed=LLVM_CONFIG");
+
+    let llvm_config = find_llvm_config();
+    let cxxflags = llvm_config_output(&llvm_config, "--cxxflags");
+    let rtti = llvm_config_output(&llvm_config, "--has-rtti");
+
+    let mut sources: Vec<PathBuf> = std::fs::read_dir("shim")
+        .expect("passes/shim exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "cpp"))
+        .collect();
+    sources.sort();
+    for s in &sources {
+        println!("cargo:rerun-if-changed={}", s.display());
+    }
+
+    let mut build = cc::Build::new();
+    build.cpp(true).files(&sources).warnings(true).extra_warnings(false);
+    for flag in cxxflags.split_whitespace() {
+        // llvm-config hands out the flags LLVM itself was built with; keep
+        // the ones that matter for ABI and headers, and leave optimisation
+        // and warning choices to cc.
+        if flag.starts_with("-I") || flag.starts_with("-D") || flag.starts_with("-std=") || flag == "-fno-exceptions" {
+            build.flag(flag);
+        }
+    }
+    // A plugin must match LLVM's RTTI setting, or vtables of classes
+    // derived from LLVM's (the pass models) refer to typeinfo that libLLVM
+    // does not have.
+    if rtti.trim() != "YES" {
+        build.flag("-fno-rtti");
+    }
+    build.flag_if_supported("-Wno-unused-parameter");
+    build.compile("regtune_shim");
+
+    // Where `cargo test` finds libLLVM (src/ffi/mod.rs links it into unit
+    // test executables only; the plugin itself links nothing).
+    let libdir = llvm_config_output(&llvm_config, "--libdir");
+    println!("cargo:rustc-link-search=native={}", libdir.trim());
+}
+
+fn find_llvm_config() -> PathBuf {
+    if let Ok(p) = env::var("LLVM_CONFIG") {
+        return PathBuf::from(p);
+    }
+    if let Ok(prefix) = env::var("LLVM_SYS_221_PREFIX") {
+        let p = Path::new(&prefix).join("bin/llvm-config");
+        if p.exists() {
+            return p;
+        }
+    }
+    PathBuf::from("llvm-config-22")
+}
+
+fn llvm_config_output(llvm_config: &Path, arg: &str) -> String {
+    let out = Command::new(llvm_config)
+        .arg(arg)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {} {arg}: {e}", llvm_config.display()));
+    assert!(out.status.success(), "{} {arg} failed", llvm_config.display());
+    String::from_utf8(out.stdout).expect("llvm-config prints UTF-8")
+}

@@ -1,0 +1,95 @@
+//===- plugin.cpp - PassBuilder glue for the regtune passes ---------------===//
+//
+// The passes themselves are Rust (passes/src). This file only bridges:
+//
+//   1. a pipeline-parsing callback, so `opt -passes=regtune-pow2` etc. work;
+//      Rust decides which names (and parameters) are valid,
+//   2. extension-point callbacks, so `clang -fpass-plugin=...` runs
+//      `regtune-apply<early>` at PipelineStartEP and `regtune-apply<late>` at
+//      OptimizerLastEP (Rust checks the triple and the decisions db),
+//   3. the `-regtune-decisions=<file>` option, handed to Rust on every run.
+//
+// `llvmGetPassPluginInfo` is defined in Rust (src/ffi/mod.rs) so that the
+// cdylib exports it; its registration callback is regtune_shim_register.
+//
+//===----------------------------------------------------------------------===//
+
+#include "llvm-c/Types.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/Passes/OptimizationLevel.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CBindingWrapping.h"
+#include "llvm/Support/CommandLine.h"
+
+#include <cstddef>
+#include <string>
+
+using namespace llvm;
+
+// Implemented in Rust (src/ffi/mod.rs).
+extern "C" bool regtune_pass_is_known(const char *Name, size_t Len);
+extern "C" bool regtune_run_pass(LLVMModuleRef M, const char *Name,
+                                 size_t NameLen, const char *Decisions,
+                                 size_t DecisionsLen);
+
+namespace {
+
+cl::opt<std::string> DecisionsPath(
+    "regtune-decisions",
+    cl::desc("regtune decisions db for regtune-apply (default: the "
+             "REGTUNE_DECISIONS environment variable)"),
+    cl::value_desc("file"), cl::init(""));
+
+/// One regtune pass, named by its full pipeline text
+/// (`regtune-unroll-cap<4>`); Rust parses the text again when it runs.
+struct RegtunePass : PassInfoMixin<RegtunePass> {
+  std::string Name;
+
+  explicit RegtunePass(std::string Name) : Name(std::move(Name)) {}
+
+  PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
+    const std::string &D = DecisionsPath.getValue();
+    bool Changed = regtune_run_pass(wrap(&M), Name.data(), Name.size(),
+                                    D.data(), D.size());
+    // Nothing changed: every analysis still holds.
+    return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
+  }
+
+  void printPipeline(raw_ostream &OS,
+                     function_ref<StringRef(StringRef)>) const {
+    OS << Name;
+  }
+
+  // Decisions (occupancy attributes, unroll caps) must apply at -O0 and on
+  // optnone functions too: they are what the tuner measured.
+  static bool isRequired() { return true; }
+};
+
+} // namespace
+
+extern "C" void regtune_shim_register(PassBuilder &PB) {
+  // 1. `opt -passes=regtune-...`
+  PB.registerPipelineParsingCallback(
+      [](StringRef Name, ModulePassManager &MPM,
+         ArrayRef<PassBuilder::PipelineElement>) {
+        // Skip names that are not ours before asking Rust.
+        if (!Name.starts_with("regtune-"))
+          return false;
+        if (!regtune_pass_is_known(Name.data(), Name.size()))
+          return false;
+        MPM.addPass(RegtunePass(Name.str()));
+        return true;
+      });
+
+  // 2. clang -fpass-plugin: decisions before anything else runs ...
+  PB.registerPipelineStartEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel) {
+        MPM.addPass(RegtunePass("regtune-apply<early>"));
+      });
+  // ... and the sink after the optimizer, right before codegen.
+  PB.registerOptimizerLastEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel, ThinOrFullLTOPhase) {
+        MPM.addPass(RegtunePass("regtune-apply<late>"));
+      });
+}

@@ -1,0 +1,141 @@
+//! IR queries the passes share: which functions are defined, which are
+//! kernels, what a kernel reaches through direct calls.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use inkwell::attributes::AttributeLoc;
+use inkwell::module::{Linkage, Module};
+use inkwell::values::{FunctionValue, InstructionValue};
+
+use regtune_decisions::Param;
+
+use crate::ffi::ir::direct_callee;
+use crate::spec::ParamRef;
+
+/// `amdgpu_kernel` (llvm/IR/CallingConv.h).
+pub const AMDGPU_KERNEL_CC: u32 = 91;
+/// `ptx_kernel`.
+pub const PTX_KERNEL_CC: u32 = 71;
+
+/// Every function of the module that has a body.
+pub fn defined_functions<'ctx>(module: &Module<'ctx>) -> Vec<FunctionValue<'ctx>> {
+    module.get_functions().filter(|f| f.count_basic_blocks() > 0).collect()
+}
+
+/// A GPU entry point: an AMDGPU kernel, or an NVPTX one.
+pub fn is_kernel(f: FunctionValue<'_>) -> bool {
+    matches!(f.get_call_conventions(), AMDGPU_KERNEL_CC | PTX_KERNEL_CC)
+}
+
+/// An AMDGPU kernel, the only functions AMDGPU occupancy attributes apply to.
+pub fn is_amdgpu_kernel(f: FunctionValue<'_>) -> bool {
+    f.get_call_conventions() == AMDGPU_KERNEL_CC
+}
+
+/// The defined kernels of the module, in module order.
+pub fn kernels<'ctx>(module: &Module<'ctx>) -> Vec<FunctionValue<'ctx>> {
+    defined_functions(module).into_iter().filter(|f| is_kernel(*f)).collect()
+}
+
+/// A function's symbol, as the decisions db spells it.
+pub fn symbol(f: FunctionValue<'_>) -> String {
+    f.get_name().to_string_lossy().into_owned()
+}
+
+/// A string function attribute (`"target-cpu"="gfx90a"`).
+pub fn string_attribute(f: FunctionValue<'_>, key: &str) -> Option<String> {
+    let a = f.get_string_attribute(AttributeLoc::Function, key)?;
+    Some(a.get_string_value().to_string_lossy().into_owned())
+}
+
+/// Whether the module is device code (its triple names a GPU target).
+pub fn is_device_module(module: &Module<'_>) -> bool {
+    let triple = module.get_triple();
+    let t = triple.as_str().to_string_lossy();
+    t.starts_with("amdgcn") || t.starts_with("nvptx")
+}
+
+/// Every instruction of a function, collected first so callers may rewrite
+/// while they walk.
+pub fn instructions<'ctx>(f: FunctionValue<'ctx>) -> Vec<InstructionValue<'ctx>> {
+    f.get_basic_block_iter().flat_map(|bb| bb.get_instructions()).collect()
+}
+
+/// The functions `f` calls directly.
+pub fn direct_callees<'ctx>(f: FunctionValue<'ctx>) -> Vec<FunctionValue<'ctx>> {
+    let mut out = Vec::new();
+    for inst in instructions(f) {
+        if let Some(callee) = direct_callee(inst) {
+            if !out.contains(&callee) {
+                out.push(callee);
+            }
+        }
+    }
+    out
+}
+
+/// A kernel and the defined functions it reaches through direct calls, the
+/// kernel first.
+pub fn reachable<'ctx>(kernel: FunctionValue<'ctx>) -> Vec<FunctionValue<'ctx>> {
+    let mut seen = HashSet::from([kernel]);
+    let mut order = vec![kernel];
+    let mut next = 0;
+    while next < order.len() {
+        let f = order[next];
+        next += 1;
+        for callee in direct_callees(f) {
+            if callee.count_basic_blocks() > 0 && seen.insert(callee) {
+                order.push(callee);
+            }
+        }
+    }
+    order
+}
+
+/// For every function some kernel reaches, the kernels that reach it (by
+/// index into `kernels`).
+pub fn reaching_kernels<'ctx>(kernels: &[FunctionValue<'ctx>]) -> HashMap<FunctionValue<'ctx>, BTreeSet<usize>> {
+    let mut out: HashMap<FunctionValue<'ctx>, BTreeSet<usize>> = HashMap::new();
+    for (i, k) in kernels.iter().enumerate() {
+        for f in reachable(*k) {
+            out.entry(f).or_default().insert(i);
+        }
+    }
+    out
+}
+
+/// A function's definition is the one that runs: no other module can
+/// replace it at link time (weak and linkonce without `_odr` can).
+pub fn definition_is_exact(f: FunctionValue<'_>) -> bool {
+    f.count_basic_blocks() > 0
+        && !matches!(f.get_linkage(), Linkage::WeakAny | Linkage::LinkOnceAny | Linkage::ExternalWeak | Linkage::Common)
+}
+
+/// May be deleted once nothing refers to it: a declaration, or a definition
+/// no other module can refer to or that every user carries a copy of.
+pub fn discardable_if_unused(f: FunctionValue<'_>) -> bool {
+    if f.as_global_value().get_comdat().is_some() {
+        return false;
+    }
+    f.count_basic_blocks() == 0
+        || matches!(
+            f.get_linkage(),
+            Linkage::Internal | Linkage::Private | Linkage::LinkOnceODR | Linkage::LinkOnceAny | Linkage::AvailableExternally
+        )
+}
+
+/// A kernel parameter named by a pass parameter, with both its index and its
+/// IR name; `None` when the kernel has no such parameter.
+pub fn resolve_param(kernel: FunctionValue<'_>, p: &ParamRef) -> Option<Param> {
+    let params = kernel.get_params();
+    let name_of = |i: usize| params[i].get_name().to_string_lossy().into_owned();
+    match p {
+        ParamRef::Index(i) => {
+            let idx = *i as usize;
+            (idx < params.len()).then(|| Param { index: *i, name: name_of(idx) })
+        }
+        ParamRef::Name(n) => (0..params.len())
+            .find(|&i| name_of(i) == *n)
+            .map(|i| Param { index: i as u32, name: n.clone() }),
+    }
+}

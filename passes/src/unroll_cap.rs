@@ -1,0 +1,329 @@
+//! `regtune-unroll-cap<N>`: unroll every loop at most N times.
+//!
+//! Unrolling keeps N copies of a loop body's values alive at once; on a GPU
+//! every extra live value is a register in every thread, so a smaller unroll
+//! can buy occupancy. The pass rewrites each natural loop's `!llvm.loop` ID:
+//!   - `llvm.loop.unroll.full` / `llvm.loop.unroll.enable` (a bare
+//!     `#pragma unroll`)             -> `llvm.loop.unroll.count N`
+//!   - `llvm.loop.unroll.count M`, M > N -> `llvm.loop.unroll.count N`
+//!   - no unroll pragma              -> `llvm.loop.unroll.count N`
+//!   - with N = 1, each of those becomes `llvm.loop.unroll.disable`;
+//!   - `llvm.loop.unroll.disable`, or a count <= N: kept as they are.
+//!
+//! Every other property (`llvm.loop.mustprogress`, vectorizer hints,
+//! followups) is kept, and the ID stays a distinct node whose first operand
+//! is itself.
+//!
+//! Why it is legal: unroll metadata is a hint to LoopUnroll; no unroll
+//! factor changes what a loop computes.
+//!
+//! Note: a count pragma is a request, not only a bound: LoopUnroll unrolls a
+//! loop that had no pragma by N as well (with a remainder loop when the trip
+//! count is unknown). The tuner measures the result, so a cap that costs
+//! registers is never kept.
+//!
+//!   opt-22 -load-pass-plugin=target/debug/libregtune_passes.so \
+//!     -passes='regtune-unroll-cap<4>' in.ll -S -o out.ll
+
+use std::collections::HashMap;
+
+use inkwell::basic_block::BasicBlock;
+use inkwell::module::Module;
+use inkwell::values::{FunctionValue, InstructionValue};
+
+use crate::ffi::ir::{self as llvm, Md, MdOperand};
+use crate::ir;
+
+const LOOP: &str = "llvm.loop";
+const COUNT: &str = "llvm.loop.unroll.count";
+const FULL: &str = "llvm.loop.unroll.full";
+const ENABLE: &str = "llvm.loop.unroll.enable";
+const DISABLE: &str = "llvm.loop.unroll.disable";
+
+/// Cap the unrolling of every loop of every defined function.
+pub fn run(module: &Module<'_>, cap: u32) -> bool {
+    run_on(&ir::defined_functions(module), cap)
+}
+
+/// Cap the unrolling of every loop in `functions`.
+pub fn run_on(functions: &[FunctionValue<'_>], cap: u32) -> bool {
+    let mut changed = false;
+    for f in functions {
+        for lp in natural_loops(*f) {
+            changed |= cap_loop(&lp, cap);
+        }
+    }
+    changed
+}
+
+/// What a loop's metadata asks of LoopUnroll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pragma {
+    None,
+    Disable,
+    Enable,
+    Full,
+    Count(u64),
+}
+
+/// A natural loop: its header and the terminators of its latches (the
+/// branches back to the header, which carry `!llvm.loop`).
+struct Loop<'ctx> {
+    latches: Vec<InstructionValue<'ctx>>,
+}
+
+fn cap_loop(lp: &Loop<'_>, cap: u32) -> bool {
+    let Some(current) = loop_id_of(lp) else {
+        return false;
+    };
+    let props: Vec<MdOperand<'_>> = match current {
+        Some(id) => match loop_properties(id) {
+            Some(p) => p,
+            // Not a well-formed loop ID; LoopUnroll ignores it and so do we.
+            None => return false,
+        },
+        None => Vec::new(),
+    };
+    let pragma = pragma_of(&props);
+    let Some(new) = capped(pragma, cap) else {
+        return false;
+    };
+
+    let Some(ctx) = lp.latches[0].get_parent().map(|bb| bb.get_context()) else {
+        return false;
+    };
+    // pragma(M) -> count(N), or disable for N = 1: drop the old unroll
+    // properties, keep every other one, append the new one.
+    let mut ops: Vec<Md<'_>> = props.iter().filter(|p| unroll_property(p).is_none()).filter_map(|p| p.md()).collect();
+    ops.push(match new {
+        Pragma::Count(n) => llvm::md_property(ctx, COUNT, Some(n as u32)),
+        _ => llvm::md_property(ctx, DISABLE, None),
+    });
+    let id = llvm::loop_id(ctx, &ops);
+    for latch in &lp.latches {
+        llvm::set_md(*latch, LOOP, id);
+    }
+    true
+}
+
+/// The loop ID all latches share: `Some(None)` when none has one, `None`
+/// when they disagree (LLVM then sees no ID; leave such loops alone).
+fn loop_id_of<'ctx>(lp: &Loop<'ctx>) -> Option<Option<Md<'ctx>>> {
+    let first = llvm::get_md(lp.latches[0], LOOP);
+    lp.latches[1..].iter().all(|l| llvm::get_md(*l, LOOP) == first).then_some(first)
+}
+
+/// The properties of a loop ID (its operands after the self reference);
+/// `None` when the node does not refer to itself first.
+fn loop_properties(id: Md<'_>) -> Option<Vec<MdOperand<'_>>> {
+    let mut ops = id.operands();
+    if ops.is_empty() || ops[0].md() != Some(id) {
+        return None;
+    }
+    ops.remove(0);
+    Some(ops)
+}
+
+/// The unroll pragma a property spells, if it is one.
+fn unroll_property(p: &MdOperand<'_>) -> Option<Pragma> {
+    let MdOperand::Other(node) = p else {
+        return None;
+    };
+    let ops = node.operands();
+    let MdOperand::String(_, name) = ops.first()? else {
+        return None;
+    };
+    match name.as_str() {
+        DISABLE => Some(Pragma::Disable),
+        ENABLE => Some(Pragma::Enable),
+        FULL => Some(Pragma::Full),
+        COUNT => match ops.get(1) {
+            Some(MdOperand::Int(_, n)) if *n >= 0 => Some(Pragma::Count(*n as u64)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The strongest request among the properties: disable wins, as in
+/// LoopUnroll, then an explicit count, then full, then enable.
+fn pragma_of(props: &[MdOperand<'_>]) -> Pragma {
+    let found: Vec<Pragma> = props.iter().filter_map(unroll_property).collect();
+    let rank = |p: &Pragma| match p {
+        Pragma::Disable => 0,
+        Pragma::Count(_) => 1,
+        Pragma::Full => 2,
+        Pragma::Enable => 3,
+        Pragma::None => 4,
+    };
+    found.into_iter().min_by_key(rank).unwrap_or(Pragma::None)
+}
+
+/// Profitability: the pragma a loop gets under a cap of N, or `None` to
+/// leave the loop as it is (already disabled, or unrolled at most N times).
+fn capped(pragma: Pragma, cap: u32) -> Option<Pragma> {
+    let target = if cap <= 1 { Pragma::Disable } else { Pragma::Count(cap.into()) };
+    match pragma {
+        Pragma::Disable => None,
+        Pragma::Count(m) if m <= cap.into() => None,
+        Pragma::Count(_) | Pragma::Full | Pragma::Enable | Pragma::None => Some(target),
+    }
+}
+
+/// The natural loops of a function: for every back edge (an edge to a block
+/// that dominates its source), the header it enters and its latches.
+fn natural_loops<'ctx>(f: FunctionValue<'ctx>) -> Vec<Loop<'ctx>> {
+    let blocks = f.get_basic_blocks();
+    if blocks.is_empty() {
+        return Vec::new();
+    }
+    let index: HashMap<BasicBlock<'ctx>, usize> = blocks.iter().enumerate().map(|(i, b)| (*b, i)).collect();
+    let succs: Vec<Vec<usize>> = blocks
+        .iter()
+        .map(|b| {
+            b.get_terminator()
+                .map(|t| llvm::successors(t).iter().filter_map(|s| index.get(s).copied()).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    let idom = dominators(&succs);
+
+    // header -> latches, headers in block order.
+    let mut latches: Vec<Vec<usize>> = vec![Vec::new(); blocks.len()];
+    for (b, ss) in succs.iter().enumerate() {
+        if idom[b].is_none() {
+            continue; // unreachable
+        }
+        for &h in ss {
+            if dominates(&idom, h, b) && !latches[h].contains(&b) {
+                latches[h].push(b);
+            }
+        }
+    }
+    latches
+        .into_iter()
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| {
+            let terms: Option<Vec<_>> = l.iter().map(|&b| blocks[b].get_terminator()).collect();
+            terms.map(|latches| Loop { latches })
+        })
+        .collect()
+}
+
+/// Immediate dominators (Cooper, Harvey & Kennedy, "A Simple, Fast
+/// Dominance Algorithm"); block 0 is the entry and its own idom, unreachable
+/// blocks have none.
+fn dominators(succs: &[Vec<usize>]) -> Vec<Option<usize>> {
+    let n = succs.len();
+    // Reverse postorder from the entry, iteratively.
+    let mut post = Vec::with_capacity(n);
+    let mut visited = vec![false; n];
+    let mut stack = vec![(0usize, 0usize)];
+    visited[0] = true;
+    while let Some((b, i)) = stack.pop() {
+        if i < succs[b].len() {
+            stack.push((b, i + 1));
+            let s = succs[b][i];
+            if !visited[s] {
+                visited[s] = true;
+                stack.push((s, 0));
+            }
+        } else {
+            post.push(b);
+        }
+    }
+    let mut order = vec![usize::MAX; n]; // postorder number
+    for (i, &b) in post.iter().enumerate() {
+        order[b] = i;
+    }
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (b, ss) in succs.iter().enumerate() {
+        if visited[b] {
+            for &s in ss {
+                preds[s].push(b);
+            }
+        }
+    }
+
+    let mut idom: Vec<Option<usize>> = vec![None; n];
+    idom[0] = Some(0);
+    let intersect = |idom: &[Option<usize>], mut a: usize, mut b: usize| {
+        while a != b {
+            while order[a] < order[b] {
+                a = idom[a].unwrap_or(0);
+            }
+            while order[b] < order[a] {
+                b = idom[b].unwrap_or(0);
+            }
+        }
+        a
+    };
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in post.iter().rev().skip(1) {
+            let mut new: Option<usize> = None;
+            for &p in &preds[b] {
+                if idom[p].is_none() {
+                    continue;
+                }
+                new = Some(match new {
+                    None => p,
+                    Some(cur) => intersect(&idom, p, cur),
+                });
+            }
+            if new.is_some() && idom[b] != new {
+                idom[b] = new;
+                changed = true;
+            }
+        }
+    }
+    idom
+}
+
+/// Whether block `a` dominates block `b` (both reachable).
+fn dominates(idom: &[Option<usize>], a: usize, b: usize) -> bool {
+    let mut x = b;
+    loop {
+        if x == a {
+            return true;
+        }
+        match idom[x] {
+            Some(p) if p != x => x = p,
+            _ => return false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cap_rewrites_only_what_unrolls_more_than_n() {
+        assert_eq!(capped(Pragma::None, 4), Some(Pragma::Count(4)));
+        assert_eq!(capped(Pragma::Full, 4), Some(Pragma::Count(4)));
+        assert_eq!(capped(Pragma::Enable, 4), Some(Pragma::Count(4)));
+        assert_eq!(capped(Pragma::Count(8), 4), Some(Pragma::Count(4)));
+        assert_eq!(capped(Pragma::Count(4), 4), None);
+        assert_eq!(capped(Pragma::Count(2), 4), None);
+        assert_eq!(capped(Pragma::Disable, 4), None);
+    }
+
+    #[test]
+    fn cap_of_one_disables() {
+        assert_eq!(capped(Pragma::Full, 1), Some(Pragma::Disable));
+        assert_eq!(capped(Pragma::None, 1), Some(Pragma::Disable));
+        assert_eq!(capped(Pragma::Count(1), 1), None);
+    }
+
+    #[test]
+    fn dominators_of_a_loop_with_an_exit() {
+        // 0 -> 1 -> 2 -> 1, 1 -> 3; 4 unreachable
+        let succs = vec![vec![1], vec![2, 3], vec![1], vec![], vec![1]];
+        let idom = dominators(&succs);
+        assert_eq!(idom, vec![Some(0), Some(0), Some(1), Some(1), None]);
+        assert!(dominates(&idom, 1, 2));
+        assert!(!dominates(&idom, 2, 1));
+    }
+}
