@@ -1,0 +1,137 @@
+//! `regtune report`: compile each file for each target and list every
+//! kernel's resource usage, occupancy and what limits it.
+
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+use regtune_decisions::Usage;
+use serde::Serialize;
+
+use crate::compile::{self, CompileError, Unit};
+use crate::measure::{self, Measured};
+use crate::occupancy::Limiter;
+use crate::output::{Failure, Tabular};
+use crate::target::Arch;
+use crate::toolchain::Toolchain;
+
+/// One row of the report; the JSON keys are stable.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelReport {
+    /// Demangled name.
+    pub name: String,
+    pub symbol: String,
+    pub file: String,
+    pub line: u32,
+    pub arch: String,
+    pub usage: Usage,
+    pub limiter: Limiter,
+    pub vgprs_to_next_step: Option<u32>,
+}
+
+impl KernelReport {
+    pub fn new(m: Measured, arch: &Arch, location: Option<&compile::Location>, fallback_file: &str) -> Self {
+        KernelReport {
+            name: demangle(&m.symbol),
+            file: location.map_or_else(|| fallback_file.to_string(), |l| l.file.clone()),
+            line: location.map_or(0, |l| l.line),
+            symbol: m.symbol,
+            arch: arch.to_string(),
+            usage: m.usage,
+            limiter: m.limiter,
+            vgprs_to_next_step: m.vgprs_to_next_step,
+        }
+    }
+}
+
+/// Report every kernel of every file on every target. Files are independent:
+/// one that fails to compile is reported and the rest still come back.
+pub fn run(toolchain: &Toolchain, files: &[PathBuf], archs: &[Arch], user_args: &[String]) -> (Vec<KernelReport>, Vec<Failure>) {
+    let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
+    let results: Vec<Result<Vec<KernelReport>, Failure>> =
+        jobs.par_iter().map(|(file, arch)| one(toolchain, file, arch, user_args)).collect();
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for r in results {
+        match r {
+            Ok(mut v) => rows.append(&mut v),
+            Err(f) => failures.push(f),
+        }
+    }
+    (rows, failures)
+}
+
+fn one(toolchain: &Toolchain, file: &PathBuf, arch: &Arch, user_args: &[String]) -> Result<Vec<KernelReport>, Failure> {
+    let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
+    let obj = dir.path().join("device.o");
+    let unit = Unit { toolchain, arch, source: file, user_args };
+    let compiled = unit.code_object(&obj).map_err(compile_failure)?;
+    let measured = measure::object_file(&obj, arch).map_err(|e| Failure::new(e.to_string()))?;
+    if measured.is_empty() {
+        return Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())));
+    }
+    let locations = compile::remark_locations(&compiled.stderr);
+    let file_name = file.display().to_string();
+    let mut rows: Vec<KernelReport> = measured
+        .into_iter()
+        .map(|m| {
+            let loc = locations.iter().find(|l| l.symbol == m.symbol);
+            KernelReport::new(m, arch, loc, &file_name)
+        })
+        .collect();
+    rows.sort_by(|a, b| (&a.file, a.line, &a.name).cmp(&(&b.file, b.line, &b.name)));
+    Ok(rows)
+}
+
+pub fn compile_failure(e: CompileError) -> Failure {
+    Failure { message: e.to_string(), diagnostics: e.diagnostics().map(str::to_string) }
+}
+
+/// The name without its parameter list, as a table shows it.
+pub fn short_name(demangled: &str) -> &str {
+    demangled.split('(').next().unwrap_or(demangled).trim()
+}
+
+pub fn demangle(symbol: &str) -> String {
+    cpp_demangle::Symbol::new(symbol)
+        .ok()
+        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
+        .unwrap_or_else(|| symbol.to_string())
+}
+
+impl Tabular for KernelReport {
+    fn header() -> Vec<&'static str> {
+        vec![
+            "kernel", "arch", "VGPR", "AGPR", "SGPR", "scratch", "VGPR spill", "SGPR spill", "LDS", "occupancy",
+            "limiter", "VGPRs to next", "code bytes", "location",
+        ]
+    }
+
+    fn cells(&self) -> Vec<String> {
+        let u = &self.usage;
+        vec![
+            short_name(&self.name).to_string(),
+            self.arch.clone(),
+            u.vgpr.to_string(),
+            u.agpr.to_string(),
+            u.sgpr.to_string(),
+            u.scratch_bytes.to_string(),
+            u.vgpr_spills.to_string(),
+            u.sgpr_spills.to_string(),
+            u.lds_bytes.to_string(),
+            u.occupancy.to_string(),
+            self.limiter.to_string(),
+            self.vgprs_to_next_step.map_or_else(|| "-".to_string(), |n| n.to_string()),
+            u.code_bytes.to_string(),
+            format!("{}:{}", self.file, self.line),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_are_demangled() {
+        assert_eq!(super::demangle("_Z4axpyfPKfPfi"), "axpy(float, float const*, float*, int)");
+        assert_eq!(super::demangle("plain_c_kernel"), "plain_c_kernel");
+    }
+}

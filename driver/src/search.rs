@@ -1,0 +1,368 @@
+//! The search over one kernel's variants, and the rule that decides.
+//!
+//! Pure logic over an `eval` callback that compiles and measures a set of
+//! transforms, so the decision rule is unit-tested without a compiler.
+//! Order of play: each transform alone; combinations of those that helped;
+//! occupancy targets on top of the best rewrite; then the kept set is
+//! shrunk until every transform in it is needed.
+
+use std::cmp::Ordering;
+
+use rayon::prelude::*;
+use regtune_decisions::{Param, Transforms, Usage};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Objective {
+    /// Highest occupancy with no more spills and scratch than the plain compile.
+    Occupancy,
+    /// First remove spills and scratch, then maximize occupancy.
+    NoSpill,
+}
+
+/// What the decision compares against and what it tolerates.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    pub objective: Objective,
+    /// A private array in scratch is as bad as a spill unless allowed.
+    pub allow_scratch: bool,
+    pub baseline: Usage,
+}
+
+impl Rule {
+    fn spills(&self, u: &Usage) -> u32 {
+        u.vgpr_spills + u.sgpr_spills + if self.allow_scratch { 0 } else { u.scratch_bytes }
+    }
+
+    /// May this result replace the plain compile at all?
+    pub fn admissible(&self, u: &Usage) -> bool {
+        match self.objective {
+            Objective::Occupancy => {
+                u.vgpr_spills <= self.baseline.vgpr_spills
+                    && u.sgpr_spills <= self.baseline.sgpr_spills
+                    && (self.allow_scratch || u.scratch_bytes <= self.baseline.scratch_bytes)
+            }
+            Objective::NoSpill => true,
+        }
+    }
+
+    /// The primary goal, bigger is better: what a result must improve on
+    /// the plain compile to be worth applying.
+    fn primary(&self, u: &Usage) -> (i64, i64) {
+        match self.objective {
+            Objective::Occupancy => (0, i64::from(u.occupancy)),
+            Objective::NoSpill => (-i64::from(self.spills(u)), i64::from(u.occupancy)),
+        }
+    }
+
+    /// Full order: the primary goal, then fewer VGPRs+AGPRs, fewer SGPRs,
+    /// smaller code. `Greater` means `a` is better.
+    pub fn compare(&self, a: &Usage, b: &Usage) -> Ordering {
+        let key = |u: &Usage| {
+            (self.primary(u), -i64::from(u.vgpr + u.agpr), -i64::from(u.sgpr), -(u.code_bytes as i64))
+        };
+        match (self.admissible(a), self.admissible(b)) {
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            _ => key(a).cmp(&key(b)),
+        }
+    }
+
+    /// Worth applying: admissible and better on the primary goal.
+    pub fn improves(&self, u: &Usage) -> bool {
+        self.admissible(u) && self.primary(u) > self.primary(&self.baseline)
+    }
+}
+
+/// The transforms worth trying on this kernel.
+#[derive(Debug, Clone, Default)]
+pub struct Space {
+    pub pow2: bool,
+    pub sink: bool,
+    pub unroll_caps: Vec<u32>,
+    /// Pointer parameters in the heuristic's order, most promising first.
+    pub noalias: Vec<Param>,
+    /// Occupancy targets to try (waves per SIMD above the plain compile).
+    pub waves: Vec<u32>,
+    pub launch_bounds: Option<u32>,
+}
+
+impl Space {
+    fn singles(&self) -> Vec<Transforms> {
+        let one = |f: &dyn Fn(&mut Transforms)| {
+            let mut t = Transforms::default();
+            f(&mut t);
+            t
+        };
+        let mut v = Vec::new();
+        if self.pow2 {
+            v.push(one(&|t| t.pow2 = true));
+        }
+        if self.sink {
+            v.push(one(&|t| t.sink = true));
+        }
+        v.extend(self.unroll_caps.iter().map(|&n| one(&|t| t.unroll_cap = Some(n))));
+        v.extend(self.noalias.iter().map(|p| one(&|t| t.noalias = vec![p.clone()])));
+        v.extend(self.waves.iter().map(|&w| one(&|t| t.waves_per_eu = Some(w))));
+        if let Some(b) = self.launch_bounds {
+            v.push(one(&|t| t.launch_bounds = Some(b)));
+        }
+        v
+    }
+}
+
+/// `a` plus what `b` adds; None where they conflict (two unroll caps, two
+/// occupancy targets).
+fn union(a: &Transforms, b: &Transforms) -> Option<Transforms> {
+    let pick = |x: Option<u32>, y: Option<u32>| match (x, y) {
+        (Some(p), Some(q)) if p != q => Err(()),
+        _ => Ok(x.or(y)),
+    };
+    let mut noalias = a.noalias.clone();
+    noalias.extend(b.noalias.iter().filter(|p| !a.noalias.contains(p)).cloned());
+    noalias.sort();
+    Some(Transforms {
+        pow2: a.pow2 || b.pow2,
+        sink: a.sink || b.sink,
+        unroll_cap: pick(a.unroll_cap, b.unroll_cap).ok()?,
+        noalias,
+        waves_per_eu: pick(a.waves_per_eu, b.waves_per_eu).ok()?,
+        launch_bounds: pick(a.launch_bounds, b.launch_bounds).ok()?,
+    })
+}
+
+/// `t` with one transform removed, for each transform in it.
+fn without_each(t: &Transforms) -> Vec<Transforms> {
+    let mut v = Vec::new();
+    let mut push = |f: &dyn Fn(&mut Transforms)| {
+        let mut c = t.clone();
+        f(&mut c);
+        v.push(c);
+    };
+    if t.pow2 {
+        push(&|c| c.pow2 = false);
+    }
+    if t.sink {
+        push(&|c| c.sink = false);
+    }
+    if t.unroll_cap.is_some() {
+        push(&|c| c.unroll_cap = None);
+    }
+    for p in &t.noalias {
+        push(&|c| c.noalias.retain(|q| q != p));
+    }
+    if t.waves_per_eu.is_some() {
+        push(&|c| c.waves_per_eu = None);
+    }
+    if t.launch_bounds.is_some() {
+        push(&|c| c.launch_bounds = None);
+    }
+    v
+}
+
+/// The result of a search.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// What to apply; empty when nothing beat the plain compile.
+    pub transforms: Transforms,
+    pub usage: Usage,
+    /// Every variant measured, in order, for `--record-all` and `--diff`.
+    pub tried: Vec<(Transforms, Usage)>,
+}
+
+/// Search `space` for the best variant under `rule`. `eval` compiles and
+/// measures one set of transforms; None means that variant failed to build.
+pub fn search<E>(space: &Space, rule: &Rule, eval: &E) -> Outcome
+where
+    E: Fn(&Transforms) -> Option<Usage> + Sync,
+{
+    // The plain compile is the empty set: never measure it again.
+    let mut tried: Vec<(Transforms, Usage)> = vec![(Transforms::default(), rule.baseline)];
+    let measure_all = |cands: Vec<Transforms>, tried: &mut Vec<(Transforms, Usage)>| -> Vec<(Transforms, Usage)> {
+        let fresh: Vec<Transforms> = cands.into_iter().filter(|c| !tried.iter().any(|(t, _)| t == c)).collect();
+        let results: Vec<(Transforms, Usage)> =
+            fresh.par_iter().filter_map(|t| eval(t).map(|u| (t.clone(), u))).collect();
+        tried.extend(results.iter().cloned());
+        results
+    };
+    let lookup = |tried: &[(Transforms, Usage)], t: &Transforms| tried.iter().find(|(x, _)| x == t).map(|(_, u)| *u);
+
+    // 1. Each transform alone.
+    let mut singles = measure_all(space.singles(), &mut tried);
+    singles.retain(|(_, u)| rule.admissible(u) && rule.compare(u, &rule.baseline) == Ordering::Greater);
+    singles.sort_by(|a, b| rule.compare(&b.1, &a.1));
+
+    // 2. Combinations the results suggest: grow the best single greedily
+    //    with the others that helped, keeping each addition only if better.
+    let mut best = match singles.first() {
+        Some((t, u)) => (t.clone(), *u),
+        None => (Transforms::default(), rule.baseline),
+    };
+    for (t, _) in singles.iter().skip(1) {
+        let Some(cand) = union(&best.0, t) else { continue };
+        if let Some(u) = lookup(&tried, &cand).or_else(|| measure_all(vec![cand.clone()], &mut tried).first().map(|r| r.1)) {
+            if rule.compare(&u, &best.1) == Ordering::Greater {
+                best = (cand, u);
+            }
+        }
+    }
+
+    // 3. Occupancy targets on top of the best rewrite: the rewrite may have
+    //    brought the next step within the register allocator's reach.
+    if best.0.waves_per_eu.is_none() {
+        let cands: Vec<Transforms> = space
+            .waves
+            .iter()
+            .filter(|&&w| w > best.1.occupancy)
+            .filter_map(|&w| union(&best.0, &Transforms { waves_per_eu: Some(w), ..Default::default() }))
+            .collect();
+        for (t, u) in measure_all(cands, &mut tried) {
+            if rule.compare(&u, &best.1) == Ordering::Greater {
+                best = (t, u);
+            }
+        }
+    }
+
+    if !rule.improves(&best.1) {
+        return Outcome { transforms: Transforms::default(), usage: rule.baseline, tried };
+    }
+
+    // 4. Minimal: drop any transform whose removal does not make it worse.
+    loop {
+        let smaller = without_each(&best.0);
+        let mut results: Vec<(Transforms, Usage)> = Vec::new();
+        let fresh: Vec<Transforms> = smaller.iter().filter(|t| lookup(&tried, t).is_none()).cloned().collect();
+        measure_all(fresh, &mut tried);
+        for t in smaller {
+            if let Some(u) = lookup(&tried, &t) {
+                results.push((t, u));
+            }
+        }
+        let Some(drop) = results.into_iter().find(|(t, u)| {
+            rule.compare(u, &best.1) != Ordering::Less && (!t.is_empty() || rule.improves(u))
+        }) else {
+            break;
+        };
+        if drop.0.is_empty() {
+            break;
+        }
+        best = drop;
+    }
+    Outcome { transforms: best.0, usage: best.1, tried }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(vgpr: u32, occupancy: u32, spills: u32) -> Usage {
+        Usage { vgpr, occupancy, vgpr_spills: spills, sgpr: 20, code_bytes: 1000, ..Default::default() }
+    }
+
+    fn rule(base: Usage) -> Rule {
+        Rule { objective: Objective::Occupancy, allow_scratch: false, baseline: base }
+    }
+
+    /// A model kernel: 102 VGPRs; pow2 saves 4, sink saves 2, waves-per-eu=5
+    /// forces ≤96 and spills unless pow2 brought it to 98 or below.
+    fn model(t: &Transforms) -> Option<Usage> {
+        let mut v = 102;
+        if t.pow2 {
+            v -= 4;
+        }
+        if t.sink {
+            v -= 2;
+        }
+        match t.waves_per_eu {
+            Some(5) if v <= 98 => Some(usage(96, 5, 0)),
+            Some(5) => Some(usage(96, 5, 6)),
+            Some(w) => Some(usage(512 / w, w, 20)),
+            None => Some(usage(v, if v <= 96 { 5 } else { 4 }, 0)),
+        }
+    }
+
+    fn space() -> Space {
+        Space { pow2: true, sink: true, waves: vec![5, 6, 7, 8], ..Default::default() }
+    }
+
+    #[test]
+    fn keeps_the_minimal_set_that_reaches_the_next_step() {
+        let sp = Space { sink: false, ..space() };
+        let out = search(&sp, &rule(usage(102, 4, 0)), &model);
+        assert_eq!(out.usage.occupancy, 5);
+        assert_eq!(out.usage.vgpr_spills, 0);
+        // pow2 is needed (without it waves-per-eu=5 spills), and so is the hint.
+        assert_eq!(out.transforms.labels(), ["pow2", "waves-per-eu=5"]);
+    }
+
+    #[test]
+    fn rewrites_that_reach_the_step_alone_need_no_occupancy_hint() {
+        // pow2 + sink bring 102 down to 96 VGPRs: occupancy 5 with no hint.
+        let out = search(&space(), &rule(usage(102, 4, 0)), &model);
+        assert_eq!(out.transforms.labels(), ["pow2", "sink"]);
+        assert_eq!((out.usage.vgpr, out.usage.occupancy), (96, 5));
+    }
+
+    #[test]
+    fn nothing_helps_means_the_plain_compile() {
+        let base = usage(102, 4, 0);
+        let out = search(&space(), &rule(base), &|_: &Transforms| Some(usage(104, 4, 0)));
+        assert!(out.transforms.is_empty());
+        assert_eq!(out.usage, base);
+    }
+
+    #[test]
+    fn fewer_registers_at_the_same_occupancy_is_not_worth_applying() {
+        let base = usage(102, 4, 0);
+        let out = search(&Space { pow2: true, ..Default::default() }, &rule(base), &|_: &Transforms| Some(usage(98, 4, 0)));
+        assert!(out.transforms.is_empty());
+    }
+
+    #[test]
+    fn occupancy_objective_never_accepts_more_spills() {
+        let base = usage(102, 4, 0);
+        let out = search(&space(), &rule(base), &|t: &Transforms| Some(if t.waves_per_eu.is_some() { usage(64, 8, 1) } else { base }));
+        assert!(out.transforms.is_empty());
+    }
+
+    #[test]
+    fn no_spill_objective_trades_occupancy_for_fewer_spills() {
+        let base = usage(128, 4, 12);
+        let r = Rule { objective: Objective::NoSpill, allow_scratch: false, baseline: base };
+        let sp = Space { launch_bounds: Some(256), ..Default::default() };
+        let out = search(&sp, &r, &|t: &Transforms| Some(if t.launch_bounds.is_some() { usage(160, 3, 0) } else { base }));
+        assert_eq!(out.transforms.labels(), ["launch-bounds=256"]);
+    }
+
+    #[test]
+    fn scratch_counts_as_spilling_unless_allowed() {
+        let base = usage(102, 4, 0);
+        let scratchy = |_: &Transforms| Some(Usage { scratch_bytes: 64, ..usage(80, 6, 0) });
+        let sp = Space { unroll_caps: vec![1], ..Default::default() };
+        assert!(search(&sp, &rule(base), &scratchy).transforms.is_empty());
+        let allowing = Rule { allow_scratch: true, ..rule(base) };
+        assert_eq!(search(&sp, &allowing, &scratchy).transforms.labels(), ["unroll-cap=1"]);
+    }
+
+    #[test]
+    fn no_variant_is_measured_twice() {
+        let count = std::sync::atomic::AtomicUsize::new(0);
+        let seen = std::sync::Mutex::new(Vec::new());
+        let counting = |t: &Transforms| {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut s = seen.lock().unwrap();
+            assert!(!s.contains(t), "measured twice: {:?}", t.labels());
+            s.push(t.clone());
+            model(t)
+        };
+        let out = search(&space(), &rule(usage(102, 4, 0)), &counting);
+        assert_eq!(out.tried.len(), count.into_inner() + 1, "the plain compile comes first");
+    }
+
+    #[test]
+    fn ties_on_occupancy_go_to_fewer_registers() {
+        let r = rule(usage(102, 4, 0));
+        assert_eq!(r.compare(&usage(90, 5, 0), &usage(96, 5, 0)), Ordering::Greater);
+        assert_eq!(r.compare(&usage(96, 6, 0), &usage(90, 5, 0)), Ordering::Greater);
+    }
+}

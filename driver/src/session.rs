@@ -1,0 +1,197 @@
+//! One file on one target: the frontend runs once, then any number of
+//! variants compile from its pre-optimization IR through the real O3
+//! pipeline and code generator, with the pass plugin applying the variant.
+//! Results are cached, so no variant compiles twice.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use regtune_decisions::{Db, Entry, Param, Transforms};
+
+use crate::compile::{self, CompileError, Location, Unit};
+use crate::hash;
+use crate::measure::{self, Measured};
+use crate::target::Arch;
+use crate::toolchain::Toolchain;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+    #[error(transparent)]
+    Measure(#[from] measure::MeasureError),
+    #[error("{0}")]
+    Io(String),
+    #[error("the pass plugin failed on {file}: {detail}")]
+    Plugin { file: String, detail: String },
+}
+
+/// What a variant compile produces.
+#[derive(Debug, Clone, Copy)]
+pub enum Listing {
+    /// Optimized LLVM IR.
+    Ir,
+    /// AMDGPU assembly.
+    Asm,
+}
+
+pub struct Session<'a> {
+    toolchain: &'a Toolchain,
+    pub arch: &'a Arch,
+    plugin: &'a Path,
+    pub source: &'a Path,
+    dir: tempfile::TempDir,
+    pre_ir: PathBuf,
+    /// Identifies the input: preprocessed source, flags, compiler, target.
+    pub input_hash: String,
+    counter: AtomicUsize,
+    cache: Mutex<HashMap<Vec<(String, Transforms)>, Vec<Measured>>>,
+}
+
+impl<'a> Session<'a> {
+    /// Run the frontend once: pre-optimization IR with the device libraries
+    /// linked, and the input hash.
+    pub fn start(
+        toolchain: &'a Toolchain,
+        arch: &'a Arch,
+        plugin: &'a Path,
+        source: &'a Path,
+        user_args: &'a [String],
+    ) -> Result<Session<'a>, SessionError> {
+        let dir = tempfile::tempdir().map_err(|e| SessionError::Io(format!("cannot create a temporary directory: {e}")))?;
+        let pre_ir = dir.path().join("pre.bc");
+        let unit = Unit { toolchain, arch, source, user_args };
+        unit.pre_opt_ir(&pre_ir)?;
+        let input_hash = input_hash(&unit)?;
+        Ok(Session {
+            toolchain,
+            arch,
+            plugin,
+            source,
+            dir,
+            pre_ir,
+            input_hash,
+            counter: AtomicUsize::new(0),
+            cache: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn scratch_path(&self, what: &str) -> PathBuf {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        self.dir.path().join(format!("v{n}.{what}"))
+    }
+
+    /// A decisions file holding exactly this variant.
+    fn decisions_file(&self, variant: &[(String, Transforms)]) -> Result<PathBuf, SessionError> {
+        let mut db = Db::default();
+        for (symbol, t) in variant.iter().filter(|(_, t)| !t.is_empty()) {
+            db.insert(Entry {
+                symbol: symbol.clone(),
+                arch: self.arch.processor().to_string(),
+                input_hash: self.input_hash.clone(),
+                name: String::new(),
+                file: String::new(),
+                transforms: t.clone(),
+                suggested: vec![],
+                before: None,
+                after: None,
+            });
+        }
+        let path = self.scratch_path("json");
+        db.save(&path).map_err(|e| SessionError::Io(e.to_string()))?;
+        Ok(path)
+    }
+
+    /// Plugin flags and environment for a variant; none for the plain compile.
+    fn plugin_args(&self, variant: &[(String, Transforms)]) -> Result<(Vec<OsString>, Vec<(&'static str, OsString)>), SessionError> {
+        if variant.iter().all(|(_, t)| t.is_empty()) {
+            return Ok((vec![], vec![]));
+        }
+        let decisions = self.decisions_file(variant)?;
+        let args = vec![OsString::from(format!("-fpass-plugin={}", self.plugin.display()))];
+        let env = vec![
+            ("REGTUNE_DECISIONS", decisions.into_os_string()),
+            ("REGTUNE_INPUT_HASH", OsString::from(&self.input_hash)),
+        ];
+        Ok((args, env))
+    }
+
+    /// Compile with `variant` (transforms per kernel symbol; kernels not
+    /// named compile plain) and measure every kernel.
+    pub fn measure(&self, variant: &[(String, Transforms)]) -> Result<Vec<Measured>, SessionError> {
+        let key: Vec<(String, Transforms)> = variant.iter().filter(|(_, t)| !t.is_empty()).cloned().collect();
+        if let Some(hit) = self.cache.lock().expect("cache lock").get(&key) {
+            return Ok(hit.clone());
+        }
+        let (args, env) = self.plugin_args(&key)?;
+        let obj = self.scratch_path("o");
+        compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &obj, &args, &env)?;
+        let measured = measure::object_file(&obj, self.arch)?;
+        let _ = std::fs::remove_file(&obj);
+        self.cache.lock().expect("cache lock").insert(key, measured.clone());
+        Ok(measured)
+    }
+
+    /// The plain compile, with each kernel's source location.
+    pub fn baseline(&self) -> Result<(Vec<Measured>, Vec<Location>), SessionError> {
+        let obj = self.scratch_path("o");
+        let remark = [OsString::from("-Rpass-analysis=kernel-resource-usage")];
+        let out = compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &obj, &remark, &[])?;
+        let measured = measure::object_file(&obj, self.arch)?;
+        self.cache.lock().expect("cache lock").insert(vec![], measured.clone());
+        Ok((measured, compile::remark_locations(&out.stderr)))
+    }
+
+    /// Optimized IR or assembly of a variant, for `--diff`.
+    pub fn listing(&self, variant: &[(String, Transforms)], kind: Listing) -> Result<String, SessionError> {
+        let (mut args, env) = self.plugin_args(variant)?;
+        args.push("-S".into());
+        if matches!(kind, Listing::Ir) {
+            args.push("-emit-llvm".into());
+        }
+        let out = self.scratch_path("s");
+        compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &out, &args, &env)?;
+        std::fs::read_to_string(&out).map_err(|e| SessionError::Io(format!("cannot read {}: {e}", out.display())))
+    }
+
+    /// The plugin's ranking of each kernel's pointer parameters for noalias.
+    pub fn noalias_ranking(&self) -> Result<HashMap<String, Vec<Param>>, SessionError> {
+        let out = Command::new(self.toolchain.llvm_bin.join("opt"))
+            .arg(format!("-load-pass-plugin={}", self.plugin.display()))
+            .args(["-passes=regtune-noalias-rank", "-disable-output"])
+            .arg(&self.pre_ir)
+            .output()
+            .map_err(|e| SessionError::Io(format!("cannot run opt: {e}")))?;
+        let plugin_error = |detail: String| SessionError::Plugin { file: self.source.display().to_string(), detail };
+        if !out.status.success() {
+            return Err(plugin_error(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+        }
+        let mut ranking = HashMap::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with('{')) {
+            let v: serde_json::Value = serde_json::from_str(line).map_err(|e| plugin_error(e.to_string()))?;
+            let kernel = v["kernel"].as_str().unwrap_or_default().to_string();
+            let params = v["candidates"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| serde_json::from_value::<Param>(c.clone()).ok())
+                .collect();
+            ranking.insert(kernel, params);
+        }
+        Ok(ranking)
+    }
+}
+
+/// Hash of what determines the device code: the preprocessed source, the
+/// user's flags, the compiler and the target.
+fn input_hash(unit: &Unit<'_>) -> Result<String, CompileError> {
+    let pre = unit.preprocessed()?;
+    let mut parts: Vec<Vec<u8>> = vec![unit.toolchain.version.clone().into_bytes(), unit.arch.name().as_bytes().to_vec()];
+    parts.extend(unit.user_args.iter().map(|a| a.as_bytes().to_vec()));
+    parts.push(pre);
+    Ok(hash::of_parts(parts))
+}

@@ -1,0 +1,309 @@
+//! Find the HIP toolchain and build the device-compile command line.
+//!
+//! A real ROCm install (`$ROCM_PATH`, else `/opt/rocm`) wins. Otherwise we use
+//! Debian's LLVM 22 with its HIP 5.2 headers and device libraries, which need
+//! some help under clang 22: an explicit device-library path, code object v5,
+//! `hip.bc` and `oclc_daz_opt_*.bc` linked by hand (clang 22 no longer links
+//! them for a library this old), a prelude for two things the 5.2 headers
+//! expect from the compiler, and isa-version bitcode for targets newer than
+//! the 5.2 libraries (gfx942, gfx950, gfx11xx, gfx12xx).
+
+use std::env;
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::target::Arch;
+
+const DEBIAN_LLVM: &str = "/usr/lib/llvm-22";
+const DEBIAN_DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
+const DEBIAN_HIP_HEADERS: &str = "/usr/include/hip/hip_runtime.h";
+const DEBIAN_PACKAGES: &str = "clang-22 llvm-22-dev llvm-22-tools lld-22 libamdhip64-dev rocm-device-libs";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolchainError {
+    #[error("no HIP toolchain found: {missing}; run `ci/bootstrap.sh` (as root) or set ROCM_PATH")]
+    Missing { missing: String },
+    #[error("cannot prepare device libraries in {dir}: {source}")]
+    Overlay { dir: PathBuf, source: std::io::Error },
+    #[error("`{tool}` failed: {detail}")]
+    Tool { tool: String, detail: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Flavor {
+    /// A ROCm install: its clang knows its own device libraries.
+    Rocm { root: PathBuf },
+    /// Debian's clang-22 with the HIP 5.2 packages.
+    Debian,
+}
+
+#[derive(Debug, Clone)]
+pub struct Toolchain {
+    pub flavor: Flavor,
+    /// The clang that compiles HIP device code.
+    pub clang: PathBuf,
+    /// Directory with opt, llvm-as, ld.lld... matching `clang`.
+    pub llvm_bin: PathBuf,
+    /// Device libraries as clang should see them (Debian: our overlay).
+    pub device_libs: PathBuf,
+    /// First line of `clang --version`: part of every cache key.
+    pub version: String,
+}
+
+/// One line of `regtune doctor`.
+pub struct Check {
+    pub what: &'static str,
+    pub found: Option<String>,
+    pub fix: String,
+}
+
+impl Toolchain {
+    /// Detect the toolchain from the environment.
+    pub fn detect() -> Result<Toolchain, ToolchainError> {
+        if let Some(root) = rocm_root() {
+            let clang = root.join("llvm/bin/clang");
+            let device_libs = ["amdgcn/bitcode", "lib/llvm/lib/clang/amdgcn/bitcode"]
+                .iter()
+                .map(|d| root.join(d))
+                .find(|d| d.is_dir())
+                .unwrap_or_else(|| root.join("amdgcn/bitcode"));
+            let version = clang_version(&clang)?;
+            return Ok(Toolchain {
+                flavor: Flavor::Rocm { root: root.clone() },
+                llvm_bin: root.join("llvm/bin"),
+                clang,
+                device_libs,
+                version,
+            });
+        }
+        let missing: Vec<String> = debian_checks()
+            .into_iter()
+            .filter(|c| c.found.is_none())
+            .map(|c| c.what.to_string())
+            .collect();
+        if !missing.is_empty() {
+            return Err(ToolchainError::Missing { missing: missing.join(", ") });
+        }
+        let llvm_bin = Path::new(DEBIAN_LLVM).join("bin");
+        let clang = llvm_bin.join("clang");
+        let version = clang_version(&clang)?;
+        Ok(Toolchain {
+            flavor: Flavor::Debian,
+            device_libs: overlay_dir(&version),
+            clang,
+            llvm_bin,
+            version,
+        })
+    }
+
+    /// Make sure everything a device compile for `arch` needs exists on
+    /// disk (Debian: the device-library overlay and the prelude).
+    pub fn prepare(&self, arch: &Arch) -> Result<(), ToolchainError> {
+        if self.flavor != Flavor::Debian {
+            return Ok(());
+        }
+        let dir = &self.device_libs;
+        let err = |source| ToolchainError::Overlay { dir: dir.clone(), source };
+        fs::create_dir_all(dir).map_err(err)?;
+        for entry in fs::read_dir(DEBIAN_DEVICE_LIBS).map_err(err)? {
+            let entry = entry.map_err(err)?;
+            let link = dir.join(entry.file_name());
+            if !link.exists() {
+                symlink_if_absent(&entry.path(), &link).map_err(err)?;
+            }
+        }
+        let isa = dir.join(format!("oclc_isa_version_{}.bc", arch.isa_suffix()));
+        if !isa.exists() {
+            // The 5.2 libraries predate this target; all they read from the
+            // isa-version library is this one constant.
+            let ir = format!(
+                "target triple = \"amdgcn-amd-amdhsa\"\n\
+                 @__oclc_ISA_version = linkonce_odr protected local_unnamed_addr addrspace(4) constant i32 {}, align 4\n",
+                arch.isa_version()
+            );
+            self.assemble(&ir, &isa)?;
+        }
+        let prelude = self.prelude(arch);
+        if !prelude.exists() {
+            write_atomic(&prelude, &prelude_text(arch.wave_size())).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    fn prelude(&self, arch: &Arch) -> PathBuf {
+        self.device_libs.join(format!("regtune-prelude-wave{}.h", arch.wave_size()))
+    }
+
+    /// `llvm-as` the text `ir` into `out`, atomically.
+    fn assemble(&self, ir: &str, out: &Path) -> Result<(), ToolchainError> {
+        let tmp = out.with_extension(format!("tmp{}", std::process::id()));
+        let status = Command::new(self.llvm_bin.join("llvm-as"))
+            .arg("-o")
+            .arg(&tmp)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child.stdin.take().expect("piped stdin").write_all(ir.as_bytes())?;
+                child.wait()
+            })
+            .map_err(|e| ToolchainError::Tool { tool: "llvm-as".into(), detail: e.to_string() })?;
+        if !status.success() {
+            return Err(ToolchainError::Tool { tool: "llvm-as".into(), detail: status.to_string() });
+        }
+        fs::rename(&tmp, out).map_err(|source| ToolchainError::Overlay { dir: self.device_libs.clone(), source })
+    }
+
+    /// Flags for a HIP device-only compile for `arch` (no input, no output,
+    /// no optimization level: the caller adds those and the user's flags).
+    pub fn hip_device_args(&self, arch: &Arch, user_args: &[String]) -> Vec<OsString> {
+        let mut args: Vec<OsString> = ["-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        args.push(format!("--offload-arch={}", arch.name()).into());
+        match &self.flavor {
+            Flavor::Rocm { root } => args.push(format!("--rocm-path={}", root.display()).into()),
+            Flavor::Debian => {
+                let libs = &self.device_libs;
+                args.push("--rocm-path=/usr".into());
+                args.push(format!("--rocm-device-lib-path={}", libs.display()).into());
+                args.push("-mcode-object-version=5".into());
+                let daz = if user_args.iter().any(|a| a == "-fgpu-flush-denormals-to-zero") { "on" } else { "off" };
+                for lib in [libs.join("hip.bc"), libs.join(format!("oclc_daz_opt_{daz}.bc"))] {
+                    args.extend(["-Xclang".into(), "-mlink-builtin-bitcode".into(), "-Xclang".into(), lib.into()]);
+                }
+                args.push("-include".into());
+                args.push(self.prelude(arch).into());
+            }
+        }
+        args
+    }
+
+    /// Flags that compile pre-optimization device IR (from the frontend run)
+    /// exactly as the HIP compile would have compiled it.
+    pub fn ir_args(&self, arch: &Arch) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![
+            "-x".into(),
+            "ir".into(),
+            "--target=amdgcn-amd-amdhsa".into(),
+            format!("-mcpu={}", arch.name()).into(),
+            // The frontend run already linked the device libraries into the
+            // IR; letting clang link OpenCL's set again would change the code.
+            "-nogpulib".into(),
+            // What the HIP driver passes to the device job beyond the IR.
+            "-ffp-contract=fast-honor-pragmas".into(),
+            "-fno-autolink".into(),
+            "-mllvm".into(),
+            "-amdgpu-internalize-symbols".into(),
+        ];
+        if self.flavor == Flavor::Debian {
+            args.push("-mcode-object-version=5".into());
+        }
+        args
+    }
+
+    /// What `regtune doctor` prints: one check per line.
+    pub fn doctor() -> Vec<Check> {
+        let mut checks = Vec::new();
+        let rocm = rocm_root();
+        checks.push(Check {
+            what: "ROCm install ($ROCM_PATH or /opt/rocm)",
+            found: rocm.as_ref().map(|r| r.display().to_string()),
+            fix: "optional: install ROCm and set ROCM_PATH; Debian's packages are used otherwise".into(),
+        });
+        if rocm.is_none() {
+            checks.extend(debian_checks());
+        }
+        checks.push(Check {
+            what: "regtune pass plugin",
+            found: crate::plugin::find().ok().map(|p| p.display().to_string()),
+            fix: "cargo build --release --workspace".into(),
+        });
+        checks
+    }
+}
+
+fn rocm_root() -> Option<PathBuf> {
+    let candidates = env::var_os("ROCM_PATH").map(PathBuf::from).into_iter().chain([PathBuf::from("/opt/rocm")]);
+    candidates.into_iter().find(|r| r.join("llvm/bin/clang").is_file())
+}
+
+fn debian_checks() -> Vec<Check> {
+    let fix = |pkg: &str| format!("sudo apt-get install -y {pkg}   (or: sudo ci/bootstrap.sh for all of {DEBIAN_PACKAGES})");
+    let path_check = |what: &'static str, path: String, pkg: &str| Check {
+        what,
+        found: Path::new(&path).exists().then_some(path),
+        fix: fix(pkg),
+    };
+    vec![
+        path_check("clang 22", format!("{DEBIAN_LLVM}/bin/clang"), "clang-22"),
+        path_check("lld 22", format!("{DEBIAN_LLVM}/bin/ld.lld"), "lld-22"),
+        path_check("opt/llvm-as 22", format!("{DEBIAN_LLVM}/bin/opt"), "llvm-22"),
+        path_check("LLVM 22 headers", format!("{DEBIAN_LLVM}/include/llvm-c/Core.h"), "llvm-22-dev"),
+        path_check("FileCheck and lit (tests)", format!("{DEBIAN_LLVM}/bin/FileCheck"), "llvm-22-tools"),
+        path_check("HIP headers", DEBIAN_HIP_HEADERS.to_string(), "libamdhip64-dev"),
+        path_check("ROCm device libraries", format!("{DEBIAN_DEVICE_LIBS}/ocml.bc"), "rocm-device-libs"),
+    ]
+}
+
+fn clang_version(clang: &Path) -> Result<String, ToolchainError> {
+    let out = Command::new(clang)
+        .arg("--version")
+        .output()
+        .map_err(|e| ToolchainError::Tool { tool: clang.display().to_string(), detail: e.to_string() })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(text.lines().next().unwrap_or_default().trim().to_string())
+}
+
+/// Per-user cache for the overlay, keyed by compiler version so an upgrade
+/// never mixes libraries.
+fn overlay_dir(version: &str) -> PathBuf {
+    let base = env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(env::temp_dir);
+    base.join("regtune").join(format!("device-libs-{}", crate::hash::short(version.as_bytes())))
+}
+
+fn prelude_text(wave_size: u32) -> String {
+    format!(
+        "// regtune: what HIP 5.2's headers expect from the compiler, which clang 22 no longer provides.\n\
+         #pragma once\n\
+         #ifndef __AMDGCN_WAVEFRONT_SIZE\n\
+         #define __AMDGCN_WAVEFRONT_SIZE {wave_size}\n\
+         #endif\n\
+         extern \"C\" __attribute__((device)) _Float16 __llvm_amdgcn_rcp_f16(_Float16);\n\
+         typedef _Float16 __regtune_half2 __attribute__((ext_vector_type(2)));\n\
+         extern \"C\" __attribute__((device)) __regtune_half2 __llvm_amdgcn_rcp_2f16(__regtune_half2);\n"
+    )
+}
+
+/// Concurrent regtune runs may race to create the same link: first one wins.
+fn symlink_if_absent(target: &Path, link: &Path) -> std::io::Result<()> {
+    match std::os::unix::fs::symlink(target, link) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        other => other,
+    }
+}
+
+fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prelude_defines_the_wave_size() {
+        assert!(prelude_text(32).contains("#define __AMDGCN_WAVEFRONT_SIZE 32\n"));
+        assert!(prelude_text(64).contains("__llvm_amdgcn_rcp_2f16"));
+    }
+}

@@ -1,0 +1,108 @@
+//! Shared by the integration tests: where things are, and an independent
+//! oracle — clang's own resource-usage remarks, from a command line built
+//! here rather than by regtune.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root").to_path_buf()
+}
+
+/// Every example kernel file.
+pub fn examples() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("examples"))
+        .expect("examples/")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "hip"))
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no examples");
+    v
+}
+
+const BITCODE: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
+
+/// Debian's device libraries plus the isa-version files they lack, built
+/// the way a person would by hand (see examples/README.md).
+fn device_libs() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        for e in std::fs::read_dir(BITCODE).unwrap() {
+            let e = e.unwrap();
+            std::os::unix::fs::symlink(e.path(), dir.path().join(e.file_name())).unwrap();
+        }
+        for (suffix, version) in [("942", 9402), ("950", 9500), ("1100", 11000)] {
+            let ll = dir.path().join(format!("isa{suffix}.ll"));
+            std::fs::write(
+                &ll,
+                format!("target triple = \"amdgcn-amd-amdhsa\"\n@__oclc_ISA_version = linkonce_odr protected local_unnamed_addr addrspace(4) constant i32 {version}, align 4\n"),
+            )
+            .unwrap();
+            let bc = dir.path().join(format!("oclc_isa_version_{suffix}.bc"));
+            assert!(Command::new("llvm-as-22").arg(&ll).arg("-o").arg(&bc).status().unwrap().success());
+        }
+        for wave in [32, 64] {
+            std::fs::write(
+                dir.path().join(format!("prelude{wave}.h")),
+                format!("#define __AMDGCN_WAVEFRONT_SIZE {wave}\nextern \"C\" __device__ _Float16 __llvm_amdgcn_rcp_f16(_Float16);\ntypedef _Float16 h2_t __attribute__((ext_vector_type(2)));\nextern \"C\" __device__ h2_t __llvm_amdgcn_rcp_2f16(h2_t);\n"),
+            )
+            .unwrap();
+        }
+        dir
+    })
+    .path()
+}
+
+/// A plain device-only compile of `file` for `arch` with Debian's packages.
+pub fn hip_device_compile(file: &Path, arch: &str) -> Command {
+    let libs = device_libs();
+    let wave = if arch.starts_with("gfx1") { 32 } else { 64 };
+    let mut cmd = Command::new("clang-22");
+    cmd.args(["-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output", "-O3", "--rocm-path=/usr"])
+        .arg(format!("--offload-arch={arch}"))
+        .arg(format!("--rocm-device-lib-path={}", libs.display()))
+        .arg("-mcode-object-version=5");
+    for bc in ["hip.bc", "oclc_daz_opt_off.bc"] {
+        cmd.args(["-Xclang", "-mlink-builtin-bitcode", "-Xclang"]).arg(libs.join(bc));
+    }
+    cmd.arg("-include").arg(libs.join(format!("prelude{wave}.h"))).arg(file);
+    cmd
+}
+
+/// Per kernel symbol: every numeric line of clang's resource-usage remark.
+pub fn remarks_for(file: &Path, arch: &str) -> BTreeMap<String, BTreeMap<String, u64>> {
+    let obj = tempfile::NamedTempFile::new().unwrap();
+    let out = hip_device_compile(file, arch)
+        .args(["-c", "-Rpass-analysis=kernel-resource-usage", "-o"])
+        .arg(obj.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    parse_remarks(&String::from_utf8_lossy(&out.stderr))
+}
+
+pub fn parse_remarks(stderr: &str) -> BTreeMap<String, BTreeMap<String, u64>> {
+    let mut all: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut current = None;
+    for line in stderr.lines() {
+        let Some(body) = line
+            .split_once(": remark: ")
+            .and_then(|(_, r)| r.strip_suffix(" [-Rpass-analysis=kernel-resource-usage]"))
+        else {
+            continue;
+        };
+        let Some((key, value)) = body.trim().split_once(": ") else { continue };
+        if key == "Function Name" {
+            current = Some(value.to_string());
+            all.entry(value.to_string()).or_default();
+        } else if let (Some(k), Ok(v)) = (&current, value.parse::<u64>()) {
+            all.get_mut(k).unwrap().insert(key.to_string(), v);
+        }
+    }
+    all
+}
