@@ -1,0 +1,24 @@
+; RUN: %opt -passes=regtune-pow2 -S %s | FileCheck %s
+;
+; powr(x, y) is NaN for x < 0 where x * x is not: powr(x, 2.0) -> x * x
+; needs nnan.
+
+target triple = "amdgcn-amd-amdhsa"
+
+; Verify that powr(x, 2.0) without nnan is _not_ rewritten.
+; CHECK-LABEL: define float @powr_strict(
+; CHECK-NEXT:    %r = call float @__ocml_powr_f32(float %x, float 2.000000e+00)
+define float @powr_strict(float %x) {
+  %r = call float @__ocml_powr_f32(float %x, float 2.0)
+  ret float %r
+}
+
+; CHECK-LABEL: define float @powr_nnan(
+; CHECK-NEXT:    [[SQ:%.*]] = fmul nnan float %x, %x
+; CHECK-NEXT:    ret float [[SQ]]
+define float @powr_nnan(float %x) {
+  %r = call nnan float @__ocml_powr_f32(float %x, float 2.0)
+  ret float %r
+}
+
+declare float @__ocml_powr_f32(float, float)
