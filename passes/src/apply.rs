@@ -58,24 +58,26 @@ pub fn run(module: &Module<'_>, phase: Phase, options: &RunOptions) -> bool {
     let input_hash = std::env::var(INPUT_HASH_ENV).ok().filter(|h| !h.is_empty());
     let mut changed = false;
     if phase.early() {
-        changed |= apply_early(module, &Plan::new(module, &db, input_hash.as_deref()));
+        changed |= apply_early(module, &db, input_hash.as_deref());
     }
     if phase.late() {
-        // A fresh plan: the early phase may have deleted functions.
         changed |= apply_late(&Plan::new(module, &db, input_hash.as_deref()));
     }
     changed
 }
 
-/// pow2 last: it deletes the functions it leaves unused, which the other
-/// transforms' lists may still name.
-fn apply_early<'ctx>(module: &Module<'ctx>, plan: &Plan<'ctx>) -> bool {
+/// Each transform gets a plan of its own, made after the one before ran:
+/// a transform may delete functions (pow2 deletes what it leaves unused),
+/// and a plan must not name them. pow2 goes last for the same reason.
+fn apply_early<'ctx>(module: &Module<'ctx>, db: &Db, input_hash: Option<&str>) -> bool {
     let mut changed = false;
+    let plan = Plan::new(module, db, input_hash);
     for (kernel, t) in plan.decided() {
         if !t.noalias.is_empty() {
             changed |= noalias::run(kernel, &t.noalias);
         }
     }
+    let plan = Plan::new(module, db, input_hash);
     for (cap, functions) in plan.agreed(|t| t.unroll_cap) {
         if let Some(cap) = cap {
             changed |= unroll_cap::run_on(&functions, cap);

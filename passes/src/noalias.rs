@@ -11,10 +11,12 @@ use inkwell::values::FunctionValue;
 use regtune_decisions::Param;
 use serde::Serialize;
 
-/// A parameter worth marking `noalias`, as `regtune-noalias-rank` reports it.
+/// A parameter worth marking `noalias`, as `regtune-noalias-rank` reports it
+/// (the driver reads each candidate as a `regtune_decisions::Param`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Candidate {
-    pub param: Param,
+    pub index: u32,
+    pub name: String,
 }
 
 /// Mark `params` of `kernel` noalias; true when the IR changed.

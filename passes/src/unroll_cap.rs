@@ -73,22 +73,12 @@ struct Loop<'ctx> {
 }
 
 fn cap_loop(lp: &Loop<'_>, cap: u32) -> bool {
-    let Some(current) = loop_id_of(lp) else {
+    let Some(props) = rewritable_properties(lp) else {
         return false;
     };
-    let props: Vec<MdOperand<'_>> = match current {
-        Some(id) => match loop_properties(id) {
-            Some(p) => p,
-            // Not a well-formed loop ID; LoopUnroll ignores it and so do we.
-            None => return false,
-        },
-        None => Vec::new(),
-    };
-    let pragma = pragma_of(&props);
-    let Some(new) = capped(pragma, cap) else {
+    let Some(new) = capped(pragma_of(&props), cap) else {
         return false;
     };
-
     let Some(ctx) = lp.latches[0].get_parent().map(|bb| bb.get_context()) else {
         return false;
     };
@@ -104,6 +94,16 @@ fn cap_loop(lp: &Loop<'_>, cap: u32) -> bool {
         llvm::set_md(*latch, LOOP, id);
     }
     true
+}
+
+/// Legality: a loop whose latches agree on one well-formed loop ID, or
+/// carry none; its properties (empty without an ID). Anything else LoopUnroll
+/// reads as "no ID" and ignores, and so do we.
+fn rewritable_properties<'ctx>(lp: &Loop<'ctx>) -> Option<Vec<MdOperand<'ctx>>> {
+    match loop_id_of(lp)? {
+        Some(id) => loop_properties(id),
+        None => Some(Vec::new()),
+    }
 }
 
 /// The loop ID all latches share: `Some(None)` when none has one, `None`

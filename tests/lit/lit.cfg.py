@@ -48,7 +48,7 @@ if not os.path.isfile(plugin):
         "or point REGTUNE_PLUGIN (or --param plugin=) at it"
     )
 
-for tool in ["opt", "clang", "FileCheck", "not", "count", "llvm-stress"]:
+for tool in ["opt", "clang", "FileCheck", "not", "count", "llvm-stress", "llvm-nm", "llvm-readelf"]:
     if not os.path.exists(os.path.join(bindir, tool)):
         lit_config.fatal(f"{tool} not found in {bindir} (set --param llvm_bin=)")
 
