@@ -26,7 +26,8 @@
 //!   pow(x, n)    -> x * x * ... (1/... for n < 0), 3 <= |n| <= 16: afn
 //!                                  (several roundings), as LLVM's pow -> powi
 //!   pown(x, n): the same for integer n (no 0.5 forms);
-//!   powr(x, y): the same, and also nnan (powr(x < 0, y) is NaN).
+//!   powr(x, y): the same, and also nnan (powr(x < 0, y) is NaN), and nsz
+//!                unless the result is x * x or 1.0 (powr(-0, y) is +0).
 //! This follows LLVM's SimplifyLibCalls::optimizePow, except that pow -> sqrt
 //! is done only where it needs no fabs/select fix-ups.
 //!
@@ -364,11 +365,24 @@ fn constant_exponent(family: Family, expo: BasicValueEnum<'_>) -> Option<Exponen
 /// Legality: the rewrite of `pow(x, e)` that is exact, or exact under
 /// `flags`; `None` when there is none.
 fn legal_rewrite(family: Family, e: Exponent, flags: FastMathFlags) -> Option<Rewrite> {
-    let has = |f: FastMathFlags| flags.contains(f);
-    // powr(x < 0, y) is NaN where the rewrites below give a number.
-    if family == Family::Powr && !has(FastMathFlags::NoNaNs) {
-        return None;
+    let rewrite = pow_rewrite(e, flags)?;
+    if family == Family::Powr {
+        // powr(x < 0, y) is NaN where the rewrites give a number ...
+        if !flags.contains(FastMathFlags::NoNaNs) {
+            return None;
+        }
+        // ... and powr(-0, y) is +0 (or +inf) where x, 1/x, x*x*x keep the sign.
+        let sign_free = matches!(rewrite, Rewrite::One | Rewrite::Power { n: 2, reciprocal: false });
+        if !sign_free && !flags.contains(FastMathFlags::NoSignedZeros) {
+            return None;
+        }
     }
+    Some(rewrite)
+}
+
+/// The rewrite of pow(x, e) (or pown), exact or exact under `flags`.
+fn pow_rewrite(e: Exponent, flags: FastMathFlags) -> Option<Rewrite> {
+    let has = |f: FastMathFlags| flags.contains(f);
     let n = match e {
         Exponent::Int(n) => n,
         Exponent::Float(y) if y.fract() == 0.0 && y.abs() <= i64::MAX as f64 => y as i64,
@@ -597,11 +611,13 @@ mod tests {
     }
 
     #[test]
-    fn powr_needs_nnan() {
-        assert_eq!(legal_rewrite(Family::Powr, Exponent::Float(2.0), NONE), None);
-        assert_eq!(
-            legal_rewrite(Family::Powr, Exponent::Float(2.0), FastMathFlags::NoNaNs),
-            Some(Rewrite::Power { n: 2, reciprocal: false })
-        );
+    fn powr_needs_nnan_and_for_signed_results_nsz() {
+        let powr = |y, flags| legal_rewrite(Family::Powr, Exponent::Float(y), flags);
+        assert_eq!(powr(2.0, NONE), None);
+        assert_eq!(powr(2.0, FastMathFlags::NoNaNs), Some(Rewrite::Power { n: 2, reciprocal: false }));
+        assert_eq!(powr(-1.0, FastMathFlags::NoNaNs), None);
+        assert_eq!(powr(1.0, FastMathFlags::NoNaNs), None);
+        let both = FastMathFlags::NoNaNs | FastMathFlags::NoSignedZeros;
+        assert_eq!(powr(-1.0, both), Some(Rewrite::Power { n: 1, reciprocal: true }));
     }
 }

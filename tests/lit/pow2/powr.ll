@@ -21,4 +21,22 @@ define float @powr_nnan(float %x) {
   ret float %r
 }
 
+
+; powr(-0, -1.0) is +inf where 1.0 / -0 is -inf: the reciprocal needs nsz
+; on top of nnan.
+; CHECK-LABEL: define float @powr_reciprocal_nnan(
+; CHECK-NEXT:    %r = call nnan float @__ocml_powr_f32(float %x, float -1.000000e+00)
+define float @powr_reciprocal_nnan(float %x) {
+  %r = call nnan float @__ocml_powr_f32(float %x, float -1.0)
+  ret float %r
+}
+
+; CHECK-LABEL: define float @powr_reciprocal_nnan_nsz(
+; CHECK-NEXT:    [[R:%.*]] = fdiv nnan nsz float 1.000000e+00, %x
+; CHECK-NEXT:    ret float [[R]]
+define float @powr_reciprocal_nnan_nsz(float %x) {
+  %r = call nnan nsz float @__ocml_powr_f32(float %x, float -1.0)
+  ret float %r
+}
+
 declare float @__ocml_powr_f32(float, float)
