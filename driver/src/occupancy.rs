@@ -219,7 +219,10 @@ pub fn target(arch: &str) -> Option<&'static Target> {
     TARGETS.iter().find(|t| t.name.eq_ignore_ascii_case(processor))
 }
 
-/// What keeps a kernel below the target's maximum occupancy.
+/// What keeps a kernel below the target's maximum occupancy. When several
+/// resources cap it at the same level, the one named is the first of
+/// workgroup size, LDS, waves-per-eu, SGPRs, VGPRs: VGPRs only when lowering
+/// them alone would gain a wave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Limiter {
@@ -298,6 +301,7 @@ pub struct Limits {
 pub struct Occupancy {
     /// Waves per SIMD, = the remark's "Occupancy [waves/SIMD]".
     pub waves: u32,
+    /// What holds `waves` below the target maximum (see [`Limiter`] for ties).
     pub limiter: Limiter,
     pub limits: Limits,
 }
@@ -319,12 +323,12 @@ impl Target {
         }
     }
 
-    /// The VGPR file for a wave size (the default one for anything else).
+    /// The VGPR file for a wave size (the default one for sizes other than 32 and 64).
     pub fn vgpr_file(&self, wave_size: u32) -> VgprFile {
-        match (wave_size, self.vgpr_wave32) {
-            (32, Some(f)) => f,
-            (64, _) => self.vgpr_wave64,
-            _ => self.vgpr_wave32.filter(|_| self.wave_size == 32).unwrap_or(self.vgpr_wave64),
+        let wave_size = if wave_size == 32 || wave_size == 64 { wave_size } else { self.wave_size };
+        match self.vgpr_wave32 {
+            Some(f) if wave_size == 32 => f,
+            _ => self.vgpr_wave64,
         }
     }
 
@@ -434,7 +438,7 @@ impl Target {
             return self.min_vgprs_for(min_waves, ws);
         }
         let max_vgprs_next = align_down(f.total / (waves + 1), f.granule);
-        (1 + (max_vgprs - f.granule).min(max_vgprs_next)).min(self.addressable_vgprs)
+        (1 + max_vgprs.saturating_sub(f.granule).min(max_vgprs_next)).min(self.addressable_vgprs)
     }
 
     /// `IsaInfo::getMinNumSGPRs(WavesPerEU)`. HSA kernels are compiled with
@@ -507,33 +511,22 @@ impl Target {
             if min_waves_per_cu > min_for_wg {
                 let excess_per_wg = (min_waves_per_cu - min_for_wg) / min_wgs_per_cu;
                 if excess_per_wg > 0 {
-                    min_waves_per_cu -=
-                        min_wgs_per_cu * excess_per_wg.min(max_waves_per_wg - min_waves_per_wg);
+                    min_waves_per_cu -= min_wgs_per_cu * excess_per_wg.min(max_waves_per_wg - min_waves_per_wg);
                 }
             }
             // A larger group than the minimum may fill leftover wave slots.
             let leftover_per_wg = (slots - max_wgs_per_cu * min_waves_per_wg) / max_wgs_per_cu;
             if leftover_per_wg > 0 {
-                max_waves_per_cu += max_wgs_per_cu
-                    * leftover_per_wg.min((max_wg - 1) / ws + 1 - min_waves_per_wg);
+                max_waves_per_cu += max_wgs_per_cu * leftover_per_wg.min((max_wg - 1) / ws + 1 - min_waves_per_wg);
             }
         }
-        (
-            (min_waves_per_cu / eus).clamp(1, waves_per_eu),
-            max_waves_per_cu.div_ceil(eus).clamp(1, waves_per_eu),
-        )
+        ((min_waves_per_cu / eus).clamp(1, waves_per_eu), max_waves_per_cu.div_ceil(eus).clamp(1, waves_per_eu))
     }
 
     /// `AMDGPUSubtarget::getEffectiveWavesPerEU`: the waves-per-EU range the
     /// backend works with; a request outside what the workgroup size and LDS
     /// allow is ignored, a valid maximum is capped by them.
-    fn effective_waves_per_eu(
-        &self,
-        k: &KernelResources,
-        a: &KernelAttrs,
-        fwgs: (u32, u32),
-        ws: u32,
-    ) -> (u32, u32) {
+    fn effective_waves_per_eu(&self, k: &KernelResources, a: &KernelAttrs, fwgs: (u32, u32), ws: u32) -> (u32, u32) {
         let occ = self.occupancy_with_workgroup_sizes(k.lds_bytes, fwgs, ws, a).1;
         // getWavesPerEUForWorkGroup: one maximal workgroup must fit.
         let first = fwgs.1.div_ceil(ws).div_ceil(self.eus_per_cu(a)).min(occ);
@@ -677,7 +670,9 @@ mod tests {
     fn vgpr_granule_boundaries() {
         let g = t("gfx90a");
         // 512 / align8(n), at most 8.
-        for (v, w) in [(1, 8), (7, 8), (64, 8), (65, 7), (72, 7), (73, 6), (128, 4), (129, 3), (256, 2), (257, 1), (512, 1)] {
+        for (v, w) in
+            [(1, 8), (7, 8), (64, 8), (65, 7), (72, 7), (73, 6), (128, 4), (129, 3), (256, 2), (257, 1), (512, 1)]
+        {
             assert_eq!(g.occupancy(&k(v, 10)).waves, w, "gfx90a {v} VGPRs");
         }
         let g = t("gfx906");
@@ -687,7 +682,21 @@ mod tests {
         }
         let g = t("gfx1100");
         // 1536 / align24(n), at most 16.
-        for (v, w) in [(96, 16), (97, 12), (120, 12), (121, 10), (144, 10), (145, 9), (192, 8), (193, 7), (216, 7), (217, 6), (240, 6), (241, 5), (256, 5)] {
+        for (v, w) in [
+            (96, 16),
+            (97, 12),
+            (120, 12),
+            (121, 10),
+            (144, 10),
+            (145, 9),
+            (192, 8),
+            (193, 7),
+            (216, 7),
+            (217, 6),
+            (240, 6),
+            (241, 5),
+            (256, 5),
+        ] {
             assert_eq!(g.occupancy(&k(v, 10)).waves, w, "gfx1100 {v} VGPRs");
         }
         let w64 = KernelAttrs { wave_size: Some(64), ..KernelAttrs::default() };
@@ -787,5 +796,165 @@ mod tests {
         assert_eq!(g.max_vgprs_for_waves(0), 256);
         assert_eq!(g.max_vgprs_for_waves(99), 96);
         assert_eq!(g.max_vgprs_for_waves_with_wave_size(16, 64), 48);
+    }
+
+    /// Occupancy as clang-22 (Debian 22.1.8) printed it in the
+    /// `-Rpass-analysis=kernel-resource-usage` remark, with the kernel's
+    /// metadata as `llvm-readelf --notes` showed it. Kernels (HIP, `-O3`,
+    /// code object v5):
+    /// - `liveN`: N floats loaded, updated in a loop by `fmaf(r[i], r[(i+7)%N], 1)`
+    ///   and stored (the allocator caps them per the workgroup size);
+    /// - `tileT_B`: a `__shared__ float s[T][T+1]` transpose tile, `__launch_bounds__(B)`;
+    /// - `mfmaK`: K `__builtin_amdgcn_mfma_f32_32x32x8f16` accumulators in a loop;
+    /// - "clobber vN/sN/aN": `asm volatile("" ::: "vN")` fixing the register count,
+    ///   plus `__shared__` arrays of the given size and the attributes named.
+    ///
+    /// Columns: target, [.vgpr_count, .agpr_count, .sgpr_count,
+    /// .group_segment_fixed_size, .max_flat_workgroup_size], min flat workgroup
+    /// size, amdgpu-waves-per-eu, .wavefront_size, -mcumode, remark occupancy.
+    #[allow(clippy::type_complexity)]
+    const OBSERVED: &[(&str, [u32; 5], Option<u32>, Option<(u32, Option<u32>)>, u32, bool, u32)] = &[
+        // real.hip live16: 16 floats live, no bounds
+        ("gfx90a", [52, 0, 11, 0, 1024], None, None, 64, false, 8),
+        // real.hip live48: RA capped at 128 VGPRs by the 1024-thread default
+        ("gfx90a", [128, 0, 16, 0, 1024], None, None, 64, false, 4),
+        // live48, __launch_bounds__(256) + amdgpu_waves_per_eu(1,2)
+        ("gfx90a", [150, 0, 11, 0, 256], None, Some((1, Some(2))), 64, false, 2),
+        // live72, __launch_bounds__(256, 6) (= waves-per-eu "6")
+        ("gfx90a", [80, 0, 16, 0, 256], None, Some((6, None)), 64, false, 6),
+        // 64x65 float LDS tile, __launch_bounds__(256)
+        ("gfx90a", [12, 0, 12, 16640, 256], None, None, 64, false, 3),
+        // 120x121 float LDS tile, __launch_bounds__(1024)
+        ("gfx90a", [12, 0, 12, 58080, 1024], None, None, 64, false, 4),
+        // 16 32x32x8 MFMA accumulators, __launch_bounds__(64): VGPRs 256 AGPRs 244
+        ("gfx90a", [500, 244, 12, 0, 64], None, None, 64, false, 1),
+        // 6 MFMA accumulators + clobbered a5, bounds 512: VGPRs 116 AGPRs 6
+        ("gfx90a", [122, 6, 12, 0, 512], None, None, 64, false, 4),
+        // 8 MFMA accumulators, bounds 256, amdgpu_waves_per_eu(2,2)
+        ("gfx90a", [152, 0, 12, 0, 256], None, Some((2, Some(2))), 64, false, 2),
+        // clobber v64
+        ("gfx90a", [65, 0, 10, 0, 1024], None, None, 64, false, 7),
+        // 20 KiB LDS, __launch_bounds__(256)
+        ("gfx90a", [2, 0, 10, 20480, 256], None, None, 64, false, 3),
+        // 64 KiB LDS, __launch_bounds__(64)
+        ("gfx90a", [2, 0, 10, 65536, 64], None, None, 64, false, 1),
+        // amdgpu_flat_work_group_size(768,768)
+        ("gfx90a", [2, 0, 10, 0, 768], Some(768), None, 64, false, 6),
+        // clobber v39, bounds 256, amdgpu_waves_per_eu(1,3)
+        ("gfx90a", [40, 0, 10, 0, 256], None, Some((1, Some(3))), 64, false, 3),
+        // clobber v99, amdgpu_waves_per_eu(1,3), 1024 threads: request ignored
+        ("gfx90a", [100, 0, 10, 0, 1024], None, Some((1, Some(3))), 64, false, 4),
+        // amdgpu_waves_per_eu(4,4), 1024 threads
+        ("gfx90a", [2, 0, 10, 0, 1024], None, Some((4, Some(4))), 64, false, 4),
+        // live48 with amdgpu_num_vgpr(32) (doubled on gfx90a+): 102 SGPRs
+        ("gfx942", [64, 0, 102, 0, 1024], None, None, 64, false, 7),
+        // real.hip live48
+        ("gfx942", [128, 0, 102, 0, 1024], None, None, 64, false, 4),
+        // 24 MFMA accumulators, bounds 64: VGPRs 252 AGPRs 256
+        ("gfx942", [508, 256, 14, 0, 64], None, None, 64, false, 1),
+        // 64x65 float LDS tile, bounds 256
+        ("gfx942", [10, 0, 14, 16640, 256], None, None, 64, false, 3),
+        // 12 KiB LDS, bounds 128
+        ("gfx942", [2, 0, 8, 12288, 128], None, None, 64, false, 3),
+        // 48 KiB LDS, no bounds
+        ("gfx942", [2, 0, 8, 49152, 1024], None, None, 64, false, 4),
+        // bounds 64, amdgpu_waves_per_eu(2,2)
+        ("gfx942", [2, 0, 8, 0, 64], None, Some((2, Some(2))), 64, false, 2),
+        // 64x65 float LDS tile, bounds 256 (160 KiB LDS)
+        ("gfx950", [10, 0, 14, 16640, 256], None, None, 64, false, 8),
+        // 120x121 float LDS tile, bounds 1024
+        ("gfx950", [12, 0, 14, 58080, 1024], None, None, 64, false, 8),
+        // 16 MFMA accumulators, bounds 64: VGPRs 256 AGPRs 196
+        ("gfx950", [452, 196, 14, 0, 64], None, None, 64, false, 1),
+        // live72, __launch_bounds__(256, 6)
+        ("gfx950", [80, 0, 106, 0, 256], None, Some((6, None)), 64, false, 6),
+        // 80 KiB LDS, bounds 256
+        ("gfx950", [2, 0, 8, 81920, 256], None, None, 64, false, 2),
+        // 160 KiB LDS, bounds 64
+        ("gfx950", [2, 0, 8, 163840, 64], None, None, 64, false, 1),
+        // 40 KiB LDS, flat_work_group_size(256,256)
+        ("gfx950", [2, 0, 8, 40960, 256], Some(256), None, 64, false, 4),
+        // real.hip live48
+        ("gfx1100", [144, 0, 18, 0, 1024], None, None, 32, false, 10),
+        // real.hip live72
+        ("gfx1100", [192, 0, 18, 0, 1024], None, None, 32, false, 8),
+        // live72, __launch_bounds__(256, 6)
+        ("gfx1100", [216, 0, 18, 0, 256], None, Some((6, None)), 32, false, 7),
+        // 64x65 float LDS tile, bounds 256
+        ("gfx1100", [10, 0, 18, 16640, 256], None, None, 32, false, 14),
+        // 4 KiB LDS, bounds 32 (one wave: no barrier limit)
+        ("gfx1100", [2, 0, 2, 4096, 32], None, None, 32, false, 8),
+        // 24 KiB LDS, flat_work_group_size(64,64)
+        ("gfx1100", [2, 0, 2, 24576, 64], Some(64), None, 32, false, 3),
+        // flat_work_group_size(640,640)
+        ("gfx1100", [2, 0, 2, 0, 640], Some(640), None, 32, false, 15),
+        // bounds 64, amdgpu_waves_per_eu(1,2): padding stops at 5 waves
+        ("gfx1100", [2, 0, 2, 0, 64], None, Some((1, Some(2))), 32, false, 5),
+        // amdgpu_waves_per_eu(8,8), 1024 threads
+        ("gfx1100", [2, 0, 2, 0, 1024], None, Some((8, Some(8))), 32, false, 8),
+        // clobber v99, amdgpu_waves_per_eu(12,12)
+        ("gfx1100", [100, 0, 2, 0, 1024], None, Some((12, Some(12))), 32, false, 12),
+        // clobber v96, -mwavefrontsize64 [-mwavefrontsize64]
+        ("gfx1100", [97, 0, 2, 0, 1024], None, None, 64, false, 7),
+        // 16 KiB LDS, bounds 256, -mwavefrontsize64 [-mwavefrontsize64]
+        ("gfx1100", [2, 0, 2, 16384, 256], None, None, 64, false, 8),
+        // 40 KiB LDS, bounds 64, -mcumode (2 in WGP mode) [-mcumode]
+        ("gfx1100", [2, 0, 2, 40960, 64], None, None, 32, true, 1),
+        // 40 KiB LDS, bounds 64, WGP mode
+        ("gfx1100", [2, 0, 2, 40960, 64], None, None, 32, false, 2),
+        // flat_work_group_size(1024,1024)
+        ("gfx906", [2, 0, 10, 0, 1024], Some(1024), None, 64, false, 8),
+        // clobber s83 and v23: 88 SGPRs
+        ("gfx906", [24, 0, 88, 0, 1024], None, None, 64, false, 9),
+        // real.hip live16
+        ("gfx906", [48, 0, 14, 0, 1024], None, None, 64, false, 5),
+        // 4 MFMA accumulators, bounds 256: VGPRs 77 AGPRs 64
+        ("gfx908", [77, 64, 12, 0, 256], None, None, 64, false, 3),
+        // real.hip live48: spills VGPRs to AGPRs (64 + 64)
+        ("gfx908", [64, 64, 20, 0, 1024], None, None, 64, false, 4),
+        // real.hip live100
+        ("gfx1201", [102, 0, 6, 0, 1024], None, None, 32, false, 12),
+        // clobber v96
+        ("gfx1102", [97, 0, 2, 0, 1024], None, None, 32, false, 9),
+    ];
+
+    #[test]
+    fn matches_observed_remarks() {
+        for &(name, [vgpr, agpr, sgpr, lds_bytes, max_wg], min_wg, wpe, wave, cu_mode, occ) in OBSERVED {
+            let k = KernelResources { vgpr, agpr, sgpr, lds_bytes, max_flat_workgroup_size: max_wg };
+            let a = KernelAttrs { min_flat_workgroup_size: min_wg, waves_per_eu: wpe, wave_size: Some(wave), cu_mode };
+            let o = t(name).occupancy_with(&k, &a);
+            assert_eq!(o.waves, occ, "{name} {k:?} {a:?}: {o:?}");
+        }
+    }
+
+    #[test]
+    fn observed_kernels_limiters() {
+        let plain = |name: &str, vgpr, agpr, sgpr, lds_bytes, max_wg| {
+            let k = KernelResources { vgpr, agpr, sgpr, lds_bytes, max_flat_workgroup_size: max_wg };
+            let o = t(name).occupancy(&k);
+            (o.waves, o.limiter, t(name).vgprs_to_next_step(&k))
+        };
+        // live48 on gfx90a: 128 VGPRs -> 4; 96 would give 5.
+        assert_eq!(plain("gfx90a", 128, 0, 16, 0, 1024), (4, Limiter::Vgpr, Some(32)));
+        // live48 with amdgpu_num_vgpr(32) on gfx942: 64 VGPRs allow 8, 102 SGPRs 7.
+        assert_eq!(plain("gfx942", 64, 0, 102, 0, 1024), (7, Limiter::Sgpr, None));
+        // tile64_256 on gfx90a: four 16640-byte groups fit in 64 KiB.
+        assert_eq!(plain("gfx90a", 12, 0, 12, 16640, 256), (3, Limiter::Lds, None));
+        // The same on gfx950 fits nine groups in 160 KiB.
+        assert_eq!(plain("gfx950", 10, 0, 14, 16640, 256), (8, Limiter::None, None));
+        // mfma16 on gfx90a: align4(256) + 244 = 500 of 512.
+        assert_eq!(plain("gfx90a", 500, 244, 12, 0, 64), (1, Limiter::Vgpr, Some(244)));
+        // gfx1100 live72: 192 VGPRs -> 8; 168 (a multiple of 24) gives 9.
+        assert_eq!(plain("gfx1100", 192, 0, 18, 0, 1024), (8, Limiter::Vgpr, Some(24)));
+        let exact = |n| KernelAttrs { min_flat_workgroup_size: Some(n), ..KernelAttrs::default() };
+        let k640 = KernelResources { max_flat_workgroup_size: 640, ..k(2, 2) };
+        let o = t("gfx1100").occupancy_with(&k640, &exact(640));
+        assert_eq!((o.waves, o.limiter), (15, Limiter::WorkgroupSize));
+        let w2 = KernelAttrs { waves_per_eu: Some((2, Some(2))), ..KernelAttrs::default() };
+        let mfma8 = KernelResources { max_flat_workgroup_size: 256, ..k(152, 12) };
+        let o = t("gfx90a").occupancy_with(&mfma8, &w2);
+        assert_eq!((o.waves, o.limiter), (2, Limiter::WavesPerEu));
+        assert_eq!(t("gfx90a").vgprs_to_next_step_with(&mfma8, &w2), None);
     }
 }
