@@ -66,6 +66,15 @@ impl CodeObject {
     }
 }
 
+/// Does `path` hold a built object rather than source? (By its first bytes.)
+pub fn is_object(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 24];
+    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    let head = &head[..n];
+    head.starts_with(&elf::ELFMAG) || head.starts_with(BUNDLE_MAGIC) || head.starts_with(b"CCOB")
+}
+
 /// All AMDGPU code objects in `bytes`: a code object itself, an offload
 /// bundle, or a host object whose `.hip_fatbin` holds a bundle.
 pub fn read(bytes: &[u8]) -> Result<Vec<CodeObject>, CodeObjectError> {

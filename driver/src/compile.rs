@@ -38,7 +38,6 @@ impl CompileError {
 
 /// What one clang run left behind.
 pub struct Compiled {
-    pub stdout: Vec<u8>,
     /// clang's stderr: warnings and, when asked for, resource-usage remarks.
     pub stderr: String,
 }
@@ -76,24 +75,40 @@ impl Unit<'_> {
         run(cmd, self)
     }
 
-    /// The frontend half alone: pre-optimization IR with the device
-    /// libraries linked, which every variant then starts from. The remark
-    /// flag makes clang keep source locations (and only those) in the IR,
-    /// so the variants' remarks can name each kernel's file and line.
-    pub fn pre_opt_ir(&self, out: &Path) -> Result<Compiled, CompileError> {
+    /// The real build, keeping clang's intermediate files in `dir`: the
+    /// object with remarks, plus the preprocessed source and the
+    /// pre-optimization IR (device libraries linked) that the variants start
+    /// from. One compile's worth of work for all three.
+    pub fn build_keeping_temps(&self, dir: &Path) -> Result<Temps, CompileError> {
+        let object = dir.join("plain.o");
         let mut cmd = self.hip_command()?;
-        cmd.args(["-c", "-emit-llvm", "-Xclang", "-disable-llvm-passes", "-Rpass-analysis=kernel-resource-usage", "-o"])
-            .arg(out)
+        // Value names keep kernel parameters recognisable ("noalias=f14");
+        // they never change the generated code.
+        cmd.args(["-c", "-save-temps=obj", "-fno-discard-value-names", "-Rpass-analysis=kernel-resource-usage", "-o"])
+            .arg(&object)
             .arg(self.source);
-        run(cmd, self)
+        let compiled = run(cmd, self)?;
+        let find = |ext: &str| -> Result<PathBuf, CompileError> {
+            let found = std::fs::read_dir(dir).ok().into_iter().flatten().flatten().map(|e| e.path()).find(|p| {
+                p.extension().is_some_and(|x| x == ext)
+                    && p.file_name().is_some_and(|n| n.to_string_lossy().contains(self.arch.processor()))
+            });
+            found.ok_or_else(|| CompileError::Input {
+                file: dir.join(format!("*.{ext}")),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "clang kept no such intermediate file"),
+            })
+        };
+        Ok(Temps { object, pre_opt_ir: find("bc")?, preprocessed: find("hipi")?, stderr: compiled.stderr })
     }
+}
 
-    /// The preprocessed device source: with the flags, it identifies the input.
-    pub fn preprocessed(&self) -> Result<Vec<u8>, CompileError> {
-        let mut cmd = self.hip_command()?;
-        cmd.args(["-E", "-o", "-"]).arg(self.source);
-        Ok(run(cmd, self)?.stdout)
-    }
+/// What [`Unit::build_keeping_temps`] leaves behind.
+pub struct Temps {
+    pub object: PathBuf,
+    pub pre_opt_ir: PathBuf,
+    pub preprocessed: PathBuf,
+    /// Warnings and the resource-usage remarks.
+    pub stderr: String,
 }
 
 /// Compile pre-optimization IR to a code object through the same O3
@@ -118,7 +133,7 @@ pub fn ir_to_object(
 
 fn run(mut cmd: Command, unit: &Unit<'_>) -> Result<Compiled, CompileError> {
     let tool = unit.toolchain.clang.clone();
-    let Output { status, stdout, stderr } = cmd.output().map_err(|source| CompileError::Spawn { tool, source })?;
+    let Output { status, stderr, .. } = cmd.output().map_err(|source| CompileError::Spawn { tool, source })?;
     let stderr = String::from_utf8_lossy(&stderr).into_owned();
     if !status.success() {
         return Err(CompileError::Failed {
@@ -128,7 +143,7 @@ fn run(mut cmd: Command, unit: &Unit<'_>) -> Result<Compiled, CompileError> {
             diagnostics: without_remarks(&stderr),
         });
     }
-    Ok(Compiled { stdout, stderr })
+    Ok(Compiled { stderr })
 }
 
 /// clang's stderr less our own resource-usage remarks and their context lines.
@@ -160,16 +175,19 @@ pub struct Location {
     pub line: u32,
 }
 
+/// Locations from "Function Name:" remarks, in either of clang's forms:
+/// `k.hip:2:1: remark: Function Name: S` (from source) or
+/// `remark: k.hip:2:0: Function Name: S` (from IR).
 pub fn remark_locations(stderr: &str) -> Vec<Location> {
     stderr
         .lines()
-        .filter(|l| l.ends_with("[-Rpass-analysis=kernel-resource-usage]"))
         .filter_map(|l| {
-            let (loc, rest) = l.split_once(": remark: Function Name: ")?;
-            let symbol = rest.strip_suffix(" [-Rpass-analysis=kernel-resource-usage]")?.trim();
-            let mut parts = loc.rsplitn(3, ':');
+            let l = l.strip_suffix(" [-Rpass-analysis=kernel-resource-usage]")?;
+            let (head, symbol) = l.split_once("Function Name: ")?;
+            let head = head.replace("remark:", "");
+            let mut parts = head.trim().trim_end_matches(':').rsplitn(3, ':');
             let (_col, line, file) = (parts.next()?, parts.next()?, parts.next()?);
-            Some(Location { symbol: symbol.to_string(), file: file.to_string(), line: line.parse().ok()? })
+            Some(Location { symbol: symbol.trim().to_string(), file: file.trim().to_string(), line: line.parse().ok()? })
         })
         .collect()
 }
@@ -194,6 +212,12 @@ k.hip:7:3: warning: unused variable 'q' [-Wunused-variable]
             remark_locations(REMARKS),
             [Location { symbol: "_Z4axpyfPKfPfi".into(), file: "k.hip".into(), line: 2 }]
         );
+    }
+
+    #[test]
+    fn locations_come_from_remarks_on_ir_too() {
+        let from_ir = "remark: ../k.hip:47:0: Function Name: _Z1kv [-Rpass-analysis=kernel-resource-usage]\n";
+        assert_eq!(remark_locations(from_ir), [Location { symbol: "_Z1kv".into(), file: "../k.hip".into(), line: 47 }]);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use regtune_decisions::Usage;
 use serde::Serialize;
 
+use crate::codeobj;
 use crate::compile::{self, CompileError, Unit};
 use crate::measure::{self, Measured};
 use crate::occupancy::Limiter;
@@ -61,15 +62,20 @@ pub fn run(toolchain: &Toolchain, files: &[PathBuf], archs: &[Arch], user_args: 
 }
 
 fn one(toolchain: &Toolchain, file: &PathBuf, arch: &Arch, user_args: &[String]) -> Result<Vec<KernelReport>, Failure> {
-    let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
-    let obj = dir.path().join("device.o");
-    let unit = Unit { toolchain, arch, source: file, user_args };
-    let compiled = unit.code_object(&obj).map_err(compile_failure)?;
-    let measured = measure::object_file(&obj, arch).map_err(|e| Failure::new(e.to_string()))?;
+    let (measured, locations) = if codeobj::is_object(file) {
+        // A built object (code object, bundle or host object): read it back.
+        (measure::object_file(file, arch).map_err(|e| Failure::new(e.to_string()))?, vec![])
+    } else {
+        let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
+        let obj = dir.path().join("device.o");
+        let unit = Unit { toolchain, arch, source: file, user_args };
+        let compiled = unit.code_object(&obj).map_err(compile_failure)?;
+        let measured = measure::object_file(&obj, arch).map_err(|e| Failure::new(e.to_string()))?;
+        (measured, compile::remark_locations(&compiled.stderr))
+    };
     if measured.is_empty() {
         return Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())));
     }
-    let locations = compile::remark_locations(&compiled.stderr);
     let file_name = file.display().to_string();
     let mut rows: Vec<KernelReport> = measured
         .into_iter()
@@ -122,7 +128,7 @@ impl Tabular for KernelReport {
             self.limiter.to_string(),
             self.vgprs_to_next_step.map_or_else(|| "-".to_string(), |n| n.to_string()),
             u.code_bytes.to_string(),
-            format!("{}:{}", self.file, self.line),
+            if self.line == 0 { self.file.clone() } else { format!("{}:{}", self.file, self.line) },
         ]
     }
 }

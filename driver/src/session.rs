@@ -53,31 +53,34 @@ pub struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    /// Run the frontend once: pre-optimization IR with the device libraries
-    /// linked, and the input hash.
+    /// Build once as the user's build would, keeping the pre-optimization IR
+    /// (device libraries linked) that every variant starts from. Returns the
+    /// session and the plain build's kernels with their source locations.
     pub fn start(
         toolchain: &'a Toolchain,
         arch: &'a Arch,
         plugin: &'a Path,
         source: &'a Path,
         user_args: &'a [String],
-    ) -> Result<Session<'a>, SessionError> {
+    ) -> Result<(Session<'a>, Vec<Measured>, Vec<Location>), SessionError> {
         let dir = tempfile::tempdir().map_err(|e| SessionError::Io(format!("cannot create a temporary directory: {e}")))?;
-        let pre_ir = dir.path().join("pre.bc");
         let unit = Unit { toolchain, arch, source, user_args };
-        unit.pre_opt_ir(&pre_ir)?;
-        let input_hash = input_hash(&unit)?;
-        Ok(Session {
+        let temps = unit.build_keeping_temps(dir.path())?;
+        let preprocessed = std::fs::read(&temps.preprocessed)
+            .map_err(|e| SessionError::Io(format!("cannot read {}: {e}", temps.preprocessed.display())))?;
+        let baseline = measure::object_file(&temps.object, arch)?;
+        let session = Session {
             toolchain,
             arch,
             plugin,
             source,
+            input_hash: input_hash(&unit, &preprocessed),
             dir,
-            pre_ir,
-            input_hash,
+            pre_ir: temps.pre_opt_ir,
             counter: AtomicUsize::new(0),
-            cache: Mutex::new(HashMap::new()),
-        })
+            cache: Mutex::new(HashMap::from([(vec![], baseline.clone())])),
+        };
+        Ok((session, baseline, compile::remark_locations(&temps.stderr)))
     }
 
     fn scratch_path(&self, what: &str) -> PathBuf {
@@ -136,16 +139,6 @@ impl<'a> Session<'a> {
         Ok(measured)
     }
 
-    /// The plain compile, with each kernel's source location.
-    pub fn baseline(&self) -> Result<(Vec<Measured>, Vec<Location>), SessionError> {
-        let obj = self.scratch_path("o");
-        let remark = [OsString::from("-Rpass-analysis=kernel-resource-usage")];
-        let out = compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &obj, &remark, &[])?;
-        let measured = measure::object_file(&obj, self.arch)?;
-        self.cache.lock().expect("cache lock").insert(vec![], measured.clone());
-        Ok((measured, compile::remark_locations(&out.stderr)))
-    }
-
     /// Optimized IR or assembly of a variant, for `--diff`.
     pub fn listing(&self, variant: &[(String, Transforms)], kind: Listing) -> Result<String, SessionError> {
         let (mut args, env) = self.plugin_args(variant)?;
@@ -188,10 +181,9 @@ impl<'a> Session<'a> {
 
 /// Hash of what determines the device code: the preprocessed source, the
 /// user's flags, the compiler and the target.
-fn input_hash(unit: &Unit<'_>) -> Result<String, CompileError> {
-    let pre = unit.preprocessed()?;
-    let mut parts: Vec<Vec<u8>> = vec![unit.toolchain.version.clone().into_bytes(), unit.arch.name().as_bytes().to_vec()];
-    parts.extend(unit.user_args.iter().map(|a| a.as_bytes().to_vec()));
-    parts.push(pre);
-    Ok(hash::of_parts(parts))
+pub fn input_hash(unit: &Unit<'_>, preprocessed: &[u8]) -> String {
+    let mut parts: Vec<&[u8]> = vec![unit.toolchain.version.as_bytes(), unit.arch.name().as_bytes()];
+    parts.extend(unit.user_args.iter().map(|a| a.as_bytes()));
+    parts.push(preprocessed);
+    hash::of_parts(parts)
 }

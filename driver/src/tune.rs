@@ -142,8 +142,7 @@ fn tune_unit(
     options: &Options,
     known: &Db,
 ) -> Result<Vec<KernelTuning>, Failure> {
-    let session = Session::start(toolchain, arch, plugin, file, user_args).map_err(session_failure)?;
-    let (baseline, locations) = session.baseline().map_err(session_failure)?;
+    let (session, baseline, locations) = Session::start(toolchain, arch, plugin, file, user_args).map_err(session_failure)?;
     if baseline.is_empty() {
         return Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())));
     }
@@ -287,7 +286,12 @@ fn base_name(demangled: &str) -> String {
 }
 
 fn suggestion_message(assumed: &Transforms, now: &Usage, then: &Usage) -> String {
-    let effect = format!("would reach occupancy {} ({} → {} VGPRs)", then.occupancy, now.vgpr, then.vgpr);
+    let spills = |u: &Usage| u.vgpr_spills + u.sgpr_spills;
+    let mut effect = format!("would reach occupancy {} ({} → {} VGPRs", then.occupancy, now.vgpr, then.vgpr);
+    if spills(now) != spills(then) {
+        effect.push_str(&format!(", spills {} → {}", spills(now), spills(then)));
+    }
+    effect.push(')');
     let mut parts = Vec::new();
     if !assumed.noalias.is_empty() {
         let names: Vec<String> = assumed.noalias.iter().map(|p| format!("`{p}`")).collect();
@@ -381,8 +385,12 @@ impl Plan {
             .iter()
             .filter(|(t, u)| !t.is_empty() && self.rule.admissible(u))
             .max_by(|a, b| self.rule.compare(&a.1, &b.1))?;
+        let goal = match self.rule.objective {
+            Objective::Occupancy => "raised occupancy without more spills",
+            Objective::NoSpill => "removed spills or raised occupancy",
+        };
         Some(format!(
-            "no variant raised occupancy without more spills (closest: {}, {} → {} VGPRs at occupancy {}); kept the plain compile",
+            "no variant {goal} (closest: {}, {} → {} VGPRs at occupancy {}); kept the plain compile",
             best.0.labels().join(" + "),
             self.rule.baseline.vgpr,
             best.1.vgpr,

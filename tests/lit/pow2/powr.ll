@@ -21,7 +21,6 @@ define float @powr_nnan(float %x) {
   ret float %r
 }
 
-
 ; powr(-0, -1.0) is +inf where 1.0 / -0 is -inf: the reciprocal needs nsz
 ; on top of nnan.
 ; CHECK-LABEL: define float @powr_reciprocal_nnan(

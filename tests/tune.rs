@@ -1,0 +1,205 @@
+//! `regtune tune` on the examples, checked against the real backend: it
+//! never makes a kernel worse, each transform decides at least one kernel,
+//! the db round-trips, and a plain `clang -fpass-plugin` build with the db
+//! produces exactly the usage the tuner promised.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use assert_cmd::Command;
+use common::{examples, hip_device_compile, parse_remarks, repo};
+use serde_json::Value;
+
+fn tune(files: &[&Path], arch: &str, db: &Path, extra: &[&str]) -> Vec<Value> {
+    let out = Command::cargo_bin("regtune")
+        .unwrap()
+        .current_dir(repo())
+        .args(["tune", "--format", "json", "--offload-arch", arch, "--db"])
+        .arg(db)
+        .args(extra)
+        .args(files)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "tune failed: {}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("tune prints JSON");
+    doc["kernels"].as_array().unwrap().clone()
+}
+
+fn spills(u: &Value) -> u64 {
+    u["vgpr_spills"].as_u64().unwrap() + u["sgpr_spills"].as_u64().unwrap()
+}
+
+fn all_examples() -> Vec<std::path::PathBuf> {
+    examples()
+}
+
+#[test]
+fn never_lowers_occupancy_or_adds_spills_on_any_example() {
+    let files = all_examples();
+    let refs: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
+    for arch in ["gfx90a", "gfx1100"] {
+        let dir = tempfile::tempdir().unwrap();
+        for k in tune(&refs, arch, &dir.path().join("db.json"), &[]) {
+            let (b, a) = (&k["before"], &k["after"]);
+            let name = k["name"].as_str().unwrap();
+            assert!(a["occupancy"].as_u64() >= b["occupancy"].as_u64(), "{name} on {arch}: occupancy went down");
+            assert!(spills(a) <= spills(b), "{name} on {arch}: spills went up");
+            assert!(a["scratch_bytes"].as_u64() <= b["scratch_bytes"].as_u64(), "{name} on {arch}: scratch went up");
+            assert_eq!(k["usage"], k["after"], "{name}: usage is the tuned usage");
+            if k["applied"].as_array().unwrap().is_empty() {
+                assert_eq!(a, b, "{name} on {arch}: nothing applied, so nothing changed");
+            } else {
+                assert!(a["occupancy"].as_u64() > b["occupancy"].as_u64(), "{name} on {arch}: applied without a gain");
+            }
+            assert!(!k["why"].as_str().unwrap().is_empty());
+        }
+    }
+}
+
+#[test]
+fn lattice_boltzmann_reaches_a_higher_occupancy_and_explains_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = repo().join("examples/lbm_d3q19.hip");
+    let kernels = tune(&[&file], "gfx90a", &dir.path().join("db.json"), &[]);
+    assert_eq!(kernels.len(), 1);
+    let k = &kernels[0];
+    assert!(k["after"]["occupancy"].as_u64() > k["before"]["occupancy"].as_u64(), "{k}");
+    assert_eq!(spills(&k["after"]), 0, "{k}");
+    assert!(k["applied"].as_array().unwrap().contains(&Value::from("pow2")), "{k}");
+    assert!(k["why"].as_str().unwrap().contains("occupancy"), "{k}");
+}
+
+/// The kind of a label: "unroll-cap=4" → "unroll-cap".
+fn kinds(kernels: &[Value], list: &str) -> BTreeSet<String> {
+    kernels
+        .iter()
+        .flat_map(|k| k[list].as_array().unwrap().clone())
+        .map(|l| l.as_str().unwrap().split('=').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn each_transform_decides_at_least_one_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.json");
+    let files = all_examples();
+    let refs: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
+    let mut seen = kinds(&tune(&refs, "gfx90a", &db, &["--noalias", "apply"]), "applied");
+    // A block size is a fact about the caller: only applied when given.
+    let spill = repo().join("examples/launch_bounds_spill.hip");
+    seen.extend(kinds(&tune(&[&spill], "gfx90a", &db, &["--block-size", "256", "--objective", "no-spill"]), "applied"));
+    for t in ["pow2", "sink", "unroll-cap", "noalias", "waves-per-eu", "launch-bounds"] {
+        assert!(seen.contains(t), "{t} decided no kernel; applied kinds: {seen:?}");
+    }
+}
+
+#[test]
+fn assumptions_are_suggested_not_applied_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = repo().join("examples/launch_bounds_spill.hip");
+    let k = &tune(&[&spill], "gfx90a", &dir.path().join("db.json"), &["--block-size", "auto", "--objective", "no-spill"])[0];
+    assert!(k["applied"].as_array().unwrap().iter().all(|l| !l.as_str().unwrap().starts_with("launch-bounds")), "{k}");
+    assert_eq!(k["suggested"], serde_json::json!(["launch-bounds=256"]), "{k}");
+    assert!(k["suggestions"][0].as_str().unwrap().contains("__launch_bounds__(256)"), "{k}");
+}
+
+#[test]
+fn decisions_db_round_trips_what_tune_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("nested/decisions.json");
+    let file = repo().join("examples/lbm_d3q19.hip");
+    let printed = tune(&[&file], "gfx90a", &db_path, &[]);
+    let db: Value = serde_json::from_str(&std::fs::read_to_string(&db_path).unwrap()).unwrap();
+    let entries: Vec<&Value> = db["kernels"].as_object().unwrap().values().collect();
+    assert_eq!(entries.len(), printed.len());
+    for k in &printed {
+        let e = entries.iter().find(|e| e["symbol"] == k["symbol"]).expect("entry per kernel");
+        assert_eq!(e["after"], k["after"]);
+        assert_eq!(e["before"], k["before"]);
+        assert_eq!(e["arch"], "gfx90a");
+        assert_eq!(e["input_hash"].as_str().unwrap().len(), 64);
+    }
+    // Tuning again replaces, never duplicates.
+    tune(&[&file], "gfx90a", &db_path, &[]);
+    let again: Value = serde_json::from_str(&std::fs::read_to_string(&db_path).unwrap()).unwrap();
+    assert_eq!(again["kernels"].as_object().unwrap().len(), printed.len());
+}
+
+#[test]
+fn a_plugin_build_with_the_db_gives_exactly_the_promised_usage() {
+    let plugin = repo().join("target/debug/libregtune_passes.so");
+    assert!(plugin.is_file(), "build the workspace first: {}", plugin.display());
+    for arch in ["gfx90a", "gfx1100"] {
+        for file in all_examples() {
+            let dir = tempfile::tempdir().unwrap();
+            let db = dir.path().join("db.json");
+            let kernels = tune(&[&file], arch, &db, &["--noalias", "apply"]);
+            let out = hip_device_compile(&file, arch)
+                .arg(format!("-fpass-plugin={}", plugin.display()))
+                .env("REGTUNE_DECISIONS", &db)
+                .args(["-c", "-Rpass-analysis=kernel-resource-usage", "-o"])
+                .arg(dir.path().join("built.o"))
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{stderr}");
+            assert!(!stderr.contains("regtune: warning"), "{stderr}");
+            let remarks = parse_remarks(&stderr);
+            for k in &kernels {
+                let r = &remarks[k["symbol"].as_str().unwrap()];
+                let a = &k["after"];
+                let ctx = format!("{} {} on {arch} ({})", file.display(), k["name"], k["applied"]);
+                assert_eq!(a["vgpr"].as_u64(), Some(r["VGPRs"]), "{ctx}: VGPRs");
+                assert_eq!(a["sgpr"].as_u64(), Some(r["TotalSGPRs"]), "{ctx}: SGPRs");
+                assert_eq!(spills(a), r["VGPRs Spill"] + r["SGPRs Spill"], "{ctx}: spills");
+                assert_eq!(a["scratch_bytes"].as_u64(), Some(r["ScratchSize [bytes/lane]"]), "{ctx}: scratch");
+                assert_eq!(a["occupancy"].as_u64(), Some(r["Occupancy [waves/SIMD]"]), "{ctx}: occupancy");
+            }
+        }
+    }
+}
+
+#[test]
+fn diff_shows_the_tuned_kernels_ir_and_assembly() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = repo().join("examples/lbm_d3q19.hip");
+    let out = Command::cargo_bin("regtune")
+        .unwrap()
+        .current_dir(repo())
+        .args(["tune", "--diff", "--db"])
+        .arg(dir.path().join("db.json"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("(IR, plain)") && text.contains("(asm, tuned)"), "{text}");
+    // pow(x, 2.0) → x*x: the inlined pow (log, exp, fix-ups) leaves the IR.
+    let ir = &text[text.find("(IR, plain)").unwrap()..text.find("(asm, plain)").unwrap()];
+    let removed = ir.lines().filter(|l| l.starts_with('-') && !l.starts_with("---")).count();
+    let added = ir.lines().filter(|l| l.starts_with('+') && !l.starts_with("+++")).count();
+    assert!(removed > added + 50, "expected a much shorter kernel: -{removed} +{added}");
+}
+
+#[test]
+fn malformed_db_is_one_line_naming_it_and_nothing_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.json");
+    std::fs::write(&db, "{ this is not json").unwrap();
+    let out = Command::cargo_bin("regtune")
+        .unwrap()
+        .current_dir(repo())
+        .args(["tune", "--format", "json", "--db"])
+        .arg(&db)
+        .arg("examples/lbm_d3q19.hip")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.trim_end().ends_with("is not valid JSON: key must be a string at line 1 column 3"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&db).unwrap(), "{ this is not json", "a bad db is left for the user to fix");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("results still printed");
+    assert_eq!(doc["kernels"].as_array().unwrap().len(), 1);
+}
