@@ -6,7 +6,7 @@ use std::path::Path;
 use regtune_decisions::Usage;
 
 use crate::codeobj::{self, KernelMeta};
-use crate::occupancy::{KernelResources, Limiter};
+use crate::occupancy::{KernelAttrs, KernelResources, Limiter};
 use crate::target::Arch;
 
 #[derive(Debug, thiserror::Error)]
@@ -50,11 +50,16 @@ pub fn kernel(k: &KernelMeta, arch: &Arch) -> Measured {
         lds_bytes: k.lds_bytes,
         max_flat_workgroup_size: k.max_flat_workgroup_size,
     };
-    let occupancy = target.occupancy(&resources);
+    // The metadata says the wave size (gfx11 can be built for wave64); what
+    // it does not say (waves-per-eu, the minimum workgroup size) only
+    // matters for kernels that set them, and HIP's defaults apply otherwise.
+    let attrs = KernelAttrs { wave_size: Some(k.wavefront_size).filter(|&w| w != 0), ..KernelAttrs::default() };
+    let occupancy = target.occupancy_with(&resources, &attrs);
     Measured {
         symbol: k.name.clone(),
         usage: Usage {
-            vgpr: k.vgpr,
+            // Architectural VGPRs, as clang's remark counts them.
+            vgpr: target.remark_vgprs(&resources),
             agpr: k.agpr,
             sgpr: k.sgpr,
             scratch_bytes: k.scratch_bytes,
@@ -65,6 +70,6 @@ pub fn kernel(k: &KernelMeta, arch: &Arch) -> Measured {
             code_bytes: k.code_bytes,
         },
         limiter: occupancy.limiter,
-        vgprs_to_next_step: target.vgprs_to_next_step(&resources),
+        vgprs_to_next_step: target.vgprs_to_next_step_with(&resources, &attrs),
     }
 }

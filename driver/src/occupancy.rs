@@ -333,11 +333,13 @@ impl Target {
     }
 
     /// VGPR allocation granule at the default wave size.
+    #[cfg(test)]
     pub fn vgpr_alloc_granule(&self) -> u32 {
         self.vgpr_file(self.wave_size).granule
     }
 
     /// VGPRs per SIMD lane at the default wave size.
+    #[cfg(test)]
     pub fn total_vgprs(&self) -> u32 {
         self.vgpr_file(self.wave_size).total
     }
@@ -373,6 +375,7 @@ impl Target {
     /// The count of VGPRs the backend's occupancy rule takes for given arch
     /// VGPRs and AGPRs (`getTotalNumVGPRs(has90AInsts, AGPRs, VGPRs)`), which is
     /// also what `.vgpr_count` holds.
+    #[cfg(test)]
     pub fn metadata_vgpr_count(&self, vgprs: u32, agprs: u32) -> u32 {
         match self.agprs {
             AgprFile::Unified if agprs > 0 => align_up(vgprs, 4) + agprs,
@@ -541,6 +544,7 @@ impl Target {
 
     /// Occupancy in waves per SIMD and what limits it, for a kernel with no
     /// attributes beyond what the metadata records (HIP defaults).
+    #[cfg(test)]
     pub fn occupancy(&self, k: &KernelResources) -> Occupancy {
         self.occupancy_with(k, &KernelAttrs::default())
     }
@@ -584,6 +588,7 @@ impl Target {
 
     /// VGPRs (arch+acc as the backend counts them, i.e. `.vgpr_count`) that
     /// must go for one more wave per SIMD; `None` when VGPRs don't limit or at max.
+    #[cfg(test)]
     pub fn vgprs_to_next_step(&self, k: &KernelResources) -> Option<u32> {
         self.vgprs_to_next_step_with(k, &KernelAttrs::default())
     }
@@ -606,6 +611,7 @@ impl Target {
     }
 
     /// [`Target::max_vgprs_for_waves`] for a given wave size.
+    #[cfg(test)]
     pub fn max_vgprs_for_waves_with_wave_size(&self, waves: u32, wave_size: u32) -> u32 {
         self.max_vgprs_for(waves, wave_size)
     }
