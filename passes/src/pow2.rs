@@ -34,9 +34,10 @@
 //! Why it is legal: each rewrite is exact for every input, or differs only
 //! where the call's fast-math flags say the difference cannot be observed.
 //! Calls marked `nobuiltin` or `strictfp`, and forwarders whose body another
-//! module may replace (weak, linkonce), are left alone. Functions the
-//! rewrite leaves unused (the forwarders, the ocml routine) are deleted when
-//! nothing else can refer to them.
+//! module may replace (weak, linkonce), are left alone, and so is C's
+//! pow -> sqrt outside device code (errno). Functions the rewrite leaves
+//! unused (the forwarders, the ocml routine) are deleted when nothing else
+//! can refer to them.
 //!
 //!   opt-22 -load-pass-plugin=target/debug/libregtune_passes.so \
 //!     -passes=regtune-pow2 in.ll -S -o out.ll
@@ -105,6 +106,8 @@ enum Family {
 struct PowFn {
     family: Family,
     chain_flags: FastMathFlags,
+    /// The C library's pow, which may set errno on a host.
+    libc: bool,
 }
 
 /// A constant exponent: the same value in every lane.
@@ -149,7 +152,7 @@ impl<'ctx> Classifier<'ctx> {
         // A forwarding cycle is not a pow: mark before recursing.
         self.memo.insert(f, None);
         let result = match library_pow(f) {
-            Some(family) => Some(PowFn { family, chain_flags: FastMathFlags::all() }),
+            Some(family) => Some(PowFn { family, chain_flags: FastMathFlags::all(), libc: is_libc_pow(f) }),
             None => self.forwarder(f),
         };
         self.memo.insert(f, result);
@@ -224,7 +227,7 @@ impl<'ctx> Classifier<'ctx> {
             }
         }
         let flags = call.get_fast_math_flags().unwrap_or(FastMathFlags::empty());
-        Some(PowFn { family: inner.family, chain_flags: inner.chain_flags & flags })
+        Some(PowFn { chain_flags: inner.chain_flags & flags, ..inner })
     }
 }
 
@@ -246,6 +249,10 @@ fn library_pow(f: FunctionValue<'_>) -> Option<Family> {
         }
     };
     signature_fits(f, family).then_some(family)
+}
+
+fn is_libc_pow(f: FunctionValue<'_>) -> bool {
+    matches!(f.get_name().to_bytes(), b"pow" | b"powf" | b"powl")
 }
 
 /// T(T, T) for pow and powr, T(T, i32) for pown; T floating-point, or a
@@ -293,8 +300,7 @@ fn call_may_be_rewritten(caller: FunctionValue<'_>, call: CallSiteValue<'_>, cal
         return false;
     }
     let name = callee.get_name().to_string_lossy();
-    let libc = matches!(name.as_ref(), "pow" | "powf" | "powl");
-    if libc
+    if is_libc_pow(callee)
         && (call_has_enum_attribute(call, "nobuiltin")
             || ir::string_attribute(caller, "no-builtins").is_some()
             || ir::string_attribute(caller, &format!("no-builtin-{name}")).is_some())
@@ -435,6 +441,11 @@ fn rewrite_call<'ctx>(module: &Module<'ctx>, call: InstructionValue<'ctx>, pow: 
     let Some(rewrite) = legal_rewrite(pow.family, e, flags).filter(|r| is_profitable(*r)) else {
         return false;
     };
+    // On a host, C's pow(x < 0, 0.5) sets errno (EDOM) and llvm.sqrt does
+    // not; GPUs have no errno.
+    if pow.libc && matches!(rewrite, Rewrite::Sqrt { .. }) && !ir::is_device_module(module) {
+        return false;
+    }
     let builder = module.get_context().create_builder();
     builder.position_before(&call);
     let emitter = Emitter { module, builder: &builder, flags, call };
