@@ -117,12 +117,10 @@ impl Toolchain {
         let isa = dir.join(format!("oclc_isa_version_{}.bc", arch.isa_suffix()));
         if !isa.exists() {
             // The 5.2 libraries predate this target; all they read from the
-            // isa-version library is this one constant.
-            let ir = format!(
-                "target triple = \"amdgcn-amd-amdhsa\"\n\
-                 @__oclc_ISA_version = linkonce_odr protected local_unnamed_addr addrspace(4) constant i32 {}, align 4\n",
-                arch.isa_version()
-            );
+            // isa-version library is one constant. Copy gfx940's file (its
+            // data layout included, so the linker stays quiet) with ours.
+            let template = self.disassemble(&Path::new(DEBIAN_DEVICE_LIBS).join("oclc_isa_version_940.bc"))?;
+            let ir = template.replace("constant i32 9400", &format!("constant i32 {}", arch.isa_version()));
             self.assemble(&ir, &isa)?;
         }
         let prelude = self.prelude(arch);
@@ -134,6 +132,20 @@ impl Toolchain {
 
     fn prelude(&self, arch: &Arch) -> PathBuf {
         self.device_libs.join(format!("regtune-prelude-wave{}.h", arch.wave_size()))
+    }
+
+    /// `llvm-dis` a bitcode file to text.
+    fn disassemble(&self, bc: &Path) -> Result<String, ToolchainError> {
+        let tool_error = |detail: String| ToolchainError::Tool { tool: "llvm-dis".into(), detail };
+        let out = Command::new(self.llvm_bin.join("llvm-dis"))
+            .arg(bc)
+            .args(["-o", "-"])
+            .output()
+            .map_err(|e| tool_error(e.to_string()))?;
+        if !out.status.success() {
+            return Err(tool_error(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+        }
+        String::from_utf8(out.stdout).map_err(|e| tool_error(e.to_string()))
     }
 
     /// `llvm-as` the text `ir` into `out`, atomically.

@@ -36,13 +36,13 @@ fn device_libs() -> &'static Path {
             let e = e.unwrap();
             std::os::unix::fs::symlink(e.path(), dir.path().join(e.file_name())).unwrap();
         }
+        // gfx940's file (data layout included) with the newer version number.
+        let template = Command::new("llvm-dis-22").arg(format!("{BITCODE}/oclc_isa_version_940.bc")).args(["-o", "-"]).output().unwrap();
+        let template = String::from_utf8(template.stdout).unwrap();
+        assert!(template.contains("constant i32 9400"), "{template}");
         for (suffix, version) in [("942", 9402), ("950", 9500), ("1100", 11000)] {
             let ll = dir.path().join(format!("isa{suffix}.ll"));
-            std::fs::write(
-                &ll,
-                format!("target triple = \"amdgcn-amd-amdhsa\"\n@__oclc_ISA_version = linkonce_odr protected local_unnamed_addr addrspace(4) constant i32 {version}, align 4\n"),
-            )
-            .unwrap();
+            std::fs::write(&ll, template.replace("constant i32 9400", &format!("constant i32 {version}"))).unwrap();
             let bc = dir.path().join(format!("oclc_isa_version_{suffix}.bc"));
             assert!(Command::new("llvm-as-22").arg(&ll).arg("-o").arg(&bc).status().unwrap().success());
         }
