@@ -1,24 +1,4 @@
-//! regtune: rewrite HIP kernels so they need fewer registers, and prove each
-//! rewrite with the real AMDGPU backend.
-//!
-//! Data flows one way: toolchain → compile → codeobj → measure → (tune) →
-//! output. Each stage is one module.
-
-mod codeobj;
-mod compile;
-mod hash;
-mod launch;
-mod measure;
-mod occupancy;
-mod output;
-mod plugin;
-mod progress;
-mod report;
-mod search;
-mod session;
-mod target;
-mod toolchain;
-mod tune;
+//! The `regtune` command line; the work is in the library (lib.rs).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,9 +6,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
-use output::Format;
-use target::Arch;
-use toolchain::Toolchain;
+use regtune::output::{self, Format};
+use regtune::target::Arch;
+use regtune::toolchain::Toolchain;
+use regtune::{plugin, report, search, tune};
 
 #[derive(Parser)]
 #[command(name = "regtune", version, about = "Rewrite HIP kernels to need fewer registers, verified by the real backend")]

@@ -38,7 +38,7 @@ use inkwell::values::FunctionValue;
 use regtune_decisions::{Db, Transforms};
 
 use crate::spec::{Occupancy, Phase};
-use crate::{ir, noalias, occupancy, pow2, sink, unroll_cap, RunOptions, DECISIONS_ENV, INPUT_HASH_ENV};
+use crate::{ir, noalias, occupancy, pow2, sink, unroll_cap, RunOptions, DECISIONS_ENV, INPUT_HASH_ENV, VERBOSE_ENV};
 
 /// The largest work-group AMDGPU supports.
 const MAX_BLOCK: u32 = 1024;
@@ -74,24 +74,25 @@ fn apply_early<'ctx>(module: &Module<'ctx>, db: &Db, input_hash: Option<&str>) -
     let plan = Plan::new(module, db, input_hash);
     for (kernel, t) in plan.decided() {
         if !t.noalias.is_empty() {
-            changed |= noalias::run(kernel, &t.noalias);
+            changed |= noted("noalias", &[kernel], noalias::run(kernel, &t.noalias));
         }
     }
     let plan = Plan::new(module, db, input_hash);
     for (cap, functions) in plan.agreed(|t| t.unroll_cap) {
         if let Some(cap) = cap {
-            changed |= unroll_cap::run_on(&functions, cap);
+            changed |= noted(&format!("unroll-cap={cap}"), &functions, unroll_cap::run_on(&functions, cap));
         }
     }
     for (kernel, t) in plan.decided() {
         let occ = Occupancy { waves_per_eu: t.waves_per_eu, max_block: t.launch_bounds };
         if occ != Occupancy::default() {
-            changed |= occupancy::apply(kernel, &occ);
+            changed |= noted("occupancy", &[kernel], occupancy::apply(kernel, &occ));
         }
     }
     for (pow2, functions) in plan.agreed(|t| t.pow2) {
         if pow2 {
-            changed |= pow2::run_on(module, &functions);
+            let names: Vec<String> = functions.iter().map(|f| ir::symbol(*f)).collect();
+            changed |= note(&format!("pow2 changed {}", names.join(" ")), pow2::run_on(module, &functions));
         }
     }
     changed
@@ -101,7 +102,7 @@ fn apply_late(plan: &Plan<'_>) -> bool {
     let mut changed = false;
     for (sink, functions) in plan.agreed(|t| t.sink) {
         if sink {
-            changed |= sink::run(&functions);
+            changed |= noted("sink", &functions, sink::run(&functions));
         }
     }
     changed
@@ -136,6 +137,27 @@ fn load(path: &Path) -> Option<Arc<Db>> {
             }
         })
         .clone()
+}
+
+/// With `REGTUNE_VERBOSE` set, say on stderr what a transform changed, so
+/// a build log shows which decisions took effect.
+fn noted(what: &str, functions: &[FunctionValue<'_>], changed: bool) -> bool {
+    if changed && verbose() {
+        let names: Vec<String> = functions.iter().map(|f| ir::symbol(*f)).collect();
+        eprintln!("regtune: {what} changed {}", names.join(" "));
+    }
+    changed
+}
+
+fn note(message: &str, changed: bool) -> bool {
+    if changed && verbose() {
+        eprintln!("regtune: {message}");
+    }
+    changed
+}
+
+fn verbose() -> bool {
+    std::env::var_os(VERBOSE_ENV).is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 /// One `regtune: warning: ...` line per distinct message and process.

@@ -43,6 +43,8 @@ use spec::{ParamRef, PassSpec};
 pub const DECISIONS_ENV: &str = "REGTUNE_DECISIONS";
 /// Narrows `regtune-apply` to the entries of one input hash.
 pub const INPUT_HASH_ENV: &str = "REGTUNE_INPUT_HASH";
+/// Set (to anything but 0) to have the plugin say on stderr what it changed.
+pub const VERBOSE_ENV: &str = "REGTUNE_VERBOSE";
 
 /// Options the host tool hands to every pass run.
 #[derive(Debug, Default, Clone)]

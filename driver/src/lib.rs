@@ -1,0 +1,22 @@
+//! regtune: rewrite HIP kernels so they need fewer registers, and prove each
+//! rewrite with the real AMDGPU backend.
+//!
+//! Data flows one way: toolchain → compile → codeobj → measure → search →
+//! tune/report → output. Each stage is one module; `main.rs` is only the CLI.
+
+pub mod codeobj;
+pub mod compile;
+pub mod hash;
+pub mod launch;
+pub mod measure;
+pub mod occupancy;
+pub mod output;
+pub mod plugin;
+pub mod progress;
+pub mod report;
+pub mod search;
+pub mod session;
+pub mod target;
+pub mod toolchain;
+pub mod tune;
+
