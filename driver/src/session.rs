@@ -151,11 +151,12 @@ impl<'a> Session<'a> {
         std::fs::read_to_string(&out).map_err(|e| SessionError::Io(format!("cannot read {}: {e}", out.display())))
     }
 
-    /// The plugin's ranking of each kernel's pointer parameters for noalias.
-    pub fn noalias_ranking(&self) -> Result<HashMap<String, Vec<Param>>, SessionError> {
+    /// What the plugin sees in each kernel before any variant compiles:
+    /// which transforms could change it, and the noalias candidates.
+    pub fn inspect(&self) -> Result<HashMap<String, Inspection>, SessionError> {
         let out = Command::new(self.toolchain.llvm_bin.join("opt"))
             .arg(format!("-load-pass-plugin={}", self.plugin.display()))
-            .args(["-passes=regtune-noalias-rank", "-disable-output"])
+            .args(["-passes=regtune-inspect", "-disable-output"])
             .arg(&self.pre_ir)
             .output()
             .map_err(|e| SessionError::Io(format!("cannot run opt: {e}")))?;
@@ -163,20 +164,27 @@ impl<'a> Session<'a> {
         if !out.status.success() {
             return Err(plugin_error(String::from_utf8_lossy(&out.stderr).trim().to_string()));
         }
-        let mut ranking = HashMap::new();
-        for line in String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with('{')) {
-            let v: serde_json::Value = serde_json::from_str(line).map_err(|e| plugin_error(e.to_string()))?;
-            let kernel = v["kernel"].as_str().unwrap_or_default().to_string();
-            let params = v["candidates"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|c| serde_json::from_value::<Param>(c.clone()).ok())
-                .collect();
-            ranking.insert(kernel, params);
-        }
-        Ok(ranking)
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|line| {
+                let i: Inspection = serde_json::from_str(line).map_err(|e| plugin_error(e.to_string()))?;
+                Ok((i.kernel.clone(), i))
+            })
+            .collect()
     }
+}
+
+/// One kernel as `regtune-inspect` describes it.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Inspection {
+    pub kernel: String,
+    /// pow2 would rewrite something.
+    pub pow2: bool,
+    /// There are loops an unroll cap would touch.
+    pub unroll_cap: bool,
+    /// Pointer parameters in the heuristic's order, most promising first.
+    pub noalias_candidates: Vec<Param>,
 }
 
 /// Hash of what determines the device code: the preprocessed source, the

@@ -2,7 +2,6 @@
 //! kernel's variants with the backend in the loop, keep the minimal set that
 //! helps, verify the kept sets together, and record them in the decisions db.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -13,7 +12,7 @@ use crate::measure::Measured;
 use crate::output::{Failure, Tabular};
 use crate::report::{self, KernelReport};
 use crate::search::{self, Objective, Outcome, Rule, Space};
-use crate::session::{Listing, Session};
+use crate::session::{Inspection, Listing, Session};
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
 use crate::{launch, progress};
@@ -146,20 +145,14 @@ fn tune_unit(
     if baseline.is_empty() {
         return Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())));
     }
-    let ranking = if options.noalias == Noalias::Off {
-        HashMap::new()
-    } else {
-        session.noalias_ranking().map_err(session_failure)?
-    };
+    let inspections = session.inspect().map_err(session_failure)?;
     let source = std::fs::read_to_string(file).unwrap_or_default();
 
     let mut plans: Vec<Plan> = baseline
         .par_iter()
         .map(|base| {
-            let noalias: Vec<Param> =
-                ranking.get(&base.symbol).into_iter().flatten().take(options.noalias_candidates).cloned().collect();
             let previous = known.lookup(&base.symbol, arch.processor(), Some(&session.input_hash)).next();
-            plan_kernel(&session, base, &source, noalias, previous, options)
+            plan_kernel(&session, base, &source, inspections.get(&base.symbol), previous, options)
         })
         .collect();
 
@@ -216,12 +209,20 @@ fn plan_kernel(
     session: &Session<'_>,
     base: &Measured,
     source: &str,
-    noalias: Vec<Param>,
+    inspection: Option<&Inspection>,
     previous: Option<&Entry>,
     options: &Options,
 ) -> Plan {
+    let noalias: Vec<Param> = match (options.noalias, inspection) {
+        (Noalias::Off, _) | (_, None) => vec![],
+        (_, Some(i)) => i.noalias_candidates.iter().take(options.noalias_candidates).cloned().collect(),
+    };
     let target = session.arch.target();
     let rule = Rule { objective: options.objective, allow_scratch: options.allow_scratch, baseline: base.usage };
+    if at_best(&rule, target.max_waves_per_simd) {
+        let outcome = Outcome { transforms: Transforms::default(), usage: base.usage, tried: vec![] };
+        return Plan { symbol: base.symbol.clone(), rule, outcome, suggestion: None, variants: 0, combined_regressed: false };
+    }
     // Occupancy steps the register allocator could plausibly reach: each
     // step above the current one whose VGPR budget is within a third of
     // what the kernel uses now.
@@ -229,10 +230,12 @@ fn plan_kernel(
         .filter(|&w| 3 * target.max_vgprs_for_waves(w) >= 2 * base.usage.vgpr)
         .collect();
     let confirmed: Transforms = previous.map(Entry::effective).unwrap_or_default();
+    // Transforms that would change nothing are not tried (no inspection:
+    // try everything).
     let facts = Space {
-        pow2: true,
+        pow2: inspection.is_none_or(|i| i.pow2),
         sink: true,
-        unroll_caps: vec![1, 2, 4, 8],
+        unroll_caps: if inspection.is_none_or(|i| i.unroll_cap) { vec![1, 2, 4, 8] } else { vec![] },
         noalias: if options.noalias == Noalias::Apply { noalias.clone() } else { confirmed.noalias.clone() },
         waves,
         launch_bounds: match options.block_size {
@@ -276,6 +279,14 @@ fn plan_kernel(
         }
     }
     Plan { symbol: base.symbol.clone(), rule, outcome, suggestion, variants, combined_regressed: false }
+}
+
+/// Nothing can beat the plain build: top occupancy and, for `no-spill`,
+/// nothing spilled.
+fn at_best(rule: &Rule, max_waves: u32) -> bool {
+    let b = &rule.baseline;
+    let clean = b.vgpr_spills + b.sgpr_spills == 0 && (rule.allow_scratch || b.scratch_bytes == 0);
+    b.occupancy >= max_waves && (rule.objective == Objective::Occupancy || clean)
 }
 
 /// "ns::lbm_collide<float>(double*, ...)" → "lbm_collide", as launches name it.
@@ -323,7 +334,10 @@ fn finish(
 ) -> KernelTuning {
     let applied = plan.outcome.transforms.labels();
     let (before_u, after_u) = (base.usage, after.usage);
-    let why = if plan.combined_regressed {
+    let max_waves = arch.target().max_waves_per_simd;
+    let why = if at_best(&plan.rule, max_waves) {
+        format!("already at {}'s maximum occupancy ({max_waves} waves/SIMD); nothing to gain", arch.processor())
+    } else if plan.combined_regressed {
         "its best variant lost its gain when combined with the other kernels' decisions; kept the plain compile".to_string()
     } else if applied.is_empty() {
         match plan.objective_gap() {

@@ -24,6 +24,7 @@
 
 pub mod apply;
 pub mod ffi;
+pub mod inspect;
 pub mod ir;
 pub mod noalias;
 pub mod occupancy;
@@ -62,6 +63,10 @@ pub fn run_pass(module: &Module<'_>, pass: &PassSpec, options: &RunOptions) -> b
         PassSpec::Noalias(params) => run_noalias(module, params),
         PassSpec::NoaliasRank => {
             print_noalias_rank(module);
+            false
+        }
+        PassSpec::Inspect => {
+            inspect::print(module);
             false
         }
         PassSpec::Sink => sink::run(&ir::defined_functions(module)),

@@ -9,6 +9,7 @@
 //! regtune-occupancy<block=N>
 //! regtune-noalias<P;P;...>              P: parameter index or IR name
 //! regtune-noalias-rank
+//! regtune-inspect                      what the tuner needs to know, per kernel
 //! regtune-sink
 //! regtune-apply                         the decisions db, both phases
 //! regtune-apply<early>                  what PipelineStartEP runs under clang
@@ -27,6 +28,7 @@ pub enum PassSpec {
     Occupancy(Occupancy),
     Noalias(Vec<ParamRef>),
     NoaliasRank,
+    Inspect,
     Sink,
     Apply(Phase),
 }
@@ -95,6 +97,7 @@ pub fn parse(text: &str) -> Result<Option<PassSpec>, SpecError> {
     match name {
         "regtune-pow2" => no_params(PassSpec::Pow2),
         "regtune-noalias-rank" => no_params(PassSpec::NoaliasRank),
+        "regtune-inspect" => no_params(PassSpec::Inspect),
         "regtune-sink" => no_params(PassSpec::Sink),
         "regtune-unroll-cap" => {
             let p = params.ok_or_else(|| err("expected regtune-unroll-cap<N>".into()))?;

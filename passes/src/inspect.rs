@@ -1,0 +1,60 @@
+//! `regtune-inspect`: what the tuner needs to know before it searches a
+//! kernel, as one JSON line per kernel on stdout:
+//!
+//!   {"kernel":"<symbol>","pow2":true,"unroll_cap":false,"noalias_candidates":[...]}
+//!
+//! `pow2` / `unroll_cap`: whether that transform would change anything in
+//! the kernel's scope (found by running it on a copy of the module), so the
+//! tuner never compiles a variant identical to the plain build. The noalias
+//! candidates come in the ranking heuristic's order. Changes nothing.
+//!
+//!   opt-22 -load-pass-plugin=target/debug/libregtune_passes.so \
+//!     -passes=regtune-inspect -disable-output pre.bc
+
+use std::io::Write;
+
+use inkwell::module::Module;
+use inkwell::values::FunctionValue;
+
+use crate::{ir, noalias, pow2, unroll_cap};
+
+#[derive(serde::Serialize)]
+struct Line {
+    kernel: String,
+    pow2: bool,
+    unroll_cap: bool,
+    noalias_candidates: Vec<noalias::Candidate>,
+}
+
+pub fn print(module: &Module<'_>) {
+    let mut out = std::io::stdout().lock();
+    for kernel in ir::kernels(module) {
+        let name = ir::symbol(kernel);
+        let line = Line {
+            pow2: would_change(module, &name, |m, scope| pow2::run_on(m, scope)),
+            // Any loop a cap of 1 would touch: caps matter for this kernel.
+            unroll_cap: would_change(module, &name, |_, scope| unroll_cap::run_on(scope, 1)),
+            noalias_candidates: noalias::rank(kernel),
+            kernel: name,
+        };
+        if let Ok(json) = serde_json::to_string(&line) {
+            // A closed stdout is the reader's choice; nothing to report.
+            let _ = writeln!(out, "{json}");
+        }
+    }
+    let _ = out.flush();
+}
+
+/// Does `transform` change the kernel's scope? Tried on a copy, so the
+/// module itself stays as it was.
+fn would_change(
+    module: &Module<'_>,
+    kernel: &str,
+    transform: impl for<'c> Fn(&Module<'c>, &[FunctionValue<'c>]) -> bool,
+) -> bool {
+    let copy = module.clone();
+    let Some(k) = copy.get_function(kernel) else {
+        return true; // cannot tell: let the tuner try it
+    };
+    transform(&copy, &ir::reachable(k))
+}

@@ -1,0 +1,47 @@
+; RUN: %opt -disable-output -passes=regtune-inspect %s | FileCheck %s --match-full-lines
+; RUN: %opt -S -passes=regtune-inspect %s | FileCheck %s --check-prefix=SAME
+;
+; regtune-inspect says, per kernel, whether pow2 and an unroll cap would
+; change anything in the kernel's scope (the kernel and what it calls), so
+; the tuner skips variants identical to the plain build.
+
+target triple = "amdgcn-amd-amdhsa"
+
+declare double @llvm.pow.f64(double, double)
+
+; A pow(x, 2.0) in a helper the kernel calls; no loop.
+; CHECK: {"kernel":"squares","pow2":true,"unroll_cap":false,"noalias_candidates":[]}
+define amdgpu_kernel void @squares(double %x) {
+  %y = call double @square(double %x)
+  ret void
+}
+
+define internal double @square(double %x) {
+  %p = call double @llvm.pow.f64(double %x, double 2.0)
+  ret double %p
+}
+
+; A loop and no pow.
+; CHECK: {"kernel":"counts","pow2":false,"unroll_cap":true,"noalias_candidates":[]}
+define amdgpu_kernel void @counts(i32 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %next, %loop ]
+  %next = add i32 %i, 1
+  %done = icmp eq i32 %next, %n
+  br i1 %done, label %exit, label %loop
+exit:
+  ret void
+}
+
+; Nothing for either: pow(x, 3.0) without fast-math is not rewritten.
+; CHECK: {"kernel":"cubes","pow2":false,"unroll_cap":false,"noalias_candidates":[]}
+define amdgpu_kernel void @cubes(double %x) {
+  %p = call double @llvm.pow.f64(double %x, double 3.0)
+  ret void
+}
+
+; Inspecting changes nothing.
+; SAME: call double @llvm.pow.f64(double %x, double 2.000000e+00)
+; SAME: br i1 %done, label %exit, label %loop{{$}}
