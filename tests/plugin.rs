@@ -107,3 +107,27 @@ fn every_example_builds_with_every_transform_at_once() {
         build_with(&file, all.clone());
     }
 }
+
+#[test]
+fn report_through_the_plugin_shows_pow2_saving_registers_on_lattice_boltzmann() {
+    let file = example("lbm_d3q19.hip");
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_for(&file, json!({"pow2": true}), dir.path());
+    let vgprs = |extra: &[String]| -> u64 {
+        let out = assert_cmd::Command::cargo_bin("regtune")
+            .unwrap()
+            .args(["report", "--format", "json"])
+            .arg(&file)
+            .arg("--")
+            .args(extra)
+            .env("REGTUNE_DECISIONS", &db)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        doc["kernels"][0]["usage"]["vgpr"].as_u64().unwrap()
+    };
+    let plain = vgprs(&[]);
+    let tuned = vgprs(&[format!("-fpass-plugin={}", plugin().display())]);
+    assert!(tuned < plain, "pow2 through the plugin: {plain} → {tuned} VGPRs");
+}
