@@ -87,8 +87,12 @@ fn each_transform_decides_at_least_one_kernel() {
     let files = all_examples();
     let refs: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
     let mut seen = kinds(&tune(&refs, "gfx90a", &db, &["--noalias", "apply"]), "applied");
-    // A block size is a fact about the caller: only applied when given.
+    // The spilling kernel, where the no-spill objective decides: noalias
+    // (applied on request) lowers its spills, and so does a block size,
+    // a fact about the caller that is only applied when given.
     let spill = repo().join("examples/launch_bounds_spill.hip");
+    let no_spill = ["--objective", "no-spill", "--noalias", "apply"];
+    seen.extend(kinds(&tune(&[&spill], "gfx90a", &db, &no_spill), "applied"));
     seen.extend(kinds(&tune(&[&spill], "gfx90a", &db, &["--block-size", "256", "--objective", "no-spill"]), "applied"));
     for t in ["pow2", "sink", "unroll-cap", "noalias", "waves-per-eu", "launch-bounds"] {
         assert!(seen.contains(t), "{t} decided no kernel; applied kinds: {seen:?}");

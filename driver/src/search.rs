@@ -70,7 +70,13 @@ impl Rule {
 
     /// Worth applying: admissible and better on the primary goal.
     pub fn improves(&self, u: &Usage) -> bool {
-        self.admissible(u) && self.primary(u) > self.primary(&self.baseline)
+        self.improves_on(u, &self.baseline)
+    }
+
+    /// Admissible and better than `than` on the primary goal (occupancy, or
+    /// spills for `no-spill`): tie-breaks alone do not count.
+    pub fn improves_on(&self, u: &Usage, than: &Usage) -> bool {
+        self.admissible(u) && self.primary(u) > self.primary(than)
     }
 }
 
@@ -223,6 +229,27 @@ where
         }
     }
 
+    // 3b. The next step may be one small rewrite away: when the hint on top
+    //     of the best rewrite still spills, add each other transform to it.
+    let next_step = space.waves.iter().copied().filter(|&w| w > best.1.occupancy).min();
+    if let (None, Some(w)) = (best.0.waves_per_eu, next_step) {
+        let hint = Transforms { waves_per_eu: Some(w), ..Default::default() };
+        if let Some(hinted) = union(&best.0, &hint) {
+            let cands: Vec<Transforms> = space
+                .singles()
+                .iter()
+                .filter(|t| t.waves_per_eu.is_none())
+                .filter_map(|t| union(&hinted, t))
+                .filter(|t| *t != hinted)
+                .collect();
+            for (t, u) in measure_all(cands, &mut tried) {
+                if rule.compare(&u, &best.1) == Ordering::Greater {
+                    best = (t, u);
+                }
+            }
+        }
+    }
+
     if !rule.improves(&best.1) {
         return Outcome { transforms: Transforms::default(), usage: rule.baseline, tried };
     }
@@ -301,6 +328,23 @@ mod tests {
         let out = search(&space(), &rule(usage(102, 4, 0)), &model);
         assert_eq!(out.transforms.labels(), ["pow2", "sink"]);
         assert_eq!((out.usage.vgpr, out.usage.occupancy), (96, 5));
+    }
+
+    #[test]
+    fn a_rewrite_that_helps_only_with_the_hint_is_found() {
+        // noalias=p alone changes nothing; with waves-per-eu=5 it removes
+        // the spills the hint alone causes.
+        let p = Param { index: 3, name: "p".into() };
+        let sp = Space { noalias: vec![p.clone()], waves: vec![5], ..Default::default() };
+        let eval = |t: &Transforms| {
+            Some(match (t.waves_per_eu, t.noalias.is_empty()) {
+                (Some(5), false) => usage(96, 5, 0),
+                (Some(5), true) => usage(96, 5, 4),
+                _ => usage(102, 4, 0),
+            })
+        };
+        let out = search(&sp, &rule(usage(102, 4, 0)), &eval);
+        assert_eq!(out.transforms.labels(), ["noalias=p", "waves-per-eu=5"]);
     }
 
     #[test]

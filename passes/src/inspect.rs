@@ -6,7 +6,8 @@
 //! `pow2` / `unroll_cap`: whether that transform would change anything in
 //! the kernel's scope (found by running it on a copy of the module), so the
 //! tuner never compiles a variant identical to the plain build. The noalias
-//! candidates come in the ranking heuristic's order. Changes nothing.
+//! candidates come in the ranking heuristic's order, then the other pointer
+//! parameters (score 0). Changes nothing.
 //!
 //!   opt-22 -load-pass-plugin=target/debug/libregtune_passes.so \
 //!     -passes=regtune-inspect -disable-output pre.bc
@@ -34,7 +35,7 @@ pub fn print(module: &Module<'_>) {
             pow2: would_change(module, &name, |m, scope| pow2::run_on(m, scope)),
             // Any loop a cap of 1 would touch: caps matter for this kernel.
             unroll_cap: would_change(module, &name, |_, scope| unroll_cap::run_on(scope, 1)),
-            noalias_candidates: noalias::rank(kernel),
+            noalias_candidates: noalias::rank_all(kernel),
             kernel: name,
         };
         if let Ok(json) = serde_json::to_string(&line) {

@@ -111,6 +111,20 @@ pub fn rank(kernel: FunctionValue<'_>) -> Vec<Candidate> {
     profitability(&trace(kernel), &params)
 }
 
+/// Every pointer parameter that could still take `noalias`: the ranked
+/// ones first, then the rest in order with score 0. The backend also reacts
+/// to noalias in ways no IR rule predicts (kernel-argument load layout,
+/// scalar loads), so the tuner may measure beyond the ranking.
+pub fn rank_all(kernel: FunctionValue<'_>) -> Vec<Candidate> {
+    let mut all = rank(kernel);
+    for p in pointer_params(kernel).into_iter().filter(|p| !p.noalias) {
+        if !all.iter().any(|c| c.index == p.index) {
+            all.push(Candidate { index: p.index, name: p.name, score: 0, reason: "no access pattern noalias helps".into() });
+        }
+    }
+    all
+}
+
 // ---------------------------------------------------------------------------
 // Legality: which parameters can take the attribute.
 

@@ -45,3 +45,11 @@ define amdgpu_kernel void @cubes(double %x) {
 ; Inspecting changes nothing.
 ; SAME: call double @llvm.pow.f64(double %x, double 2.000000e+00)
 ; SAME: br i1 %done, label %exit, label %loop{{$}}
+
+; Pointer parameters: the ranked ones first (none here: neither pointer is
+; dereferenced), then every other pointer without noalias, in order; one
+; already noalias is not a candidate.
+; CHECK: {"kernel":"pointers","pow2":false,"unroll_cap":false,"noalias_candidates":[{"index":0,"name":"a","score":0,"reason":"no access pattern noalias helps"},{"index":2,"name":"c","score":0,"reason":"no access pattern noalias helps"}]}
+define amdgpu_kernel void @pointers(ptr addrspace(1) %a, ptr addrspace(1) noalias %b, ptr addrspace(1) %c, i32 %n) {
+  ret void
+}
