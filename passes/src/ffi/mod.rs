@@ -14,6 +14,7 @@
 #![allow(unsafe_code)]
 
 pub mod ir;
+pub mod sink;
 
 use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
