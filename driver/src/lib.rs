@@ -19,4 +19,5 @@ pub mod session;
 pub mod target;
 pub mod toolchain;
 pub mod tune;
+pub mod wrapper;
 

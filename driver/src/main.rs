@@ -26,6 +26,28 @@ enum Command {
     Tune(TuneArgs),
     /// Show which toolchain regtune found, what is missing, and how to fix it.
     Doctor,
+    /// Compile through regtune with the tuned decisions (also CMake's compiler launcher); never breaks a build.
+    ///
+    /// `regtune cc [OPTIONS] [--] [COMPILER] ARGS...`: COMPILER is the command's first word unless it is an
+    /// argument or a file. Environment: REGTUNE_MODE, REGTUNE_COMPILER, REGTUNE_DB (the options win).
+    Cc(CcArgs),
+}
+
+#[derive(Args)]
+struct CcArgs {
+    /// use: apply the db's current decisions; tune: tune sources without any first; off: compile untouched
+    /// [default: $REGTUNE_MODE, else use].
+    #[arg(long, value_name = "MODE")]
+    mode: Option<String>,
+    /// The compiler to run [default: $REGTUNE_COMPILER, else COMPILER, else ROCm's hipcc, else clang++-22].
+    #[arg(long, value_name = "PATH")]
+    compiler: Option<PathBuf>,
+    /// The decisions db [default: $REGTUNE_DB, else .regtune/decisions.json].
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// The compile command: [COMPILER] ARGS...
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    command: Vec<std::ffi::OsString>,
 }
 
 /// Inputs shared by the commands that compile HIP files.
@@ -91,6 +113,10 @@ fn main() -> ExitCode {
         Command::Report(args) => report(args),
         Command::Tune(args) => tune(args),
         Command::Doctor => doctor(),
+        Command::Cc(args) => {
+            let invocation = regtune::wrapper::Invocation::cc(args.mode, args.compiler.map(Into::into), args.db, args.command);
+            return regtune::wrapper::run(invocation);
+        }
     };
     match result {
         Ok(code) => code,
