@@ -3,7 +3,7 @@
 # Idempotent: a second run checks and exits. A real ROCm install is used as is.
 set -euo pipefail
 
-packages=(clang-22 llvm-22-dev llvm-22-tools lld-22 libamdhip64-dev rocm-device-libs cmake)
+packages=(clang-22 llvm-22-dev llvm-22-tools lld-22 libamdhip64-dev rocm-device-libs cmake chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,6 +4,7 @@
 //! Data flows one way: toolchain → compile → codeobj → measure → search →
 //! tune/report → output. Each stage is one module; `main.rs` is only the CLI.
 
+pub mod batch;
 pub mod codeobj;
 pub mod compile;
 pub mod hash;

@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use regtune::output::{self, Format};
 use regtune::target::Arch;
 use regtune::toolchain::Toolchain;
-use regtune::{plugin, report, search, tune};
+use regtune::{batch, plugin, report, search, tune};
 
 #[derive(Parser)]
 #[command(name = "regtune", version, about = "Rewrite HIP kernels to need fewer registers, verified by the real backend")]
@@ -24,6 +24,14 @@ enum Command {
     Report(ReportArgs),
     /// Search rewrites and occupancy targets per kernel, keep what raises occupancy, record it in the db.
     Tune(TuneArgs),
+    /// Tune every HIP translation unit in a compile_commands.json, each with its own flags and targets.
+    ///
+    /// Exit status: 0 when every unit was tuned or unchanged; N (at most 100) when N translation
+    /// units failed, the rest being tuned and recorded; 101 when nothing could run (a missing or
+    /// malformed compile_commands.json or db, no toolchain).
+    Batch(BatchArgs),
+    /// Join the decisions dbs (and batch records) of shards into one, and report on them.
+    Merge(MergeArgs),
     /// Show which toolchain regtune found, what is missing, and how to fix it.
     Doctor,
     /// Compile through regtune with the tuned decisions (also CMake's compiler launcher); never breaks a build.
@@ -84,6 +92,16 @@ struct TuneArgs {
     /// Write the results here instead of stdout.
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
+    #[command(flatten)]
+    search: SearchArgs,
+    /// Show a unified diff of each tuned kernel's IR and assembly.
+    #[arg(long)]
+    diff: bool,
+}
+
+/// The search and objective options `tune` and `batch` share.
+#[derive(Args)]
+struct SearchArgs {
     /// What to optimize for.
     #[arg(long, value_enum, default_value_t = search::Objective::Occupancy)]
     objective: search::Objective,
@@ -102,16 +120,82 @@ struct TuneArgs {
     /// The decisions db the plugin and the wrapper apply.
     #[arg(long, value_name = "PATH", default_value = ".regtune/decisions.json")]
     db: PathBuf,
-    /// Show a unified diff of each tuned kernel's IR and assembly.
-    #[arg(long)]
-    diff: bool,
 }
+
+#[derive(Args)]
+struct BatchArgs {
+    /// The build directory holding compile_commands.json, or the file itself.
+    #[arg(short = 'p', value_name = "BUILD_DIR|compile_commands.json")]
+    compile_db: PathBuf,
+    /// Only units whose path (absolute, or relative to the current directory) matches; repeatable.
+    #[arg(long, value_name = "GLOB")]
+    filter: Vec<String>,
+    /// Tune only the I-th of N parts of the units (1 <= I <= N), for a job array; join the dbs with `merge`.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<batch::Shard>,
+    /// Targets for every unit, comma-separated [default: each entry's own --offload-arch, else gfx90a].
+    #[arg(long = "offload-arch", value_name = "A[,B...]")]
+    offload_arch: Option<String>,
+    #[command(flatten)]
+    search: SearchArgs,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Write the report here instead of stdout.
+    #[arg(short, long, value_name = "PATH")]
+    output: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Append every variant compiled (unit, kernel, target, transforms, usage, compile time) as JSON lines.
+    #[arg(long, value_name = "FILE")]
+    record_all: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct MergeArgs {
+    /// The dbs to join (each with its batch records beside it, if any).
+    #[arg(required = true, value_name = "DB")]
+    dbs: Vec<PathBuf>,
+    /// The db to join them into (entries already there are kept).
+    #[arg(short, long, value_name = "DB", default_value = ".regtune/decisions.json")]
+    output: PathBuf,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Also write the report as one self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+}
+
+impl SearchArgs {
+    /// The tune options; sizes the thread pool for `-j`.
+    fn tune_options(&self, diff: bool) -> Result<tune::Options> {
+        if let Some(j) = self.jobs {
+            rayon::ThreadPoolBuilder::new().num_threads(j.max(1)).build_global()?;
+        }
+        Ok(tune::Options {
+            objective: self.objective,
+            noalias: self.noalias,
+            block_size: self.block_size.unwrap_or(tune::BlockSize::Unset),
+            allow_scratch: self.allow_scratch,
+            diff,
+            noalias_candidates: 4,
+        })
+    }
+}
+
+/// `batch`'s exit status when nothing could run.
+const BATCH_FATAL: u8 = 101;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Report(args) => report(args),
         Command::Tune(args) => tune(args),
+        Command::Batch(args) => batch(args).or_else(|e| {
+            eprintln!("error: {e:#}");
+            Ok(ExitCode::from(BATCH_FATAL))
+        }),
+        Command::Merge(args) => merge(args),
         Command::Doctor => doctor(),
         Command::Cc(args) => {
             let invocation = regtune::wrapper::Invocation::cc(args.mode, args.compiler.map(Into::into), args.db, args.command);
@@ -144,19 +228,9 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
     let archs = Arch::parse_list(&args.inputs.offload_arch)?;
     let toolchain = Toolchain::detect()?;
     let plugin = plugin::find()?;
-    if let Some(j) = args.jobs {
-        rayon::ThreadPoolBuilder::new().num_threads(j.max(1)).build_global()?;
-    }
-    let options = tune::Options {
-        objective: args.objective,
-        noalias: args.noalias,
-        block_size: args.block_size.unwrap_or(tune::BlockSize::Unset),
-        allow_scratch: args.allow_scratch,
-        diff: args.diff,
-        noalias_candidates: 4,
-    };
+    let options = args.search.tune_options(args.diff)?;
     let (rows, failures) =
-        tune::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, &args.db);
+        tune::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, &args.search.db);
     for f in &failures {
         f.print();
     }
@@ -177,6 +251,48 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
         output::emit(&text, args.output.as_deref())?;
     }
     Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn batch(args: BatchArgs) -> Result<ExitCode> {
+    let archs = args.offload_arch.as_deref().map(Arch::parse_list).transpose()?;
+    let filters = args
+        .filter
+        .iter()
+        .map(|f| glob::Pattern::new(f).map_err(|e| anyhow::anyhow!("--filter `{f}` is not a glob: {e}")))
+        .collect::<Result<Vec<_>>>()?;
+    let toolchain = Toolchain::detect()?;
+    let plugin = plugin::find()?;
+    let options = batch::Options {
+        tune: args.search.tune_options(false)?,
+        archs,
+        filters,
+        shard: args.shard,
+        db: args.search.db,
+        record_all: args.record_all,
+    };
+    // The errors name their file and cause in one line; no cause chain after it.
+    let result = batch::run(&toolchain, &plugin, &args.compile_db, &options).map_err(|e| anyhow::anyhow!("{e}"))?;
+    for u in &result.units {
+        u.print_failure();
+    }
+    if let Some(path) = &args.html {
+        output::emit(&batch::html::page(&result), Some(path))?;
+    }
+    output::emit(&batch::render::render(&result, args.format), args.output.as_deref())?;
+    // The exit status counts failed translation units; 101 is kept for "nothing ran".
+    Ok(ExitCode::from(result.failed_units().min(100) as u8))
+}
+
+fn merge(args: MergeArgs) -> Result<ExitCode> {
+    let (result, conflicts) = batch::merge(&args.dbs, &args.output).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if conflicts > 0 {
+        eprintln!("warning: {conflicts} db entries differed between the inputs; the later input's were kept");
+    }
+    if let Some(path) = &args.html {
+        output::emit(&batch::html::page(&result), Some(path))?;
+    }
+    output::emit(&batch::render::render(&result, args.format), None)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn doctor() -> Result<ExitCode> {

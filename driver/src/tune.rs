@@ -3,12 +3,15 @@
 //! helps, verify the kept sets together, and record them in the decisions db.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
 
 use rayon::prelude::*;
 use regtune_decisions::{Db, Entry, Param, Suggestion, Transforms, Usage};
 use serde::Serialize;
 
 use crate::measure::Measured;
+use crate::occupancy::Limiter;
 use crate::output::{Failure, Tabular};
 use crate::report::{self, KernelReport};
 use crate::search::{self, Objective, Outcome, Rule, Space};
@@ -77,8 +80,23 @@ pub struct KernelTuning {
     pub variants: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// What limited occupancy before tuning (`report.limiter` is after).
+    #[serde(skip)]
+    pub limiter_before: Limiter,
+    /// Every variant compiled for this kernel, for `batch --record-all`.
+    #[serde(skip)]
+    pub measured: Vec<Measurement>,
     #[serde(skip)]
     pub(crate) entry: Entry,
+}
+
+/// One variant compile of one kernel: its transforms, the usage the backend
+/// reported (None: it failed to build) and the compile's wall time.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measurement {
+    pub transforms: Transforms,
+    pub usage: Option<Usage>,
+    pub seconds: f64,
 }
 
 /// Tune every kernel of every file on every target, and update the db.
@@ -97,7 +115,13 @@ pub fn run(
     let results: Vec<Result<Vec<KernelTuning>, Failure>> = jobs
         .par_iter()
         .map(|(file, arch)| {
-            let r = tune_unit(toolchain, plugin, file, arch, user_args, options, &confirmed);
+            let r = tune_unit(toolchain, plugin, file, arch, user_args, options, &confirmed).and_then(|rows| {
+                if rows.is_empty() {
+                    Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())))
+                } else {
+                    Ok(rows)
+                }
+            });
             bar.inc(1);
             r
         })
@@ -131,8 +155,9 @@ fn session_failure(e: crate::session::SessionError) -> Failure {
     }
 }
 
-/// One file on one target.
-fn tune_unit(
+/// One file on one target; no rows when it defines no kernels. `known` is
+/// the db as loaded: confirmed suggestions in it are applied.
+pub fn tune_unit(
     toolchain: &Toolchain,
     plugin: &Path,
     file: &Path,
@@ -143,7 +168,7 @@ fn tune_unit(
 ) -> Result<Vec<KernelTuning>, Failure> {
     let (session, baseline, locations) = Session::start(toolchain, arch, plugin, file, user_args).map_err(session_failure)?;
     if baseline.is_empty() {
-        return Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())));
+        return Ok(vec![]);
     }
     let inspections = session.inspect().map_err(session_failure)?;
     let source = std::fs::read_to_string(file).unwrap_or_default();
@@ -203,6 +228,7 @@ struct Plan {
     suggestion: Option<(Transforms, Usage, String)>,
     variants: usize,
     combined_regressed: bool,
+    measured: Vec<Measurement>,
 }
 
 fn plan_kernel(
@@ -221,7 +247,15 @@ fn plan_kernel(
     let rule = Rule { objective: options.objective, allow_scratch: options.allow_scratch, baseline: base.usage };
     if at_best(&rule, target.max_waves_per_simd) {
         let outcome = Outcome { transforms: Transforms::default(), usage: base.usage, tried: vec![] };
-        return Plan { symbol: base.symbol.clone(), rule, outcome, suggestion: None, variants: 0, combined_regressed: false };
+        return Plan {
+            symbol: base.symbol.clone(),
+            rule,
+            outcome,
+            suggestion: None,
+            variants: 0,
+            combined_regressed: false,
+            measured: vec![],
+        };
     }
     // Occupancy steps the register allocator could plausibly reach: each
     // step above the current one whose VGPR budget is within a third of
@@ -243,9 +277,19 @@ fn plan_kernel(
             _ => confirmed.launch_bounds,
         },
     };
+    let log: Mutex<Vec<Measurement>> = Mutex::new(Vec::new());
     let eval = |t: &Transforms| -> Option<Usage> {
-        let measured = session.measure(&[(base.symbol.clone(), t.clone())]).ok()?;
-        measured.into_iter().find(|m| m.symbol == base.symbol).map(|m| m.usage)
+        let start = Instant::now();
+        let usage = session
+            .measure(&[(base.symbol.clone(), t.clone())])
+            .ok()
+            .and_then(|measured| measured.into_iter().find(|m| m.symbol == base.symbol).map(|m| m.usage));
+        // The session caches: a variant the second search repeats is logged once, with its real compile time.
+        let mut log = log.lock().expect("variant log lock");
+        if !log.iter().any(|m| &m.transforms == t) {
+            log.push(Measurement { transforms: t.clone(), usage, seconds: start.elapsed().as_secs_f64() });
+        }
+        usage
     };
     let outcome = search::search(&facts, &rule, &eval);
 
@@ -278,7 +322,8 @@ fn plan_kernel(
             }
         }
     }
-    Plan { symbol: base.symbol.clone(), rule, outcome, suggestion, variants, combined_regressed: false }
+    let measured = log.into_inner().expect("variant log lock");
+    Plan { symbol: base.symbol.clone(), rule, outcome, suggestion, variants, combined_regressed: false, measured }
 }
 
 /// Nothing can beat the plain build: top occupancy and, for `no-spill`,
@@ -386,6 +431,8 @@ fn finish(
         suggestions,
         variants: plan.variants,
         diff,
+        limiter_before: base.limiter,
+        measured: plan.measured,
         entry,
     }
 }

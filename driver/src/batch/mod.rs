@@ -1,0 +1,509 @@
+//! `regtune batch`: tune every HIP translation unit of a codebase from its
+//! `compile_commands.json`, each with its own flags and targets, into the
+//! shared decisions db; `regtune merge` joins the dbs of shards.
+//!
+//! Stages: read the compilation database ([`compile_db`]) → select (filter,
+//! de-duplicate, shard) → per unit and target: preprocess, and reuse the
+//! recorded result if nothing changed ([`records`]), else `tune` it and record
+//! it at once → report ([`render`], [`html`]).
+
+pub mod compile_db;
+pub mod html;
+pub mod records;
+pub mod render;
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use regtune_decisions::{Db, DbError, Usage};
+use serde::{Deserialize, Serialize};
+
+use crate::compile::Unit as CompileUnit;
+use crate::output::Failure;
+use crate::target::Arch;
+use crate::toolchain::Toolchain;
+use crate::tune::{self, KernelTuning};
+use crate::{progress, report, session};
+use compile_db::{CompileDbError, Parsed, Unit};
+use records::{Records, UnitRecord};
+
+/// The target a unit gets when neither `--offload-arch` nor its entry names one.
+pub const DEFAULT_ARCH: &str = "gfx90a";
+
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    #[error(transparent)]
+    CompileDb(#[from] CompileDbError),
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("cannot open --record-all file {}: {source}", path.display())]
+    Record { path: PathBuf, source: std::io::Error },
+}
+
+/// `--shard I/N`: the I-th of N parts (1 ≤ I ≤ N).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("`{s}` is not a shard: use I/N with 1 ≤ I ≤ N, e.g. 1/4");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (usize, usize) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        if index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+pub struct Options {
+    pub tune: tune::Options,
+    /// `--offload-arch`: every unit gets these instead of its own.
+    pub archs: Option<Vec<Arch>>,
+    /// `--filter`: a unit is kept when any pattern matches its path.
+    pub filters: Vec<glob::Pattern>,
+    pub shard: Option<Shard>,
+    pub db: PathBuf,
+    pub record_all: Option<PathBuf>,
+}
+
+impl Options {
+    /// What besides the input decides a result: a unit tuned under other
+    /// options (or by another regtune version) is tuned again.
+    fn fingerprint(&self) -> String {
+        let t = &self.tune;
+        format!(
+            "regtune {}; objective={:?}; noalias={:?}; block-size={:?}; allow-scratch={}; noalias-candidates={}",
+            env!("CARGO_PKG_VERSION"),
+            t.objective,
+            t.noalias,
+            t.block_size,
+            t.allow_scratch,
+            t.noalias_candidates
+        )
+    }
+
+    fn selects(&self, file: &Path, cwd: Option<&Path>) -> bool {
+        if self.filters.is_empty() {
+            return true;
+        }
+        let file = compile_db::lexical(file);
+        let relative = cwd.and_then(|c| file.strip_prefix(c).ok());
+        self.filters.iter().any(|p| p.matches_path(&file) || relative.is_some_and(|r| p.matches_path(r)))
+    }
+}
+
+/// One kernel's row: the same keys as `tune`'s JSON, plus the translation
+/// unit it came from, what limited it before tuning, and whether this run
+/// took it from the records instead of tuning it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelRow {
+    pub name: String,
+    pub symbol: String,
+    pub file: String,
+    pub line: u32,
+    pub arch: String,
+    pub limiter: String,
+    pub before: Usage,
+    pub after: Usage,
+    pub applied: Vec<String>,
+    pub suggested: Vec<String>,
+    pub why: String,
+    pub suggestions: Vec<String>,
+    pub variants: usize,
+    /// The translation unit (the compile_commands.json `file`, absolute).
+    pub unit: String,
+    pub limiter_before: String,
+    #[serde(default)]
+    pub cached: bool,
+    /// `tune`'s other keys (usage, vgprs_to_next_step...), as they are.
+    #[serde(flatten)]
+    pub rest: serde_json::Map<String, serde_json::Value>,
+}
+
+impl KernelRow {
+    fn from_tuning(k: &KernelTuning, unit: &str) -> KernelRow {
+        let mut v = serde_json::to_value(k).expect("tune rows serialize");
+        let obj = v.as_object_mut().expect("tune rows are objects");
+        obj.insert("unit".into(), unit.into());
+        obj.insert("limiter_before".into(), serde_json::to_value(k.limiter_before).expect("limiters serialize"));
+        serde_json::from_value(v).expect("tune rows have every key a batch row needs")
+    }
+
+    pub fn spills_before(&self) -> u32 {
+        self.before.vgpr_spills + self.before.sgpr_spills
+    }
+
+    pub fn spills_after(&self) -> u32 {
+        self.after.vgpr_spills + self.after.sgpr_spills
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Tuned by this run.
+    Tuned,
+    /// Unchanged since it was tuned: taken from the records.
+    Cached,
+    Failed,
+}
+
+/// One translation unit on one target (or a bad entry, with no target).
+#[derive(Debug, Clone, Serialize)]
+pub struct UnitStatus {
+    /// Position in compile_commands.json, from 1 (0 for merged records).
+    pub entry: usize,
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    pub status: Status,
+    pub kernels: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_hash: Option<String>,
+    /// This run's time on it (a preprocess, for a cached unit).
+    pub seconds: f64,
+    /// Variants compiled, when it was tuned.
+    pub variants: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip)]
+    pub diagnostics: Option<String>,
+}
+
+impl UnitStatus {
+    /// The one-line error, naming the entry, file and target.
+    pub fn message(&self) -> Option<String> {
+        let error = self.error.as_ref()?;
+        let what = match &self.arch {
+            Some(a) => format!("{} for {a}", self.file),
+            None if self.file.is_empty() => "no file".to_string(),
+            None => self.file.clone(),
+        };
+        Some(format!("compile_commands.json entry {} ({what}): {error}", self.entry))
+    }
+
+    pub fn print_failure(&self) {
+        if let Some(message) = self.message() {
+            Failure { message, diagnostics: self.diagnostics.clone() }.print();
+        }
+    }
+}
+
+/// What the selection kept and left out, entries counted.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Selection {
+    /// Entries in compile_commands.json.
+    pub entries: usize,
+    pub not_hip: usize,
+    pub filtered_out: usize,
+    /// Same file, flags and targets as an earlier entry.
+    pub duplicates: usize,
+    pub in_other_shards: usize,
+}
+
+/// A batch run's (or a merge's) result.
+pub struct Batch {
+    pub source: String,
+    pub selection: Option<Selection>,
+    pub units: Vec<UnitStatus>,
+    pub kernels: Vec<KernelRow>,
+    pub seconds: f64,
+}
+
+impl Batch {
+    /// Translation units (entries) with at least one failure: the exit status.
+    pub fn failed_units(&self) -> usize {
+        let failed: BTreeSet<(usize, &str)> =
+            self.units.iter().filter(|u| u.status == Status::Failed).map(|u| (u.entry, u.file.as_str())).collect();
+        failed.len()
+    }
+}
+
+/// Everything a unit's processing reads.
+struct Context<'a> {
+    toolchain: &'a Toolchain,
+    plugin: &'a Path,
+    options: &'a Options,
+    fingerprint: String,
+    known: Db,
+    records: Records,
+    recorder: Option<Mutex<BufWriter<File>>>,
+}
+
+/// Tune the codebase `compile_db` describes (a build directory or the file).
+pub fn run(toolchain: &Toolchain, plugin: &Path, compile_db: &Path, options: &Options) -> Result<Batch, BatchError> {
+    let started = Instant::now();
+    let compile_db = compile_db::locate(compile_db);
+    let parsed = compile_db::load(&compile_db)?;
+    // A db we could not write to would lose every result: stop before tuning.
+    let known = Db::load(&options.db)?;
+    let records = Records::load(&records::path_for(&options.db));
+    let recorder = match &options.record_all {
+        Some(path) => Some(Mutex::new(BufWriter::new(
+            File::options()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|source| BatchError::Record { path: path.clone(), source })?,
+        ))),
+        None => None,
+    };
+    let cwd = std::env::current_dir().ok();
+
+    let (units, selection, mut statuses) = select(parsed, options, cwd.as_deref());
+    let jobs: Vec<(&Unit, String)> = units
+        .iter()
+        .flat_map(|u| {
+            let archs: Vec<String> = match &options.archs {
+                Some(a) => a.iter().map(|a| a.name().to_string()).collect(),
+                None if u.archs.is_empty() => vec![DEFAULT_ARCH.to_string()],
+                None => u.archs.clone(),
+            };
+            archs.into_iter().map(move |a| (u, a))
+        })
+        .collect();
+    let ctx = Context { toolchain, plugin, options, fingerprint: options.fingerprint(), known, records, recorder };
+    let bar = progress::bar(jobs.len() as u64, "batch");
+    let results: Vec<(UnitStatus, Vec<KernelRow>)> = jobs
+        .par_iter()
+        .map(|(unit, arch)| {
+            let r = process(&ctx, unit, arch);
+            bar.inc(1);
+            r
+        })
+        .collect();
+    bar.finish_and_clear();
+    let mut kernels = Vec::new();
+    for (status, rows) in results {
+        statuses.push(status);
+        kernels.extend(rows);
+    }
+    statuses.sort_by(|a, b| (a.entry, &a.arch).cmp(&(b.entry, &b.arch)));
+    kernels.sort_by(|a, b| (&a.unit, &a.arch, a.line, &a.name).cmp(&(&b.unit, &b.arch, b.line, &b.name)));
+    Ok(Batch {
+        source: compile_db.display().to_string(),
+        selection: Some(selection),
+        units: statuses,
+        kernels,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// HIP units that this run (filter, shard) takes, de-duplicated and in a
+/// stable order; failures for entries that cannot be used.
+fn select(parsed: Vec<Parsed>, options: &Options, cwd: Option<&Path>) -> (Vec<Unit>, Selection, Vec<UnitStatus>) {
+    let mut selection = Selection { entries: parsed.len(), ..Selection::default() };
+    let mut units = Vec::new();
+    let mut bad = Vec::new();
+    for p in parsed {
+        match p {
+            Parsed::Hip(u) if options.selects(&u.file, cwd) => units.push(u),
+            Parsed::Hip(_) => selection.filtered_out += 1,
+            Parsed::NotHip { .. } => selection.not_hip += 1,
+            Parsed::Bad { entry, file, message } => bad.push(UnitStatus {
+                entry,
+                file,
+                arch: None,
+                status: Status::Failed,
+                kernels: 0,
+                input_hash: None,
+                seconds: 0.0,
+                variants: 0,
+                error: Some(message),
+                diagnostics: None,
+            }),
+        }
+    }
+    // Sorted by file and flags (not by position in the file, which build
+    // generators do not keep stable), so every shard sees the same order.
+    units.sort();
+    let before = units.len();
+    units.dedup_by(|a, b| a.file == b.file && a.args == b.args && a.archs == b.archs);
+    selection.duplicates = before - units.len();
+    if let Some(Shard { index, count }) = options.shard {
+        let before = units.len();
+        units = units.into_iter().enumerate().filter(|(i, _)| i % count == index - 1).map(|(_, u)| u).collect();
+        selection.in_other_shards = before - units.len();
+    }
+    (units, selection, bad)
+}
+
+/// One unit on one target: reuse its record if nothing changed, else tune
+/// it and record the result at once.
+fn process(ctx: &Context<'_>, unit: &Unit, arch: &str) -> (UnitStatus, Vec<KernelRow>) {
+    let started = Instant::now();
+    let mut status = UnitStatus {
+        entry: unit.entry,
+        file: unit.file.display().to_string(),
+        arch: Some(arch.to_string()),
+        status: Status::Tuned,
+        kernels: 0,
+        input_hash: None,
+        seconds: 0.0,
+        variants: 0,
+        error: None,
+        diagnostics: None,
+    };
+    let rows = match tune_or_reuse(ctx, unit, arch, &mut status) {
+        Ok(rows) => rows,
+        Err(f) => {
+            status.status = Status::Failed;
+            status.error = Some(f.message);
+            status.diagnostics = f.diagnostics;
+            vec![]
+        }
+    };
+    status.kernels = rows.len();
+    status.seconds = started.elapsed().as_secs_f64();
+    (status, rows)
+}
+
+fn tune_or_reuse(ctx: &Context<'_>, unit: &Unit, arch: &str, status: &mut UnitStatus) -> Result<Vec<KernelRow>, Failure> {
+    let arch = Arch::parse(arch).map_err(|e| Failure::new(e.to_string()))?;
+    if !unit.directory.is_dir() {
+        return Err(Failure::new(format!("its directory {} is gone", unit.directory.display())));
+    }
+    if !unit.file.is_file() {
+        return Err(Failure::new(format!("{} is gone", unit.file.display())));
+    }
+    let key = preprocessed_hash(ctx.toolchain, &arch, &unit.file, &unit.args)?;
+    if let Some(record) = ctx.records.cached(&key, &ctx.fingerprint, &ctx.known) {
+        status.status = Status::Cached;
+        status.input_hash = Some(record.input_hash.clone());
+        return Ok(record.kernels.iter().cloned().map(|k| KernelRow { cached: true, ..k }).collect());
+    }
+
+    let started = Instant::now();
+    let tuned = tune::tune_unit(ctx.toolchain, ctx.plugin, &unit.file, &arch, &unit.args, &ctx.options.tune, &ctx.known)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let unit_name = unit.file.display().to_string();
+    let rows: Vec<KernelRow> = tuned.iter().map(|k| KernelRow::from_tuning(k, &unit_name)).collect();
+    let entries: Vec<_> = tuned.iter().map(|k| k.entry.clone()).collect();
+    let input_hash = entries.first().map_or_else(|| key.clone(), |e| e.input_hash.clone());
+    status.variants = rows.iter().map(|r| r.variants).sum();
+    status.input_hash = Some(input_hash.clone());
+    let record = UnitRecord {
+        file: unit_name.clone(),
+        arch: arch.name().to_string(),
+        input_hash: input_hash.clone(),
+        options: ctx.fingerprint.clone(),
+        entries: String::new(),
+        kernels: rows.clone(),
+        seconds,
+        variants: status.variants,
+    };
+    records::save_unit(&ctx.options.db, &key, &entries, record).map_err(|e| Failure::new(e.to_string()))?;
+    if let Some(recorder) = &ctx.recorder {
+        // The tune is saved; a research log that cannot be written does not undo it.
+        if let Err(e) = record_variants(recorder, &unit_name, &input_hash, &tuned) {
+            eprintln!("warning: cannot write to the --record-all file: {e}");
+        }
+    }
+    Ok(rows)
+}
+
+/// The input hash `tune` gives this unit, from a preprocess alone (the
+/// same bytes as the `.hipi` the tune keeps): the cost of a cache check.
+fn preprocessed_hash(toolchain: &Toolchain, arch: &Arch, file: &Path, args: &[String]) -> Result<String, Failure> {
+    let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
+    let out = dir.path().join("unit.hipi");
+    let unit = CompileUnit { toolchain, arch, source: file, user_args: args };
+    unit.preprocess(&out).map_err(report::compile_failure)?;
+    let bytes = std::fs::read(&out).map_err(|e| Failure::new(format!("cannot read {}: {e}", out.display())))?;
+    Ok(session::input_hash(&unit, &bytes))
+}
+
+/// One `--record-all` line per variant compiled.
+#[derive(Serialize)]
+struct VariantLine<'a> {
+    unit: &'a str,
+    kernel: &'a str,
+    name: &'a str,
+    target: &'a str,
+    input_hash: &'a str,
+    transforms: Vec<String>,
+    spec: &'a regtune_decisions::Transforms,
+    /// None: the variant failed to build.
+    usage: Option<Usage>,
+    baseline: Usage,
+    compile_seconds: f64,
+}
+
+fn record_variants(recorder: &Mutex<BufWriter<File>>, unit: &str, input_hash: &str, tuned: &[KernelTuning]) -> std::io::Result<()> {
+    let mut text = String::new();
+    for k in tuned {
+        for m in &k.measured {
+            let line = VariantLine {
+                unit,
+                kernel: &k.report.symbol,
+                name: &k.report.name,
+                target: &k.report.arch,
+                input_hash,
+                transforms: m.transforms.labels(),
+                spec: &m.transforms,
+                usage: m.usage,
+                baseline: k.before,
+                compile_seconds: m.seconds,
+            };
+            text.push_str(&serde_json::to_string(&line).expect("variant lines serialize"));
+            text.push('\n');
+        }
+    }
+    // One unit's lines together, flushed as it finishes.
+    let mut w = recorder.lock().expect("record-all lock");
+    w.write_all(text.as_bytes())?;
+    w.flush()
+}
+
+/// `regtune merge`: join the dbs (and their records) into `out`; the report
+/// covers the inputs' units. Returns it with the count of entries that
+/// differed between inputs.
+pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<(Batch, usize), DbError> {
+    let started = Instant::now();
+    let (merged, conflicts) = records::merge(inputs, out)?;
+    let mut units = Vec::new();
+    let mut kernels = Vec::new();
+    for r in merged.units.into_values() {
+        units.push(UnitStatus {
+            entry: 0,
+            file: r.file,
+            arch: Some(r.arch),
+            status: Status::Tuned,
+            kernels: r.kernels.len(),
+            input_hash: Some(r.input_hash),
+            seconds: r.seconds,
+            variants: r.variants,
+            error: None,
+            diagnostics: None,
+        });
+        kernels.extend(r.kernels);
+    }
+    units.sort_by(|a, b| (&a.file, &a.arch).cmp(&(&b.file, &b.arch)));
+    kernels.sort_by(|a, b| (&a.unit, &a.arch, a.line, &a.name).cmp(&(&b.unit, &b.arch, b.line, &b.name)));
+    let source = inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    Ok((Batch { source, selection: None, units, kernels, seconds: started.elapsed().as_secs_f64() }, conflicts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_are_one_based_and_checked() {
+        assert_eq!("2/4".parse::<Shard>(), Ok(Shard { index: 2, count: 4 }));
+        for bad in ["0/4", "5/4", "1", "a/b", "1/0"] {
+            let e = bad.parse::<Shard>().unwrap_err();
+            assert!(e.contains("is not a shard"), "{bad}: {e}");
+        }
+    }
+}
