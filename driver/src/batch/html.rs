@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::render::{display_path, Summary};
+use super::render::{arrow, display_path, Summary};
 use super::{Batch, KernelRow, Status};
 use crate::report::short_name;
 
@@ -144,7 +144,6 @@ pub fn page(batch: &Batch) -> String {
 
 fn kernel_row(k: &KernelRow) -> String {
     let (b, a) = (&k.before, &k.after);
-    let arrow = |x: u32, y: u32| if x == y { x.to_string() } else { format!("{x} → {y}") };
     let tags = |v: &[String], class: &str| -> String {
         if v.is_empty() {
             return "-".into();

@@ -181,6 +181,21 @@ pub struct UnitStatus {
 }
 
 impl UnitStatus {
+    fn new(entry: usize, file: String, arch: Option<String>, status: Status) -> UnitStatus {
+        UnitStatus {
+            entry,
+            file,
+            arch,
+            status,
+            kernels: 0,
+            input_hash: None,
+            seconds: 0.0,
+            variants: 0,
+            error: None,
+            diagnostics: None,
+        }
+    }
+
     /// The one-line error, naming the entry, file and target.
     pub fn message(&self) -> Option<String> {
         let error = self.error.as_ref()?;
@@ -310,18 +325,9 @@ fn select(parsed: Vec<Parsed>, options: &Options, cwd: Option<&Path>) -> (Vec<Un
             Parsed::Hip(u) if options.selects(&u.file, cwd) => units.push(u),
             Parsed::Hip(_) => selection.filtered_out += 1,
             Parsed::NotHip { .. } => selection.not_hip += 1,
-            Parsed::Bad { entry, file, message } => bad.push(UnitStatus {
-                entry,
-                file,
-                arch: None,
-                status: Status::Failed,
-                kernels: 0,
-                input_hash: None,
-                seconds: 0.0,
-                variants: 0,
-                error: Some(message),
-                diagnostics: None,
-            }),
+            Parsed::Bad { entry, file, message } => {
+                bad.push(UnitStatus { error: Some(message), ..UnitStatus::new(entry, file, None, Status::Failed) })
+            }
         }
     }
     // Sorted by file and flags (not by position in the file, which build
@@ -342,18 +348,7 @@ fn select(parsed: Vec<Parsed>, options: &Options, cwd: Option<&Path>) -> (Vec<Un
 /// it and record the result at once.
 fn process(ctx: &Context<'_>, unit: &Unit, arch: &str) -> (UnitStatus, Vec<KernelRow>) {
     let started = Instant::now();
-    let mut status = UnitStatus {
-        entry: unit.entry,
-        file: unit.file.display().to_string(),
-        arch: Some(arch.to_string()),
-        status: Status::Tuned,
-        kernels: 0,
-        input_hash: None,
-        seconds: 0.0,
-        variants: 0,
-        error: None,
-        diagnostics: None,
-    };
+    let mut status = UnitStatus::new(unit.entry, unit.file.display().to_string(), Some(arch.to_string()), Status::Tuned);
     let rows = match tune_or_reuse(ctx, unit, arch, &mut status) {
         Ok(rows) => rows,
         Err(f) => {
@@ -475,16 +470,11 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<(Batch, usize), DbError> 
     let mut kernels = Vec::new();
     for r in merged.units.into_values() {
         units.push(UnitStatus {
-            entry: 0,
-            file: r.file,
-            arch: Some(r.arch),
-            status: Status::Tuned,
             kernels: r.kernels.len(),
             input_hash: Some(r.input_hash),
             seconds: r.seconds,
             variants: r.variants,
-            error: None,
-            diagnostics: None,
+            ..UnitStatus::new(0, r.file, Some(r.arch), Status::Tuned)
         });
         kernels.extend(r.kernels);
     }

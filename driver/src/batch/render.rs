@@ -129,6 +129,15 @@ pub fn display_path(path: &str) -> String {
         .unwrap_or_else(|| clean.display().to_string())
 }
 
+/// `x` when it did not change, else `x → y`.
+pub(super) fn arrow(x: u32, y: u32) -> String {
+    if x == y {
+        x.to_string()
+    } else {
+        format!("{x} → {y}")
+    }
+}
+
 impl Tabular for KernelRow {
     fn header() -> Vec<&'static str> {
         vec!["unit", "kernel", "arch", "VGPR", "spills", "occupancy", "applied", "suggested", "status", "why"]
@@ -136,7 +145,6 @@ impl Tabular for KernelRow {
 
     fn cells(&self) -> Vec<String> {
         let (b, a) = (&self.before, &self.after);
-        let arrow = |x: u32, y: u32| if x == y { x.to_string() } else { format!("{x} → {y}") };
         let list = |v: &[String]| if v.is_empty() { "-".to_string() } else { v.join(", ") };
         vec![
             display_path(&self.unit),
