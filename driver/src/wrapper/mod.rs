@@ -30,7 +30,7 @@ pub mod hashes;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Output};
@@ -125,13 +125,19 @@ pub fn run(invocation: Invocation) -> ExitCode {
             return ExitCode::from(127);
         }
     };
+    let this = std::env::current_exe().and_then(std::fs::canonicalize).ok();
+    if this.is_some() && std::fs::canonicalize(&compiler.path).ok() == this {
+        let from = explicit.map_or("", |(_, from)| from);
+        eprintln!("regtune: error: compiler `{}` is this wrapper itself ({from})", compiler.path.display());
+        return ExitCode::from(127);
+    }
     let mode = invocation.mode.clone().or_else(|| std::env::var(MODE_ENV).ok()).unwrap_or_default();
     let db = invocation
         .db
         .clone()
         .or_else(|| std::env::var_os(DB_ENV).filter(|d| !d.is_empty()).map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
-    let wrapper = Wrapper { compiler, toolchain, original: invocation.args, db, cache: Cache::from_env() };
+    let wrapper = Wrapper { compiler, toolchain, original: invocation.args, db, cache: Cache::from_env(), archs: None };
     wrapper.run(mode.parse())
 }
 
@@ -142,6 +148,8 @@ struct Wrapper {
     original: Vec<OsString>,
     db: PathBuf,
     cache: Cache,
+    /// The command's device targets, once known.
+    archs: Option<Vec<String>>,
 }
 
 /// A build with decisions: the plugin and a db of this build's current entries.
@@ -195,11 +203,13 @@ impl Wrapper {
     }
 
     /// The command's device targets, as the compiler would pick them.
-    fn archs(&self, cmd: &CompileCommand) -> Vec<String> {
+    fn archs(&mut self, cmd: &CompileCommand) -> Vec<String> {
         if !cmd.offload_archs.is_empty() {
             return cmd.offload_archs.clone();
         }
-        compiler::default_archs(&mut self.compiler.plain(&self.original, Some(cmd), &[]))
+        let compiler = &self.compiler;
+        let original = &self.original;
+        self.archs.get_or_insert_with(|| compiler::default_archs(&mut compiler.plain(original, Some(cmd), &[]))).clone()
     }
 
     fn debian_flags(&mut self, cmd: &CompileCommand) -> Result<Vec<OsString>, String> {
@@ -352,8 +362,19 @@ impl Wrapper {
         Ok(db)
     }
 
+    /// The plain compile, for running with its output captured: clang sees
+    /// a pipe, so diagnostics keep the colours a terminal would have had.
+    fn captured(&self, cmd: Option<&CompileCommand>, front: &[OsString]) -> Command {
+        let mut command = self.compiler.plain(&self.original, cmd, front);
+        let chose = |c: &CompileCommand| c.args.iter().any(|a| a.contains("color-diagnostics") || a.starts_with("-fdiagnostics-color"));
+        if std::io::stderr().is_terminal() && cmd.is_some_and(|c| !chose(c)) {
+            command.arg("-fcolor-diagnostics");
+        }
+        command
+    }
+
     fn build_tuned(&self, cmd: &CompileCommand, front: &[OsString], tuned: &Tuned) -> ExitCode {
-        let mut command = self.compiler.plain(&self.original, Some(cmd), front);
+        let mut command = self.captured(Some(cmd), front);
         command.arg(format!("-fpass-plugin={}", tuned.plugin.display()));
         command.env("REGTUNE_DECISIONS", &tuned.decisions);
         match &tuned.input_hash {
@@ -390,7 +411,7 @@ impl Wrapper {
     /// regtune could not do its part: compile plainly and, if that
     /// succeeds, say why in one line. If it fails, the error is the user's.
     fn fallback(&self, cmd: Option<&CompileCommand>, front: &[OsString], cause: String) -> ExitCode {
-        let out = match self.compiler.plain(&self.original, cmd, front).output() {
+        let out = match self.captured(cmd, front).output() {
             Ok(out) => out,
             Err(e) => {
                 eprintln!("regtune: error: cannot run {}: {e}", self.compiler.path.display());
