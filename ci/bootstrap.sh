@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Install what regtune needs on Debian 12, and nothing that is already there.
 # Idempotent: a second run checks and exits. A real ROCm install is used as is.
+#
+# NVPTX targets (sm_XX) also need CUDA: a real toolkit ($CUDA_PATH or
+# /usr/local/cuda) is used as is; otherwise this script assembles the part
+# clang needs (bin/ptxas, nvvm/libdevice, include/, version.json) from
+# NVIDIA's PyPI wheels into /opt/regtune-cuda (as root) or
+# ${XDG_CACHE_HOME:-~/.cache}/regtune/cuda, once.
 set -euo pipefail
 
 packages=(clang-22 llvm-22-dev llvm-22-tools lld-22 libamdhip64-dev rocm-device-libs cmake chromium)
@@ -14,17 +20,95 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# CUDA 12.9 from PyPI: ptxas and libdevice, the runtime headers, and the
+# CCCL and cuRAND headers that clang's CUDA wrapper includes.
+cuda_version=12.9.86
+cuda_wheels=(
+  "nvidia-cuda-nvcc-cu12==12.9.86"
+  "nvidia-cuda-runtime-cu12==12.9.79"
+  "nvidia-cuda-cccl-cu12==12.9.27"
+  "nvidia-curand-cu12==10.3.10.19"
+)
+if [ "$(id -u)" -eq 0 ]; then
+  cuda_dir=/opt/regtune-cuda
+else
+  cuda_dir="${XDG_CACHE_HOME:-$HOME/.cache}/regtune/cuda"
+fi
+
+cuda_complete() {
+  [ -x "$1/bin/ptxas" ] && [ -f "$1/nvvm/libdevice/libdevice.10.bc" ] && [ -f "$1/include/cuda_runtime.h" ] &&
+    { [ -f "$1/version.json" ] || [ -f "$1/version.txt" ]; }
+}
+
+cuda_present() {
+  for d in "${CUDA_PATH:-}" /usr/local/cuda "$cuda_dir"; do
+    if [ -n "$d" ] && cuda_complete "$d"; then
+      echo "$d"
+      return 0
+    fi
+  done
+  return 1
+}
+
+install_cuda() {
+  if found=$(cuda_present); then
+    echo "regtune bootstrap: CUDA present ($found)"
+    return 0
+  fi
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "regtune bootstrap: NVPTX targets need CUDA, and fetching it needs pip; run as root or: sudo apt-get install -y python3-pip" >&2
+      return 1
+    fi
+    echo "regtune bootstrap: installing python3-pip (to fetch CUDA's wheels)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends python3-pip
+  fi
+  echo "regtune bootstrap: assembling CUDA $cuda_version for NVPTX targets in $cuda_dir"
+  local work
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' RETURN
+  python3 -m pip download -q --no-deps --only-binary=:all: -d "$work/wheels" "${cuda_wheels[@]}"
+  python3 - "$work/wheels" "$work/cuda" "$cuda_version" <<'PY'
+import json, os, shutil, sys, zipfile
+wheels, out, version = sys.argv[1:4]
+unpacked = os.path.join(out, "..", "unpacked")
+for w in sorted(os.listdir(wheels)):
+    zipfile.ZipFile(os.path.join(wheels, w)).extractall(unpacked)
+nv = os.path.join(unpacked, "nvidia")
+os.makedirs(os.path.join(out, "bin"))
+shutil.copy(os.path.join(nv, "cuda_nvcc", "bin", "ptxas"), os.path.join(out, "bin", "ptxas"))
+os.chmod(os.path.join(out, "bin", "ptxas"), 0o755)
+os.makedirs(os.path.join(out, "nvvm", "libdevice"))
+shutil.copy(os.path.join(nv, "cuda_nvcc", "nvvm", "libdevice", "libdevice.10.bc"), os.path.join(out, "nvvm", "libdevice"))
+include = os.path.join(out, "include")
+for part in ["cuda_runtime", "cuda_nvcc", "curand", "cuda_cccl"]:
+    shutil.copytree(os.path.join(nv, part, "include"), include, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
+# clang looks for a lib64 directory next to bin.
+os.makedirs(os.path.join(out, "lib64"))
+with open(os.path.join(out, "version.json"), "w") as f:
+    json.dump({"cuda": {"name": "CUDA SDK", "version": version}}, f)
+PY
+  mkdir -p "$(dirname "$cuda_dir")"
+  rm -rf "$cuda_dir.partial"
+  mv "$work/cuda" "$cuda_dir.partial"
+  rm -rf "$cuda_dir"
+  mv "$cuda_dir.partial" "$cuda_dir"
+  echo "regtune bootstrap: CUDA ready in $cuda_dir"
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "regtune bootstrap: toolchain present (${packages[*]})"
-  exit 0
-fi
-
-if [ "$(id -u)" -ne 0 ]; then
+elif [ "$(id -u)" -ne 0 ]; then
   echo "regtune bootstrap: missing ${missing[*]}; run as root: sudo apt-get install -y ${missing[*]}" >&2
   exit 1
+else
+  echo "regtune bootstrap: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-echo "regtune bootstrap: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${missing[@]}"
+install_cuda

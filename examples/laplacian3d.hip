@@ -9,7 +9,7 @@
 // with TILE: at TILE >= 8 the kernel hits the 128-VGPR ceiling of the default
 // 1024-thread bound and spills.  Capping the unroll factor of the tile loop
 // (not the tiling) brings it back to full occupancy.
-#include <hip/hip_runtime.h>
+#include "regtune_gpu.h" // <hip/hip_runtime.h>, or CUDA with NVPTX
 
 #include <cstdio>
 #include <cstdlib>

@@ -10,7 +10,7 @@
 // so it spills.  Every launch uses 256 threads; declaring that bound lets the
 // kernel keep the block in registers.  The source deliberately carries no
 // launch bounds.
-#include <hip/hip_runtime.h>
+#include "regtune_gpu.h" // <hip/hip_runtime.h>, or CUDA with NVPTX
 
 #include <cstdio>
 #include <cstdlib>

@@ -13,7 +13,7 @@
 // The kernel reads level `src` and writes level `dst` (A-B pattern).  Wall
 // and outer-layer cells are never updated: they keep the rest equilibrium
 // that fluid neighbours pull from them (equilibrium no-slip wall).
-#include <hip/hip_runtime.h>
+#include "regtune_gpu.h" // <hip/hip_runtime.h>, or CUDA with NVPTX
 
 #include <algorithm>
 #include <cstdio>

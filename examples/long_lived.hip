@@ -10,7 +10,7 @@
 // those loads below it is legal, but clang -O3 does not move code across a
 // loop, so the values hold registers through the hottest part of the kernel.
 // Moving each definition next to its first use, after the loop, frees them.
-#include <hip/hip_runtime.h>
+#include "regtune_gpu.h" // <hip/hip_runtime.h>, or CUDA with NVPTX
 
 #include <cstdio>
 #include <cstdlib>

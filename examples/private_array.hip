@@ -8,7 +8,7 @@
 // ScratchSize > 0 with no register spills.  This is not register pressure in
 // the allocator's sense; it is the control case for the tuner, whose register
 // rewrites are not expected to remove this scratch use.
-#include <hip/hip_runtime.h>
+#include "regtune_gpu.h" // <hip/hip_runtime.h>, or CUDA with NVPTX
 
 #include <cstdio>
 #include <cstdlib>

@@ -2,11 +2,16 @@
 //!
 //! Every compile that regtune measures goes through here, so the flags that
 //! make the real backend's numbers come out right live in one place.
+//!
+//! NVPTX targets compile as CUDA, in two steps: clang to PTX, then ptxas to
+//! a cubin with the very command clang runs ([`crate::ptxas`]) plus `-v`, whose
+//! report is appended to [`Compiled::stderr`] for [`crate::measure`].
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::ptxas;
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
 
@@ -24,6 +29,8 @@ pub enum CompileError {
     Failed { file: PathBuf, arch: String, status: String, diagnostics: String },
     #[error(transparent)]
     Toolchain(#[from] crate::toolchain::ToolchainError),
+    #[error(transparent)]
+    Ptxas(#[from] ptxas::PtxasError),
 }
 
 impl CompileError {
@@ -31,6 +38,9 @@ impl CompileError {
     pub fn diagnostics(&self) -> Option<&str> {
         match self {
             CompileError::Failed { diagnostics, .. } if !diagnostics.trim().is_empty() => Some(diagnostics),
+            CompileError::Ptxas(ptxas::PtxasError::Failed { diagnostics, .. }) if !diagnostics.trim().is_empty() => {
+                Some(diagnostics)
+            }
             _ => None,
         }
     }
@@ -38,7 +48,8 @@ impl CompileError {
 
 /// What one clang run left behind.
 pub struct Compiled {
-    /// clang's stderr: warnings and, when asked for, resource-usage remarks.
+    /// clang's stderr: warnings and, when asked for, resource-usage remarks
+    /// (NVPTX: followed by the `ptxas -v` report).
     pub stderr: String,
 }
 
@@ -57,20 +68,32 @@ impl Unit<'_> {
             .map_err(|source| CompileError::Input { file: self.source.into(), source })
     }
 
+    /// The device-only compile command: HIP for AMDGPU, CUDA for NVPTX.
     fn hip_command(&self) -> Result<Command, CompileError> {
         self.check_source()?;
         self.toolchain.prepare(self.arch)?;
         let mut cmd = Command::new(&self.toolchain.clang);
-        cmd.args(self.toolchain.hip_device_args(self.arch, self.user_args));
+        if self.arch.is_nvptx() {
+            cmd.args(self.toolchain.cuda()?.device_args(self.arch));
+        } else {
+            cmd.args(self.toolchain.hip_device_args(self.arch, self.user_args));
+        }
         cmd.arg(DEFAULT_OPT);
         cmd.args(self.user_args);
         Ok(cmd)
     }
 
     /// Device-only compile to a code object, with clang's resource-usage
-    /// remarks on stderr (they carry each kernel's source location).
+    /// remarks on stderr (they carry each kernel's source location). NVPTX:
+    /// a cubin, with the `ptxas -v` report on stderr.
     pub fn code_object(&self, out: &Path) -> Result<Compiled, CompileError> {
         let mut cmd = self.hip_command()?;
+        if self.arch.is_nvptx() {
+            let ptx = out.with_extension("ptx");
+            cmd.arg("-S").arg("-o").arg(&ptx).arg(self.source);
+            let compiled = run(cmd, self)?;
+            return assemble(self.toolchain, self.arch, &ptx, out, self.user_args, compiled);
+        }
         cmd.args(["-c", "-Rpass-analysis=kernel-resource-usage", "-o"]).arg(out).arg(self.source);
         run(cmd, self)
     }
@@ -92,10 +115,15 @@ impl Unit<'_> {
         let mut cmd = self.hip_command()?;
         // Value names keep kernel parameters recognisable ("noalias=f14");
         // they never change the generated code.
-        cmd.args(["-c", "-save-temps=obj", "-fno-discard-value-names", "-Rpass-analysis=kernel-resource-usage", "-o"])
-            .arg(&object)
-            .arg(self.source);
-        let compiled = run(cmd, self)?;
+        if self.arch.is_nvptx() {
+            return self.nvptx_build_keeping_temps(dir, object, cmd);
+        }
+        let compiled = {
+            cmd.args(["-c", "-save-temps=obj", "-fno-discard-value-names", "-Rpass-analysis=kernel-resource-usage", "-o"])
+                .arg(&object)
+                .arg(self.source);
+            run(cmd, self)?
+        };
         let find = |ext: &str| -> Result<PathBuf, CompileError> {
             let found = std::fs::read_dir(dir).ok().into_iter().flatten().flatten().map(|e| e.path()).find(|p| {
                 p.extension().is_some_and(|x| x == ext)
@@ -107,6 +135,27 @@ impl Unit<'_> {
             })
         };
         Ok(Temps { object, pre_opt_ir: find("bc")?, preprocessed: find("hipi")?, stderr: compiled.stderr })
+    }
+
+    /// NVPTX: `-save-temps` would split the compile into jobs whose last one
+    /// reads IR and so codegens differently (see [`crate::cuda::Cuda::ir_args`]).
+    /// Instead: preprocess, run the frontend alone (device library linked,
+    /// no optimization), and build the object from that IR the way every
+    /// variant is built; that equals the one-step compile.
+    fn nvptx_build_keeping_temps(&self, dir: &Path, object: PathBuf, mut frontend: Command) -> Result<Temps, CompileError> {
+        let stem = self.source.file_stem().map_or_else(|| "unit".into(), |s| s.to_string_lossy().into_owned());
+        let preprocessed = dir.join(format!("{stem}-{}.cui", self.arch.processor()));
+        let pre_opt_ir = dir.join(format!("{stem}-{}.bc", self.arch.processor()));
+        let mut preprocess = self.hip_command()?;
+        preprocess.arg("-E").arg("-o").arg(&preprocessed).arg(self.source);
+        run(preprocess, self)?;
+        frontend
+            .args(["-emit-llvm", "-c", "-Xclang", "-disable-llvm-passes", "-fno-discard-value-names", "-o"])
+            .arg(&pre_opt_ir)
+            .arg(self.source);
+        let front = run(frontend, self)?;
+        let built = ir_to_object_with(self.toolchain, self.arch, &pre_opt_ir, &object, &[], &[], self.user_args)?;
+        Ok(Temps { object, pre_opt_ir, preprocessed, stderr: front.stderr + &built.stderr })
     }
 }
 
@@ -129,14 +178,65 @@ pub fn ir_to_object(
     extra_args: &[OsString],
     env: &[(&str, OsString)],
 ) -> Result<Compiled, CompileError> {
+    ir_to_object_with(toolchain, arch, ir, out, extra_args, env, &[])
+}
+
+/// [`ir_to_object`] for a unit compiled with `user_args`: NVPTX passes their
+/// `-O` level and `-Xcuda-ptxas` options on to ptxas, as clang does. With
+/// `-S` in `extra_args`, `out` is the listing (PTX on NVPTX) and ptxas does
+/// not run.
+pub fn ir_to_object_with(
+    toolchain: &Toolchain,
+    arch: &Arch,
+    ir: &Path,
+    out: &Path,
+    extra_args: &[OsString],
+    env: &[(&str, OsString)],
+    user_args: &[String],
+) -> Result<Compiled, CompileError> {
     let mut cmd = Command::new(&toolchain.clang);
-    cmd.args(toolchain.ir_args(arch)).arg(DEFAULT_OPT).args(extra_args);
-    cmd.arg("-c").arg("-o").arg(out).arg(ir);
+    let listing = extra_args.iter().any(|a| a == "-S");
+    let ptx = out.with_extension("ptx");
+    let empty = out.with_extension("empty.cu");
+    if arch.is_nvptx() {
+        std::fs::write(&empty, "").map_err(|source| CompileError::Input { file: empty.clone(), source })?;
+        cmd.args(toolchain.cuda()?.ir_args(arch, ir)).arg(DEFAULT_OPT).args(user_args).args(extra_args);
+        if listing {
+            cmd.arg("-o").arg(out).arg(&empty);
+        } else {
+            cmd.arg("-S").arg("-o").arg(&ptx).arg(&empty);
+        }
+    } else {
+        cmd.args(toolchain.ir_args(arch)).arg(DEFAULT_OPT).args(extra_args);
+        cmd.arg("-c").arg("-o").arg(out).arg(ir);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
     let unit = Unit { toolchain, arch, source: ir, user_args: &[] };
-    run(cmd, &unit)
+    let compiled = run(cmd, &unit);
+    if arch.is_nvptx() {
+        let _ = std::fs::remove_file(&empty);
+        if !listing {
+            let compiled = compiled.and_then(|c| assemble(toolchain, arch, &ptx, out, user_args, c));
+            let _ = std::fs::remove_file(&ptx);
+            return compiled;
+        }
+    }
+    compiled
+}
+
+/// ptxas `ptx` into the cubin `out`, its report after clang's stderr.
+fn assemble(
+    toolchain: &Toolchain,
+    arch: &Arch,
+    ptx: &Path,
+    out: &Path,
+    user_args: &[String],
+    clang: Compiled,
+) -> Result<Compiled, CompileError> {
+    let report = ptxas::assemble(toolchain.cuda()?, arch, ptx, out, user_args)?;
+    Ok(Compiled { stderr: clang.stderr + &report })
 }
 
 fn run(mut cmd: Command, unit: &Unit<'_>) -> Result<Compiled, CompileError> {
@@ -200,9 +300,67 @@ pub fn remark_locations(stderr: &str) -> Vec<Location> {
         .collect()
 }
 
+/// Kernel locations read from the source, for targets without
+/// resource-usage remarks (NVPTX): for each symbol, the first definition of
+/// its unqualified name (`ns::k<int>(...)` -> `k`) that follows `__global__`
+/// in the same declaration. Best effort: a kernel defined by a macro has no
+/// location.
+pub fn source_locations(source: &Path, symbols: &[String]) -> Vec<Location> {
+    let Ok(text) = std::fs::read_to_string(source) else {
+        return vec![];
+    };
+    let file = source.display().to_string();
+    symbols
+        .iter()
+        .filter_map(|symbol| {
+            let name = unqualified_name(symbol);
+            let offset = kernel_definition(&text, &name)?;
+            let line = text[..offset].matches('\n').count() as u32 + 1;
+            Some(Location { symbol: symbol.clone(), file: file.clone(), line })
+        })
+        .collect()
+}
+
+/// "_ZN2ns1kIiEEvPf" -> "k"; an unmangled name stays as it is.
+fn unqualified_name(symbol: &str) -> String {
+    let demangled = cpp_demangle::Symbol::new(symbol)
+        .ok()
+        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
+        .unwrap_or_else(|| symbol.to_string());
+    let head = demangled.split('(').next().unwrap_or(&demangled);
+    let head = head.split('<').next().unwrap_or(head);
+    let head = head.rsplit("::").next().unwrap_or(head);
+    head.rsplit(' ').next().unwrap_or(head).trim().to_string()
+}
+
+/// Byte offset of `name(` in a declaration that says `__global__`.
+fn kernel_definition(text: &str, name: &str) -> Option<usize> {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(name).map(|(i, _)| i).find(|&i| {
+        let before = &text[..i];
+        let after = &text[i + name.len()..];
+        if before.chars().next_back().is_some_and(is_ident) || !after.trim_start().starts_with('(') {
+            return false;
+        }
+        let declaration_start = before.rfind([';', '}', '{']).map_or(0, |p| p + 1);
+        before[declaration_start..].contains("__global__")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_locations_come_from_global_declarations() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("k.cu");
+        std::fs::write(&file, "// axpy(x) is a kernel\n__device__ float axpy(float x);\n__global__ void\naxpy(float* x) {}\nint main() { axpy<<<1, 1>>>(0); }\n").unwrap();
+        let locs = source_locations(&file, &["_Z4axpyPf".to_string(), "_Z5otherv".to_string()]);
+        assert_eq!(locs.len(), 1);
+        assert_eq!((locs[0].symbol.as_str(), locs[0].line), ("_Z4axpyPf", 4));
+        assert_eq!(unqualified_name("_ZN2ns7stencilIfLi4EEEvPf"), "stencil");
+    }
 
     const REMARKS: &str = "\
 k.hip:2:1: remark: Function Name: _Z4axpyfPKfPfi [-Rpass-analysis=kernel-resource-usage]

@@ -1,5 +1,5 @@
-//! regtune: rewrite HIP kernels so they need fewer registers, and prove each
-//! rewrite with the real AMDGPU backend.
+//! regtune: rewrite GPU kernels so they need fewer registers, and prove each
+//! rewrite with the real backend: AMDGPU (HIP), or NVPTX and ptxas (CUDA).
 //!
 //! Data flows one way: toolchain → compile → codeobj → measure → search →
 //! tune/report → output. Each stage is one module; `main.rs` is only the CLI.
@@ -7,13 +7,17 @@
 pub mod batch;
 pub mod codeobj;
 pub mod compile;
+pub mod cubin;
+pub mod cuda;
 pub mod hash;
 pub mod launch;
 pub mod measure;
+pub mod nvidia;
 pub mod occupancy;
 pub mod output;
 pub mod plugin;
 pub mod progress;
+pub mod ptxas;
 pub mod report;
 pub mod search;
 pub mod session;

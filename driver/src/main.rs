@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use regtune::output::{self, Format};
 use regtune::target::Arch;
 use regtune::toolchain::Toolchain;
-use regtune::{batch, plugin, report, search, tune};
+use regtune::{batch, measure, plugin, report, search, target, tune};
 
 #[derive(Parser)]
 #[command(name = "regtune", version, about = "Rewrite HIP kernels to need fewer registers, verified by the real backend")]
@@ -61,9 +61,13 @@ struct CcArgs {
 /// Inputs shared by the commands that compile HIP files.
 #[derive(Args)]
 struct Inputs {
-    /// Targets, comma-separated (gfx90a, gfx942, gfx950, gfx1100, ...).
-    #[arg(long = "offload-arch", value_name = "A[,B...]", default_value = "gfx90a")]
-    offload_arch: String,
+    /// Targets, comma-separated: AMDGPU (gfx90a, gfx942, gfx950, gfx1100, ...) or NVIDIA (sm_70, sm_75,
+    /// sm_80, sm_86, sm_89, sm_90) [default: gfx90a, or sm_90 with --target nvptx].
+    #[arg(long = "offload-arch", value_name = "A[,B...]")]
+    offload_arch: Option<String>,
+    /// The GPU family, when --offload-arch does not name one: amdgpu (HIP) or nvptx (CUDA).
+    #[arg(long, value_enum)]
+    target: Option<TargetFamily>,
     /// HIP source files.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -72,10 +76,38 @@ struct Inputs {
     clang_args: Vec<String>,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum TargetFamily {
+    Amdgpu,
+    Nvptx,
+}
+
+impl Inputs {
+    /// The targets to compile for: --offload-arch, else the family's default.
+    fn archs(&self) -> Result<Vec<Arch>> {
+        let list = match (&self.offload_arch, self.target) {
+            (Some(list), _) => list.clone(),
+            (None, Some(TargetFamily::Nvptx)) => target::DEFAULT_NVPTX_ARCH.to_string(),
+            (None, _) => target::DEFAULT_AMDGPU_ARCH.to_string(),
+        };
+        let archs = Arch::parse_list(&list)?;
+        if let Some(family) = self.target {
+            let want = if family == TargetFamily::Nvptx { target::Vendor::Nvptx } else { target::Vendor::Amdgpu };
+            if let Some(a) = archs.iter().find(|a| a.vendor() != want) {
+                anyhow::bail!("--offload-arch {a} is not a target of --target {}", if want == target::Vendor::Nvptx { "nvptx" } else { "amdgpu" });
+            }
+        }
+        Ok(archs)
+    }
+}
+
 #[derive(Args)]
 struct ReportArgs {
     #[command(flatten)]
     inputs: Inputs,
+    /// NVPTX: threads per block every launch uses, for occupancy [default: the kernel's launch bounds, else 256].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    block_size: Option<u32>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Write the report here instead of stdout.
@@ -212,9 +244,10 @@ fn main() -> ExitCode {
 }
 
 fn report(args: ReportArgs) -> Result<ExitCode> {
-    let archs = Arch::parse_list(&args.inputs.offload_arch)?;
-    let toolchain = Toolchain::detect()?;
-    let (rows, failures) = report::run(&toolchain, &args.inputs.files, &archs, &args.inputs.clang_args);
+    let archs = args.inputs.archs()?;
+    let toolchain = Toolchain::detect_for(&archs)?;
+    let options = measure::Options { block_size: args.block_size };
+    let (rows, failures) = report::run_with(&toolchain, &args.inputs.files, &archs, &args.inputs.clang_args, &options);
     for f in &failures {
         f.print();
     }
@@ -225,8 +258,8 @@ fn report(args: ReportArgs) -> Result<ExitCode> {
 }
 
 fn tune(args: TuneArgs) -> Result<ExitCode> {
-    let archs = Arch::parse_list(&args.inputs.offload_arch)?;
-    let toolchain = Toolchain::detect()?;
+    let archs = args.inputs.archs()?;
+    let toolchain = Toolchain::detect_for(&archs)?;
     let plugin = plugin::find()?;
     let options = args.search.tune_options(args.diff)?;
     let (rows, failures) =
@@ -302,7 +335,9 @@ fn doctor() -> Result<ExitCode> {
         match &c.found {
             Some(found) => println!("ok       {:<40} {found}", c.what),
             None => {
-                ok &= c.what.starts_with("ROCm install");
+                // A ROCm install and CUDA are optional: Debian's packages
+                // serve AMDGPU, and CUDA only NVPTX targets.
+                ok &= c.what.starts_with("ROCm install") || c.what.starts_with("CUDA");
                 println!("missing  {:<40} fix: {}", c.what, c.fix);
             }
         }

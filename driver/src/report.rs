@@ -1,5 +1,9 @@
 //! `regtune report`: compile each file for each target and list every
 //! kernel's resource usage, occupancy and what limits it.
+//!
+//! NVPTX rows use the same keys (see [`crate::measure`] for what each holds
+//! there) and add `nvidia`: the numbers under ptxas's names, the block size
+//! occupancy was computed for and where it came from.
 
 use std::path::PathBuf;
 
@@ -9,7 +13,7 @@ use serde::Serialize;
 
 use crate::codeobj;
 use crate::compile::{self, CompileError, Unit};
-use crate::measure::{self, Measured};
+use crate::measure::{self, Measured, NvidiaUsage};
 use crate::occupancy::Limiter;
 use crate::output::{Failure, Tabular};
 use crate::target::Arch;
@@ -27,6 +31,9 @@ pub struct KernelReport {
     pub usage: Usage,
     pub limiter: Limiter,
     pub vgprs_to_next_step: Option<u32>,
+    /// NVPTX only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvidia: Option<NvidiaUsage>,
 }
 
 impl KernelReport {
@@ -40,6 +47,7 @@ impl KernelReport {
             usage: m.usage,
             limiter: m.limiter,
             vgprs_to_next_step: m.vgprs_to_next_step,
+            nvidia: m.nvidia,
         }
     }
 }
@@ -47,9 +55,20 @@ impl KernelReport {
 /// Report every kernel of every file on every target. Files are independent:
 /// one that fails to compile is reported and the rest still come back.
 pub fn run(toolchain: &Toolchain, files: &[PathBuf], archs: &[Arch], user_args: &[String]) -> (Vec<KernelReport>, Vec<Failure>) {
+    run_with(toolchain, files, archs, user_args, &measure::Options::default())
+}
+
+/// [`run`], measuring with `options` (NVPTX: the block size).
+pub fn run_with(
+    toolchain: &Toolchain,
+    files: &[PathBuf],
+    archs: &[Arch],
+    user_args: &[String],
+    options: &measure::Options,
+) -> (Vec<KernelReport>, Vec<Failure>) {
     let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
     let results: Vec<Result<Vec<KernelReport>, Failure>> =
-        jobs.par_iter().map(|(file, arch)| one(toolchain, file, arch, user_args)).collect();
+        jobs.par_iter().map(|(file, arch)| one(toolchain, file, arch, user_args, options)).collect();
     let mut rows = Vec::new();
     let mut failures = Vec::new();
     for r in results {
@@ -61,8 +80,20 @@ pub fn run(toolchain: &Toolchain, files: &[PathBuf], archs: &[Arch], user_args: 
     (rows, failures)
 }
 
-fn one(toolchain: &Toolchain, file: &PathBuf, arch: &Arch, user_args: &[String]) -> Result<Vec<KernelReport>, Failure> {
-    let (measured, locations) = if codeobj::is_object(file) {
+fn one(
+    toolchain: &Toolchain,
+    file: &PathBuf,
+    arch: &Arch,
+    user_args: &[String],
+    options: &measure::Options,
+) -> Result<Vec<KernelReport>, Failure> {
+    let (measured, locations) = if arch.is_nvptx() && codeobj::is_object(file) {
+        // A cubin keeps no spill counts: those come from ptxas at compile time.
+        return Err(Failure::new(format!(
+            "{}: NVPTX usage comes from regtune's own compile (ptxas -v); report the source file instead",
+            file.display()
+        )));
+    } else if codeobj::is_object(file) {
         // A built object (code object, bundle or host object): read it back.
         (measure::object_file(file, arch).map_err(|e| Failure::new(e.to_string()))?, vec![])
     } else {
@@ -70,8 +101,15 @@ fn one(toolchain: &Toolchain, file: &PathBuf, arch: &Arch, user_args: &[String])
         let obj = dir.path().join("device.o");
         let unit = Unit { toolchain, arch, source: file, user_args };
         let compiled = unit.code_object(&obj).map_err(compile_failure)?;
-        let measured = measure::object_file(&obj, arch).map_err(|e| Failure::new(e.to_string()))?;
-        (measured, compile::remark_locations(&compiled.stderr))
+        let measured =
+            measure::object_file_with(&obj, arch, &compiled.stderr, options).map_err(|e| Failure::new(e.to_string()))?;
+        let locations = if arch.is_nvptx() {
+            let symbols: Vec<String> = measured.iter().map(|m| m.symbol.clone()).collect();
+            compile::source_locations(file, &symbols)
+        } else {
+            compile::remark_locations(&compiled.stderr)
+        };
+        (measured, locations)
     };
     if measured.is_empty() {
         return Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())));
@@ -124,13 +162,37 @@ impl Tabular for KernelReport {
             u.vgpr_spills.to_string(),
             u.sgpr_spills.to_string(),
             u.lds_bytes.to_string(),
-            u.occupancy.to_string(),
-            self.limiter.to_string(),
+            occupancy_cell(u.occupancy, self.nvidia.as_ref()),
+            limiter_name(self.limiter, self.nvidia.is_some()).to_string(),
             self.vgprs_to_next_step.map_or_else(|| "-".to_string(), |n| n.to_string()),
             u.code_bytes.to_string(),
             if self.line == 0 { self.file.clone() } else { format!("{}:{}", self.file, self.line) },
         ]
     }
+}
+
+/// Occupancy as a table shows it; NVPTX adds the block size it holds for and
+/// where that came from: "24 @256 (default)".
+pub fn occupancy_cell(occupancy: u32, nvidia: Option<&NvidiaUsage>) -> String {
+    match nvidia {
+        None => occupancy.to_string(),
+        Some(n) => format!("{occupancy} @{} ({})", n.block_size, n.block_size_from),
+    }
+}
+
+/// The limiter as a table names it, in the vendor's words.
+pub fn limiter_name(limiter: Limiter, nvptx: bool) -> String {
+    if !nvptx {
+        return limiter.to_string();
+    }
+    match limiter {
+        Limiter::Vgpr => "registers",
+        Limiter::Lds => "shared memory",
+        Limiter::WorkgroupSize => "block size",
+        Limiter::Sgpr | Limiter::WavesPerEu => "-",
+        Limiter::None => "-",
+    }
+    .to_string()
 }
 
 #[cfg(test)]

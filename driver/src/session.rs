@@ -35,7 +35,7 @@ pub enum SessionError {
 pub enum Listing {
     /// Optimized LLVM IR.
     Ir,
-    /// AMDGPU assembly.
+    /// AMDGPU assembly, or PTX on NVPTX.
     Asm,
 }
 
@@ -48,6 +48,9 @@ pub struct Session<'a> {
     pre_ir: PathBuf,
     /// Identifies the input: preprocessed source, flags, compiler, target.
     pub input_hash: String,
+    /// The user's clang flags: NVPTX hands their `-O` and `-Xcuda-ptxas` to ptxas.
+    user_args: &'a [String],
+    options: measure::Options,
     counter: AtomicUsize,
     cache: Mutex<HashMap<Vec<(String, Transforms)>, Vec<Measured>>>,
 }
@@ -63,24 +66,44 @@ impl<'a> Session<'a> {
         source: &'a Path,
         user_args: &'a [String],
     ) -> Result<(Session<'a>, Vec<Measured>, Vec<Location>), SessionError> {
+        Session::start_with(toolchain, arch, plugin, source, user_args, measure::Options::default())
+    }
+
+    /// [`Session::start`], measuring with `options` (NVPTX: the block size).
+    pub fn start_with(
+        toolchain: &'a Toolchain,
+        arch: &'a Arch,
+        plugin: &'a Path,
+        source: &'a Path,
+        user_args: &'a [String],
+        options: measure::Options,
+    ) -> Result<(Session<'a>, Vec<Measured>, Vec<Location>), SessionError> {
         let dir = tempfile::tempdir().map_err(|e| SessionError::Io(format!("cannot create a temporary directory: {e}")))?;
         let unit = Unit { toolchain, arch, source, user_args };
         let temps = unit.build_keeping_temps(dir.path())?;
         let preprocessed = std::fs::read(&temps.preprocessed)
             .map_err(|e| SessionError::Io(format!("cannot read {}: {e}", temps.preprocessed.display())))?;
-        let baseline = measure::object_file(&temps.object, arch)?;
+        let baseline = measure::object_file_with(&temps.object, arch, &temps.stderr, &options)?;
         let session = Session {
             toolchain,
             arch,
             plugin,
             source,
             input_hash: input_hash(&unit, &preprocessed),
+            user_args,
+            options,
             dir,
             pre_ir: temps.pre_opt_ir,
             counter: AtomicUsize::new(0),
             cache: Mutex::new(HashMap::from([(vec![], baseline.clone())])),
         };
-        Ok((session, baseline, compile::remark_locations(&temps.stderr)))
+        let locations = if arch.is_nvptx() {
+            let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
+            compile::source_locations(source, &symbols)
+        } else {
+            compile::remark_locations(&temps.stderr)
+        };
+        Ok((session, baseline, locations))
     }
 
     fn scratch_path(&self, what: &str) -> PathBuf {
@@ -132,8 +155,8 @@ impl<'a> Session<'a> {
         }
         let (args, env) = self.plugin_args(&key)?;
         let obj = self.scratch_path("o");
-        compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &obj, &args, &env)?;
-        let measured = measure::object_file(&obj, self.arch)?;
+        let compiled = compile::ir_to_object_with(self.toolchain, self.arch, &self.pre_ir, &obj, &args, &env, self.user_args)?;
+        let measured = measure::object_file_with(&obj, self.arch, &compiled.stderr, &self.options)?;
         let _ = std::fs::remove_file(&obj);
         self.cache.lock().expect("cache lock").insert(key, measured.clone());
         Ok(measured)
@@ -188,9 +211,11 @@ pub struct Inspection {
 }
 
 /// Hash of what determines the device code: the preprocessed source, the
-/// user's flags, the compiler and the target.
+/// user's flags, the compiler and the target (NVPTX: and ptxas).
 pub fn input_hash(unit: &Unit<'_>, preprocessed: &[u8]) -> String {
     let mut parts: Vec<&[u8]> = vec![unit.toolchain.version.as_bytes(), unit.arch.name().as_bytes()];
+    let ptxas = if unit.arch.is_nvptx() { unit.toolchain.cuda().ok().map(|c| c.ptxas_version.as_bytes()) } else { None };
+    parts.extend(ptxas);
     parts.extend(unit.user_args.iter().map(|a| a.as_bytes()));
     parts.push(preprocessed);
     hash::of_parts(parts)

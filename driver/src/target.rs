@@ -1,26 +1,51 @@
-//! An `--offload-arch` value: a processor name plus optional target
-//! features ("gfx90a:xnack-"), validated against the targets we model.
+//! An `--offload-arch` value: an AMDGPU processor plus optional target
+//! features ("gfx90a:xnack-"), or an NVIDIA compute capability ("sm_90"),
+//! validated against the targets we model.
 
 use std::fmt;
 
-use crate::occupancy;
+use crate::{nvidia, occupancy};
 
 #[derive(Debug, thiserror::Error)]
 #[error("unknown target `{0}`: regtune knows {known}", known = known_names())]
 pub struct UnknownTarget(pub String);
 
+/// The GPU family an arch belongs to: which backend, device libraries and
+/// occupancy model apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Vendor {
+    /// AMDGPU through HIP: code objects, `-Rpass-analysis` remarks, waves per SIMD.
+    Amdgpu,
+    /// NVPTX through CUDA: PTX, ptxas, cubins, warps per SM.
+    Nvptx,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Model {
+    Amdgpu(&'static occupancy::Target),
+    Nvptx(&'static nvidia::Sm),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Arch {
     /// As the user wrote it, features included: what clang gets.
     spec: String,
-    target: &'static occupancy::Target,
+    model: Model,
 }
+
+/// What `--target nvptx` alone compiles for.
+pub const DEFAULT_NVPTX_ARCH: &str = "sm_90";
+/// What regtune compiles for when no target is named.
+pub const DEFAULT_AMDGPU_ARCH: &str = "gfx90a";
 
 impl Arch {
     pub fn parse(spec: &str) -> Result<Arch, UnknownTarget> {
         let spec = spec.trim();
-        let target = occupancy::target(spec).ok_or_else(|| UnknownTarget(spec.to_string()))?;
-        Ok(Arch { spec: spec.to_string(), target })
+        if let Some(target) = occupancy::target(spec) {
+            return Ok(Arch { spec: spec.to_string(), model: Model::Amdgpu(target) });
+        }
+        let sm = nvidia::sm(spec).ok_or_else(|| UnknownTarget(spec.to_string()))?;
+        Ok(Arch { spec: spec.to_ascii_lowercase(), model: Model::Nvptx(sm) })
     }
 
     /// Parse a comma-separated list, as `--offload-arch gfx90a,gfx1100`.
@@ -33,17 +58,61 @@ impl Arch {
         &self.spec
     }
 
-    /// The processor alone ("gfx90a"): what the IR's target-cpu says.
+    /// The processor alone ("gfx90a", "sm_90"): what the IR's target-cpu says.
     pub fn processor(&self) -> &str {
         self.spec.split(':').next().unwrap_or(&self.spec)
     }
 
-    pub fn target(&self) -> &'static occupancy::Target {
-        self.target
+    pub fn vendor(&self) -> Vendor {
+        match self.model {
+            Model::Amdgpu(_) => Vendor::Amdgpu,
+            Model::Nvptx(_) => Vendor::Nvptx,
+        }
     }
 
+    pub fn is_nvptx(&self) -> bool {
+        self.vendor() == Vendor::Nvptx
+    }
+
+    /// The AMDGPU occupancy model. Only AMDGPU arches have one: callers
+    /// check [`Arch::vendor`] first (an NVPTX arch here is a bug in regtune).
+    pub fn target(&self) -> &'static occupancy::Target {
+        match self.model {
+            Model::Amdgpu(t) => t,
+            Model::Nvptx(_) => panic!("regtune bug: AMDGPU target model asked for NVPTX arch {}", self.spec),
+        }
+    }
+
+    /// The AMDGPU occupancy model, if this is an AMDGPU arch.
+    pub fn amdgpu(&self) -> Option<&'static occupancy::Target> {
+        match self.model {
+            Model::Amdgpu(t) => Some(t),
+            Model::Nvptx(_) => None,
+        }
+    }
+
+    /// The NVIDIA occupancy calculator's device properties, if this is an NVPTX arch.
+    pub fn nvidia(&self) -> Option<&'static nvidia::Sm> {
+        match self.model {
+            Model::Nvptx(s) => Some(s),
+            Model::Amdgpu(_) => None,
+        }
+    }
+
+    /// Threads per wave (AMDGPU) or warp (NVIDIA: 32).
     pub fn wave_size(&self) -> u32 {
-        self.target.wave_size
+        match self.model {
+            Model::Amdgpu(t) => t.wave_size,
+            Model::Nvptx(_) => nvidia::WARP_SIZE,
+        }
+    }
+
+    /// What `occupancy` counts on this arch, for messages.
+    pub fn occupancy_unit(&self) -> &'static str {
+        match self.model {
+            Model::Amdgpu(_) => "waves/SIMD",
+            Model::Nvptx(_) => "warps/SM",
+        }
     }
 
     /// "90a" for gfx90a: how device-library file names spell the target.
@@ -68,7 +137,7 @@ impl fmt::Display for Arch {
 }
 
 fn known_names() -> String {
-    occupancy::TARGETS.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+    occupancy::TARGETS.iter().map(|t| t.name).chain(nvidia::SMS.iter().map(|s| s.name)).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]
@@ -88,11 +157,24 @@ mod tests {
     fn unknown_targets_are_named_in_the_error() {
         let e = Arch::parse("gfx9999").unwrap_err().to_string();
         assert!(e.starts_with("unknown target `gfx9999`: regtune knows gfx"), "{e}");
+        assert!(e.ends_with("sm_89, sm_90"), "{e}");
     }
 
     #[test]
     fn lists_split_on_commas() {
         let v = Arch::parse_list("gfx90a,gfx1100").unwrap();
         assert_eq!(v.iter().map(|a| a.name()).collect::<Vec<_>>(), ["gfx90a", "gfx1100"]);
+    }
+
+    #[test]
+    fn nvidia_compute_capabilities_are_nvptx_arches() {
+        let a = Arch::parse("sm_90").unwrap();
+        assert_eq!((a.vendor(), a.processor(), a.wave_size()), (Vendor::Nvptx, "sm_90", 32));
+        assert_eq!(a.nvidia().unwrap().max_warps_per_sm, 64);
+        assert!(a.amdgpu().is_none());
+        assert_eq!(Arch::parse("sm_90a").unwrap().nvidia().unwrap().name, "sm_90");
+        assert_eq!(Arch::parse("gfx90a").unwrap().vendor(), Vendor::Amdgpu);
+        assert_eq!(Arch::parse("gfx90a").unwrap().occupancy_unit(), "waves/SIMD");
+        assert_eq!(a.occupancy_unit(), "warps/SM");
     }
 }

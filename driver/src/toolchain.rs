@@ -7,6 +7,9 @@
 //! them for a library this old), a prelude for two things the 5.2 headers
 //! expect from the compiler, and isa-version bitcode for targets newer than
 //! the 5.2 libraries (gfx942, gfx950, gfx11xx, gfx12xx).
+//!
+//! NVPTX targets (`sm_XX`) use the same clang in CUDA mode with a CUDA
+//! installation ([`crate::cuda`]); the ROCm packages are then not needed.
 
 use std::env;
 use std::ffi::OsString;
@@ -14,6 +17,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::cuda::{Cuda, CudaError};
 use crate::target::Arch;
 
 const DEBIAN_LLVM: &str = "/usr/lib/llvm-22";
@@ -29,6 +33,8 @@ pub enum ToolchainError {
     Overlay { dir: PathBuf, source: std::io::Error },
     #[error("`{tool}` failed: {detail}")]
     Tool { tool: String, detail: String },
+    #[error(transparent)]
+    Cuda(#[from] CudaError),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,9 +104,35 @@ impl Toolchain {
         })
     }
 
+    /// The toolchain for `archs`: [`Toolchain::detect`] when one of them is
+    /// an AMDGPU target; for NVPTX targets alone, clang 22 and a CUDA
+    /// installation suffice (Debian's ROCm packages may be missing).
+    pub fn detect_for(archs: &[Arch]) -> Result<Toolchain, ToolchainError> {
+        if archs.iter().any(|a| !a.is_nvptx()) || rocm_root().is_some() {
+            return Toolchain::detect();
+        }
+        let llvm_bin = Path::new(DEBIAN_LLVM).join("bin");
+        let clang = llvm_bin.join("clang");
+        if !clang.is_file() {
+            return Err(ToolchainError::Missing { missing: "clang 22".into() });
+        }
+        Cuda::get()?;
+        let version = clang_version(&clang)?;
+        Ok(Toolchain { flavor: Flavor::Debian, device_libs: overlay_dir(&version), clang, llvm_bin, version })
+    }
+
+    /// The CUDA installation NVPTX compiles use.
+    pub fn cuda(&self) -> Result<&'static Cuda, ToolchainError> {
+        Ok(Cuda::get()?)
+    }
+
     /// Make sure everything a device compile for `arch` needs exists on
-    /// disk (Debian: the device-library overlay and the prelude).
+    /// disk (Debian: the device-library overlay and the prelude; NVPTX: a
+    /// CUDA installation).
     pub fn prepare(&self, arch: &Arch) -> Result<(), ToolchainError> {
+        if arch.is_nvptx() {
+            return self.cuda().map(drop);
+        }
         if self.flavor != Flavor::Debian {
             return Ok(());
         }
@@ -229,6 +261,11 @@ impl Toolchain {
         if rocm.is_none() {
             checks.extend(debian_checks());
         }
+        checks.push(Check {
+            what: "CUDA for NVPTX targets (sm_XX)",
+            found: Cuda::detect().ok().map(|c| format!("{} (CUDA {}, {})", c.root.display(), c.version, c.ptxas_version)),
+            fix: "optional: sudo ci/bootstrap.sh (assembles it from NVIDIA's PyPI wheels), or set CUDA_PATH".into(),
+        });
         checks.push(Check {
             what: "regtune pass plugin",
             found: crate::plugin::find().ok().map(|p| p.display().to_string()),

@@ -166,7 +166,14 @@ pub fn tune_unit(
     options: &Options,
     known: &Db,
 ) -> Result<Vec<KernelTuning>, Failure> {
-    let (session, baseline, locations) = Session::start(toolchain, arch, plugin, file, user_args).map_err(session_failure)?;
+    let measure_options = crate::measure::Options {
+        block_size: match options.block_size {
+            BlockSize::Given(n) => Some(n),
+            _ => None,
+        },
+    };
+    let (session, baseline, locations) =
+        Session::start_with(toolchain, arch, plugin, file, user_args, measure_options).map_err(session_failure)?;
     if baseline.is_empty() {
         return Ok(vec![]);
     }
@@ -219,13 +226,23 @@ pub fn tune_unit(
         .collect()
 }
 
+/// A better result that rests on assumptions about the caller.
+struct Proposal {
+    /// What only the user can vouch for (noalias, launch bounds).
+    assumed: Transforms,
+    /// The whole measured set, assumptions included: what confirming applies.
+    transforms: Transforms,
+    usage: Usage,
+    message: String,
+}
+
 /// One kernel's searches and their outcome.
 struct Plan {
     symbol: String,
     rule: Rule,
     outcome: Outcome,
     /// Better results that need an assumption about the caller.
-    suggestion: Option<(Transforms, Usage, String)>,
+    suggestion: Option<Proposal>,
     variants: usize,
     combined_regressed: bool,
     measured: Vec<Measurement>,
@@ -243,9 +260,8 @@ fn plan_kernel(
         (Noalias::Off, _) | (_, None) => vec![],
         (_, Some(i)) => i.noalias_candidates.iter().take(options.noalias_candidates).cloned().collect(),
     };
-    let target = session.arch.target();
     let rule = Rule { objective: options.objective, allow_scratch: options.allow_scratch, baseline: base.usage };
-    if at_best(&rule, target.max_waves_per_simd) {
+    if at_best(&rule, occupancy_ceiling(session.arch, base)) {
         let outcome = Outcome { transforms: Transforms::default(), usage: base.usage, tried: vec![] };
         return Plan {
             symbol: base.symbol.clone(),
@@ -257,12 +273,7 @@ fn plan_kernel(
             measured: vec![],
         };
     }
-    // Occupancy steps the register allocator could plausibly reach: each
-    // step above the current one whose VGPR budget is within a third of
-    // what the kernel uses now.
-    let waves: Vec<u32> = (base.usage.occupancy + 1..=target.max_waves_per_simd)
-        .filter(|&w| 3 * target.max_vgprs_for_waves(w) >= 2 * base.usage.vgpr)
-        .collect();
+    let waves = occupancy_targets(session.arch, base);
     let confirmed: Transforms = previous.map(Entry::effective).unwrap_or_default();
     // Transforms that would change nothing are not tried (no inspection:
     // try everything).
@@ -310,20 +321,84 @@ fn plan_kernel(
         wider.launch_bounds = wider.launch_bounds.or(inferred_block);
         let better = search::search(&wider, &rule, &eval);
         variants += better.tried.iter().filter(|(t, _)| !outcome.tried.iter().any(|(o, _)| o == t)).count() - 1;
-        if rule.improves(&better.usage) && rule.compare(&better.usage, &outcome.usage) == std::cmp::Ordering::Greater {
+        // An assumption is only worth the user's review if it reaches what
+        // the facts alone cannot: fewer registers or code alone do not count.
+        if rule.improves_on(&better.usage, &outcome.usage) {
             let assumed = Transforms {
                 noalias: better.transforms.noalias.iter().filter(|p| !facts.noalias.contains(p)).cloned().collect(),
                 launch_bounds: better.transforms.launch_bounds.filter(|_| facts.launch_bounds.is_none()),
                 ..Default::default()
             };
             if !assumed.is_empty() {
-                let message = suggestion_message(&assumed, &outcome.usage, &better.usage);
-                suggestion = Some((assumed, better.usage, message));
+                let mut message = suggestion_message(&assumed, &better.transforms, &outcome.usage, &better.usage);
+                if session.arch.is_nvptx() {
+                    message = message.replace(" VGPRs", " registers");
+                }
+                suggestion =
+                    Some(Proposal { assumed, transforms: better.transforms, usage: better.usage, message });
             }
         }
     }
     let measured = log.into_inner().expect("variant log lock");
     Plan { symbol: base.symbol.clone(), rule, outcome, suggestion, variants, combined_regressed: false, measured }
+}
+
+/// The most occupancy fewer registers could bring: the target's maximum
+/// waves per SIMD on AMDGPU; on NVPTX the warps per SM that the kernel's
+/// block size, shared memory and barriers allow.
+fn occupancy_ceiling(arch: &Arch, base: &Measured) -> u32 {
+    match (arch.nvidia(), &base.nvidia) {
+        (Some(sm), Some(n)) => sm.max_warps(&nvidia_resources(n), n.block_size),
+        (Some(sm), None) => sm.max_warps_per_sm,
+        (None, _) => arch.target().max_waves_per_simd,
+    }
+}
+
+fn nvidia_resources(n: &crate::measure::NvidiaUsage) -> crate::nvidia::KernelResources {
+    crate::nvidia::KernelResources { regs: n.registers, static_smem: n.shared_bytes, dynamic_smem: 0, barriers: n.barriers }
+}
+
+/// Occupancy steps the register allocator could plausibly reach: each step
+/// above the current one whose register budget is within a third of what
+/// the kernel uses now. On NVPTX the steps are whole blocks of warps; the
+/// plugin turns a step into a register cap (`nvvm.maxnreg`).
+fn occupancy_targets(arch: &Arch, base: &Measured) -> Vec<u32> {
+    let plausible = |budget: u32| 3 * budget >= 2 * base.usage.vgpr;
+    match (arch.nvidia(), &base.nvidia) {
+        (Some(sm), Some(n)) => {
+            let k = nvidia_resources(n);
+            let step = n.block_size.div_ceil(crate::nvidia::WARP_SIZE).max(1);
+            let first = (base.usage.occupancy / step + 1) * step;
+            (first..=sm.max_warps(&k, n.block_size))
+                .step_by(step as usize)
+                .filter(|&w| sm.max_regs_for_warps(&k, n.block_size, w).is_some_and(plausible))
+                .collect()
+        }
+        (Some(_), None) => vec![],
+        (None, _) => {
+            let target = arch.target();
+            (base.usage.occupancy + 1..=target.max_waves_per_simd).filter(|&w| plausible(target.max_vgprs_for_waves(w))).collect()
+        }
+    }
+}
+
+/// Transform labels as the target names them: on NVPTX an occupancy target
+/// is in warps per SM ("warps-per-sm=48"; the db keeps it as `waves_per_eu`).
+fn labels(t: &Transforms, arch: &Arch) -> Vec<String> {
+    let labels = t.labels();
+    if !arch.is_nvptx() {
+        return labels;
+    }
+    labels.into_iter().map(|l| l.replace("waves-per-eu=", "warps-per-sm=")).collect()
+}
+
+/// What the register column counts.
+fn registers_word(arch: &Arch) -> &'static str {
+    if arch.is_nvptx() {
+        "registers"
+    } else {
+        "VGPRs"
+    }
 }
 
 /// Nothing can beat the plain build: top occupancy and, for `no-spill`,
@@ -341,13 +416,18 @@ fn base_name(demangled: &str) -> String {
     no_template.rsplit("::").next().unwrap_or(no_template).trim().to_string()
 }
 
-fn suggestion_message(assumed: &Transforms, now: &Usage, then: &Usage) -> String {
+fn suggestion_message(assumed: &Transforms, with: &Transforms, now: &Usage, then: &Usage) -> String {
     let spills = |u: &Usage| u.vgpr_spills + u.sgpr_spills;
     let mut effect = format!("would reach occupancy {} ({} → {} VGPRs", then.occupancy, now.vgpr, then.vgpr);
     if spills(now) != spills(then) {
         effect.push_str(&format!(", spills {} → {}", spills(now), spills(then)));
     }
     effect.push(')');
+    let assumed_labels = assumed.labels();
+    let others: Vec<String> = with.labels().into_iter().filter(|l| !assumed_labels.contains(l)).collect();
+    if !others.is_empty() {
+        effect.push_str(&format!(" with {}", others.join(" + ")));
+    }
     let mut parts = Vec::new();
     if !assumed.noalias.is_empty() {
         let names: Vec<String> = assumed.noalias.iter().map(|p| format!("`{p}`")).collect();
@@ -377,21 +457,29 @@ fn finish(
     session: &Session<'_>,
     diff: Option<String>,
 ) -> KernelTuning {
-    let applied = plan.outcome.transforms.labels();
+    let applied = labels(&plan.outcome.transforms, arch);
     let (before_u, after_u) = (base.usage, after.usage);
-    let max_waves = arch.target().max_waves_per_simd;
+    let max_waves = occupancy_ceiling(arch, base);
+    let registers = registers_word(arch);
     let why = if at_best(&plan.rule, max_waves) {
-        format!("already at {}'s maximum occupancy ({max_waves} waves/SIMD); nothing to gain", arch.processor())
+        match &base.nvidia {
+            Some(n) => format!(
+                "already at the most warps per SM {} allows at {} threads per block ({max_waves}); nothing to gain",
+                arch.processor(),
+                n.block_size
+            ),
+            None => format!("already at {}'s maximum occupancy ({max_waves} waves/SIMD); nothing to gain", arch.processor()),
+        }
     } else if plan.combined_regressed {
         "its best variant lost its gain when combined with the other kernels' decisions; kept the plain compile".to_string()
     } else if applied.is_empty() {
-        match plan.objective_gap() {
+        match plan.objective_gap(arch) {
             Some(g) => g,
             None => "nothing tried improved on the plain compile; kept it".to_string(),
         }
     } else {
         format!(
-            "{}: occupancy {} → {}, VGPRs {} → {}, spills {} → {}",
+            "{}: occupancy {} → {}, {registers} {} → {}, spills {} → {}",
             applied.join(" + "),
             before_u.occupancy,
             after_u.occupancy,
@@ -402,10 +490,10 @@ fn finish(
         )
     };
     let (suggested, suggestions, suggested_entries) = match &plan.suggestion {
-        Some((t, u, msg)) => (
-            t.labels(),
-            vec![msg.clone()],
-            vec![Suggestion { transforms: t.clone(), usage: *u, message: msg.clone(), confirmed: false }],
+        Some(p) => (
+            labels(&p.assumed, arch),
+            vec![p.message.clone()],
+            vec![Suggestion { transforms: p.transforms.clone(), usage: p.usage, message: p.message.clone(), confirmed: false }],
         ),
         None => (vec![], vec![], vec![]),
     };
@@ -439,7 +527,7 @@ fn finish(
 
 impl Plan {
     /// Why nothing was applied, from the closest miss.
-    fn objective_gap(&self) -> Option<String> {
+    fn objective_gap(&self, arch: &Arch) -> Option<String> {
         let best = self
             .outcome
             .tried
@@ -451,10 +539,11 @@ impl Plan {
             Objective::NoSpill => "removed spills or raised occupancy",
         };
         Some(format!(
-            "no variant {goal} (closest: {}, {} → {} VGPRs at occupancy {}); kept the plain compile",
-            best.0.labels().join(" + "),
+            "no variant {goal} (closest: {}, {} → {} {} at occupancy {}); kept the plain compile",
+            labels(&best.0, arch).join(" + "),
             self.rule.baseline.vgpr,
             best.1.vgpr,
+            registers_word(arch),
             best.1.occupancy
         ))
     }
@@ -464,10 +553,8 @@ impl Plan {
 fn diff_listings(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<String, crate::session::SessionError> {
     let tuned = [(symbol.to_string(), t.clone())];
     let mut out = String::new();
-    for (kind, extract, label) in [
-        (Listing::Ir, ir_function as fn(&str, &str) -> String, "IR"),
-        (Listing::Asm, asm_function as fn(&str, &str) -> String, "asm"),
-    ] {
+    let asm = if session.arch.is_nvptx() { ptx_function as fn(&str, &str) -> String } else { asm_function };
+    for (kind, extract, label) in [(Listing::Ir, ir_function as fn(&str, &str) -> String, "IR"), (Listing::Asm, asm, "asm")] {
         let before = extract(&session.listing(&[], kind)?, symbol);
         let after = extract(&session.listing(&tuned, kind)?, symbol);
         let diff = similar::TextDiff::from_lines(&before, &after);
@@ -480,6 +567,26 @@ fn diff_listings(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<
         );
     }
     Ok(out)
+}
+
+/// The `.entry symbol(` ... `}` block of a PTX listing.
+fn ptx_function(listing: &str, symbol: &str) -> String {
+    let start = format!(".entry {symbol}(");
+    let mut out = String::new();
+    let mut inside = false;
+    for line in listing.lines() {
+        if line.contains(&start) {
+            inside = true;
+        }
+        if inside {
+            out.push_str(line);
+            out.push('\n');
+            if line == "}" {
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// The `define ... @symbol(...) { ... }` block of an IR listing.
@@ -536,7 +643,10 @@ impl Tabular for KernelTuning {
             self.report.arch.clone(),
             arrow(b.vgpr, a.vgpr),
             arrow(b.vgpr_spills + b.sgpr_spills, a.vgpr_spills + a.sgpr_spills),
-            arrow(b.occupancy, a.occupancy),
+            match &self.report.nvidia {
+                Some(n) => format!("{} @{} ({})", arrow(b.occupancy, a.occupancy), n.block_size, n.block_size_from),
+                None => arrow(b.occupancy, a.occupancy),
+            },
             list(&self.applied),
             list(&self.suggested),
             self.why.clone(),
@@ -560,9 +670,11 @@ mod tests {
         let now = Usage { vgpr: 96, occupancy: 5, ..Default::default() };
         let then = Usage { vgpr: 84, occupancy: 6, ..Default::default() };
         assert_eq!(
-            suggestion_message(&t, &now, &then),
+            suggestion_message(&t, &t, &now, &then),
             "`__restrict__` on `g14` would reach occupancy 6 (96 → 84 VGPRs) — verify that `g14` never overlaps another argument"
         );
+        let with = Transforms { pow2: true, waves_per_eu: Some(6), ..t.clone() };
+        assert!(suggestion_message(&t, &with, &now, &then).contains("(96 → 84 VGPRs) with pow2 + waves-per-eu=6 — verify"));
     }
 
     #[test]

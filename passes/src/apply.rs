@@ -3,8 +3,9 @@
 //!
 //! The db (`-regtune-decisions=<file>`, else `$REGTUNE_DECISIONS`) holds one
 //! entry per (kernel symbol, target, input hash). For each kernel of the
-//! module, matched by symbol and by its `"target-cpu"` attribute (and by
-//! `$REGTUNE_INPUT_HASH` when set), the pass applies `Entry::effective()`:
+//! module, matched by symbol and by its `"target-cpu"` attribute ("gfx90a",
+//! or "sm_90" in a CUDA device compile) (and by `$REGTUNE_INPUT_HASH` when
+//! set), the pass applies `Entry::effective()`:
 //!   - early (PipelineStartEP): noalias, unroll cap, occupancy and block
 //!     size, then pow2;
 //!   - late (OptimizerLastEP): sink.
@@ -27,6 +28,9 @@
 //!
 //!   REGTUNE_DECISIONS=decisions.json clang-22 -x hip --offload-arch=gfx90a \
 //!     -fpass-plugin=target/debug/libregtune_passes.so -O3 -c k.hip
+//!
+//!   REGTUNE_DECISIONS=decisions.json clang-22 -x cuda --cuda-gpu-arch=sm_90 \
+//!     --cuda-path=/opt/regtune-cuda -fpass-plugin=target/debug/libregtune_passes.so -O3 -c k.cu
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -40,7 +44,7 @@ use regtune_decisions::{Db, Transforms};
 use crate::spec::{Occupancy, Phase};
 use crate::{ir, noalias, occupancy, pow2, sink, unroll_cap, RunOptions, DECISIONS_ENV, INPUT_HASH_ENV, VERBOSE_ENV};
 
-/// The largest work-group AMDGPU supports.
+/// The largest work-group AMDGPU supports (and the largest CUDA block).
 const MAX_BLOCK: u32 = 1024;
 
 /// Apply the decisions of `phase` to `module`; true when the IR changed.

@@ -23,6 +23,12 @@ pub fn defined_functions<'ctx>(module: &Module<'ctx>) -> Vec<FunctionValue<'ctx>
 }
 
 /// A GPU entry point: an AMDGPU kernel, or an NVPTX one.
+///
+/// NVPTX kernels carry the `ptx_kernel` calling convention in LLVM 22. IR
+/// written for older LLVM marks them in `!nvvm.annotations` instead
+/// (`!{ptr @k, !"kernel", i32 1}`); LLVM 22 rewrites that to `ptx_kernel`
+/// (and `maxntid*` to `"nvvm.maxntid"`) when it reads the module, so the
+/// calling convention is the one test (tests/lit/nvptx/annotations.ll).
 pub fn is_kernel(f: FunctionValue<'_>) -> bool {
     matches!(f.get_call_conventions(), AMDGPU_KERNEL_CC | PTX_KERNEL_CC)
 }
@@ -31,6 +37,12 @@ pub fn is_kernel(f: FunctionValue<'_>) -> bool {
 pub fn is_amdgpu_kernel(f: FunctionValue<'_>) -> bool {
     f.get_call_conventions() == AMDGPU_KERNEL_CC
 }
+
+/// An NVPTX kernel, the only functions `nvvm.*` launch attributes apply to.
+pub fn is_nvptx_kernel(f: FunctionValue<'_>) -> bool {
+    f.get_call_conventions() == PTX_KERNEL_CC
+}
+
 
 /// The defined kernels of the module, in module order.
 pub fn kernels<'ctx>(module: &Module<'ctx>) -> Vec<FunctionValue<'ctx>> {

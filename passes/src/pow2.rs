@@ -1,17 +1,24 @@
 //! `regtune-pow2`: replace `pow(x, 2.0)` with `x * x`, in every form that
-//! reaches AMDGPU device IR.
+//! reaches AMDGPU or NVPTX device IR.
 //!
 //! A HIP `pow(x, 2.0)` is a call to the device library's `__ocml_pow_f64`,
 //! usually through the forwarding overloads of clang's HIP headers
 //! (`_ZL3powdd` = `static double pow(double, double)`, `_ZL4powfff` =
 //! `powf`, `_ZL3powfi` = `pow(float, int)` -> `_ZL5powiffi` -> `__ocml_pown_f32`,
 //! ...). Those calls keep the ~100-instruction ocml routine and its live
-//! values in the kernel; a square is one multiply. The pass runs before the
-//! device library is inlined, on:
+//! values in the kernel; a square is one multiply. A CUDA `pow(x, 2.0)` is
+//! the same story with NVIDIA's libdevice: clang's CUDA headers forward
+//! `pow` (`_ZL3powdd`), `powf`, `powi` and `powif` (and `std::pow`'s
+//! float/int overloads) to `__nv_pow`, `__nv_powf`, `__nv_powi` and
+//! `__nv_powif`, whose accurate routines stay live in the kernel. The pass
+//! runs before the device library is inlined, on:
 //!   - `llvm.pow.*` (scalar and vector), `pow`, `powf`, `powl`,
 //!   - `__ocml_pow_*`, `__ocml_powr_*`, `__ocml_pown_*` (f16, f32, f64, 2f16),
+//!   - `__nv_pow`, `__nv_powf` (pow), `__nv_powi`, `__nv_powif` (pown),
 //!   - any single-block function that only forwards its two arguments to
 //!     one of those (or to another forwarder) and returns the result.
+//! libdevice's `__nv_fast_powf` (CUDA's `__powf`, an approximation through
+//! `exp2(y * log2(x))`) is left alone: `x * x` would not give its results.
 //!
 //! Rewrites, each under the formula it implements; `flags` are the
 //! fast-math flags common to the call and to every call on its forwarding
@@ -33,6 +40,10 @@
 //!
 //! Why it is legal: each rewrite is exact for every input, or differs only
 //! where the call's fast-math flags say the difference cannot be observed.
+//! (`x * x` is the correctly rounded square. libdevice documents its `pow`
+//! to 2 ulp, so on NVPTX the rewrite differs from the call wherever the
+//! library's result for y = 2 is not correctly rounded; bench/gpu checks the
+//! examples bit for bit on an H100.)
 //! Calls marked `nobuiltin` or `strictfp`, and forwarders whose body another
 //! module may replace (weak, linkonce), are left alone, and so is C's
 //! pow -> sqrt outside device code (errno). Functions the rewrite leaves
@@ -234,8 +245,10 @@ impl<'ctx> Classifier<'ctx> {
 /// The pow a library or intrinsic function computes, by name and signature.
 fn library_pow(f: FunctionValue<'_>) -> Option<Family> {
     let name = f.get_name().to_str().ok()?;
-    let family = if name.starts_with("llvm.pow.") || matches!(name, "pow" | "powf" | "powl") {
+    let family = if name.starts_with("llvm.pow.") || matches!(name, "pow" | "powf" | "powl" | "__nv_pow" | "__nv_powf") {
         Family::Pow
+    } else if matches!(name, "__nv_powi" | "__nv_powif") {
+        Family::Pown
     } else {
         let (op, ty) = name.strip_prefix("__ocml_")?.split_once('_')?;
         if !matches!(ty, "f16" | "f32" | "f64" | "2f16") {

@@ -4,7 +4,7 @@
 //! ```text
 //! regtune-pow2
 //! regtune-unroll-cap<N>                 N >= 1
-//! regtune-occupancy<W>                  W >= 1 waves per EU
+//! regtune-occupancy<W>                  W >= 1 waves per EU (NVPTX: warps per SM)
 //! regtune-occupancy<W;block=N>          ... and at most N work-items per block
 //! regtune-occupancy<block=N>
 //! regtune-noalias<P;P;...>              P: parameter index or IR name
@@ -18,7 +18,7 @@
 
 use std::fmt;
 
-/// The largest work-group AMDGPU supports.
+/// The largest work-group AMDGPU supports (and the largest CUDA block).
 const MAX_BLOCK: u32 = 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,9 +36,10 @@ pub enum PassSpec {
 /// Occupancy attributes for a kernel; at least one is set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Occupancy {
-    /// `"amdgpu-waves-per-eu"="W"`.
+    /// `"amdgpu-waves-per-eu"="W"`; on NVPTX W warps per SM, as the
+    /// register cap `"nvvm.maxnreg"` that reaches them.
     pub waves_per_eu: Option<u32>,
-    /// `"amdgpu-flat-work-group-size"="1,N"`.
+    /// `"amdgpu-flat-work-group-size"="1,N"`; on NVPTX `"nvvm.maxntid"="N"`.
     pub max_block: Option<u32>,
 }
 

@@ -1,0 +1,178 @@
+//! Read kernels from an NVIDIA cubin (the ELF ptxas writes).
+//!
+//! A kernel is a function symbol marked as a CUDA entry point (`st_other`
+//! bit `STO_CUDA_ENTRY`); its code size is the symbol's size. The rest is in
+//! the `.nv.info` sections, a list of `EIATTR_*` records (one format byte,
+//! one attribute byte, then a 16-bit value or a 16-bit length and payload):
+//! the module-wide `.nv.info` gives each function's register count
+//! (`EIATTR_REGCOUNT`) and stack frame (`EIATTR_FRAME_SIZE`) by symbol index,
+//! and `.nv.info.<kernel>` its launch bounds (`EIATTR_MAX_THREADS`, from
+//! `__launch_bounds__` / `.maxntid`). Spill traffic and shared memory are
+//! not recorded there in a form regtune relies on; they come from `ptxas -v`.
+
+use object::elf;
+use object::read::elf::{FileHeader, SectionHeader, Sym};
+use object::LittleEndian as LE;
+
+/// `STO_CUDA_ENTRY`: the symbol is a `.entry` (a kernel).
+const STO_CUDA_ENTRY: u8 = 0x10;
+const EIATTR_MAX_THREADS: u8 = 0x05;
+const EIATTR_FRAME_SIZE: u8 = 0x11;
+const EIATTR_REGCOUNT: u8 = 0x2f;
+/// Record formats: no value, byte, half-word, sized payload.
+const EIFMT_NVAL: u8 = 0x01;
+const EIFMT_SVAL: u8 = 0x04;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CubinError {
+    #[error("not an NVIDIA cubin (ELF for EM_CUDA)")]
+    NotCubin,
+    #[error("malformed cubin: {0}")]
+    Elf(#[from] object::Error),
+}
+
+/// One kernel as the cubin records it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CubinKernel {
+    pub name: String,
+    pub registers: u32,
+    pub stack_frame_bytes: u32,
+    /// `__launch_bounds__` / `.maxntid`, as threads per block (x*y*z).
+    pub max_threads: Option<u32>,
+    /// SASS bytes.
+    pub code_bytes: u64,
+}
+
+/// Is `bytes` an NVIDIA cubin?
+pub fn is_cubin(bytes: &[u8]) -> bool {
+    elf::FileHeader64::<LE>::parse(bytes)
+        .ok()
+        .and_then(|h| h.endian().ok().map(|e| h.e_machine(e) == elf::EM_CUDA))
+        .unwrap_or(false)
+}
+
+/// The kernels of a cubin, in symbol-table order.
+pub fn read(bytes: &[u8]) -> Result<Vec<CubinKernel>, CubinError> {
+    if !is_cubin(bytes) {
+        return Err(CubinError::NotCubin);
+    }
+    let header = elf::FileHeader64::<LE>::parse(bytes)?;
+    let endian = header.endian()?;
+    let sections = header.sections(endian, bytes)?;
+    let symbols = sections.symbols(endian, bytes, elf::SHT_SYMTAB)?;
+
+    // Symbol index -> (registers, frame), from the module-wide .nv.info.
+    let mut regs = std::collections::HashMap::new();
+    let mut frames = std::collections::HashMap::new();
+    let mut per_kernel: Vec<(String, Vec<Record>)> = Vec::new();
+    for section in sections.iter() {
+        let name = String::from_utf8_lossy(sections.section_name(endian, section)?).into_owned();
+        let Some(owner) = name.strip_prefix(".nv.info") else { continue };
+        let data = section.data(endian, bytes)?;
+        let records = records(data);
+        if owner.is_empty() {
+            for r in &records {
+                let (Some(sym), Some(value)) = (r.word(0), r.word(1)) else { continue };
+                match r.attr {
+                    EIATTR_REGCOUNT => {
+                        regs.insert(sym, value);
+                    }
+                    EIATTR_FRAME_SIZE => {
+                        frames.insert(sym, value);
+                    }
+                    _ => {}
+                }
+            }
+        } else if let Some(kernel) = owner.strip_prefix('.') {
+            per_kernel.push((kernel.to_string(), records));
+        }
+    }
+
+    let mut out = Vec::new();
+    for (index, sym) in symbols.iter().enumerate() {
+        if sym.st_type() != elf::STT_FUNC || sym.st_other() & STO_CUDA_ENTRY == 0 {
+            continue;
+        }
+        let name = String::from_utf8_lossy(sym.name(endian, symbols.strings())?).into_owned();
+        let index = index as u32;
+        let max_threads = per_kernel
+            .iter()
+            .find(|(k, _)| *k == name)
+            .and_then(|(_, rs)| rs.iter().find(|r| r.attr == EIATTR_MAX_THREADS))
+            .and_then(|r| Some(r.word(0)? * r.word(1).unwrap_or(1).max(1) * r.word(2).unwrap_or(1).max(1)));
+        out.push(CubinKernel {
+            registers: regs.get(&index).copied().unwrap_or(0),
+            stack_frame_bytes: frames.get(&index).copied().unwrap_or(0),
+            max_threads,
+            code_bytes: sym.st_size(endian),
+            name,
+        });
+    }
+    Ok(out)
+}
+
+/// One `EIATTR` record.
+struct Record<'a> {
+    attr: u8,
+    payload: &'a [u8],
+}
+
+impl Record<'_> {
+    fn word(&self, i: usize) -> Option<u32> {
+        let b = self.payload.get(4 * i..4 * i + 4)?;
+        Some(u32::from_le_bytes(b.try_into().ok()?))
+    }
+}
+
+fn records(data: &[u8]) -> Vec<Record<'_>> {
+    let mut out = Vec::new();
+    let mut p = 0;
+    while p + 2 <= data.len() {
+        let (format, attr) = (data[p], data[p + 1]);
+        match format {
+            EIFMT_NVAL => p += 2,
+            EIFMT_SVAL => {
+                let Some(len) = data.get(p + 2..p + 4).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize) else { break };
+                let Some(payload) = data.get(p + 4..p + 4 + len) else { break };
+                out.push(Record { attr, payload });
+                p += 4 + len;
+            }
+            // EIFMT_BVAL and EIFMT_HVAL: the value sits in the next two bytes.
+            _ => {
+                let Some(payload) = data.get(p + 2..p + 4) else { break };
+                out.push(Record { attr, payload });
+                p += 4;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_of_each_format() {
+        // REGCOUNT [sym 3, 40 regs]; an HVAL; a NVAL; FRAME_SIZE [3, 16].
+        let mut d = vec![0x04, EIATTR_REGCOUNT, 8, 0, 3, 0, 0, 0, 40, 0, 0, 0];
+        d.extend([0x03, 0x19, 8, 0]);
+        d.extend([0x01, 0x20]);
+        d.extend([0x04, EIATTR_FRAME_SIZE, 8, 0, 3, 0, 0, 0, 16, 0, 0, 0]);
+        let rs = records(&d);
+        assert_eq!(rs.len(), 3);
+        assert_eq!((rs[0].attr, rs[0].word(0), rs[0].word(1)), (EIATTR_REGCOUNT, Some(3), Some(40)));
+        assert_eq!((rs[2].attr, rs[2].word(1)), (EIATTR_FRAME_SIZE, Some(16)));
+    }
+
+    #[test]
+    fn truncated_records_stop_the_walk() {
+        assert!(records(&[0x04, EIATTR_REGCOUNT, 8, 0, 1]).is_empty());
+    }
+
+    #[test]
+    fn other_files_are_not_cubins() {
+        assert!(!is_cubin(b"not an elf at all"));
+        assert!(matches!(read(b"\x7fELF garbage"), Err(CubinError::NotCubin)));
+    }
+}

@@ -1,0 +1,463 @@
+//! NVIDIA's occupancy calculator, per compute capability, for NVPTX targets.
+//!
+//! Occupancy on NVIDIA GPUs is the number of warps resident on one SM
+//! (streaming multiprocessor) at once. It is computed here exactly as NVIDIA's
+//! own calculator computes it — `cudaOccMaxActiveBlocksPerMultiprocessor` in
+//! `cuda_occupancy.h` (CUDA 12.9), which the CUDA Occupancy Calculator and
+//! `cudaOccupancyMaxActiveBlocksPerMultiprocessor` implement — for the
+//! driver's default state (no carveout preference, no opt-in shared memory,
+//! no dynamic shared memory unless given). Active blocks per SM are the
+//! minimum of four limits, each named after the header's function:
+//!
+//! ```text
+//! registers  cudaOccMaxBlocksPerSMRegsLimit: registers are allocated per warp,
+//!            regs*32 rounded up to 256; each of the 4 SM sub-partitions holds
+//!            regsPerSM/4 of them, so warps/SM = 4 * floor(16384 / per-warp);
+//!            blocks = that / warps-per-block (0 if the block needs more than
+//!            regsPerBlock, or regs > 256)
+//! warps      cudaOccMaxBlocksPerSMWarpsLimit: maxWarpsPerSM / warps-per-block
+//! blocks     cudaOccMaxBlocksPerMultiprocessor: the SM's block slots
+//! shared     cudaOccMaxBlocksPerSMSmemLimit: (static + dynamic + the driver's
+//!            reserved 1 KB per block from sm_80 on) rounded up to the
+//!            allocation unit (256 B on sm_7x, 128 B from sm_80); the SM's
+//!            shared memory is the largest carveout, or the smallest carveout
+//!            that holds one block when that is larger; 0 blocks past the
+//!            per-block limit (48 KB without opt-in, plus the reserved 1 KB)
+//! barriers   cudaOccMaxBlocksPerSMBlockBarrierLimit (sm_90): 2 * block slots
+//!            / named barriers per block
+//! ```
+//!
+//! The device numbers are those `cudaGetDeviceProperties` reports for each
+//! compute capability (CUDA C++ Programming Guide, "Technical Specifications
+//! per Compute Capability"): the same for every GPU of that capability.
+
+use crate::occupancy::Limiter;
+
+/// Warp size on every NVIDIA GPU.
+pub const WARP_SIZE: u32 = 32;
+/// Register allocation unit per warp (`cudaOccRegAllocationGranularity`).
+const REG_ALLOC_UNIT: u32 = 256;
+/// SM sub-partitions, each with a quarter of the register file
+/// (`cudaOccSubPartitionsPerMultiprocessor`).
+const SUB_PARTITIONS: u32 = 4;
+/// The most registers one thread may use (`cudaOccRegAllocationMaxPerThread`);
+/// ptxas itself stops at 255.
+const MAX_REGS_PER_THREAD_OCC: u32 = 256;
+/// The most registers ptxas gives a thread.
+pub const MAX_REGS_PER_THREAD: u32 = 255;
+/// Largest block on every modelled GPU (`maxThreadsPerBlock`).
+pub const MAX_BLOCK: u32 = 1024;
+
+/// One compute capability's occupancy-relevant device properties.
+#[derive(Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct Sm {
+    /// As `--offload-arch` / `--cuda-gpu-arch` spell it: "sm_90".
+    pub name: &'static str,
+    pub major: u32,
+    pub minor: u32,
+    /// `maxThreadsPerMultiProcessor / warpSize`.
+    pub max_warps_per_sm: u32,
+    /// `cudaOccMaxBlocksPerMultiprocessor`.
+    pub max_blocks_per_sm: u32,
+    /// `regsPerMultiprocessor` (= `regsPerBlock` on every modelled GPU).
+    pub regs_per_sm: u32,
+    /// `sharedMemPerMultiprocessor`: the largest carveout.
+    pub smem_per_sm: u32,
+    /// `sharedMemPerBlock`: what a block gets without opting in.
+    pub smem_per_block: u32,
+    /// `sharedMemPerBlockOptin`.
+    pub smem_per_block_optin: u32,
+    /// `reservedSharedMemPerBlock`: the driver's 1 KB per block from sm_80 on.
+    pub reserved_smem_per_block: u32,
+    /// Shared-memory carveouts in KB (`cudaOccAlignUpShmemSizeVoltaPlus`).
+    pub carveouts_kb: &'static [u32],
+}
+
+const VOLTA_CARVEOUTS: &[u32] = &[0, 8, 16, 32, 64, 96];
+const TURING_CARVEOUTS: &[u32] = &[32, 64];
+const GA100_CARVEOUTS: &[u32] = &[0, 8, 16, 32, 64, 100, 132, 164];
+const GA10X_CARVEOUTS: &[u32] = &[0, 8, 16, 32, 64, 100];
+const HOPPER_CARVEOUTS: &[u32] = &[0, 8, 16, 32, 64, 100, 132, 164, 196, 228];
+
+const KB: u32 = 1024;
+
+/// The compute capabilities regtune models.
+pub static SMS: &[Sm] = &[
+    // V100.
+    Sm {
+        name: "sm_70",
+        major: 7,
+        minor: 0,
+        max_warps_per_sm: 64,
+        max_blocks_per_sm: 32,
+        regs_per_sm: 65536,
+        smem_per_sm: 96 * KB,
+        smem_per_block: 48 * KB,
+        smem_per_block_optin: 96 * KB,
+        reserved_smem_per_block: 0,
+        carveouts_kb: VOLTA_CARVEOUTS,
+    },
+    // T4, RTX 20.
+    Sm {
+        name: "sm_75",
+        major: 7,
+        minor: 5,
+        max_warps_per_sm: 32,
+        max_blocks_per_sm: 16,
+        regs_per_sm: 65536,
+        smem_per_sm: 64 * KB,
+        smem_per_block: 48 * KB,
+        smem_per_block_optin: 64 * KB,
+        reserved_smem_per_block: 0,
+        carveouts_kb: TURING_CARVEOUTS,
+    },
+    // A100.
+    Sm {
+        name: "sm_80",
+        major: 8,
+        minor: 0,
+        max_warps_per_sm: 64,
+        max_blocks_per_sm: 32,
+        regs_per_sm: 65536,
+        smem_per_sm: 164 * KB,
+        smem_per_block: 48 * KB,
+        smem_per_block_optin: 163 * KB,
+        reserved_smem_per_block: KB,
+        carveouts_kb: GA100_CARVEOUTS,
+    },
+    // A10, RTX 30.
+    Sm {
+        name: "sm_86",
+        major: 8,
+        minor: 6,
+        max_warps_per_sm: 48,
+        max_blocks_per_sm: 16,
+        regs_per_sm: 65536,
+        smem_per_sm: 100 * KB,
+        smem_per_block: 48 * KB,
+        smem_per_block_optin: 99 * KB,
+        reserved_smem_per_block: KB,
+        carveouts_kb: GA10X_CARVEOUTS,
+    },
+    // L4, L40, RTX 40.
+    Sm {
+        name: "sm_89",
+        major: 8,
+        minor: 9,
+        max_warps_per_sm: 48,
+        max_blocks_per_sm: 24,
+        regs_per_sm: 65536,
+        smem_per_sm: 100 * KB,
+        smem_per_block: 48 * KB,
+        smem_per_block_optin: 99 * KB,
+        reserved_smem_per_block: KB,
+        carveouts_kb: GA10X_CARVEOUTS,
+    },
+    // H100, H200.
+    Sm {
+        name: "sm_90",
+        major: 9,
+        minor: 0,
+        max_warps_per_sm: 64,
+        max_blocks_per_sm: 32,
+        regs_per_sm: 65536,
+        smem_per_sm: 228 * KB,
+        smem_per_block: 48 * KB,
+        smem_per_block_optin: 227 * KB,
+        reserved_smem_per_block: KB,
+        carveouts_kb: HOPPER_CARVEOUTS,
+    },
+];
+
+/// The model for "sm_90", "sm_90a" (architecture-specific features do not
+/// change occupancy) or "SM_90"; `None` for a capability regtune does not model.
+pub fn sm(name: &str) -> Option<&'static Sm> {
+    let name = name.trim().to_ascii_lowercase();
+    let base = name.strip_suffix('a').unwrap_or(&name);
+    SMS.iter().find(|s| s.name == base)
+}
+
+/// What a kernel asks of an SM, as ptxas reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelResources {
+    /// Registers per thread.
+    pub regs: u32,
+    /// Static shared memory per block (`bytes smem`).
+    pub static_smem: u32,
+    /// Dynamic shared memory per block at launch.
+    pub dynamic_smem: u32,
+    /// Named barriers per block (`used N barriers`).
+    pub barriers: u32,
+}
+
+/// Blocks per SM each resource alone allows (`u32::MAX`: no limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Limits {
+    pub registers: u32,
+    pub warps: u32,
+    pub blocks: u32,
+    pub shared_memory: u32,
+    pub barriers: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Occupancy {
+    /// Resident blocks per SM.
+    pub blocks: u32,
+    /// Resident warps per SM: regtune's `occupancy` on NVPTX.
+    pub warps: u32,
+    /// What holds `warps` below the SM's maximum, in the AMDGPU names regtune
+    /// reports: `Vgpr` registers, `Lds` shared memory, `WorkgroupSize` the
+    /// block size against warp, block or barrier slots.
+    pub limiter: Limiter,
+    pub limits: Limits,
+}
+
+fn round_up(x: u32, unit: u32) -> u32 {
+    x.div_ceil(unit) * unit
+}
+
+impl Sm {
+    fn warps_per_block(block: u32) -> u32 {
+        block.div_ceil(WARP_SIZE)
+    }
+
+    /// `cudaOccSMemAllocationGranularity`.
+    fn smem_alloc_unit(&self) -> u32 {
+        if self.major >= 8 {
+            128
+        } else {
+            256
+        }
+    }
+
+    /// `cudaOccMaxBlocksPerSMRegsLimit` (partitioned global caching off).
+    fn blocks_by_registers(&self, regs: u32, block: u32) -> u32 {
+        let warps = Self::warps_per_block(block);
+        let per_warp = round_up(regs * WARP_SIZE, REG_ALLOC_UNIT);
+        let per_block = per_warp * warps;
+        // The hardware check assumes the block's warps spread over all sub-partitions.
+        let assumed = per_warp * round_up(warps, SUB_PARTITIONS);
+        if self.regs_per_sm < assumed || self.regs_per_sm < per_block || regs > MAX_REGS_PER_THREAD_OCC {
+            return 0;
+        }
+        if per_warp == 0 {
+            return u32::MAX;
+        }
+        let warps_per_partition = (self.regs_per_sm / SUB_PARTITIONS) / per_warp;
+        warps_per_partition * SUB_PARTITIONS / warps
+    }
+
+    /// `cudaOccAlignUpShmemSizeVoltaPlus`: the smallest carveout holding `bytes`.
+    fn carveout_for(&self, bytes: u32) -> Option<u32> {
+        self.carveouts_kb.iter().map(|kb| kb * KB).find(|&c| c >= bytes)
+    }
+
+    /// `cudaOccMaxBlocksPerSMSmemLimit` in the default state.
+    fn blocks_by_shared_memory(&self, k: &KernelResources) -> u32 {
+        let total = k.static_smem + self.reserved_smem_per_block + k.dynamic_smem;
+        let allocated = round_up(total, self.smem_alloc_unit());
+        // cudaOccSMemPerBlock, default (no opt-in) limit.
+        let limit = self.smem_per_block + if self.major >= 8 { self.reserved_smem_per_block } else { 0 };
+        if allocated > limit {
+            return 0;
+        }
+        // The default preference is the whole of sharedMemPerMultiprocessor,
+        // aligned up to a carveout; a block larger than that gets the
+        // carveout that holds it.
+        let preferred = self.carveout_for(self.smem_per_sm).unwrap_or(self.smem_per_sm);
+        let per_sm = if preferred >= allocated {
+            preferred
+        } else {
+            match self.carveout_for(allocated) {
+                Some(c) => c,
+                None => return 0,
+            }
+        };
+        if allocated == 0 {
+            u32::MAX
+        } else {
+            per_sm / allocated
+        }
+    }
+
+    /// `cudaOccMaxBlocksPerSMBlockBarrierLimit`, applied from sm_90 on.
+    fn blocks_by_barriers(&self, barriers: u32) -> u32 {
+        if self.major < 9 || barriers == 0 {
+            return u32::MAX;
+        }
+        2 * self.max_blocks_per_sm / barriers
+    }
+
+    /// Resident blocks and warps per SM for `block` threads per block.
+    pub fn occupancy(&self, k: &KernelResources, block: u32) -> Occupancy {
+        let warps_per_block = Self::warps_per_block(block.max(1));
+        let limits = Limits {
+            registers: self.blocks_by_registers(k.regs, block.max(1)),
+            warps: if block > MAX_BLOCK { 0 } else { self.max_warps_per_sm / warps_per_block },
+            blocks: self.max_blocks_per_sm,
+            shared_memory: self.blocks_by_shared_memory(k),
+            barriers: self.blocks_by_barriers(k.barriers),
+        };
+        let blocks = limits.registers.min(limits.warps).min(limits.blocks).min(limits.shared_memory).min(limits.barriers);
+        let warps = blocks * warps_per_block;
+        // On a tie, name what fewer registers cannot lift.
+        let limiter = if warps >= self.max_warps_per_sm {
+            Limiter::None
+        } else if blocks == limits.warps || blocks == limits.blocks || blocks == limits.barriers {
+            Limiter::WorkgroupSize
+        } else if blocks == limits.shared_memory {
+            Limiter::Lds
+        } else {
+            Limiter::Vgpr
+        };
+        Occupancy { blocks, warps, limiter, limits }
+    }
+
+    /// The most warps per SM this block size and shared memory allow with
+    /// any register count: the ceiling register savings can reach.
+    pub fn max_warps(&self, k: &KernelResources, block: u32) -> u32 {
+        self.occupancy(&KernelResources { regs: 0, ..*k }, block).warps
+    }
+
+    /// The largest register count at which the kernel still reaches `warps`
+    /// warps per SM, as far as registers decide (`None`: no count does).
+    pub fn max_regs_for_warps(&self, k: &KernelResources, block: u32, warps: u32) -> Option<u32> {
+        (1..=MAX_REGS_PER_THREAD).rev().find(|&r| self.occupancy(&KernelResources { regs: r, ..*k }, block).warps >= warps)
+    }
+
+    /// Registers that must go for the next occupancy step; `None` when
+    /// registers do not limit.
+    pub fn regs_to_next_step(&self, k: &KernelResources, block: u32) -> Option<u32> {
+        let now = self.occupancy(k, block);
+        if now.limiter != Limiter::Vgpr {
+            return None;
+        }
+        let next = self.max_regs_for_warps(k, block, now.warps + 1)?;
+        Some(k.regs.saturating_sub(next))
+    }
+}
+
+/// The register cap that lets `warps` warps share an SM's register file,
+/// whatever the block size (a multiple of it is what the tuner asks for):
+/// per warp at most `floor(16384 / ceil(warps / 4))` registers, in units of
+/// 256, so per thread `floor(64 / ceil(warps / 4)) * 8`, at most 255. The
+/// plugin's `regtune-occupancy<W>` sets this as `"nvvm.maxnreg"` on NVPTX
+/// kernels (passes/src/occupancy.rs computes the same).
+pub fn register_cap_for_warps(warps: u32) -> u32 {
+    let per_partition = warps.max(1).div_ceil(SUB_PARTITIONS);
+    ((64 / per_partition) * 8).clamp(8, MAX_REGS_PER_THREAD)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn occ(arch: &str, regs: u32, block: u32, smem: u32) -> Occupancy {
+        sm(arch).unwrap().occupancy(&KernelResources { regs, static_smem: smem, ..Default::default() }, block)
+    }
+
+    #[test]
+    fn names_resolve_with_and_without_the_arch_specific_suffix() {
+        assert_eq!(sm("sm_90a").unwrap().name, "sm_90");
+        assert_eq!(sm("SM_80").unwrap().name, "sm_80");
+        assert!(sm("sm_61").is_none());
+        assert!(sm("gfx90a").is_none());
+    }
+
+    /// CUDA C++ Best Practices Guide, "Calculating Occupancy": "on a device of
+    /// compute capability 7.0, a kernel with 128-thread blocks using 37
+    /// registers per thread results in an occupancy of 75% with 12 active
+    /// 128-thread blocks per multi-processor, whereas a kernel with 320-thread
+    /// blocks using the same 37 registers per thread results in an occupancy
+    /// of 63% because only four 320-thread blocks can reside on a
+    /// multiprocessor."
+    #[test]
+    fn best_practices_guide_example() {
+        let a = occ("sm_70", 37, 128, 0);
+        assert_eq!((a.blocks, a.warps), (12, 48));
+        assert_eq!(a.warps * 100 / 64, 75);
+        assert_eq!(a.limiter, Limiter::Vgpr);
+        let b = occ("sm_70", 37, 320, 0);
+        assert_eq!((b.blocks, b.warps), (4, 40));
+        assert_eq!((b.warps * 1000 / 64 + 5) / 10, 63);
+    }
+
+    /// The register column of the CUDA Occupancy Calculator for 256-thread
+    /// blocks on compute capability 8.0 and 9.0 (64 warps/SM): 32 registers
+    /// give 100%, 40 give 75%, 64 give 50%, 128 give 25%, 255 give 12.5%.
+    #[test]
+    fn register_steps_at_256_threads() {
+        for arch in ["sm_80", "sm_90"] {
+            let warps: Vec<u32> = [32, 33, 40, 41, 48, 56, 64, 72, 128, 168, 255].iter().map(|&r| occ(arch, r, 256, 0).warps).collect();
+            assert_eq!(warps, [64, 48, 48, 40, 40, 32, 32, 24, 16, 8, 8], "{arch}");
+        }
+        // 48 warps/SM on sm_86/sm_89: the register file is not what limits first.
+        assert_eq!(occ("sm_86", 32, 256, 0).warps, 48);
+        assert_eq!(occ("sm_86", 32, 256, 0).limiter, Limiter::None);
+        assert_eq!(occ("sm_89", 64, 256, 0).warps, 32);
+    }
+
+    #[test]
+    fn block_slots_limit_small_blocks() {
+        // 32 threads: one warp per block, 32 block slots on sm_90 -> 32 warps.
+        let o = occ("sm_90", 16, 32, 0);
+        assert_eq!((o.blocks, o.warps, o.limiter), (32, 32, Limiter::WorkgroupSize));
+        // sm_75: 16 slots of 2 warps each reach its 32 warps.
+        assert_eq!(occ("sm_75", 16, 64, 0).warps, 32);
+        // sm_89 has 24 slots, sm_86 16.
+        assert_eq!(occ("sm_89", 16, 64, 0).warps, 48);
+        assert_eq!(occ("sm_86", 16, 64, 0).warps, 32);
+    }
+
+    #[test]
+    fn shared_memory_counts_the_reserved_kilobyte_from_sm80() {
+        // 48 KB static: 49 KB allocated per block on sm_90 (228 KB SM) -> 4 blocks.
+        let o = occ("sm_90", 32, 256, 48 * 1024);
+        assert_eq!((o.blocks, o.limiter), (4, Limiter::Lds));
+        // Without the reserved kilobyte sm_70 fits 2 blocks of 48 KB in 96 KB.
+        assert_eq!(occ("sm_70", 32, 256, 48 * 1024).blocks, 2);
+        // 10 KB + 1 KB on sm_80 (164 KB): 14 blocks, but only 8 of 256 threads fit.
+        assert_eq!(occ("sm_80", 32, 256, 10 * 1024).limits.shared_memory, 14);
+        assert_eq!(occ("sm_80", 32, 256, 10 * 1024).blocks, 8);
+        // 2400 bytes + 1 KB rounds to 3456 (128-byte units).
+        assert_eq!(occ("sm_90", 32, 256, 2400).limits.shared_memory, 228 * 1024 / 3456);
+    }
+
+    #[test]
+    fn too_many_registers_or_threads_cannot_launch() {
+        assert_eq!(occ("sm_90", 256, 1024, 0).blocks, 0);
+        assert_eq!(occ("sm_90", 64, 1024, 0).blocks, 1);
+        assert_eq!(occ("sm_90", 65, 1024, 0).blocks, 0);
+        assert_eq!(occ("sm_90", 32, 2048, 0).blocks, 0);
+    }
+
+    #[test]
+    fn barriers_limit_only_from_sm90() {
+        let sm90 = sm("sm_90").unwrap();
+        let k = KernelResources { regs: 16, barriers: 16, ..Default::default() };
+        assert_eq!(sm90.occupancy(&k, 64).blocks, 4);
+        assert_eq!(sm("sm_80").unwrap().occupancy(&k, 64).blocks, 32);
+    }
+
+    #[test]
+    fn next_step_and_caps() {
+        let sm90 = sm("sm_90").unwrap();
+        let k = KernelResources { regs: 72, ..Default::default() };
+        assert_eq!(sm90.occupancy(&k, 256).warps, 24);
+        assert_eq!(sm90.regs_to_next_step(&k, 256), Some(8));
+        assert_eq!(sm90.max_regs_for_warps(&k, 256, 64), Some(32));
+        assert_eq!(sm90.max_warps(&k, 256), 64);
+        assert_eq!(sm90.regs_to_next_step(&KernelResources { regs: 32, ..k }, 256), None);
+        for (warps, cap) in [(64, 32), (56, 32), (48, 40), (40, 48), (32, 64), (24, 80), (16, 128), (8, 255)] {
+            assert_eq!(register_cap_for_warps(warps), cap, "{warps} warps");
+            // The cap reaches the target at any block size that divides it.
+            for block in [32, 64, 128, 256] {
+                if warps % (block / 32) == 0 {
+                    let o = sm90.occupancy(&KernelResources { regs: cap, ..Default::default() }, block);
+                    assert!(o.limits.registers * (block / 32) >= warps, "{warps} warps at {block} threads: {o:?}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Assemble PTX with ptxas, as clang's CUDA device compile does, and read
+//! its `-v` report: per function, registers, barriers, stack frame, spill
+//! stores and loads, and shared memory.
+//!
+//! clang runs `ptxas -m64 -O<n> --gpu-name sm_XX --output-file out.cubin
+//! in.s` (no `-c`: a complete, loadable cubin); regtune runs the same
+//! command with `-v` added, so the cubin is the one the user's build makes.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Command;
+
+use crate::cuda::Cuda;
+use crate::target::Arch;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PtxasError {
+    #[error("cannot run {}: {source}", tool.display())]
+    Spawn { tool: std::path::PathBuf, source: std::io::Error },
+    /// ptxas's own messages are in `diagnostics`.
+    #[error("ptxas failed to assemble {} for {arch} ({status})", file.display())]
+    Failed { file: std::path::PathBuf, arch: String, status: String, diagnostics: String },
+}
+
+/// One function as `ptxas -v` describes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FunctionInfo {
+    pub name: String,
+    /// "Compiling entry function": a kernel.
+    pub entry: bool,
+    pub registers: u32,
+    pub barriers: u32,
+    pub stack_frame_bytes: u32,
+    pub spill_store_bytes: u32,
+    pub spill_load_bytes: u32,
+    /// Static shared memory per block (`bytes smem`).
+    pub shared_bytes: u32,
+}
+
+/// ptxas's optimization level for the user's clang flags, as clang's CUDA
+/// driver maps them: the last `-O` wins (`-O0`..`-O3` as given, `-Ofast` and
+/// `-O4` are 3, `-Os`/`-Oz` 2, a bare `-O` 1); none means 3.
+pub fn opt_level(user_args: &[String]) -> &'static str {
+    let last = user_args.iter().rev().find(|a| a.starts_with("-O"));
+    match last.map(String::as_str) {
+        Some("-O0") => "-O0",
+        Some("-O1") | Some("-O") => "-O1",
+        Some("-O2") | Some("-Os") | Some("-Oz") => "-O2",
+        _ => "-O3",
+    }
+}
+
+/// Arguments the user passed to ptxas through clang (`-Xcuda-ptxas X`).
+pub fn user_ptxas_args(user_args: &[String]) -> Vec<String> {
+    user_args
+        .windows(2)
+        .filter(|w| w[0] == "-Xcuda-ptxas")
+        .map(|w| w[1].clone())
+        .collect()
+}
+
+/// `ptxas -v` on `ptx` into `cubin`; returns ptxas's report (stdout and stderr).
+pub fn assemble(cuda: &Cuda, arch: &Arch, ptx: &Path, cubin: &Path, user_args: &[String]) -> Result<String, PtxasError> {
+    let tool = cuda.ptxas();
+    let mut args: Vec<OsString> = vec!["-m64".into(), opt_level(user_args).into(), "--gpu-name".into(), arch.processor().into()];
+    args.extend(user_ptxas_args(user_args).into_iter().map(OsString::from));
+    args.push("-v".into());
+    args.push("--output-file".into());
+    args.push(cubin.into());
+    args.push(ptx.into());
+    let out = Command::new(&tool).args(&args).output().map_err(|source| PtxasError::Spawn { tool: tool.clone(), source })?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(PtxasError::Failed { file: ptx.into(), arch: arch.to_string(), status: out.status.to_string(), diagnostics: text });
+    }
+    Ok(text)
+}
+
+/// Every function `ptxas -v` reported, in its order.
+///
+/// ```text
+/// ptxas info    : Compiling entry function '_Z1kPf' for 'sm_90'
+/// ptxas info    : Function properties for _Z1kPf
+///     384 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
+/// ptxas info    : Used 128 registers, used 1 barriers, 384 bytes cumulative stack size, 2400 bytes smem
+/// ```
+///
+/// Device functions get a "Function properties" block without a "Used"
+/// line. (clang prints the same lines for `-Xcuda-ptxas -v`.)
+pub fn parse(report: &str) -> Vec<FunctionInfo> {
+    let mut out: Vec<FunctionInfo> = Vec::new();
+    // Which function the next numbers belong to.
+    let mut current: Option<usize> = None;
+    let index = |out: &mut Vec<FunctionInfo>, name: &str| -> usize {
+        match out.iter().position(|f| f.name == name) {
+            Some(i) => i,
+            None => {
+                out.push(FunctionInfo { name: name.to_string(), ..Default::default() });
+                out.len() - 1
+            }
+        }
+    };
+    for line in report.lines() {
+        let body = line.split_once("info    :").map_or(line, |(_, b)| b).trim();
+        if let Some(rest) = body.strip_prefix("Compiling entry function '") {
+            let name = rest.split('\'').next().unwrap_or_default();
+            let i = index(&mut out, name);
+            out[i].entry = true;
+            current = Some(i);
+        } else if let Some(name) = body.strip_prefix("Function properties for ") {
+            current = Some(index(&mut out, name.trim()));
+        } else if let Some(i) = current {
+            let f = &mut out[i];
+            for part in body.split(',').map(str::trim) {
+                let mut words = part.split_whitespace();
+                let (first, rest) = (words.next().unwrap_or_default(), words.collect::<Vec<_>>().join(" "));
+                if let Some(n) = part.strip_prefix("Used ").and_then(|p| p.strip_suffix(" registers")) {
+                    f.registers = n.trim().parse().unwrap_or(0);
+                    continue;
+                }
+                if let Some(n) = part.strip_prefix("used ").and_then(|p| p.strip_suffix(" barriers")) {
+                    f.barriers = n.trim().parse().unwrap_or(0);
+                    continue;
+                }
+                let Ok(n) = first.parse::<u32>() else { continue };
+                match rest.as_str() {
+                    "bytes stack frame" => f.stack_frame_bytes = n,
+                    "bytes spill stores" => f.spill_store_bytes = n,
+                    "bytes spill loads" => f.spill_load_bytes = n,
+                    "bytes smem" => f.shared_bytes = n,
+                    _ => {}
+                }
+            }
+            if body.starts_with("Compile time") {
+                current = None;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REPORT: &str = "\
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function '_Z5plainPf' for 'sm_90'
+ptxas info    : Function properties for _Z5plainPf
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 8 registers, used 0 barriers
+ptxas info    : Compile time = 2.437 ms
+ptxas info    : Compiling entry function '_Z5spillPdPKdi' for 'sm_90'
+ptxas info    : Function properties for _Z5spillPdPKdi
+    384 bytes stack frame, 16 bytes spill stores, 24 bytes spill loads
+ptxas info    : Used 128 registers, used 1 barriers, 384 bytes cumulative stack size, 2400 bytes smem, 360 bytes cmem[0]
+ptxas info    : Compile time = 470.664 ms
+ptxas info    : Function properties for __internal_accurate_pow
+    8 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+";
+
+    #[test]
+    fn entry_functions_and_their_numbers() {
+        let fs = parse(REPORT);
+        assert_eq!(fs.len(), 3);
+        assert_eq!(
+            fs[1],
+            FunctionInfo {
+                name: "_Z5spillPdPKdi".into(),
+                entry: true,
+                registers: 128,
+                barriers: 1,
+                stack_frame_bytes: 384,
+                spill_store_bytes: 16,
+                spill_load_bytes: 24,
+                shared_bytes: 2400,
+            }
+        );
+        assert_eq!((fs[0].registers, fs[0].shared_bytes), (8, 0));
+        assert!(!fs[2].entry);
+        assert_eq!(fs[2].stack_frame_bytes, 8);
+    }
+
+    #[test]
+    fn optimization_levels_follow_clangs_mapping() {
+        let a = |v: &[&str]| opt_level(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(a(&[]), "-O3");
+        assert_eq!(a(&["-O0"]), "-O0");
+        assert_eq!(a(&["-O0", "-O2"]), "-O2");
+        assert_eq!(a(&["-Os"]), "-O2");
+        assert_eq!(a(&["-Ofast"]), "-O3");
+        assert_eq!(a(&["-I", "x", "-O1"]), "-O1");
+    }
+
+    #[test]
+    fn ptxas_arguments_pass_through() {
+        let v: Vec<String> = ["-Xcuda-ptxas", "-maxrregcount=64", "-DX"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(user_ptxas_args(&v), ["-maxrregcount=64"]);
+    }
+}

@@ -1,0 +1,312 @@
+//! NVPTX targets against the real tools: `regtune report` must equal what
+//! `ptxas -v` says of clang's own CUDA compile (a command line built here,
+//! not by regtune), its occupancy must equal NVIDIA's calculator
+//! (`cuda_occupancy.h`, compiled here as an oracle), and `tune` must keep
+//! its promise in a plain `clang -fpass-plugin` build.
+//!
+//! These tests need the CUDA installation `ci/bootstrap.sh` assembles (or a
+//! real toolkit): without one they fail, naming the fix.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command as Process;
+use std::sync::OnceLock;
+
+use assert_cmd::Command;
+use common::{examples, repo};
+use regtune::cuda::Cuda;
+use regtune::nvidia::{self, KernelResources};
+use serde_json::Value;
+
+fn cuda() -> &'static Cuda {
+    static CUDA: OnceLock<Cuda> = OnceLock::new();
+    CUDA.get_or_init(|| Cuda::detect().unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn regtune() -> Command {
+    let mut cmd = Command::cargo_bin("regtune").expect("regtune binary");
+    cmd.current_dir(repo());
+    cmd
+}
+
+fn json(cmd: &mut Command) -> Vec<Value> {
+    let out = cmd.output().expect("run regtune");
+    assert!(out.status.success(), "regtune failed: {}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("regtune prints JSON");
+    doc["kernels"].as_array().expect("kernels array").clone()
+}
+
+fn report(file: &Path, arch: &str, extra: &[&str]) -> Vec<Value> {
+    json(regtune().args(["report", "--format", "json", "--offload-arch", arch]).args(extra).arg(file))
+}
+
+/// clang's CUDA device compile of `file` for `arch`, as a user would type it.
+fn cuda_compile(file: &Path, arch: &str) -> Process {
+    let mut cmd = Process::new("clang-22");
+    cmd.args(["-x", "cuda", "--cuda-device-only", "-O3", "-Wno-unknown-cuda-version"])
+        .arg(format!("--cuda-gpu-arch={arch}"))
+        .arg(format!("--cuda-path={}", cuda().root.display()))
+        .arg(file);
+    cmd
+}
+
+/// One entry function of a `ptxas -v` report.
+#[derive(Debug, Default, Clone)]
+struct Ptxas {
+    registers: u64,
+    barriers: u64,
+    stack: u64,
+    spill_stores: u64,
+    spill_loads: u64,
+    smem: u64,
+}
+
+/// `ptxas -v` of clang's compile: per entry function, the numbers it prints.
+fn ptxas_v(file: &Path, arch: &str, extra: &[&str], decisions: Option<&Path>) -> BTreeMap<String, Ptxas> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = cuda_compile(file, arch);
+    if let Some(db) = decisions {
+        cmd.env("REGTUNE_DECISIONS", db);
+    }
+    let out = cmd
+        .args(extra)
+        .args(["-c", "-Xcuda-ptxas", "-v", "-o"])
+        .arg(dir.path().join("k.cubin"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{text}");
+    let mut all = BTreeMap::new();
+    let mut current: Option<String> = None;
+    let number = |s: &str, suffix: &str| -> Option<u64> {
+        s.split(',').map(str::trim).find_map(|p| p.strip_suffix(suffix).map(|n| n.trim().rsplit(' ').next().unwrap().parse().unwrap()))
+    };
+    for line in text.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            current = Some(rest.split('\'').next().unwrap().to_string());
+            all.insert(current.clone().unwrap(), Ptxas::default());
+        } else if line.contains("Function properties for ") && !line.contains(current.as_deref().unwrap_or("\u{0}")) {
+            current = None;
+        } else if let Some(k) = current.as_ref().and_then(|c| all.get_mut(c)) {
+            if line.contains("bytes stack frame") {
+                k.stack = number(line, " bytes stack frame").unwrap();
+                k.spill_stores = number(line, " bytes spill stores").unwrap();
+                k.spill_loads = number(line, " bytes spill loads").unwrap();
+            }
+            if let Some(used) = line.split("Used ").nth(1) {
+                k.registers = used.split(' ').next().unwrap().parse().unwrap();
+                k.barriers = number(line, " barriers").unwrap_or(0);
+                k.smem = number(line, " bytes smem").unwrap_or(0);
+            }
+        }
+    }
+    all
+}
+
+/// NVIDIA's calculator, `cuda_occupancy.h`, as a program: one line of
+/// "major minor regs block smem barriers" in, active blocks per SM out.
+fn oracle(cases: &[(u32, u32, u32, u32, u32, u32)]) -> Vec<u32> {
+    static BIN: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    let (_, bin) = BIN.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("occupancy_oracle");
+        let status = Process::new("clang-22")
+            .args(["-O1", "-w", "-x", "c"])
+            .arg(format!("-I{}", cuda().root.join("include").display()))
+            .arg(repo().join("tests/nvptx/occupancy_oracle.c"))
+            .arg("-o")
+            .arg(&bin)
+            .status()
+            .unwrap();
+        assert!(status.success(), "the cuda_occupancy.h oracle does not build");
+        (dir, bin)
+    });
+    let input: String = cases.iter().map(|c| format!("{} {} {} {} {} {}\n", c.0, c.1, c.2, c.3, c.4, c.5)).collect();
+    // Through a file: a pipe both ways would fill up and block.
+    let mut cases_file = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(&mut cases_file, input.as_bytes()).unwrap();
+    let out = Process::new(bin).stdin(std::fs::File::open(cases_file.path()).unwrap()).output().unwrap();
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| l.parse().unwrap_or_else(|_| panic!("oracle said {l}"))).collect()
+}
+
+#[test]
+fn occupancy_calculator_equals_cuda_occupancy_h() {
+    let mut cases = Vec::new();
+    for sm in nvidia::SMS {
+        for regs in (1..=255).step_by(7).chain([32, 40, 64, 128, 168, 255]) {
+            for block in [32, 64, 96, 128, 192, 256, 320, 384, 512, 640, 768, 1024] {
+                for smem in [0, 1000, 8 * 1024, 20 * 1024, 48 * 1024 - 1024, 48 * 1024] {
+                    for barriers in [0, 1, 16] {
+                        cases.push((sm.major, sm.minor, regs, block, smem, barriers));
+                    }
+                }
+            }
+        }
+    }
+    let expected = oracle(&cases);
+    assert_eq!(expected.len(), cases.len());
+    for (c, want) in cases.iter().zip(expected) {
+        let sm = nvidia::SMS.iter().find(|s| (s.major, s.minor) == (c.0, c.1)).unwrap();
+        let k = KernelResources { regs: c.2, static_smem: c.4, dynamic_smem: 0, barriers: c.5 };
+        let got = sm.occupancy(&k, c.3);
+        assert_eq!(got.blocks, want, "{} regs={} block={} smem={} barriers={}: {got:?}", sm.name, c.2, c.3, c.4, c.5);
+        assert_eq!(got.warps, want * c.3.div_ceil(32));
+    }
+}
+
+fn check_against_ptxas(arch: &str) {
+    let sm = nvidia::sm(arch).unwrap();
+    for file in examples() {
+        let kernels = report(&file, arch, &[]);
+        let truth = ptxas_v(&file, arch, &[], None);
+        assert_eq!(kernels.len(), truth.len(), "{}: kernel count on {arch}", file.display());
+        for k in &kernels {
+            let symbol = k["symbol"].as_str().unwrap();
+            let p = truth.get(symbol).unwrap_or_else(|| panic!("ptxas reported no {symbol}"));
+            let (u, n) = (&k["usage"], &k["nvidia"]);
+            let ctx = format!("{} {symbol} on {arch}", file.display());
+            assert_eq!(u["vgpr"].as_u64(), Some(p.registers), "{ctx}: registers");
+            assert_eq!(u["scratch_bytes"].as_u64(), Some(p.stack), "{ctx}: stack frame");
+            assert_eq!(u["vgpr_spills"].as_u64(), Some(p.spill_stores), "{ctx}: spill stores");
+            assert_eq!(u["sgpr_spills"].as_u64(), Some(p.spill_loads), "{ctx}: spill loads");
+            assert_eq!(u["lds_bytes"].as_u64(), Some(p.smem), "{ctx}: shared memory");
+            assert_eq!(n["barriers"].as_u64(), Some(p.barriers), "{ctx}: barriers");
+            assert_eq!((u["agpr"].as_u64(), u["sgpr"].as_u64()), (Some(0), Some(0)), "{ctx}");
+            // No example has launch bounds: the default block size, said so.
+            assert_eq!((n["block_size"].as_u64(), n["block_size_from"].as_str()), (Some(256), Some("default")), "{ctx}");
+            let blocks = oracle(&[(sm.major, sm.minor, p.registers as u32, 256, p.smem as u32, p.barriers as u32)])[0];
+            assert_eq!(u["occupancy"].as_u64(), Some(u64::from(blocks * 8)), "{ctx}: occupancy (warps/SM)");
+            assert!(u["code_bytes"].as_u64().unwrap() > 0, "{ctx}: code size");
+            assert!(k["line"].as_u64().unwrap() > 0, "{ctx}: line");
+            assert_eq!(k["arch"], arch, "{ctx}");
+        }
+    }
+}
+
+#[test]
+fn report_equals_ptxas_on_sm_90() {
+    check_against_ptxas("sm_90");
+}
+
+#[test]
+fn report_equals_ptxas_on_sm_75_and_sm_86() {
+    check_against_ptxas("sm_75");
+    check_against_ptxas("sm_86");
+}
+
+#[test]
+fn block_size_comes_from_the_option_then_launch_bounds_then_256() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bounded.cu");
+    std::fs::write(
+        &file,
+        "__global__ void __launch_bounds__(128) bounded(float* x) { x[threadIdx.x] *= 2.0f; }\n\
+         __global__ void free_size(float* x) { x[threadIdx.x] += 1.0f; }\n",
+    )
+    .unwrap();
+    let rows = report(&file, "sm_90", &[]);
+    let from = |rows: &[Value], name: &str| {
+        let k = rows.iter().find(|k| k["name"].as_str().unwrap().starts_with(name)).unwrap();
+        (k["nvidia"]["block_size"].as_u64().unwrap(), k["nvidia"]["block_size_from"].as_str().unwrap().to_string())
+    };
+    assert_eq!(from(&rows, "bounded"), (128, "launch-bounds".to_string()));
+    assert_eq!(from(&rows, "free_size"), (256, "default".to_string()));
+    let given = report(&file, "sm_90", &["--block-size", "64"]);
+    assert_eq!(from(&given, "bounded"), (64, "option".to_string()));
+    // 64 threads: two warps a block, 32 block slots.
+    let k = given.iter().find(|k| k["name"].as_str().unwrap().starts_with("free_size")).unwrap();
+    assert_eq!(k["usage"]["occupancy"], 64);
+    let table = regtune().args(["report", "--offload-arch", "sm_90"]).arg(&file).output().unwrap();
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.contains("@128 (launch bounds)") && table.contains("@256 (default)"), "{table}");
+}
+
+#[test]
+fn target_nvptx_defaults_to_sm_90_and_rejects_amdgpu_archs() {
+    let file = repo().join("examples/long_lived.hip");
+    let rows = json(regtune().args(["report", "--format", "json", "--target", "nvptx"]).arg(&file));
+    assert_eq!(rows[0]["arch"], "sm_90");
+    let out = regtune().args(["report", "--target", "nvptx", "--offload-arch", "gfx90a"]).arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("--offload-arch gfx90a is not a target of --target nvptx"), "{stderr}");
+}
+
+#[test]
+fn doctor_names_the_cuda_installation() {
+    let out = regtune().arg("doctor").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().find(|l| l.contains("CUDA for NVPTX targets")).expect("a CUDA line");
+    assert!(line.starts_with("ok") && line.contains(&cuda().root.display().to_string()), "{text}");
+}
+
+fn spills(u: &Value) -> u64 {
+    u["vgpr_spills"].as_u64().unwrap() + u["sgpr_spills"].as_u64().unwrap()
+}
+
+/// One tune over every example on sm_90, shared by the tests below.
+fn tuned() -> &'static (tempfile::TempDir, Vec<Value>) {
+    static TUNED: OnceLock<(tempfile::TempDir, Vec<Value>)> = OnceLock::new();
+    TUNED.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let files = examples();
+        let rows = json(
+            regtune()
+                .args(["tune", "--format", "json", "--offload-arch", "sm_90", "--db"])
+                .arg(dir.path().join("db.json"))
+                .args(&files),
+        );
+        (dir, rows)
+    })
+}
+
+#[test]
+fn tune_on_sm_90_raises_occupancy_and_never_makes_a_kernel_worse() {
+    let (_, rows) = tuned();
+    assert_eq!(rows.len(), examples().len());
+    let mut applied = std::collections::BTreeSet::new();
+    for k in rows {
+        let (b, a) = (&k["before"], &k["after"]);
+        let name = k["name"].as_str().unwrap();
+        assert!(a["occupancy"].as_u64() >= b["occupancy"].as_u64(), "{name}: occupancy went down");
+        assert!(spills(a) <= spills(b), "{name}: spills went up");
+        if k["applied"].as_array().unwrap().is_empty() {
+            assert_eq!(a, b, "{name}: nothing applied, so nothing changed");
+        } else {
+            assert!(a["occupancy"].as_u64() > b["occupancy"].as_u64(), "{name}: applied without a gain");
+        }
+        for l in k["applied"].as_array().unwrap() {
+            applied.insert(l.as_str().unwrap().split('=').next().unwrap().to_string());
+        }
+        // The plain compile tune starts from is the one report measures.
+        let file = repo().join(k["file"].as_str().unwrap());
+        let reported = report(&file, "sm_90", &[]);
+        let r = reported.iter().find(|r| r["symbol"] == k["symbol"]).unwrap();
+        assert_eq!(r["usage"], *b, "{name}: tune's before is report's usage");
+    }
+    for t in ["pow2", "sink", "unroll-cap"] {
+        assert!(applied.contains(t), "{t} decided no kernel on sm_90: {applied:?}");
+    }
+}
+
+#[test]
+fn a_plugin_build_with_the_db_gives_exactly_the_promised_usage_on_sm_90() {
+    let (dir, rows) = tuned();
+    let plugin = repo().join("target/debug/libregtune_passes.so");
+    assert!(plugin.is_file(), "build the workspace first: {}", plugin.display());
+    let db = dir.path().join("db.json");
+    for file in examples() {
+        let plugin_arg = format!("-fpass-plugin={}", plugin.display());
+        let truth = ptxas_v(&file, "sm_90", &[&plugin_arg], Some(&db));
+        for (symbol, p) in &truth {
+            let k = rows.iter().find(|k| k["symbol"] == symbol.as_str()).unwrap();
+            let a = &k["after"];
+            let ctx = format!("{} {} ({})", file.display(), k["name"], k["applied"]);
+            assert_eq!(a["vgpr"].as_u64(), Some(p.registers), "{ctx}: registers");
+            assert_eq!(a["vgpr_spills"].as_u64(), Some(p.spill_stores), "{ctx}: spill stores");
+            assert_eq!(a["scratch_bytes"].as_u64(), Some(p.stack), "{ctx}: stack");
+        }
+    }
+}
