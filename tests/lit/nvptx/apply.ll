@@ -1,16 +1,17 @@
 ; RUN: env REGTUNE_DECISIONS=%S/Inputs/decisions.json %opt -passes=regtune-apply -S %s | FileCheck %s
 ;
 ; regtune-apply matches NVPTX kernels by symbol and by "target-cpu"="sm_90":
-; @tuned gets pow2, the register cap for 48 warps per SM and the block size
-; 256. @plain's entry is for gfx90a, another target: it stays plain.
+; @tuned gets pow2 (its pow allows approximate functions), the register cap
+; for 48 warps per SM and the block size 256. @plain's entry is for gfx90a,
+; another target: it stays plain.
 
 target triple = "nvptx64-nvidia-cuda"
 
 ; CHECK-LABEL: define ptx_kernel void @tuned(
-; CHECK-NEXT:    [[SQ:%.*]] = fmul contract double %x, %x
+; CHECK-NEXT:    [[SQ:%.*]] = fmul contract afn double %x, %x
 ; CHECK-NEXT:    store double [[SQ]], ptr %p
 define ptx_kernel void @tuned(ptr %p, double %x) #0 {
-  %r = call contract double @__nv_pow(double %x, double 2.0)
+  %r = call contract afn double @__nv_pow(double %x, double 2.0)
   store double %r, ptr %p
   ret void
 }

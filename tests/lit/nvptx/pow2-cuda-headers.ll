@@ -3,15 +3,16 @@
 ; clang's CUDA headers wrap libdevice in forwarding functions, which reach
 ; the passes (before any optimisation) in this form: each argument spilled
 ; to an alloca, loaded back, and passed on. pow(double, double) is
-; _ZL3powdd -> __nv_pow; std::pow(float, int) is _ZL3powfi -> _ZL5powiffi
-; -> __nv_powif. A call with a constant 2 is rewritten at the call site and
-; the chain it leaves unused is deleted.
+; _ZL3powdd -> __nv_pow (rewritten here because the call allows
+; approximate functions, as under -ffast-math); std::pow(float, int) is
+; _ZL3powfi -> _ZL5powiffi -> __nv_powif. A call with a constant 2 is
+; rewritten at the call site and the chain it leaves unused is deleted.
 
 target triple = "nvptx64-nvidia-cuda"
 
 ; CHECK-LABEL: define ptx_kernel void @kernel(
 ; CHECK:         [[X:%.*]] = load double, ptr %in
-; CHECK-NEXT:    [[SQ:%.*]] = fmul contract double [[X]], [[X]]
+; CHECK-NEXT:    [[SQ:%.*]] = fmul contract afn double [[X]], [[X]]
 ; CHECK-NEXT:    store double [[SQ]], ptr %out
 ; CHECK:         [[F:%.*]] = load float, ptr %fin
 ; CHECK-NEXT:    [[FSQ:%.*]] = fmul contract float [[F]], [[F]]
@@ -19,7 +20,7 @@ target triple = "nvptx64-nvidia-cuda"
 ; CHECK-NEXT:    ret void
 define ptx_kernel void @kernel(ptr %out, ptr %in, ptr %fout, ptr %fin) {
   %x = load double, ptr %in
-  %r = call contract noundef double @_ZL3powdd(double noundef %x, double noundef 2.0)
+  %r = call contract afn noundef double @_ZL3powdd(double noundef %x, double noundef 2.0)
   store double %r, ptr %out
   %f = load float, ptr %fin
   %s = call contract noundef float @_ZL3powfi(float noundef %f, i32 noundef 2)
@@ -40,7 +41,7 @@ entry:
   store double %__b, ptr %__b.addr, align 8
   %0 = load double, ptr %__a.addr, align 8
   %1 = load double, ptr %__b.addr, align 8
-  %call = call contract double @__nv_pow(double noundef %0, double noundef %1)
+  %call = call contract afn double @__nv_pow(double noundef %0, double noundef %1)
   ret double %call
 }
 

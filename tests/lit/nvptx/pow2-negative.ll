@@ -1,6 +1,8 @@
 ; RUN: %opt -passes=regtune-pow2 -S %s | FileCheck %s
 ;
 ; Verify that what pow2 must not touch on NVPTX is _not_ rewritten:
+; __nv_pow and __nv_powf without afn (libdevice's pow is not correctly
+; rounded, so x * x would change the result's last bit for some x),
 ; __nv_fast_powf (CUDA's __powf, an approximation x * x would not equal),
 ; an exponent that is no small integer, and a variable exponent.
 
@@ -10,6 +12,20 @@ target triple = "nvptx64-nvidia-cuda"
 ; CHECK-NEXT:    call float @__nv_fast_powf(float %x, float 2.000000e+00)
 define float @fast(float %x) {
   %r = call float @__nv_fast_powf(float %x, float 2.0)
+  ret float %r
+}
+
+; CHECK-LABEL: define double @exact_call(
+; CHECK-NEXT:    call contract double @__nv_pow(double %x, double 2.000000e+00)
+define double @exact_call(double %x) {
+  %r = call contract double @__nv_pow(double %x, double 2.0)
+  ret double %r
+}
+
+; CHECK-LABEL: define float @exact_call_f32(
+; CHECK-NEXT:    call nnan ninf nsz float @__nv_powf(float %x, float 2.000000e+00)
+define float @exact_call_f32(float %x) {
+  %r = call nnan ninf nsz float @__nv_powf(float %x, float 2.0)
   ret float %r
 }
 
@@ -28,5 +44,6 @@ define double @variable(double %x, i32 %n) {
 }
 
 declare float @__nv_fast_powf(float, float)
+declare float @__nv_powf(float, float)
 declare double @__nv_pow(double, double)
 declare double @__nv_powi(double, i32)
