@@ -103,10 +103,24 @@ fn each_transform_decides_at_least_one_kernel() {
 fn assumptions_are_suggested_not_applied_by_default() {
     let dir = tempfile::tempdir().unwrap();
     let spill = repo().join("examples/launch_bounds_spill.hip");
-    let k = &tune(&[&spill], "gfx90a", &dir.path().join("db.json"), &["--block-size", "auto", "--objective", "no-spill"])[0];
-    assert!(k["applied"].as_array().unwrap().iter().all(|l| !l.as_str().unwrap().starts_with("launch-bounds")), "{k}");
+    let assumed = |l: &Value| {
+        let l = l.as_str().unwrap();
+        l.starts_with("launch-bounds") || l.starts_with("noalias")
+    };
+    // The block size alone (noalias off): suggested, never applied.
+    let only_block = ["--block-size", "auto", "--objective", "no-spill", "--noalias", "off"];
+    let k = &tune(&[&spill], "gfx90a", &dir.path().join("a.json"), &only_block)[0];
+    assert!(!k["applied"].as_array().unwrap().iter().any(assumed), "{k}");
     assert_eq!(k["suggested"], serde_json::json!(["launch-bounds=256"]), "{k}");
     assert!(k["suggestions"][0].as_str().unwrap().contains("__launch_bounds__(256)"), "{k}");
+    // noalias by default: suggested with what to verify, never applied
+    // (on LBM it is what reaches the step after the one pow2 reaches).
+    let lbm = repo().join("examples/lbm_d3q19.hip");
+    let k = &tune(&[&lbm], "gfx90a", &dir.path().join("b.json"), &[])[0];
+    assert!(!k["applied"].as_array().unwrap().iter().any(assumed), "{k}");
+    let suggested = k["suggested"].as_array().unwrap();
+    assert!(!suggested.is_empty() && suggested.iter().all(|l| l.as_str().unwrap().starts_with("noalias=")), "{k}");
+    assert!(k["suggestions"][0].as_str().unwrap().contains("never overlap"), "{k}");
 }
 
 #[test]

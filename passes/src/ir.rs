@@ -43,7 +43,6 @@ pub fn is_nvptx_kernel(f: FunctionValue<'_>) -> bool {
     f.get_call_conventions() == PTX_KERNEL_CC
 }
 
-
 /// The defined kernels of the module, in module order.
 pub fn kernels<'ctx>(module: &Module<'ctx>) -> Vec<FunctionValue<'ctx>> {
     defined_functions(module).into_iter().filter(|f| is_kernel(*f)).collect()
@@ -146,8 +145,12 @@ pub fn resolve_param(kernel: FunctionValue<'_>, p: &ParamRef) -> Option<Param> {
             let idx = *i as usize;
             (idx < params.len()).then(|| Param { index: *i, name: name_of(idx) })
         }
+        // HIP passes some pointers as `%name.coerce`; the source name is `name`.
         ParamRef::Name(n) => (0..params.len())
-            .find(|&i| name_of(i) == *n)
+            .find(|&i| {
+                let ir_name = name_of(i);
+                ir_name == *n || ir_name.strip_suffix(".coerce") == Some(n.as_str())
+            })
             .map(|i| Param { index: i as u32, name: n.clone() }),
     }
 }
