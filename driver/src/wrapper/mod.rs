@@ -1,8 +1,10 @@
 //! The drop-in hipcc wrapper behind `regtune-hipcc` and `regtune cc`:
 //! builds HIP sources with the tuned decisions, and never breaks a build.
 //!
-//!     regtune-hipcc --offload-arch=gfx90a -O3 -c k.hip -o k.o
-//!     regtune cc [--mode use|tune|off] [--compiler PATH] [--db PATH] [--] [COMPILER] ARGS...
+//! ```text
+//! regtune-hipcc --offload-arch=gfx90a -O3 -c k.hip -o k.o
+//! regtune cc [--mode use|tune|off] [--compiler PATH] [--db PATH] [--] [COMPILER] ARGS...
+//! ```
 //!
 //! Modes (`--mode`, else `REGTUNE_MODE`, else `use`):
 //! - use: apply the db's current decisions for each HIP source through the
