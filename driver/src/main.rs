@@ -272,7 +272,7 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
         if args.format == Format::Table {
             for r in &rows {
                 for s in &r.suggestions {
-                    text.push_str(&format!("suggestion for {} on {}: {s}\n", r.report.name, r.report.arch));
+                    text.push_str(&format!("suggestion for {} on {}: {s}\n", report::short_name(&r.report.name), r.report.arch));
                 }
             }
             if args.diff {
