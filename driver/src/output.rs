@@ -41,6 +41,19 @@ impl Failure {
     }
 }
 
+/// The rows of the jobs that worked, and the failures, in job order.
+pub fn partition<T>(results: Vec<Result<Vec<T>, Failure>>) -> (Vec<T>, Vec<Failure>) {
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for r in results {
+        match r {
+            Ok(mut v) => rows.append(&mut v),
+            Err(f) => failures.push(f),
+        }
+    }
+    (rows, failures)
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write {}: {source}", path.display())]
 pub struct WriteError {

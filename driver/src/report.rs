@@ -15,7 +15,7 @@ use crate::codeobj;
 use crate::compile::{self, CompileError, Unit};
 use crate::measure::{self, Measured, NvidiaUsage};
 use crate::occupancy::Limiter;
-use crate::output::{Failure, Tabular};
+use crate::output::{self, Failure, Tabular};
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
 
@@ -69,15 +69,7 @@ pub fn run_with(
     let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
     let results: Vec<Result<Vec<KernelReport>, Failure>> =
         jobs.par_iter().map(|(file, arch)| one(toolchain, file, arch, user_args, options)).collect();
-    let mut rows = Vec::new();
-    let mut failures = Vec::new();
-    for r in results {
-        match r {
-            Ok(mut v) => rows.append(&mut v),
-            Err(f) => failures.push(f),
-        }
-    }
-    (rows, failures)
+    output::partition(results)
 }
 
 fn one(

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::measure::Measured;
 use crate::occupancy::Limiter;
-use crate::output::{Failure, Tabular};
+use crate::output::{self, Failure, Tabular};
 use crate::report::{self, KernelReport};
 use crate::search::{self, Objective, Outcome, Rule, Space};
 use crate::session::{Inspection, Listing, Session};
@@ -127,14 +127,7 @@ pub fn run(
         })
         .collect();
     bar.finish_and_clear();
-    let mut rows = Vec::new();
-    let mut failures = Vec::new();
-    for r in results {
-        match r {
-            Ok(mut v) => rows.append(&mut v),
-            Err(f) => failures.push(f),
-        }
-    }
+    let (rows, mut failures) = output::partition(results);
     if !rows.is_empty() {
         let saved = Db::update(db_path, |db| {
             for row in &rows {
@@ -572,58 +565,34 @@ fn diff_listings(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<
 /// The `.entry symbol(` ... `}` block of a PTX listing.
 fn ptx_function(listing: &str, symbol: &str) -> String {
     let start = format!(".entry {symbol}(");
-    let mut out = String::new();
-    let mut inside = false;
-    for line in listing.lines() {
-        if line.contains(&start) {
-            inside = true;
-        }
-        if inside {
-            out.push_str(line);
-            out.push('\n');
-            if line == "}" {
-                break;
-            }
-        }
-    }
-    out
+    cut(listing, |l| l.contains(&start), |l| l == "}", true)
 }
 
 /// The `define ... @symbol(...) { ... }` block of an IR listing.
 fn ir_function(listing: &str, symbol: &str) -> String {
     let start = format!("@{symbol}(");
-    let mut out = String::new();
-    let mut inside = false;
-    for line in listing.lines() {
-        if line.starts_with("define") && line.contains(&start) {
-            inside = true;
-        }
-        if inside {
-            out.push_str(line);
-            out.push('\n');
-            if line == "}" {
-                break;
-            }
-        }
-    }
-    out
+    cut(listing, |l| l.starts_with("define") && l.contains(&start), |l| l == "}", true)
 }
 
 /// The assembly from `symbol:` to its `.Lfunc_end` label.
 fn asm_function(listing: &str, symbol: &str) -> String {
     let start = format!("{symbol}:");
+    cut(listing, |l| l.starts_with(&start), |l| l.starts_with(".Lfunc_end"), false)
+}
+
+/// The lines from the first that `starts` to the next that `ends` (that
+/// one kept when `keep_end`).
+fn cut(listing: &str, starts: impl Fn(&str) -> bool, ends: impl Fn(&str) -> bool, keep_end: bool) -> String {
     let mut out = String::new();
-    let mut inside = false;
-    for line in listing.lines() {
-        if line.starts_with(&start) {
-            inside = true;
-        }
-        if inside {
-            if line.starts_with(".Lfunc_end") {
-                break;
-            }
+    let mut lines = listing.lines().skip_while(|l| !starts(l));
+    for line in lines.by_ref() {
+        let last = ends(line);
+        if !last || keep_end {
             out.push_str(line);
             out.push('\n');
+        }
+        if last {
+            break;
         }
     }
     out
