@@ -154,7 +154,7 @@ impl Unit<'_> {
             .arg(&pre_opt_ir)
             .arg(self.source);
         let front = run(frontend, self)?;
-        let built = ir_to_object_with(self.toolchain, self.arch, &pre_opt_ir, &object, &[], &[], self.user_args)?;
+        let built = ir_to_object(self.toolchain, self.arch, &pre_opt_ir, &object, &[], &[], self.user_args)?;
         Ok(Temps { object, pre_opt_ir, preprocessed, stderr: front.stderr + &built.stderr })
     }
 }
@@ -170,22 +170,10 @@ pub struct Temps {
 
 /// Compile pre-optimization IR to a code object through the same O3
 /// pipeline and code generator as the HIP compile, with the pass plugin.
+/// `user_args` are the unit's own flags: NVPTX passes their `-O` level and
+/// `-Xcuda-ptxas` options on to ptxas, as clang does. With `-S` in
+/// `extra_args`, `out` is the listing (PTX on NVPTX) and ptxas does not run.
 pub fn ir_to_object(
-    toolchain: &Toolchain,
-    arch: &Arch,
-    ir: &Path,
-    out: &Path,
-    extra_args: &[OsString],
-    env: &[(&str, OsString)],
-) -> Result<Compiled, CompileError> {
-    ir_to_object_with(toolchain, arch, ir, out, extra_args, env, &[])
-}
-
-/// [`ir_to_object`] for a unit compiled with `user_args`: NVPTX passes their
-/// `-O` level and `-Xcuda-ptxas` options on to ptxas, as clang does. With
-/// `-S` in `extra_args`, `out` is the listing (PTX on NVPTX) and ptxas does
-/// not run.
-pub fn ir_to_object_with(
     toolchain: &Toolchain,
     arch: &Arch,
     ir: &Path,

@@ -155,7 +155,7 @@ impl<'a> Session<'a> {
         }
         let (args, env) = self.plugin_args(&key)?;
         let obj = self.scratch_path("o");
-        let compiled = compile::ir_to_object_with(self.toolchain, self.arch, &self.pre_ir, &obj, &args, &env, self.user_args)?;
+        let compiled = compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &obj, &args, &env, self.user_args)?;
         let measured = measure::object_file_with(&obj, self.arch, &compiled.stderr, &self.options)?;
         let _ = std::fs::remove_file(&obj);
         self.cache.lock().expect("cache lock").insert(key, measured.clone());
@@ -170,7 +170,7 @@ impl<'a> Session<'a> {
             args.push("-emit-llvm".into());
         }
         let out = self.scratch_path("s");
-        compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &out, &args, &env)?;
+        compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &out, &args, &env, self.user_args)?;
         std::fs::read_to_string(&out).map_err(|e| SessionError::Io(format!("cannot read {}: {e}", out.display())))
     }
 
