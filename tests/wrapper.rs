@@ -650,3 +650,47 @@ fn a_db_regtune_batch_made_from_the_compile_commands_is_applied_by_the_build() {
     }
     assert_eq!(std::fs::read(&db).unwrap(), db_before);
 }
+
+/// A clang-22 whose directory lacks `clang-offload-bundler`, as on a machine
+/// without clang-tools-22: a copy of the binary (clang looks for its tools
+/// next to itself), its libraries, and lld.
+fn clang_without_the_bundler(dir: &Path) -> PathBuf {
+    let bin = dir.join("llvm/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy("/usr/lib/llvm-22/bin/clang", bin.join("clang++")).unwrap();
+    std::os::unix::fs::symlink("/usr/lib/llvm-22/lib", dir.join("llvm/lib")).unwrap();
+    std::os::unix::fs::symlink("/usr/lib/llvm-22/bin/lld", bin.join("lld")).unwrap();
+    bin.join("clang++")
+}
+
+#[test]
+fn a_missing_toolchain_program_is_named_with_its_package_and_the_exit_code_is_the_compilers() {
+    let dir = tempfile::tempdir().unwrap();
+    let clang = clang_without_the_bundler(dir.path());
+    std::fs::write(dir.path().join("k.hip"), "__attribute__((global)) void k(float* x) { x[0] = 1.0f; }\n").unwrap();
+    let args = ["-x", "hip", "--offload-arch=gfx90a", "-nogpulib", "-nogpuinc", "-O3", "-c", "k.hip", "-o", "k.o"];
+    let path = "/usr/bin:/bin"; // no unversioned clang-offload-bundler there
+    let expected = Command::new(&clang).current_dir(dir.path()).env("PATH", path).args(args).output().unwrap();
+    assert_eq!(expected.status.code(), Some(1));
+    assert!(text(&expected.stderr).contains("posix_spawn failed"), "{}", text(&expected.stderr));
+    for mode in ["off", "use", "tune"] {
+        let out = wrapper("regtune", dir.path())
+            .env("PATH", path)
+            .args(["cc", "--mode", mode, "--compiler"])
+            .arg(&clang)
+            .arg("--")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), expected.status.code(), "{mode}");
+        let stderr = text(&out.stderr);
+        let (compiler_said, ours) = stderr.split_at(text(&expected.stderr).len());
+        assert_eq!(compiler_said, text(&expected.stderr), "{mode}: the compiler's output first, verbatim");
+        assert_eq!(
+            ours,
+            "regtune: error: the toolchain is incomplete: `clang-offload-bundler` is missing (clang runs it for this \
+             compile); install it: sudo apt-get install -y clang-tools-22, or run `regtune doctor`\n",
+            "{mode}"
+        );
+    }
+}

@@ -23,6 +23,7 @@ pub mod search;
 pub mod session;
 pub mod target;
 pub mod toolchain;
+pub mod tools;
 pub mod tune;
 pub mod wrapper;
 

@@ -19,11 +19,10 @@ use std::process::Command;
 
 use crate::cuda::{Cuda, CudaError};
 use crate::target::Arch;
+use crate::tools;
 
 const DEBIAN_LLVM: &str = "/usr/lib/llvm-22";
 const DEBIAN_DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
-const DEBIAN_HIP_HEADERS: &str = "/usr/include/hip/hip_runtime.h";
-const DEBIAN_PACKAGES: &str = "clang-22 llvm-22-dev llvm-22-tools lld-22 libamdhip64-dev rocm-device-libs";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ToolchainError {
@@ -63,6 +62,9 @@ pub struct Check {
     pub what: &'static str,
     pub found: Option<String>,
     pub fix: String,
+    /// regtune cannot work without it (others are optional, or only for
+    /// tests and scripts).
+    pub required: bool,
 }
 
 impl Toolchain {
@@ -84,7 +86,7 @@ impl Toolchain {
                 version,
             });
         }
-        let missing: Vec<String> = debian_checks()
+        let missing: Vec<String> = debian_checks(false)
             .into_iter()
             .filter(|c| c.found.is_none())
             .map(|c| c.what.to_string())
@@ -257,19 +259,22 @@ impl Toolchain {
             what: "ROCm install ($ROCM_PATH or /opt/rocm)",
             found: rocm.as_ref().map(|r| r.display().to_string()),
             fix: "optional: install ROCm and set ROCM_PATH; Debian's packages are used otherwise".into(),
+            required: false,
         });
         if rocm.is_none() {
-            checks.extend(debian_checks());
+            checks.extend(debian_checks(true));
         }
         checks.push(Check {
             what: "CUDA for NVPTX targets (sm_XX)",
             found: Cuda::detect().ok().map(|c| format!("{} (CUDA {}, {})", c.root.display(), c.version, c.ptxas_version)),
             fix: "optional: sudo ci/bootstrap.sh (assembles it from NVIDIA's PyPI wheels), or set CUDA_PATH".into(),
+            required: false,
         });
         checks.push(Check {
             what: "regtune pass plugin",
             found: crate::plugin::find().ok().map(|p| p.display().to_string()),
             fix: "cargo build --release --workspace".into(),
+            required: true,
         });
         checks
     }
@@ -280,22 +285,23 @@ fn rocm_root() -> Option<PathBuf> {
     candidates.into_iter().find(|r| r.join("llvm/bin/clang").is_file())
 }
 
-fn debian_checks() -> Vec<Check> {
-    let fix = |pkg: &str| format!("sudo apt-get install -y {pkg}   (or: sudo ci/bootstrap.sh for all of {DEBIAN_PACKAGES})");
-    let path_check = |what: &'static str, path: String, pkg: &str| Check {
-        what,
-        found: Path::new(&path).exists().then_some(path),
-        fix: fix(pkg),
-    };
-    vec![
-        path_check("clang 22", format!("{DEBIAN_LLVM}/bin/clang"), "clang-22"),
-        path_check("lld 22", format!("{DEBIAN_LLVM}/bin/ld.lld"), "lld-22"),
-        path_check("opt/llvm-as 22", format!("{DEBIAN_LLVM}/bin/opt"), "llvm-22"),
-        path_check("LLVM 22 headers", format!("{DEBIAN_LLVM}/include/llvm-c/Core.h"), "llvm-22-dev"),
-        path_check("FileCheck and lit (tests)", format!("{DEBIAN_LLVM}/bin/FileCheck"), "llvm-22-tools"),
-        path_check("HIP headers", DEBIAN_HIP_HEADERS.to_string(), "libamdhip64-dev"),
-        path_check("ROCm device libraries", format!("{DEBIAN_DEVICE_LIBS}/ocml.bc"), "rocm-device-libs"),
-    ]
+/// The Debian tools regtune itself needs (`all`: and those its tests and
+/// scripts spawn), each with the package to install when missing.
+fn debian_checks(all: bool) -> Vec<Check> {
+    tools::DEBIAN
+        .iter()
+        .filter(|t| all || t.runtime)
+        .map(|t| Check {
+            what: t.what,
+            found: t.present().then(|| t.path().display().to_string()),
+            fix: format!(
+                "sudo apt-get install -y {}{}   (or: sudo ci/bootstrap.sh installs everything)",
+                t.package,
+                if t.runtime { "" } else { "; tests and scripts only" }
+            ),
+            required: t.runtime,
+        })
+        .collect()
 }
 
 fn clang_version(clang: &Path) -> Result<String, ToolchainError> {

@@ -41,6 +41,7 @@ use regtune_decisions::{Db, Entry};
 
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
+use crate::tools;
 
 use cache::Cache;
 use command::CompileCommand;
@@ -402,8 +403,16 @@ impl Wrapper {
         }
     }
 
-    /// Replace this process with the plain compile.
+    /// The plain compile. A HIP compile runs captured, so that a failure to
+    /// spawn one of clang's offload tools can be named; anything else
+    /// replaces this process.
     fn exec_plain(&self, cmd: Option<&CompileCommand>, front: &[OsString]) -> ExitCode {
+        if cmd.is_some_and(|c| !c.hip_sources(self.compiler.cu_is_hip()).is_empty()) {
+            return match self.run_plain(cmd, front) {
+                Ok(out) => self.pass_through(&out),
+                Err(code) => code,
+            };
+        }
         let _ = std::io::stdout().flush();
         let error = self.compiler.plain(&self.original, cmd, front).exec();
         eprintln!("regtune: error: cannot run {}: {error}", self.compiler.path.display());
@@ -411,21 +420,53 @@ impl Wrapper {
     }
 
     /// regtune could not do its part: compile plainly and, if that
-    /// succeeds, say why in one line. If it fails, the error is the user's.
+    /// succeeds, say why in one line. If it fails, the error is the user's
+    /// (or a missing tool's, which is then named).
     fn fallback(&self, cmd: Option<&CompileCommand>, front: &[OsString], cause: String) -> ExitCode {
-        let out = match self.captured(cmd, front).output() {
+        let out = match self.run_plain(cmd, front) {
             Ok(out) => out,
-            Err(e) => {
-                eprintln!("regtune: error: cannot run {}: {e}", self.compiler.path.display());
-                return ExitCode::from(127);
-            }
+            Err(code) => return code,
         };
-        if out.status.success() {
+        if out.output.status.success() {
             let cause = cause.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
             eprintln!("regtune: warning: {cause}; compiling without regtune");
         }
-        forward(&out)
+        self.pass_through(&out)
     }
+
+    /// Run the plain compile captured; Err is the exit code when the
+    /// compiler cannot be run at all (said in one line).
+    fn run_plain(&self, cmd: Option<&CompileCommand>, front: &[OsString]) -> Result<PlainRun, ExitCode> {
+        let mut command = self.captured(cmd, front);
+        let args: Vec<OsString> = command.get_args().map(OsString::from).collect();
+        match command.output() {
+            Ok(output) => Ok(PlainRun { args, output }),
+            Err(e) => {
+                eprintln!("regtune: error: cannot run {}: {e}", self.compiler.path.display());
+                Err(ExitCode::from(127))
+            }
+        }
+    }
+
+    /// The compiler's output and exit code, unchanged; after a failure that
+    /// was a tool missing from the toolchain, one more line naming it.
+    fn pass_through(&self, run: &PlainRun) -> ExitCode {
+        let code = forward(&run.output);
+        if !run.output.status.success() {
+            let stderr = String::from_utf8_lossy(&run.output.stderr);
+            if let Some(line) = tools::explain_missing(&self.compiler.path, &run.args, &stderr) {
+                eprintln!("regtune: error: {line}");
+            }
+        }
+        code
+    }
+}
+
+/// A plain compile that ran: its arguments (to ask the compiler what it
+/// spawns) and what it printed.
+struct PlainRun {
+    args: Vec<OsString>,
+    output: Output,
 }
 
 /// Write the compiler's output as it wrote it and return its exit code.
