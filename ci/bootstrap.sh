@@ -9,7 +9,7 @@
 # ${XDG_CACHE_HOME:-~/.cache}/regtune/cuda, once.
 set -euo pipefail
 
-packages=(clang-22 clang-tools-22 llvm-22 llvm-22-dev llvm-22-tools lld-22 libamdhip64-dev rocm-device-libs cmake chromium python3-pip strace g++)
+packages=(clang-22 clang-tools-22 llvm-22 llvm-22-dev llvm-22-tools lld-22 libamdhip64-dev rocm-device-libs cmake chromium python3-pip strace g++ make)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

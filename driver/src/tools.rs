@@ -59,6 +59,7 @@ pub const DEBIAN: &[Tool] = &[
     tool("ROCm device libraries", "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ocml.bc", "rocm-device-libs", true),
     tool("FileCheck and lit (tests)", "FileCheck", "llvm-22-tools", false),
     tool("cmake (examples/cmake, tests)", "/usr/bin/cmake", "cmake", false),
+    tool("make (cmake's generator, tests)", "/usr/bin/make", "make", false),
     tool("chromium (HTML report tests)", "/usr/bin/chromium", "chromium", false),
     tool("pip (fetches CUDA's wheels)", "/usr/lib/python3/dist-packages/pip/__init__.py", "python3-pip", false),
     tool("strace (ci/check-spawned.sh)", "/usr/bin/strace", "strace", false),
