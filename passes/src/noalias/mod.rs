@@ -1,11 +1,11 @@
 //! `regtune-noalias<P;...>`: mark chosen pointer parameters of a kernel
 //! `noalias`; `regtune-noalias-rank`: rank which ones are worth trying.
 //!
-//! [`transform`] is the pass that adds the attribute, and says why that is a
-//! promise only the user can make. [`ranking`] scores each parameter from
-//! the kernel's memory accesses, which [`trace`] lists; the trace follows
-//! pointers with the facts of [`origins`], tells addresses apart with
-//! [`keys`], and reads each function's blocks in the order [`body`] gives
+//! `transform.rs` is the pass that adds the attribute, and says why that is a
+//! promise only the user can make. `ranking.rs` scores each parameter from
+//! the kernel's memory accesses, which `trace.rs` lists; the trace follows
+//! pointers with the facts of `origins.rs`, tells addresses apart with
+//! `keys.rs`, and reads each function's blocks in the order `body.rs` gives
 //! them. This file holds the state they share while one kernel is read.
 //!
 //!   opt-22 -load-pass-plugin=target/debug/libregtune_passes.so \

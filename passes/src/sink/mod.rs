@@ -58,9 +58,9 @@
 //!   opt-22 -load-pass-plugin=target/debug/libregtune_passes.so \
 //!     -passes=regtune-sink in.ll -S -o out.ll
 //!
-//! The pass in four files: [`cfg`] (blocks, dominators, natural loops),
-//! [`legality`] (what may move, and across what), [`placement`] (where each
-//! definition goes, the plan, and the moves themselves) and [`profitability`]
+//! The pass in four files: `cfg.rs` (blocks, dominators, natural loops),
+//! `legality.rs` (what may move, and across what), `placement.rs` (where each
+//! definition goes, the plan, and the moves themselves) and `profitability.rs`
 //! (whether a move frees registers: live ranges and register pressure). This
 //! one takes the snapshot of a function they share and runs the two rewrites.
 
