@@ -2,7 +2,9 @@
 //! that runs them inside `opt` and `clang`.
 //!
 //! One module per transform, each opening with what it does, why it is legal
-//! and the `opt` command that runs it alone:
+//! and the `opt` command that runs it alone (the two largest are folders,
+//! split the way LLVM splits such passes: `sink/` into legality, placement
+//! and profitability, `noalias/` into the transform and the ranking):
 //!
 //! | pass name                         | module          |
 //! |-----------------------------------|-----------------|

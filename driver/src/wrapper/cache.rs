@@ -1,12 +1,15 @@
 //! The wrapper's own cache: input-hash manifests, "this plugin loads into
 //! this compiler" marks, and Debian's linked device bitcode. Everything in it
 //! can be rebuilt; deleting it costs one preprocessor run per source.
+//! Entries are keyed by file identity (path, size, modification time), which
+//! lives here too, so the rest of the wrapper depends on this module and
+//! never the other way round.
 //!
 //! `$REGTUNE_CACHE_DIR`, else `$XDG_CACHE_HOME/regtune/wrapper`, else
 //! `~/.cache/regtune/wrapper`. Concurrent wrappers write whole files
 //! atomically, so a reader sees an old entry or a new one, never half.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::toolchain::Toolchain;
@@ -62,7 +65,7 @@ impl Cache {
     /// in order (Debian's `hip.bc` and `oclc_daz_opt_*.bc`).
     pub fn linked_bitcode(&self, toolchain: &Toolchain, libs: &[PathBuf]) -> Result<PathBuf, String> {
         let mut parts = vec![toolchain.version.clone()];
-        parts.extend(libs.iter().map(|l| super::compiler::file_identity(l)));
+        parts.extend(libs.iter().map(|l| file_identity(l)));
         let key = format!("{}.bc", &crate::hash::of_parts(&parts)[..24]);
         let path = self.path("bitcode", &key);
         if path.is_file() {
@@ -93,4 +96,12 @@ fn join(paths: &[PathBuf]) -> String {
 /// Modification time in nanoseconds since the epoch (0 when unknown).
 pub fn mtime_ns(meta: &std::fs::Metadata) -> u128 {
     meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos())
+}
+
+/// Path, size and modification time: changes when the file is rebuilt.
+pub fn file_identity(path: &Path) -> String {
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let meta = std::fs::metadata(&canonical).ok();
+    let (len, mtime) = meta.as_ref().map_or((0, 0), |m| (m.len(), mtime_ns(m)));
+    format!("{}:{len}:{mtime}", canonical.display())
 }

@@ -27,7 +27,7 @@ use std::process::Command;
 use crate::target::Arch;
 use crate::toolchain::{Flavor, Toolchain};
 
-use super::cache::Cache;
+use super::cache::{file_identity, Cache};
 use super::command::{Action, CompileCommand, Lang};
 
 /// Set on every compiler the wrapper runs, so a compiler that is itself a
@@ -283,14 +283,6 @@ pub fn check_plugin(clang: &Path, plugin: &Path, cache: &Cache) -> Result<(), St
     }
     cache.set_mark("plugin-ok", &key);
     Ok(())
-}
-
-/// Path, size and modification time: changes when the file is rebuilt.
-pub fn file_identity(path: &Path) -> String {
-    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let meta = std::fs::metadata(&canonical).ok();
-    let stamp = meta.as_ref().and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-    format!("{}:{}:{}", canonical.display(), meta.map_or(0, |m| m.len()), stamp.map_or(0, |d| d.as_nanos()))
 }
 
 /// The device targets the compiler picks when the command names none.

@@ -109,10 +109,7 @@ impl Arch {
 
     /// What `occupancy` counts on this arch, for messages.
     pub fn occupancy_unit(&self) -> &'static str {
-        match self.model {
-            Model::Amdgpu(_) => "waves/SIMD",
-            Model::Nvptx(_) => "warps/SM",
-        }
+        super::of(self).occupancy_unit()
     }
 
     /// "90a" for gfx90a: how device-library file names spell the target.

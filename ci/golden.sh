@@ -1,0 +1,82 @@
+#!/bin/sh
+# What regtune prints for the examples, per target, into one folder, so a
+# refactoring that must not change behaviour can be checked byte for byte:
+#
+#   ci/golden.sh /tmp/before        # on the old code
+#   ci/golden.sh /tmp/after         # on the new code
+#   diff -r /tmp/before /tmp/after  # nothing
+#
+# Per target (default gfx90a gfx1100 sm_90; others as arguments after DIR):
+# `report` as JSON and as a table, `tune --diff` as JSON (the IR and
+# assembly/PTX listings are in it) and as a table, the db tune wrote, and
+# each command's stderr and exit status. `report` also reads back a built
+# object: the code object of the first example (AMDGPU), or the NVPTX error
+# for a built object (report reads NVPTX usage from its own compile only).
+#
+# The examples are copied to one fixed place first (REGTUNE_GOLDEN_SRC,
+# default /tmp/regtune-golden-src): the input hash covers the preprocessed
+# source, whose line markers name the file's path, so two checkouts would
+# otherwise differ. Debug build; a few minutes per target on 2 cores.
+set -eu
+
+out=${1:?usage: ci/golden.sh OUT_DIR [ARCH...]}
+shift
+archs=${*:-gfx90a gfx1100 sm_90}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+src=${REGTUNE_GOLDEN_SRC:-/tmp/regtune-golden-src}
+
+cargo build --quiet --manifest-path "$repo/Cargo.toml" -p regtune -p regtune-passes
+regtune=$repo/target/debug/regtune
+
+rm -rf "$src"
+mkdir -p "$src" "$out"
+cp "$repo"/examples/*.hip "$repo"/examples/regtune_gpu.h "$src"/
+out=$(cd "$out" && pwd)
+cd "$src"
+examples=$(ls ./*.hip)
+
+# run NAME COMMAND...: stdout to NAME, stderr to NAME.stderr, status to NAME.status.
+run() {
+    name=$1
+    shift
+    status=0
+    "$@" >"$out/$name" 2>"$out/$name.stderr" || status=$?
+    echo "$status" >"$out/$name.status"
+}
+
+for arch in $archs; do
+    echo "golden: $arch" >&2
+    # shellcheck disable=SC2086 # one word per example
+    run "report-$arch.json" "$regtune" report --format json --offload-arch "$arch" $examples
+    # shellcheck disable=SC2086
+    run "report-$arch.txt" "$regtune" report --format table --offload-arch "$arch" $examples
+    for format in json table; do
+        db=$out/db-$arch-$format.json
+        rm -f "$db"
+        # shellcheck disable=SC2086
+        run "tune-$arch.$format" "$regtune" tune --format "$format" --diff --db "$db" --offload-arch "$arch" $examples
+    done
+    # A built object, read back.
+    first=$(echo "$examples" | head -n 1)
+    case $arch in
+    sm_*)
+        cuda=
+        for c in "${CUDA_PATH:-}" /usr/local/cuda /opt/regtune-cuda "$HOME/.cache/regtune/cuda"; do
+            if [ -n "$c" ] && [ -x "$c/bin/ptxas" ]; then cuda=$c && break; fi
+        done
+        flags="-x cuda --cuda-device-only -Wno-unknown-cuda-version --cuda-path=$cuda --cuda-gpu-arch=$arch -c"
+        ;;
+    *) flags="" ;;
+    esac
+    object=$src/built-$arch.o
+    if [ -n "$flags" ]; then
+        # shellcheck disable=SC2086
+        clang-22 $flags -o "$object" "$first" 2>/dev/null || true
+    else
+        REGTUNE_MODE=off "$repo/target/debug/regtune-hipcc" --offload-arch="$arch" -c -o "$object" "$first" 2>/dev/null || true
+    fi
+    if [ -f "$object" ]; then
+        run "report-object-$arch.json" "$regtune" report --format json --offload-arch "$arch" "$object"
+    fi
+done
+echo "golden: $out" >&2
