@@ -20,12 +20,18 @@
 #include "llvm/Passes/OptimizationLevel.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/CBindingWrapping.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 
 #include <cstddef>
 #include <string>
 
 using namespace llvm;
+
+// build.rs passes the LLVM the Rust half (inkwell, llvm-sys) was built for;
+// the C++ half must see that LLVM's headers, or the two disagree on ABI.
+static_assert(LLVM_VERSION_MAJOR == REGTUNE_LLVM_MAJOR,
+              "LLVM headers differ from the LLVM the plugin is built for");
 
 // Implemented in Rust (src/ffi/mod.rs).
 extern "C" bool regtune_pass_is_known(const char *Name, size_t Len);
@@ -88,8 +94,14 @@ extern "C" void regtune_shim_register(PassBuilder &PB) {
         MPM.addPass(RegtunePass("regtune-apply<early>"));
       });
   // ... and the sink after the optimizer, right before codegen.
+#if LLVM_VERSION_MAJOR >= 20
   PB.registerOptimizerLastEPCallback(
       [](ModulePassManager &MPM, OptimizationLevel, ThinOrFullLTOPhase) {
+#else
+  // Before LLVM 20 this callback had no LTO phase.
+  PB.registerOptimizerLastEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel) {
+#endif
         MPM.addPass(RegtunePass("regtune-apply<late>"));
       });
 }
