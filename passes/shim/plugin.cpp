@@ -26,6 +26,8 @@
 #include <cstddef>
 #include <string>
 
+#include "nvvm_annotations.h"
+
 using namespace llvm;
 
 // build.rs passes the LLVM the Rust half (inkwell, llvm-sys) was built for;
@@ -54,10 +56,13 @@ struct RegtunePass : PassInfoMixin<RegtunePass> {
 
   explicit RegtunePass(std::string Name) : Name(std::move(Name)) {}
 
-  PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
+  PreservedAnalyses run(Module &M, ModuleAnalysisManager &MAM) {
     const std::string &D = DecisionsPath.getValue();
+    regtune::KernelAnnotations Before(M);
     bool Changed = regtune_run_pass(wrap(&M), Name.data(), Name.size(),
                                     D.data(), D.size());
+    if (Changed)
+      Before.renewChanged(M, MAM);
     // Nothing changed: every analysis still holds.
     return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
   }

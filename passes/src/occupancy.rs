@@ -10,7 +10,8 @@
 //!
 //! On every NVPTX kernel (`ptx_kernel` calling convention, which LLVM 22
 //! also gives kernels that old IR marks in `!nvvm.annotations`) W is warps
-//! per SM, and the pass sets
+//! per SM, and the pass sets (LLVM 19: as `!nvvm.annotations` `maxnreg`
+//! and `maxntidx`, where that LLVM reads them)
 //!   - `"nvvm.maxnreg"="R"` (PTX `.maxnreg R`): ptxas uses at most R
 //!     registers per thread, where R = floor(64 / ceil(W / 4)) * 8 (at most
 //!     255) is the largest count at which W warps share an SM's 64K
@@ -85,12 +86,25 @@ fn apply_amdgpu(f: FunctionValue<'_>, occ: &Occupancy) -> bool {
 fn apply_nvptx(f: FunctionValue<'_>, occ: &Occupancy) -> bool {
     let mut changed = false;
     if let Some(w) = occ.waves_per_eu {
-        changed |= set_string_attribute(f, NVVM_MAXNREG, &register_cap_for_warps(w).to_string());
+        changed |= set_nvvm_limit(f, (NVVM_MAXNREG, "maxnreg"), register_cap_for_warps(w));
     }
     if let Some(n) = occ.max_block {
-        changed |= set_string_attribute(f, NVVM_MAXNTID, &n.to_string());
+        changed |= set_nvvm_limit(f, (NVVM_MAXNTID, "maxntidx"), n);
     }
     changed
+}
+
+/// Set an NVPTX launch limit where the backend reads it: LLVM 22 from the
+/// function attribute (the first name), LLVM 19 from `!nvvm.annotations`
+/// (the second).
+#[cfg(not(feature = "llvm19"))]
+fn set_nvvm_limit(f: FunctionValue<'_>, (attribute, _): (&str, &str), value: u32) -> bool {
+    set_string_attribute(f, attribute, &value.to_string())
+}
+
+#[cfg(feature = "llvm19")]
+fn set_nvvm_limit(f: FunctionValue<'_>, (_, annotation): (&str, &str), value: u32) -> bool {
+    crate::ffi::nvvm::set_annotation(f, annotation, value)
 }
 
 /// The register cap at which `warps` warps fit an SM's register file:

@@ -10,11 +10,15 @@
 //!   - `regtune_run_pass(module, name, len, decisions, decisions_len) -> bool`:
 //!     run that pass over a module; true when the IR changed.
 //! * [`ir`]: safe wrappers over the LLVM-C calls inkwell lacks.
+//! * `nvvm` (LLVM 19 only): `!nvvm.annotations`, where LLVM 19 marks NVPTX
+//!   kernels and their launch limits.
 
 #![allow(unsafe_code)]
 
 mod compat;
 pub mod ir;
+#[cfg(feature = "llvm19")]
+pub mod nvvm;
 pub mod sink;
 
 use std::ffi::{c_char, c_void};
