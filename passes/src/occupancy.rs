@@ -10,8 +10,7 @@
 //!
 //! On every NVPTX kernel (`ptx_kernel` calling convention, which LLVM 22
 //! also gives kernels that old IR marks in `!nvvm.annotations`) W is warps
-//! per SM, and the pass sets (LLVM 19: as `!nvvm.annotations` `maxnreg`
-//! and `maxntidx`, where that LLVM reads them)
+//! per SM, and the pass sets
 //!   - `"nvvm.maxnreg"="R"` (PTX `.maxnreg R`): ptxas uses at most R
 //!     registers per thread, where R = floor(64 / ceil(W / 4)) * 8 (at most
 //!     255) is the largest count at which W warps share an SM's 64K
@@ -21,6 +20,8 @@
 //!     `__launch_bounds__(N)`.
 //! A register cap needs no promise about the launch, unlike
 //! `"nvvm.minctasm"`, which ptxas honours only next to `.maxntid`.
+//! LLVM 19 reads both limits from `!nvvm.annotations` (`maxnreg`,
+//! `maxntidx`) instead: built for it, the pass writes them there.
 //!
 //! Why it is legal: waves-per-eu and maxnreg are register-allocation goals;
 //! the backend meets them or spills, and the result computes the same values
