@@ -10,6 +10,7 @@
 //!   - `regtune_run_pass(module, name, len, decisions, decisions_len) -> bool`:
 //!     run that pass over a module; true when the IR changed.
 //! * [`ir`]: safe wrappers over the LLVM-C calls inkwell lacks.
+//! * `compat`: LLVM-C calls LLVM 19 lacks, rebuilt from calls it has.
 //! * `nvvm` (LLVM 19 only): `!nvvm.annotations`, where LLVM 19 marks NVPTX
 //!   kernels and their launch limits.
 
@@ -58,11 +59,12 @@ const LLVM_PLUGIN_API_VERSION: u32 = 1;
 #[no_mangle]
 #[used]
 #[link_section = ".regtune_llvm"]
-pub static regtune_plugin_llvm_version: [u8; LLVM_VERSION.len()] = nul_terminated(LLVM_VERSION);
+pub static regtune_plugin_llvm_version: [u8; LLVM_VERSION.len()] = byte_array(LLVM_VERSION);
 
 const LLVM_VERSION: &str = concat!(env!("REGTUNE_LLVM_VERSION"), "\0");
 
-const fn nul_terminated<const N: usize>(s: &str) -> [u8; N] {
+/// The bytes of `s` as an array: a static's type needs its size.
+const fn byte_array<const N: usize>(s: &str) -> [u8; N] {
     let (bytes, mut out, mut i) = (s.as_bytes(), [0u8; N], 0);
     while i < N {
         out[i] = bytes[i];
