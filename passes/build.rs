@@ -7,12 +7,35 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The LLVM majors the plugin can be built for, by cargo feature, with the
+/// llvm-sys crate version that serves each.
+const LLVMS: [(&str, u32, u32); 2] = [("LLVM19", 19, 191), ("LLVM22", 22, 221)];
+
 fn main() {
     println!("cargo:rerun-if-changed=shim");
-    println!("cargo:rerun-if-env-changed=LLVM_SYS_221_PREFIX");
     println!("cargo:rerun-if-env-changed=LLVM_CONFIG");
+    // Default to LLVM 22 when no feature names one (lib.rs then refuses to
+    // compile with a clearer message than a build script could give).
+    let (major, sys) = LLVMS
+        .iter()
+        .find(|(feature, ..)| env::var_os(format!("CARGO_FEATURE_{feature}")).is_some())
+        .map_or((22, 221), |&(_, major, sys)| (major, sys));
+    let prefix_var = format!("LLVM_SYS_{sys}_PREFIX");
+    println!("cargo:rerun-if-env-changed={prefix_var}");
 
-    let llvm_config = find_llvm_config();
+    let llvm_config = find_llvm_config(major, &prefix_var);
+    let version = llvm_config_output(&llvm_config, "--version").trim().to_string();
+    let found_major: u32 = version.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
+    if found_major != major {
+        panic!(
+            "{} is LLVM {version}, but this build is for LLVM {major}: point LLVM_CONFIG or {prefix_var} \
+             at an LLVM {major}, or build for LLVM {found_major} (features: llvm19, llvm22)",
+            llvm_config.display()
+        );
+    }
+    // The plugin says which LLVM it was built for (src/ffi/mod.rs), so
+    // `regtune doctor` and the wrapper can tell before loading it.
+    println!("cargo:rustc-env=REGTUNE_LLVM_VERSION={version}");
     let cxxflags = llvm_config_output(&llvm_config, "--cxxflags");
     let rtti = llvm_config_output(&llvm_config, "--has-rtti");
 
@@ -43,6 +66,9 @@ fn main() {
         build.flag("-fno-rtti");
     }
     build.flag_if_supported("-Wno-unused-parameter");
+    // The shim checks that LLVM's headers are the version the Rust side
+    // (inkwell, llvm-sys) was built for.
+    build.define("REGTUNE_LLVM_MAJOR", major.to_string().as_str());
     build.compile("regtune_shim");
 
     // Where `cargo test` finds libLLVM (src/ffi/mod.rs links it into unit
@@ -51,17 +77,17 @@ fn main() {
     println!("cargo:rustc-link-search=native={}", libdir.trim());
 }
 
-fn find_llvm_config() -> PathBuf {
+fn find_llvm_config(major: u32, prefix_var: &str) -> PathBuf {
     if let Ok(p) = env::var("LLVM_CONFIG") {
         return PathBuf::from(p);
     }
-    if let Ok(prefix) = env::var("LLVM_SYS_221_PREFIX") {
+    if let Ok(prefix) = env::var(prefix_var) {
         let p = Path::new(&prefix).join("bin/llvm-config");
         if p.exists() {
             return p;
         }
     }
-    PathBuf::from("llvm-config-22")
+    PathBuf::from(format!("llvm-config-{major}"))
 }
 
 fn llvm_config_output(llvm_config: &Path, arg: &str) -> String {

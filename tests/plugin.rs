@@ -1,14 +1,16 @@
 //! Every example through `clang-22 -fpass-plugin` with a decisions db that
 //! asks for the transform the example was written for: the build succeeds
 //! with the IR verifier on, the plugin says the transform changed the
-//! kernel. (That the host half is untouched is tests/lit/clang/hip-pow2.hip.)
+//! kernel. The same under clang-19 with the plugin built for LLVM 19; and a
+//! plugin of the other LLVM is refused by name, before anything loads it.
+//! (That the host half is untouched is tests/lit/clang/hip-pow2.hip.)
 
 mod common;
 
 use std::path::Path;
 use std::process::Command;
 
-use common::{hip_device_compile, repo};
+use common::{hip_device_compile_with, repo};
 use serde_json::{json, Value};
 
 fn plugin() -> std::path::PathBuf {
@@ -44,13 +46,29 @@ fn db_for(file: &Path, transforms: Value, dir: &Path) -> std::path::PathBuf {
     path
 }
 
+/// An LLVM to build with: its clang and opt, and the plugin built for it.
+struct Llvm {
+    clang: &'static str,
+    opt: &'static str,
+    plugin: std::path::PathBuf,
+}
+
+fn llvm22() -> Llvm {
+    Llvm { clang: "clang-22", opt: "opt-22", plugin: plugin() }
+}
+
 /// Compile with the plugin and the verifier; return the plugin's notes.
 fn build_with(file: &Path, transforms: Value) -> String {
+    build_under(&llvm22(), file, transforms)
+}
+
+/// [`build_with`] under `llvm`.
+fn build_under(llvm: &Llvm, file: &Path, transforms: Value) -> String {
     let dir = tempfile::tempdir().unwrap();
     let db = db_for(file, transforms, dir.path());
     let ir = dir.path().join("device.ll");
-    let out = hip_device_compile(file, "gfx90a")
-        .arg(format!("-fpass-plugin={}", plugin().display()))
+    let out = hip_device_compile_with(llvm.clang, file, "gfx90a")
+        .arg(format!("-fpass-plugin={}", llvm.plugin.display()))
         .args(["-fverify-intermediate-code", "-S", "-emit-llvm", "-o"])
         .arg(&ir)
         .env("REGTUNE_DECISIONS", &db)
@@ -60,7 +78,7 @@ fn build_with(file: &Path, transforms: Value) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{}: {stderr}", file.display());
     // And once more through opt's verifier, on the final device IR.
-    let verify = Command::new("opt-22").args(["-passes=verify", "-disable-output"]).arg(&ir).output().unwrap();
+    let verify = Command::new(llvm.opt).args(["-passes=verify", "-disable-output"]).arg(&ir).output().unwrap();
     assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stderr));
     assert!(!stderr.contains("regtune: warning"), "{stderr}");
     stderr
@@ -130,4 +148,67 @@ fn report_through_the_plugin_shows_pow2_saving_registers_on_lattice_boltzmann() 
     let plain = vgprs(&[]);
     let tuned = vgprs(&[format!("-fpass-plugin={}", plugin().display())]);
     assert!(tuned < plain, "pow2 through the plugin: {plain} → {tuned} VGPRs");
+}
+
+/// The same builds under LLVM 19: clang-19 with the plugin built for it.
+/// Each transform changes the kernel of the example written for it, and all
+/// of them at once build every example, the verifier on throughout.
+#[test]
+fn every_transform_builds_under_llvm_19() {
+    let Some(plugin) = common::llvm19_plugin() else { return };
+    let llvm = Llvm { clang: "clang-19", opt: "opt-19", plugin };
+    for (file, transforms, note) in [
+        ("lbm_d3q19.hip", json!({"pow2": true}), "regtune: pow2 changed"),
+        ("lbm_d3q19.hip", json!({"noalias": [{"index": 1}, {"index": 2}]}), "regtune: noalias changed _Z24lbm_d3q19_collide_stream"),
+        ("laplacian3d.hip", json!({"unroll_cap": 2}), "regtune: unroll-cap=2 changed"),
+        ("long_lived.hip", json!({"sink": true}), "regtune: sink changed"),
+        ("launch_bounds_spill.hip", json!({"launch_bounds": 256, "waves_per_eu": 2}), "regtune: occupancy changed _Z18block_jacobi_solve"),
+    ] {
+        let notes = build_under(&llvm, &example(file), transforms);
+        assert!(notes.contains(note), "{file}: {notes}");
+    }
+    let all = json!({"pow2": true, "sink": true, "unroll_cap": 1, "noalias": [{"index": 0}], "waves_per_eu": 4, "launch_bounds": 256});
+    for file in common::examples() {
+        build_under(&llvm, &file, all.clone());
+    }
+}
+
+fn regtune_with_plugin(plugin: &Path) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("regtune").unwrap();
+    cmd.env("REGTUNE_PLUGIN", plugin);
+    cmd
+}
+
+#[test]
+fn doctor_says_which_llvm_the_plugin_is_for_and_that_clang_loads_it() {
+    let out = regtune_with_plugin(&plugin()).arg("doctor").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = |what: &str| stdout.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("no `{what}` line: {stdout}")).to_string();
+    assert!(line("regtune pass plugin").contains("(built for LLVM 22."), "{stdout}");
+    let loads = line("pass plugin loads into the compiler");
+    assert!(loads.starts_with("ok ") && loads.contains("clang version 22."), "{stdout}");
+}
+
+/// A plugin built for LLVM 19 crashes clang 22 when loaded: doctor, tune and
+/// batch tell from the plugin's record, without loading it, and name the
+/// command that builds the right one.
+#[test]
+fn a_plugin_for_another_llvm_is_named_with_the_fix_before_it_is_loaded() {
+    let Some(plugin) = common::llvm19_plugin() else { return };
+    let out = regtune_with_plugin(&plugin).arg("doctor").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains(&format!("{} (built for LLVM 19.", plugin.display())), "{stdout}");
+    let mismatch = stdout.lines().find(|l| l.contains("pass plugin loads into the compiler")).unwrap();
+    assert!(mismatch.starts_with("missing "), "{stdout}");
+    assert!(mismatch.contains(&format!("fix: pass plugin {} is built for LLVM 19.", plugin.display())), "{mismatch}");
+    assert!(mismatch.contains("is LLVM 22; build it for LLVM 22: "), "{mismatch}");
+    assert!(mismatch.ends_with("cargo build --release -p regtune-passes"), "{mismatch}");
+
+    let out = regtune_with_plugin(&plugin).args(["tune", "--offload-arch", "gfx90a"]).arg(example("lbm_d3q19.hip")).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with(&format!("error: pass plugin {} is built for LLVM 19.", plugin.display())), "{stderr}");
 }

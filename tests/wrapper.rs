@@ -420,6 +420,39 @@ fn a_plugin_that_cannot_load_builds_plainly_with_one_warning_line() {
     }
 }
 
+/// regtune's own plugin built for LLVM 19 would crash clang 22 if loaded:
+/// the wrapper reads which LLVM it is for, compiles plainly and names the
+/// command that builds the plugin for clang 22, in one line.
+#[test]
+fn a_plugin_for_another_llvm_builds_plainly_naming_the_fix() {
+    let Some(plugin) = common::llvm19_plugin() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = tuned_db_copy(dir.path());
+    let lbm = example("lbm_d3q19.hip");
+    let out = wrapper("regtune-hipcc", dir.path())
+        .env("REGTUNE_DB", &db)
+        .env("REGTUNE_PLUGIN", &plugin)
+        .args(["--offload-arch=gfx90a", "-O3", "-c"])
+        .arg(&lbm)
+        .args(["-o", "llvm19.o"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with(&format!("regtune: warning: pass plugin {} is built for LLVM 19.", plugin.display())), "{stderr}");
+    assert!(stderr.contains(" is LLVM 22; build it for LLVM 22: "), "{stderr}");
+    assert!(stderr.ends_with("cargo build --release -p regtune-passes; compiling without regtune\n"), "{stderr}");
+    let entries = db_entries(&db);
+    let symbol = read_back(&tuned().builds.iter().find(|b| b.0 == lbm).unwrap().1, "gfx90a").into_keys().next().unwrap();
+    let before = &entry(&entries, &symbol, "gfx90a")["before"];
+    assert_ne!(before, &entry(&entries, &symbol, "gfx90a")["after"], "the db has a decision for lbm");
+    let built = read_back(&dir.path().join("llvm19.o"), "gfx90a");
+    for field in ["vgpr", "sgpr", "sgpr_spills", "occupancy"] {
+        assert_eq!(built[&symbol][field], before[field], "{field}: built unmodified");
+    }
+}
+
 /// A stand-in compiler: records its arguments in $FAKE_LOG, prints one
 /// line to each stream, exits with $FAKE_RC (7).
 fn fake_compiler(dir: &Path, name: &str) -> PathBuf {

@@ -261,6 +261,7 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
     let archs = args.inputs.archs()?;
     let toolchain = Toolchain::detect_for(&archs)?;
     let plugin = plugin::find()?;
+    plugin::check_version(&plugin, &toolchain.clang, &toolchain.version)?;
     let options = args.search.tune_options(args.diff)?;
     let (rows, failures) =
         tune::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, &args.search.db);
@@ -295,6 +296,7 @@ fn batch(args: BatchArgs) -> Result<ExitCode> {
         .collect::<Result<Vec<_>>>()?;
     let toolchain = Toolchain::detect()?;
     let plugin = plugin::find()?;
+    plugin::check_version(&plugin, &toolchain.clang, &toolchain.version)?;
     let options = batch::Options {
         tune: args.search.tune_options(false)?,
         archs,

@@ -270,12 +270,31 @@ impl Toolchain {
             fix: "optional: sudo ci/bootstrap.sh (assembles it from NVIDIA's PyPI wheels), or set CUDA_PATH".into(),
             required: false,
         });
+        let plugin = crate::plugin::find().ok();
         checks.push(Check {
             what: "regtune pass plugin",
-            found: crate::plugin::find().ok().map(|p| p.display().to_string()),
+            found: plugin.as_ref().map(|p| match crate::plugin::llvm_version(p) {
+                Some(v) => format!("{} (built for LLVM {v})", p.display()),
+                None => format!("{} (does not say which LLVM it was built for)", p.display()),
+            }),
             fix: "cargo build --release --workspace".into(),
             required: true,
         });
+        if let (Some(plugin), Ok(toolchain)) = (plugin, Toolchain::detect()) {
+            let loads = crate::plugin::check_loads(&plugin, &toolchain.clang);
+            checks.push(Check {
+                what: "pass plugin loads into the compiler",
+                found: loads.as_ref().ok().map(|v| format!("{v} ({})", toolchain.clang.display())),
+                fix: match loads {
+                    Err(e @ crate::plugin::LoadError::Probe { .. }) => format!(
+                        "{e}; rebuild it: {}",
+                        crate::plugin::build_command(crate::plugin::llvm_major(&toolchain.version).unwrap_or(0), &toolchain.clang)
+                    ),
+                    Err(e) => e.to_string(),
+                    Ok(_) => String::new(),
+                },
+            });
+        }
         checks
     }
 }

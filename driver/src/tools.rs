@@ -62,6 +62,9 @@ pub const DEBIAN: &[Tool] = &[
     tool("make (cmake's generator, tests)", "/usr/bin/make", "make", false),
     tool("chromium (HTML report tests)", "/usr/bin/chromium", "chromium", false),
     tool("pip (fetches CUDA's wheels)", "/usr/lib/python3/dist-packages/pip/__init__.py", "python3-pip", false),
+    tool("clang 19 (the LLVM-19 plugin's tests)", "/usr/lib/llvm-19/bin/clang", "clang-19", false),
+    tool("LLVM 19 headers (the LLVM-19 plugin)", "/usr/lib/llvm-19/include/llvm-c/Core.h", "llvm-19-dev", false),
+    tool("FileCheck and lit 19 (tests)", "/usr/lib/llvm-19/bin/FileCheck", "llvm-19-tools", false),
     tool("strace (ci/check-spawned.sh)", "/usr/bin/strace", "strace", false),
 ];
 

@@ -20,12 +20,20 @@
 #include "llvm/Passes/OptimizationLevel.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/CBindingWrapping.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 
 #include <cstddef>
 #include <string>
 
+#include "nvvm_annotations.h"
+
 using namespace llvm;
+
+// build.rs passes the LLVM the Rust half (inkwell, llvm-sys) was built for;
+// the C++ half must see that LLVM's headers, or the two disagree on ABI.
+static_assert(LLVM_VERSION_MAJOR == REGTUNE_LLVM_MAJOR,
+              "LLVM headers differ from the LLVM the plugin is built for");
 
 // Implemented in Rust (src/ffi/mod.rs).
 extern "C" bool regtune_pass_is_known(const char *Name, size_t Len);
@@ -48,10 +56,13 @@ struct RegtunePass : PassInfoMixin<RegtunePass> {
 
   explicit RegtunePass(std::string Name) : Name(std::move(Name)) {}
 
-  PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
+  PreservedAnalyses run(Module &M, ModuleAnalysisManager &MAM) {
     const std::string &D = DecisionsPath.getValue();
+    regtune::KernelAnnotations Before(M);
     bool Changed = regtune_run_pass(wrap(&M), Name.data(), Name.size(),
                                     D.data(), D.size());
+    if (Changed)
+      Before.renewChanged(M, MAM);
     // Nothing changed: every analysis still holds.
     return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
   }
@@ -88,8 +99,14 @@ extern "C" void regtune_shim_register(PassBuilder &PB) {
         MPM.addPass(RegtunePass("regtune-apply<early>"));
       });
   // ... and the sink after the optimizer, right before codegen.
+#if LLVM_VERSION_MAJOR >= 20
   PB.registerOptimizerLastEPCallback(
       [](ModulePassManager &MPM, OptimizationLevel, ThinOrFullLTOPhase) {
+#else
+  // Before LLVM 20 this callback had no LTO phase.
+  PB.registerOptimizerLastEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel) {
+#endif
         MPM.addPass(RegtunePass("regtune-apply<late>"));
       });
 }

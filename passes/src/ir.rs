@@ -23,14 +23,8 @@ pub fn defined_functions<'ctx>(module: &Module<'ctx>) -> Vec<FunctionValue<'ctx>
 }
 
 /// A GPU entry point: an AMDGPU kernel, or an NVPTX one.
-///
-/// NVPTX kernels carry the `ptx_kernel` calling convention in LLVM 22. IR
-/// written for older LLVM marks them in `!nvvm.annotations` instead
-/// (`!{ptr @k, !"kernel", i32 1}`); LLVM 22 rewrites that to `ptx_kernel`
-/// (and `maxntid*` to `"nvvm.maxntid"`) when it reads the module, so the
-/// calling convention is the one test (tests/lit/nvptx/annotations.ll).
 pub fn is_kernel(f: FunctionValue<'_>) -> bool {
-    matches!(f.get_call_conventions(), AMDGPU_KERNEL_CC | PTX_KERNEL_CC)
+    is_amdgpu_kernel(f) || is_nvptx_kernel(f)
 }
 
 /// An AMDGPU kernel, the only functions AMDGPU occupancy attributes apply to.
@@ -39,7 +33,17 @@ pub fn is_amdgpu_kernel(f: FunctionValue<'_>) -> bool {
 }
 
 /// An NVPTX kernel, the only functions `nvvm.*` launch attributes apply to.
+///
+/// NVPTX kernels carry the `ptx_kernel` calling convention in LLVM 22. IR
+/// written for older LLVM marks them in `!nvvm.annotations` instead
+/// (`!{ptr @k, !"kernel", i32 1}`); LLVM 22 rewrites that to `ptx_kernel`
+/// (and `maxntid*` to `"nvvm.maxntid"`) when it reads the module, LLVM 19
+/// keeps it and reads both (tests/lit/nvptx/annotations.ll).
 pub fn is_nvptx_kernel(f: FunctionValue<'_>) -> bool {
+    #[cfg(feature = "llvm19")]
+    if let Some(kernel) = crate::ffi::nvvm::annotation(f, "kernel") {
+        return kernel == 1;
+    }
     f.get_call_conventions() == PTX_KERNEL_CC
 }
 

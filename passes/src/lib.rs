@@ -24,6 +24,17 @@
 // `unsafe` lives in `ffi` alone; everything else goes through safe wrappers.
 #![deny(unsafe_code)]
 
+// One LLVM per build (Cargo.toml's `llvm22`/`llvm19` features); the code
+// says `llvm_sys` whichever it is.
+#[cfg(all(feature = "llvm22", feature = "llvm19"))]
+compile_error!("features `llvm22` and `llvm19` exclude each other: build one plugin per LLVM (`--no-default-features --features llvm19`)");
+#[cfg(not(any(feature = "llvm22", feature = "llvm19")))]
+compile_error!("choose the LLVM to build the plugin for: feature `llvm22` (the default) or `llvm19`");
+#[cfg(all(feature = "llvm19", not(feature = "llvm22")))]
+extern crate llvm_sys_191 as llvm_sys;
+#[cfg(all(feature = "llvm22", not(feature = "llvm19")))]
+extern crate llvm_sys_221 as llvm_sys;
+
 pub mod apply;
 pub mod ffi;
 pub mod inspect;

@@ -20,6 +20,8 @@
 //!     `__launch_bounds__(N)`.
 //! A register cap needs no promise about the launch, unlike
 //! `"nvvm.minctasm"`, which ptxas honours only next to `.maxntid`.
+//! LLVM 19 reads both limits from `!nvvm.annotations` (`maxnreg`,
+//! `maxntidx`) instead: built for it, the pass writes them there.
 //!
 //! Why it is legal: waves-per-eu and maxnreg are register-allocation goals;
 //! the backend meets them or spills, and the result computes the same values
@@ -85,12 +87,25 @@ fn apply_amdgpu(f: FunctionValue<'_>, occ: &Occupancy) -> bool {
 fn apply_nvptx(f: FunctionValue<'_>, occ: &Occupancy) -> bool {
     let mut changed = false;
     if let Some(w) = occ.waves_per_eu {
-        changed |= set_string_attribute(f, NVVM_MAXNREG, &register_cap_for_warps(w).to_string());
+        changed |= set_nvvm_limit(f, (NVVM_MAXNREG, "maxnreg"), register_cap_for_warps(w));
     }
     if let Some(n) = occ.max_block {
-        changed |= set_string_attribute(f, NVVM_MAXNTID, &n.to_string());
+        changed |= set_nvvm_limit(f, (NVVM_MAXNTID, "maxntidx"), n);
     }
     changed
+}
+
+/// Set an NVPTX launch limit where the backend reads it: LLVM 22 from the
+/// function attribute (the first name), LLVM 19 from `!nvvm.annotations`
+/// (the second).
+#[cfg(not(feature = "llvm19"))]
+fn set_nvvm_limit(f: FunctionValue<'_>, (attribute, _): (&str, &str), value: u32) -> bool {
+    set_string_attribute(f, attribute, &value.to_string())
+}
+
+#[cfg(feature = "llvm19")]
+fn set_nvvm_limit(f: FunctionValue<'_>, (_, annotation): (&str, &str), value: u32) -> bool {
+    crate::ffi::nvvm::set_annotation(f, annotation, value)
 }
 
 /// The register cap at which `warps` warps fit an SM's register file:

@@ -58,11 +58,31 @@ fn device_libs() -> &'static Path {
     .path()
 }
 
+/// The pass plugin built for LLVM 19 (ci/test.sh builds it before the
+/// tests: `cargo build -p regtune-passes --no-default-features --features
+/// llvm19 --target-dir target/llvm19`). Elsewhere a test without it says
+/// so and skips; in CI (`$CI` set) it fails.
+pub fn llvm19_plugin() -> Option<PathBuf> {
+    let plugin = repo().join("target/llvm19/debug/libregtune_passes.so");
+    if plugin.is_file() {
+        return Some(plugin);
+    }
+    let why = format!("the LLVM-19 plugin is not built ({}); ci/test.sh builds it", plugin.display());
+    assert!(std::env::var_os("CI").is_none(), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
 /// A plain device-only compile of `file` for `arch` with Debian's packages.
 pub fn hip_device_compile(file: &Path, arch: &str) -> Command {
+    hip_device_compile_with("clang-22", file, arch)
+}
+
+/// The same with another clang (`clang-19`).
+pub fn hip_device_compile_with(clang: &str, file: &Path, arch: &str) -> Command {
     let libs = device_libs();
     let wave = if arch.starts_with("gfx1") { 32 } else { 64 };
-    let mut cmd = Command::new("clang-22");
+    let mut cmd = Command::new(clang);
     cmd.args(["-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output", "-O3", "--rocm-path=/usr"])
         .arg(format!("--offload-arch={arch}"))
         .arg(format!("--rocm-device-lib-path={}", libs.display()))

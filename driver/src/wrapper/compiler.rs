@@ -264,23 +264,15 @@ pub fn debian_flags(
     Ok(flags)
 }
 
-/// Can `clang` load `plugin`? A plugin built against another LLVM cannot.
-/// The answer is remembered per (compiler, plugin) file version.
+/// Can `clang` load `plugin`? A plugin built against another LLVM cannot
+/// (plugin.rs says why). The answer is remembered per (compiler, plugin)
+/// file version.
 pub fn check_plugin(clang: &Path, plugin: &Path, cache: &Cache) -> Result<(), String> {
     let key = crate::hash::of_parts([file_identity(clang), file_identity(plugin)]);
     if cache.has_mark("plugin-ok", &key) {
         return Ok(());
     }
-    let out = Command::new(clang)
-        .arg(format!("-fpass-plugin={}", plugin.display()))
-        .args(["-x", "c", "-c", "/dev/null", "-o", "/dev/null"])
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", clang.display()))?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let first = stderr.lines().find(|l| l.contains("error")).unwrap_or("failed").trim();
-        return Err(format!("pass plugin {} does not load into {}: {first}", plugin.display(), clang.display()));
-    }
+    crate::plugin::check_loads(plugin, clang).map_err(|e| e.to_string())?;
     cache.set_mark("plugin-ok", &key);
     Ok(())
 }

@@ -10,10 +10,16 @@
 //!   - `regtune_run_pass(module, name, len, decisions, decisions_len) -> bool`:
 //!     run that pass over a module; true when the IR changed.
 //! * [`ir`]: safe wrappers over the LLVM-C calls inkwell lacks.
+//! * `compat`: LLVM-C calls LLVM 19 lacks, rebuilt from calls it has.
+//! * `nvvm` (LLVM 19 only): `!nvvm.annotations`, where LLVM 19 marks NVPTX
+//!   kernels and their launch limits.
 
 #![allow(unsafe_code)]
 
+mod compat;
 pub mod ir;
+#[cfg(feature = "llvm19")]
+pub mod nvvm;
 pub mod sink;
 
 use std::ffi::{c_char, c_void};
@@ -24,8 +30,9 @@ use llvm_sys::prelude::LLVMModuleRef;
 use crate::spec;
 use crate::RunOptions;
 
-/// `llvm::PassPluginLibraryInfo`, LLVM_PLUGIN_API_VERSION 2
-/// (llvm/Plugins/PassPlugin.h).
+/// `llvm::PassPluginLibraryInfo`: LLVM_PLUGIN_API_VERSION 2 in LLVM 22
+/// (llvm/Plugins/PassPlugin.h), 1 in LLVM 19 (llvm/Passes/PassPlugin.h),
+/// which lacks the pre-codegen callback.
 #[repr(C)]
 pub struct PassPluginLibraryInfo {
     api_version: u32,
@@ -35,10 +42,36 @@ pub struct PassPluginLibraryInfo {
     register_pass_builder_callbacks: Option<unsafe extern "C" fn(*mut c_void)>,
     /// `bool (*)(Module &, TargetMachine &, CodeGenFileType, raw_pwrite_stream &)`;
     /// regtune does not generate code itself.
+    #[cfg(feature = "llvm22")]
     pre_codegen_callback: Option<unsafe extern "C" fn(*mut c_void, *mut c_void, u32, *mut c_void) -> bool>,
 }
 
+#[cfg(feature = "llvm22")]
 const LLVM_PLUGIN_API_VERSION: u32 = 2;
+#[cfg(not(feature = "llvm22"))]
+const LLVM_PLUGIN_API_VERSION: u32 = 1;
+
+/// The LLVM version the plugin was built for (`llvm-config --version`),
+/// NUL-terminated, in a section of its own so that `regtune doctor` and the
+/// wrapper can read it from the file (`llvm-readelf -p .regtune_llvm`)
+/// without loading the plugin; also exported, for `dlsym`.
+#[allow(non_upper_case_globals)]
+#[no_mangle]
+#[used]
+#[link_section = ".regtune_llvm"]
+pub static regtune_plugin_llvm_version: [u8; LLVM_VERSION.len()] = byte_array(LLVM_VERSION);
+
+const LLVM_VERSION: &str = concat!(env!("REGTUNE_LLVM_VERSION"), "\0");
+
+/// The bytes of `s` as an array: a static's type needs its size.
+const fn byte_array<const N: usize>(s: &str) -> [u8; N] {
+    let (bytes, mut out, mut i) = (s.as_bytes(), [0u8; N], 0);
+    while i < N {
+        out[i] = bytes[i];
+        i += 1;
+    }
+    out
+}
 
 // Unit tests are executables, not plugins: nothing loads LLVM for them, so
 // they, and only they, link the shared libLLVM the plugin runs against.
@@ -60,6 +93,7 @@ pub extern "C" fn llvmGetPassPluginInfo() -> PassPluginLibraryInfo {
         plugin_name: c"regtune".as_ptr(),
         plugin_version: concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast(),
         register_pass_builder_callbacks: Some(regtune_shim_register),
+        #[cfg(feature = "llvm22")]
         pre_codegen_callback: None,
     }
 }

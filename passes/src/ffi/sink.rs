@@ -297,7 +297,7 @@ pub fn is_pure_intrinsic_call(inst: InstructionValue<'_>) -> bool {
 /// cmpxchg, fence).
 pub fn is_atomic(inst: InstructionValue<'_>) -> bool {
     // SAFETY: inst is a live instruction.
-    unsafe { c::LLVMIsAtomic(inst.as_value_ref()) != 0 }
+    unsafe { super::compat::LLVMIsAtomic(inst.as_value_ref()) != 0 }
 }
 
 /// Whether `inst` carries the `!kind` attachment.

@@ -53,6 +53,11 @@ pub(super) fn effect(inst: InstructionValue<'_>) -> Effect {
 /// Operations that compute a value from their operands and nothing else.
 fn is_pure_opcode(op: InstructionOpcode) -> bool {
     use InstructionOpcode as Op;
+    // `ptrtoaddr` is new in LLVM 22.
+    #[cfg(feature = "llvm22")]
+    if op == Op::PtrToAddr {
+        return true;
+    }
     matches!(
         op,
         Op::Add
@@ -84,7 +89,6 @@ fn is_pure_opcode(op: InstructionOpcode) -> bool {
             | Op::UIToFP
             | Op::SIToFP
             | Op::PtrToInt
-            | Op::PtrToAddr
             | Op::IntToPtr
             | Op::BitCast
             | Op::AddrSpaceCast
