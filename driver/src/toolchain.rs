@@ -293,6 +293,7 @@ impl Toolchain {
                     Err(e) => e.to_string(),
                     Ok(_) => String::new(),
                 },
+                required: true,
             });
         }
         checks
