@@ -24,5 +24,6 @@ pub mod session;
 pub mod target;
 pub mod toolchain;
 pub mod tune;
+pub mod verdict;
 pub mod wrapper;
 

@@ -140,6 +140,10 @@ struct SearchArgs {
     /// noalias is an assumption about the caller: try and report it, apply it, or skip it.
     #[arg(long, value_enum, default_value_t = tune::Noalias::Suggest)]
     noalias: tune::Noalias,
+    /// pow(x, 2.0) → x*x where the library pow is not correctly rounded (ocml's, libdevice's) and the
+    /// call has no afn: results change in the last bit, so try and report it, apply it, or skip it.
+    #[arg(long, value_enum, default_value_t = tune::Pow2::Suggest)]
+    pow2: tune::Pow2,
     /// Threads per block every launch uses (applied as launch bounds), or `auto` to infer and only suggest.
     #[arg(long, value_name = "N|auto")]
     block_size: Option<tune::BlockSize>,
@@ -207,6 +211,7 @@ impl SearchArgs {
         Ok(tune::Options {
             objective: self.objective,
             noalias: self.noalias,
+            pow2: self.pow2,
             block_size: self.block_size.unwrap_or(tune::BlockSize::Unset),
             allow_scratch: self.allow_scratch,
             diff,

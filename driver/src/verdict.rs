@@ -1,0 +1,165 @@
+//! The default decision rule: what `tune` may apply on its own, what it
+//! only suggests, and the reason it gives for either.
+//!
+//! Most tuning runs on build machines without a GPU, so the static rule
+//! must not lose speed on its own:
+//!   - Rewrites that remove work or live ranges (exact pow2, sink) and
+//!     occupancy targets are applied where they raise occupancy.
+//!   - A transform that trades instruction-level parallelism for registers
+//!     (`unroll-cap`) is applied only where it removes spills or scratch:
+//!     the memory traffic it replaces. Elsewhere it is suggested: on an
+//!     H100 every `unroll-cap=1` measured so far ran slower at its higher
+//!     occupancy (0.29×–0.94×, issue 16).
+//!   - Rewrites that change results (pow2 of a library pow that is not
+//!     correctly rounded) or rest on the caller (noalias, launch bounds)
+//!     are suggested unless the user opted in.
+//!
+//! An occupancy target alone (`waves-per-eu`, `warps-per-sm`) stays with
+//! the first group: it changes no instruction of the program, only the
+//! register budget the scheduler and allocator aim for (AMDGPU's scheduler
+//! already aims for the most occupancy it can reach; the hint moves that
+//! aim), and a variant whose allocator spills more to memory is rejected
+//! before any rule sees it. What it can add is rematerialized values and
+//! SGPR spills in VGPR lanes: a few ALU instructions each, no memory
+//! traffic. Measured on the examples (`regtune predict`, README "Default
+//! decisions"), hinted variants execute within a few percent of the
+//! instructions of the same rewrite without the hint, where a cap of 1 on
+//! the Laplacian executes the loop's full overhead 16 times. The one
+//! occupancy target timed on a GPU (`warps-per-sm=56`, issue 16) ran at
+//! 1.00×.
+//!
+//! A measurement overrides the static rule: [`Evidence::Measured`] (filled
+//! by runs on a GPU, when there are some) applies a trade that ran faster
+//! and holds back one that ran slower, whatever the registers say.
+
+use regtune_decisions::{Reason, Transforms, Usage};
+
+use crate::search::Rule;
+
+/// What is known about a variant's speed beyond its resource usage.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Evidence {
+    /// Registers, spills and occupancy only (no GPU).
+    Static,
+    /// Timed on a GPU: variant time over plain time (< 1.0 is faster).
+    Measured { time_ratio: f64 },
+}
+
+/// What happens to a better result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Apply(Reason),
+    /// Suggest it, for these reasons; the user confirms it in the db.
+    Hold(Vec<Reason>),
+}
+
+/// A result that trades unrolling for registers (`traded`), against the
+/// best result without the trade (`kept`): applied only where it removes
+/// memory spills or scratch that `kept` still has, or where it ran faster.
+pub fn trade(rule: &Rule, traded: &Usage, kept: &Usage, evidence: Evidence) -> Verdict {
+    if !rule.improves_on(traded, kept) && !matches!(evidence, Evidence::Measured { .. }) {
+        return Verdict::Hold(vec![]);
+    }
+    match evidence {
+        Evidence::Measured { time_ratio } if time_ratio < 1.0 => Verdict::Apply(Reason::Measured),
+        Evidence::Measured { .. } => Verdict::Hold(vec![Reason::Measured]),
+        Evidence::Static if rule.memory_spills(traded) < rule.memory_spills(kept) => Verdict::Apply(Reason::RemovesSpills),
+        Evidence::Static => Verdict::Hold(vec![Reason::TradesIlp]),
+    }
+}
+
+/// Why a suggestion waits for the user, for each kind of transform in
+/// `held` (the parts of it the user has not allowed).
+pub fn held_reasons(held: &Transforms) -> Vec<Reason> {
+    let mut reasons = Vec::new();
+    if held.pow2_inexact {
+        reasons.push(Reason::ChangesRounding);
+    }
+    if held.unroll_cap.is_some() {
+        reasons.push(Reason::TradesIlp);
+    }
+    if !held.noalias.is_empty() || held.launch_bounds.is_some() {
+        reasons.push(Reason::AssumesCaller);
+    }
+    reasons
+}
+
+/// Why an applied set was worth applying: it removed memory spills or
+/// scratch, else it raised occupancy.
+pub fn applied_reason(rule: &Rule, before: &Usage, after: &Usage) -> Reason {
+    if rule.memory_spills(after) < rule.memory_spills(before) {
+        Reason::RemovesSpills
+    } else {
+        Reason::RaisesOccupancy
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::Objective;
+    use regtune_decisions::Param;
+
+    fn usage(vgpr: u32, occupancy: u32, vgpr_spills: u32, scratch_bytes: u32) -> Usage {
+        Usage { vgpr, occupancy, vgpr_spills, scratch_bytes, ..Default::default() }
+    }
+
+    fn rule(base: Usage) -> Rule {
+        Rule { objective: Objective::Occupancy, allow_scratch: false, baseline: base, lane_spills: true }
+    }
+
+    #[test]
+    fn a_trade_for_occupancy_alone_is_held() {
+        // The Laplacian: 120 VGPRs at 4 waves, a cap of 1 reaches 8, no spills either way.
+        let plain = usage(120, 4, 0, 0);
+        let r = rule(plain);
+        assert_eq!(trade(&r, &usage(58, 8, 0, 0), &plain, Evidence::Static), Verdict::Hold(vec![Reason::TradesIlp]));
+    }
+
+    #[test]
+    fn a_trade_that_removes_spills_is_applied() {
+        // `#pragma unroll 8`: 22 spilled VGPRs and 76 B of scratch; a cap removes them.
+        let plain = usage(127, 4, 22, 76);
+        let r = rule(plain);
+        assert_eq!(trade(&r, &usage(64, 8, 0, 0), &plain, Evidence::Static), Verdict::Apply(Reason::RemovesSpills));
+        // Removing only SGPR spills held in VGPR lanes is no memory traffic removed.
+        let lanes = Usage { sgpr_spills: 16, ..usage(100, 4, 0, 0) };
+        let r = rule(lanes);
+        assert_eq!(trade(&r, &usage(64, 8, 0, 0), &lanes, Evidence::Static), Verdict::Hold(vec![Reason::TradesIlp]));
+    }
+
+    #[test]
+    fn a_measurement_overrides_the_static_rule() {
+        let plain = usage(120, 4, 0, 0);
+        let r = rule(plain);
+        let traded = usage(58, 8, 0, 0);
+        assert_eq!(trade(&r, &traded, &plain, Evidence::Measured { time_ratio: 0.8 }), Verdict::Apply(Reason::Measured));
+        let spilling = usage(127, 4, 22, 76);
+        assert_eq!(
+            trade(&rule(spilling), &traded, &spilling, Evidence::Measured { time_ratio: 1.07 }),
+            Verdict::Hold(vec![Reason::Measured])
+        );
+    }
+
+    #[test]
+    fn no_gain_is_nothing_to_suggest() {
+        let plain = usage(120, 4, 0, 0);
+        assert_eq!(trade(&rule(plain), &usage(110, 4, 0, 0), &plain, Evidence::Static), Verdict::Hold(vec![]));
+    }
+
+    #[test]
+    fn each_held_kind_has_its_reason() {
+        let p = Param { index: 1, name: "f0".into() };
+        let t = Transforms { pow2: true, pow2_inexact: true, unroll_cap: Some(1), noalias: vec![p], ..Default::default() };
+        assert_eq!(held_reasons(&t), [Reason::ChangesRounding, Reason::TradesIlp, Reason::AssumesCaller]);
+        assert!(held_reasons(&Transforms { pow2: true, sink: true, ..Default::default() }).is_empty());
+    }
+
+    #[test]
+    fn applied_sets_name_what_they_removed() {
+        let r = rule(usage(127, 4, 22, 76));
+        assert_eq!(applied_reason(&r, &usage(127, 4, 22, 76), &usage(64, 8, 0, 0)), Reason::RemovesSpills);
+        let lanes = Usage { sgpr_spills: 16, ..usage(99, 4, 0, 0) };
+        assert_eq!(applied_reason(&rule(lanes), &lanes, &usage(82, 5, 0, 0)), Reason::RaisesOccupancy);
+    }
+}
