@@ -7,6 +7,7 @@
 pub mod batch;
 pub mod codeobj;
 pub mod compile;
+pub mod cost;
 pub mod cubin;
 pub mod cuda;
 pub mod hash;
@@ -16,6 +17,7 @@ pub mod nvidia;
 pub mod occupancy;
 pub mod output;
 pub mod plugin;
+pub mod predict;
 pub mod progress;
 pub mod ptxas;
 pub mod report;

@@ -24,6 +24,8 @@ enum Command {
     Report(ReportArgs),
     /// Search rewrites and occupancy targets per kernel, keep what raises occupancy, record it in the db.
     Tune(TuneArgs),
+    /// Print the cost model's estimate for every variant tune compiles, as JSON (writes no db).
+    Predict(PredictArgs),
     /// Tune every HIP translation unit in a compile_commands.json, each with its own flags and targets.
     ///
     /// Exit status: 0 when every unit was tuned or unchanged; N (at most 100) when N translation
@@ -159,6 +161,17 @@ struct SearchArgs {
 }
 
 #[derive(Args)]
+struct PredictArgs {
+    #[command(flatten)]
+    inputs: Inputs,
+    #[command(flatten)]
+    search: SearchArgs,
+    /// Write the JSON here instead of stdout.
+    #[arg(short, long, value_name = "PATH")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args)]
 struct BatchArgs {
     /// The build directory holding compile_commands.json, or the file itself.
     #[arg(short = 'p', value_name = "BUILD_DIR|compile_commands.json")]
@@ -228,6 +241,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Report(args) => report(args),
         Command::Tune(args) => tune(args),
+        Command::Predict(args) => predict(args),
         Command::Batch(args) => batch(args).or_else(|e| {
             eprintln!("error: {e:#}");
             Ok(ExitCode::from(BATCH_FATAL))
@@ -288,6 +302,19 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
         }
         output::emit(&text, args.output.as_deref())?;
     }
+    Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn predict(args: PredictArgs) -> Result<ExitCode> {
+    let archs = args.inputs.archs()?;
+    let toolchain = Toolchain::detect_for(&archs)?;
+    let plugin = plugin::find()?;
+    let options = args.search.tune_options(false)?;
+    let (doc, failures) = regtune::predict::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options);
+    for f in &failures {
+        f.print();
+    }
+    output::emit(&(serde_json::to_string_pretty(&doc)? + "\n"), args.output.as_deref())?;
     Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

@@ -19,7 +19,7 @@ use crate::session::{Inspection, Listing, Session};
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
 use crate::verdict::{self, Evidence, Verdict};
-use crate::{launch, progress};
+use crate::{cost, launch, progress};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -359,6 +359,22 @@ fn plan_kernel(
         }
     }
 
+    // An occupancy target forces a schedule with fewer registers; held back
+    // where the cost model sees it give up more latency hiding than the
+    // extra waves bring back. NVPTX: the PTX cannot show what ptxas's
+    // register cap does, so nothing is predicted there.
+    let mut held_target = None;
+    if let Some(w) = outcome.transforms.waves_per_eu.filter(|w| confirmed.waves_per_eu != Some(*w) && !session.arch.is_nvptx()) {
+        let without = Transforms { waves_per_eu: None, ..outcome.transforms.clone() };
+        if let Some(time_ratio) = predicted_time_ratio(session, base, (&outcome.transforms, &outcome.usage), &without, &eval) {
+            if let Verdict::Hold(_) = verdict::occupancy_target(Evidence::Predicted { time_ratio }) {
+                held_target = Some((w, time_ratio));
+                allowed.waves.clear();
+                outcome = search::search(&allowed, &rule, &eval);
+            }
+        }
+    }
+
     // Everything held for the user: unroll caps, inexact pow2, and the
     // caller assumptions the user has not stated.
     let kernel_name = base_name(&report::demangle(&base.symbol));
@@ -372,6 +388,7 @@ fn plan_kernel(
         noalias: if noalias_suggest { ranked } else { allowed.noalias.clone() },
         noalias_all: if noalias_suggest { every_pointer } else { allowed.noalias_all.clone() },
         launch_bounds: allowed.launch_bounds.or(inferred_block),
+        waves: facts.waves.clone(),
         ..allowed.clone()
     };
     let mut suggestion = None;
@@ -384,6 +401,12 @@ fn plan_kernel(
             let reasons = verdict::held_reasons(&held);
             if !held.is_empty() {
                 let mut message = suggestion_message(&held, &better.transforms, &outcome.usage, &better.usage, &plan.every_pointer, session.arch);
+                if let Some((w, ratio)) = held_target.filter(|(w, _)| held.waves_per_eu == Some(*w)) {
+                    message.push_str(&format!(
+                        "; waves-per-eu={w} alone was predicted {:.2}× as fast (its schedule keeps fewer loads in flight)",
+                        1.0 / ratio
+                    ));
+                }
                 if session.arch.is_nvptx() {
                     message = message.replace(" VGPRs", " registers");
                 }
@@ -409,8 +432,27 @@ fn held_part(t: &Transforms, allowed: &Space) -> Transforms {
         unroll_cap: t.unroll_cap.filter(|c| !allowed.unroll_caps.contains(c)),
         noalias: t.noalias.iter().filter(|p| !allowed_noalias(p)).cloned().collect(),
         launch_bounds: t.launch_bounds.filter(|_| allowed.launch_bounds.is_none()),
+        waves_per_eu: t.waves_per_eu.filter(|w| !allowed.waves.contains(w)),
         ..Default::default()
     }
+}
+
+/// The cost model's time with `t` over time with `without` (both compiled
+/// once more to assembly); None when a listing fails.
+fn predicted_time_ratio(
+    session: &Session<'_>,
+    base: &Measured,
+    (t, usage): (&Transforms, &Usage),
+    without: &Transforms,
+    eval: &(dyn Fn(&Transforms) -> Option<Usage> + Sync),
+) -> Option<f64> {
+    let without_usage = if without.is_empty() { base.usage } else { eval(without)? };
+    let estimate = |t: &Transforms, u: &Usage| -> Option<cost::Estimate> {
+        let p = profile(session, &base.symbol, t).ok()?;
+        Some(cost::Estimate::of(&p, cost::waves(session.arch, u.occupancy), &cost::Machine::of(session.arch)))
+    };
+    let (with, without) = (estimate(t, usage)?, estimate(without, &without_usage)?);
+    Some(with.cycles / without.cycles)
 }
 
 /// The most occupancy fewer registers could bring: the target's maximum
@@ -520,9 +562,15 @@ fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &
     }
     if let Some(n) = held.unroll_cap {
         what.push(format!("capping unrolling at {n}"));
+    }
+    if let Some(w) = held.waves_per_eu {
+        let target = if arch.is_nvptx() { format!("warps-per-sm={w}") } else { format!("waves-per-eu={w}") };
+        what.push(format!("the occupancy target {target}"));
+    }
+    if held.unroll_cap.is_some() || held.waves_per_eu.is_some() {
         checks.push(
-            "it gives up unrolling (instruction-level parallelism), which every such trade timed on a GPU so far \
-             paid for with speed; confirm it after timing the kernel"
+            "it gives up instruction-level parallelism (unrolling, loads in flight) for occupancy, which every such \
+             trade timed on a GPU so far paid for with speed; confirm it after timing the kernel"
                 .to_string(),
         );
     }
@@ -697,6 +745,14 @@ fn diff_listings(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<
     Ok(out)
 }
 
+/// The cost model's profile of a kernel built with `t`: one more compile,
+/// to assembly (PTX on NVPTX).
+pub(crate) fn profile(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<cost::Profile, crate::session::SessionError> {
+    let listing = session.listing(&[(symbol.to_string(), t.clone())], Listing::Asm)?;
+    let code = if session.arch.is_nvptx() { ptx_function(&listing, symbol) } else { asm_function(&listing, symbol) };
+    Ok(cost::profile_of(&code, session.arch))
+}
+
 /// The `.entry symbol(` ... `}` block of a PTX listing.
 fn ptx_function(listing: &str, symbol: &str) -> String {
     let start = format!(".entry {symbol}(");
@@ -799,7 +855,9 @@ mod tests {
         let cap = Transforms { unroll_cap: Some(1), ..Default::default() };
         let with = Transforms { waves_per_eu: Some(6), ..cap.clone() };
         let m = suggestion_message(&cap, &with, &now, &then, &[], &gfx);
-        assert!(m.starts_with("capping unrolling at 1 would reach occupancy 5 (99 → 82 VGPRs, spills 16 → 0) with waves-per-eu=6 — it gives up unrolling"), "{m}");
+        assert!(m.starts_with("capping unrolling at 1 would reach occupancy 5 (99 → 82 VGPRs, spills 16 → 0) with waves-per-eu=6 — it gives up instruction-level parallelism"), "{m}");
+        let both = suggestion_message(&with, &with, &now, &then, &[], &gfx);
+        assert!(both.starts_with("capping unrolling at 1 and the occupancy target waves-per-eu=6 would reach occupancy 5"), "{both}");
         let all: Vec<Param> = (0..3).map(|i| Param { index: i, name: format!("p{i}") }).collect();
         let restrict = Transforms { noalias: all.clone(), ..Default::default() };
         let m = suggestion_message(&restrict, &restrict, &now, &then, &all, &gfx);

@@ -41,9 +41,17 @@ use crate::search::Rule;
 pub enum Evidence {
     /// Registers, spills and occupancy only (no GPU).
     Static,
-    /// Timed on a GPU: variant time over plain time (< 1.0 is faster).
+    /// The cost model's estimate ([`crate::cost`]): time with the trade
+    /// over time without it.
+    Predicted { time_ratio: f64 },
+    /// Timed on a GPU: time with the trade over time without it (< 1.0 is
+    /// faster).
     Measured { time_ratio: f64 },
 }
+
+/// How much slower the cost model may predict an occupancy target before
+/// it is held back: its estimates are not calibrated finer than this.
+pub const PREDICTION_TOLERANCE: f64 = 0.02;
 
 /// What happens to a better result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,8 +71,24 @@ pub fn trade(rule: &Rule, traded: &Usage, kept: &Usage, evidence: Evidence) -> V
     match evidence {
         Evidence::Measured { time_ratio } if time_ratio < 1.0 => Verdict::Apply(Reason::Measured),
         Evidence::Measured { .. } => Verdict::Hold(vec![Reason::Measured]),
-        Evidence::Static if rule.memory_spills(traded) < rule.memory_spills(kept) => Verdict::Apply(Reason::RemovesSpills),
-        Evidence::Static => Verdict::Hold(vec![Reason::TradesIlp]),
+        // The model refuses, it does not approve: an unroll cap stays a
+        // suggestion unless it removes memory traffic.
+        Evidence::Predicted { time_ratio } if time_ratio > 1.0 + PREDICTION_TOLERANCE => Verdict::Hold(vec![Reason::TradesIlp]),
+        _ if rule.memory_spills(traded) < rule.memory_spills(kept) => Verdict::Apply(Reason::RemovesSpills),
+        _ => Verdict::Hold(vec![Reason::TradesIlp]),
+    }
+}
+
+/// An occupancy target in a result, against the same result without it:
+/// kept unless the schedule it forces is predicted (or measured) slower,
+/// i.e. it gives up more latency hiding within a wave than the extra waves
+/// bring back.
+pub fn occupancy_target(evidence: Evidence) -> Verdict {
+    match evidence {
+        Evidence::Measured { time_ratio } if time_ratio < 1.0 => Verdict::Apply(Reason::Measured),
+        Evidence::Measured { .. } => Verdict::Hold(vec![Reason::Measured]),
+        Evidence::Predicted { time_ratio } if time_ratio > 1.0 + PREDICTION_TOLERANCE => Verdict::Hold(vec![Reason::TradesIlp]),
+        _ => Verdict::Apply(Reason::RaisesOccupancy),
     }
 }
 
@@ -75,7 +99,7 @@ pub fn held_reasons(held: &Transforms) -> Vec<Reason> {
     if held.pow2_inexact {
         reasons.push(Reason::ChangesRounding);
     }
-    if held.unroll_cap.is_some() {
+    if held.unroll_cap.is_some() || held.waves_per_eu.is_some() {
         reasons.push(Reason::TradesIlp);
     }
     if !held.noalias.is_empty() || held.launch_bounds.is_some() {
@@ -142,6 +166,22 @@ mod tests {
     }
 
     #[test]
+    fn the_cost_model_refuses_but_does_not_approve() {
+        let spilling = usage(127, 4, 22, 76);
+        let traded = usage(64, 8, 0, 0);
+        let r = rule(spilling);
+        assert_eq!(trade(&r, &traded, &spilling, Evidence::Predicted { time_ratio: 0.9 }), Verdict::Apply(Reason::RemovesSpills));
+        assert_eq!(trade(&r, &traded, &spilling, Evidence::Predicted { time_ratio: 1.3 }), Verdict::Hold(vec![Reason::TradesIlp]));
+        let plain = usage(120, 4, 0, 0);
+        assert_eq!(trade(&rule(plain), &traded, &plain, Evidence::Predicted { time_ratio: 0.5 }), Verdict::Hold(vec![Reason::TradesIlp]));
+        // Occupancy targets: kept within the model's tolerance, held beyond.
+        assert_eq!(occupancy_target(Evidence::Predicted { time_ratio: 1.01 }), Verdict::Apply(Reason::RaisesOccupancy));
+        assert_eq!(occupancy_target(Evidence::Predicted { time_ratio: 2.4 }), Verdict::Hold(vec![Reason::TradesIlp]));
+        assert_eq!(occupancy_target(Evidence::Static), Verdict::Apply(Reason::RaisesOccupancy));
+        assert_eq!(occupancy_target(Evidence::Measured { time_ratio: 1.05 }), Verdict::Hold(vec![Reason::Measured]));
+    }
+
+    #[test]
     fn no_gain_is_nothing_to_suggest() {
         let plain = usage(120, 4, 0, 0);
         assert_eq!(trade(&rule(plain), &usage(110, 4, 0, 0), &plain, Evidence::Static), Verdict::Hold(vec![]));
@@ -152,6 +192,7 @@ mod tests {
         let p = Param { index: 1, name: "f0".into() };
         let t = Transforms { pow2: true, pow2_inexact: true, unroll_cap: Some(1), noalias: vec![p], ..Default::default() };
         assert_eq!(held_reasons(&t), [Reason::ChangesRounding, Reason::TradesIlp, Reason::AssumesCaller]);
+        assert_eq!(held_reasons(&Transforms { waves_per_eu: Some(6), ..Default::default() }), [Reason::TradesIlp]);
         assert!(held_reasons(&Transforms { pow2: true, sink: true, ..Default::default() }).is_empty());
     }
 
