@@ -1,8 +1,9 @@
 //! regtune: rewrite GPU kernels so they need fewer registers, and prove each
 //! rewrite with the real backend: AMDGPU (HIP), or NVPTX and ptxas (CUDA).
 //!
-//! Data flows one way: toolchain → compile → codeobj → measure → search →
-//! tune/report → output. Each stage is one module; `main.rs` is only the CLI.
+//! Data flows one way: toolchain → compile → codeobj → measure → search/cost →
+//! verdict → tune/report/predict → output. Each stage is one module; `main.rs`
+//! is only the CLI.
 
 pub mod batch;
 pub mod codeobj;

@@ -3,8 +3,8 @@
 //!
 //! Most tuning runs on build machines without a GPU, so the static rule
 //! must not lose speed on its own:
-//!   - Rewrites that remove work or live ranges (exact pow2, sink) and
-//!     occupancy targets are applied where they raise occupancy.
+//!   - Rewrites that remove work or live ranges (exact pow2, sink) are
+//!     applied where they raise occupancy.
 //!   - A transform that trades instruction-level parallelism for registers
 //!     (`unroll-cap`) is applied only where it removes spills or scratch:
 //!     the memory traffic it replaces. Elsewhere it is suggested: on an
@@ -14,19 +14,20 @@
 //!     correctly rounded) or rest on the caller (noalias, launch bounds)
 //!     are suggested unless the user opted in.
 //!
-//! An occupancy target alone (`waves-per-eu`, `warps-per-sm`) stays with
-//! the first group: it changes no instruction of the program, only the
-//! register budget the scheduler and allocator aim for (AMDGPU's scheduler
-//! already aims for the most occupancy it can reach; the hint moves that
-//! aim), and a variant whose allocator spills more to memory is rejected
-//! before any rule sees it. What it can add is rematerialized values and
-//! SGPR spills in VGPR lanes: a few ALU instructions each, no memory
-//! traffic. Measured on the examples (`regtune predict`, README "Default
-//! decisions"), hinted variants execute within a few percent of the
-//! instructions of the same rewrite without the hint, where a cap of 1 on
-//! the Laplacian executes the loop's full overhead 16 times. The one
-//! occupancy target timed on a GPU (`warps-per-sm=56`, issue 16) ran at
-//! 1.00×.
+//! An occupancy target alone (`waves-per-eu`, `warps-per-sm`) is a trade
+//! of the same kind, made by the scheduler: it changes no instruction of
+//! the program (on the examples, instruction counts stay within 0.2–6.6 %
+//! of the same code without the hint), but it bounds the registers, and a
+//! schedule with fewer registers keeps fewer loads in flight. On the
+//! Laplacian, `waves-per-eu=6` reaches occupancy 7 with 66 VGPRs, and one
+//! wave alone takes 8.4× as long (each load waited for on its own); on
+//! `lbm_d3q19` with pow2 and noalias the same hint costs a wave nothing.
+//! Spilling to memory is already refused before any rule sees it. So an
+//! occupancy target is applied where it raises occupancy unless the cost
+//! model ([`crate::cost`]) predicts the wave slower than without it; then it
+//! is suggested (README "Default decisions" has the numbers). On NVPTX the
+//! PTX cannot show what ptxas's register cap does: targets are applied as
+//! before (the one timed on a GPU ran at 1.00×, issue 16).
 //!
 //! A measurement overrides the static rule: [`Evidence::Measured`] (filled
 //! by runs on a GPU, when there are some) applies a trade that ran faster
