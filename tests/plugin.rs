@@ -89,9 +89,12 @@ fn example(name: &str) -> std::path::PathBuf {
 }
 
 #[test]
-fn pow2_rewrites_the_lattice_boltzmann_kernel() {
+fn pow2_rewrites_the_lattice_boltzmann_kernel_only_when_inexact_is_allowed() {
+    // ocml's pow is not correctly rounded: plain pow2 leaves it.
     let notes = build_with(&example("lbm_d3q19.hip"), json!({"pow2": true}));
-    assert!(notes.contains("regtune: pow2 changed"), "{notes}");
+    assert!(!notes.contains("changed"), "{notes}");
+    let notes = build_with(&example("lbm_d3q19.hip"), json!({"pow2": true, "pow2_inexact": true}));
+    assert!(notes.contains("regtune: pow2=inexact changed"), "{notes}");
 }
 
 #[test]
@@ -120,7 +123,7 @@ fn launch_bounds_and_waves_per_eu_set_the_kernel_attributes() {
 
 #[test]
 fn every_example_builds_with_every_transform_at_once() {
-    let all = json!({"pow2": true, "sink": true, "unroll_cap": 1, "noalias": [{"index": 0}], "waves_per_eu": 4, "launch_bounds": 256});
+    let all = json!({"pow2": true, "pow2_inexact": true, "sink": true, "unroll_cap": 1, "noalias": [{"index": 0}], "waves_per_eu": 4, "launch_bounds": 256});
     for file in common::examples() {
         build_with(&file, all.clone());
     }
@@ -130,7 +133,7 @@ fn every_example_builds_with_every_transform_at_once() {
 fn report_through_the_plugin_shows_pow2_saving_registers_on_lattice_boltzmann() {
     let file = example("lbm_d3q19.hip");
     let dir = tempfile::tempdir().unwrap();
-    let db = db_for(&file, json!({"pow2": true}), dir.path());
+    let db = db_for(&file, json!({"pow2": true, "pow2_inexact": true}), dir.path());
     let vgprs = |extra: &[String]| -> u64 {
         let out = assert_cmd::Command::cargo_bin("regtune")
             .unwrap()

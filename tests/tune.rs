@@ -12,14 +12,17 @@ use assert_cmd::Command;
 use common::{examples, hip_device_compile, parse_remarks, repo};
 use serde_json::Value;
 
+/// `regtune tune` on `files`; `extra` are options, then after `--` clang's.
 fn tune(files: &[&Path], arch: &str, db: &Path, extra: &[&str]) -> Vec<Value> {
+    let split = extra.iter().position(|a| *a == "--").unwrap_or(extra.len());
     let out = Command::cargo_bin("regtune")
         .unwrap()
         .current_dir(repo())
         .args(["tune", "--format", "json", "--offload-arch", arch, "--db"])
         .arg(db)
-        .args(extra)
+        .args(&extra[..split])
         .args(files)
+        .args(&extra[split..])
         .output()
         .unwrap();
     assert!(out.status.success(), "tune failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -59,16 +62,78 @@ fn never_lowers_occupancy_or_adds_spills_on_any_example() {
 }
 
 #[test]
-fn lattice_boltzmann_reaches_a_higher_occupancy_and_explains_it() {
+fn pow2_of_ocml_pow_is_suggested_unless_the_build_allows_it() {
     let dir = tempfile::tempdir().unwrap();
     let file = repo().join("examples/lbm_d3q19.hip");
-    let kernels = tune(&[&file], "gfx90a", &dir.path().join("db.json"), &[]);
-    assert_eq!(kernels.len(), 1);
-    let k = &kernels[0];
-    assert!(k["after"]["occupancy"].as_u64() > k["before"]["occupancy"].as_u64(), "{k}");
-    assert_eq!(spills(&k["after"]), 0, "{k}");
-    assert!(k["applied"].as_array().unwrap().contains(&Value::from("pow2")), "{k}");
-    assert!(k["why"].as_str().unwrap().contains("occupancy"), "{k}");
+    // A db each: an earlier decision in the db would be kept.
+    let lbm = |extra: &[&str]| tune(&[&file], "gfx90a", &dir.path().join(format!("{}.json", extra.join(""))), extra)[0].clone();
+    let labels = |k: &Value, list: &str| -> Vec<String> {
+        k[list].as_array().unwrap().iter().map(|l| l.as_str().unwrap().to_string()).collect()
+    };
+    // By default ocml's pow stays (x * x would change the last bit): the
+    // kernel keeps its plain build, and the rewrite is suggested with what
+    // it would reach.
+    let k = lbm(&["--noalias", "off"]);
+    assert!(labels(&k, "applied").is_empty(), "{k}");
+    assert_eq!(k["after"], k["before"], "{k}");
+    assert_eq!(labels(&k, "suggested"), ["pow2=inexact"], "{k}");
+    assert_eq!(k["reason"], "changes-rounding", "{k}");
+    assert_eq!(k["suggestion_reasons"], serde_json::json!(["changes-rounding"]), "{k}");
+    let message = k["suggestions"][0].as_str().unwrap();
+    assert!(message.starts_with("`pow(x, 2.0)` → `x * x` would reach occupancy 5 (99 → 82 VGPRs"), "{message}");
+    assert!(message.contains("not correctly rounded"), "{message}");
+    // --pow2 apply: the user's word; -ffast-math: the build allows it (afn).
+    for (extra, label) in [(&["--noalias", "off", "--pow2", "apply"][..], "pow2=inexact"), (&["--noalias", "off", "--", "-ffast-math"][..], "pow2")] {
+        let k = lbm(extra);
+        assert!(labels(&k, "applied").contains(&label.to_string()), "{extra:?}: {k}");
+        assert!(k["after"]["occupancy"].as_u64() > k["before"]["occupancy"].as_u64(), "{extra:?}: {k}");
+        assert_eq!(spills(&k["after"]), 0, "{extra:?}: {k}");
+        assert_eq!(k["reason"], "raises-occupancy", "{extra:?}: {k}");
+        assert!(labels(&k, "suggested").is_empty(), "{extra:?}: {k}");
+    }
+    // --pow2 off: not even tried.
+    let k = lbm(&["--noalias", "off", "--pow2", "off"]);
+    assert!(labels(&k, "suggested").is_empty() && labels(&k, "applied").is_empty(), "{k}");
+}
+
+#[test]
+fn unroll_caps_are_applied_only_where_they_remove_spills() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.json");
+    let lap = repo().join("examples/laplacian3d.hip");
+    // Fully unrolled, no spills: a cap of 1 reaches occupancy 8 by giving up
+    // unrolling, which is suggested, never applied.
+    let k = &tune(&[&lap], "gfx90a", &db, &[])[0];
+    // waves-per-eu=6 alone would reach 7, but the cost model sees its
+    // schedule serialize the loads: held too, so nothing is applied.
+    assert!(k["applied"].as_array().unwrap().is_empty(), "{k}");
+    assert_eq!(k["reason"], "trades-ilp", "{k}");
+    let no_cap = |k: &Value, list: &str| !k[list].as_array().unwrap().iter().any(|l| l.as_str().unwrap().starts_with("unroll-cap"));
+    assert!(no_cap(k, "applied"), "{k}");
+    assert!(!no_cap(k, "suggested"), "{k}");
+    assert!(k["suggestion_reasons"].as_array().unwrap().contains(&Value::from("trades-ilp")), "{k}");
+    assert!(k["suggestions"][0].as_str().unwrap().contains("would reach occupancy 8"), "{k}");
+    let entry = db_entry(&db, k);
+    assert_eq!(entry["suggested"][0]["reasons"], serde_json::json!(["trades-ilp"]), "{entry}");
+    assert!(entry["transforms"].get("unroll_cap").is_none(), "a suggestion stays out of what builds apply: {entry}");
+    // `#pragma unroll 8` spills (22 VGPRs, 76 B of scratch on gfx90a): a cap
+    // removes the spills and is applied.
+    let k = &tune(&[&lap], "gfx90a", &db, &["--", "-DTILE_UNROLL=8"])[0];
+    assert!(spills(&k["before"]) > 0 && k["before"]["scratch_bytes"].as_u64() > Some(0), "{k}");
+    assert!(!no_cap(k, "applied"), "{k}");
+    assert_eq!(k["reason"], "removes-spills", "{k}");
+    assert_eq!((spills(&k["after"]), k["after"]["scratch_bytes"].as_u64()), (0, Some(0)), "{k}");
+    // Sinking removes work, not parallelism: still applied on the MD kernel.
+    let md = repo().join("examples/long_lived.hip");
+    let k = &tune(&[&md], "gfx90a", &db, &[])[0];
+    assert_eq!(k["applied"], serde_json::json!(["sink"]), "{k}");
+    assert_eq!(k["reason"], "raises-occupancy", "{k}");
+}
+
+/// The db entry tune wrote for a kernel row.
+fn db_entry(db: &Path, k: &Value) -> Value {
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(db).unwrap()).unwrap();
+    doc["kernels"].as_object().unwrap().values().find(|e| e["symbol"] == k["symbol"]).expect("entry").clone()
 }
 
 /// The kind of a label: "unroll-cap=4" → "unroll-cap".
@@ -86,7 +151,10 @@ fn each_transform_decides_at_least_one_kernel() {
     let db = dir.path().join("db.json");
     let files = all_examples();
     let refs: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
-    let mut seen = kinds(&tune(&refs, "gfx90a", &db, &["--noalias", "apply"]), "applied");
+    let mut seen = kinds(&tune(&refs, "gfx90a", &db, &["--noalias", "apply", "--pow2", "apply"]), "applied");
+    // A cap is applied where it removes spills: the Laplacian unrolled 8 times.
+    let lap = repo().join("examples/laplacian3d.hip");
+    seen.extend(kinds(&tune(&[&lap], "gfx90a", &db, &["--", "-DTILE_UNROLL=8"]), "applied"));
     // The spilling kernel, where the no-spill objective decides: noalias
     // (applied on request) lowers its spills, and so does a block size,
     // a fact about the caller that is only applied when given.
@@ -116,7 +184,8 @@ fn assumptions_are_suggested_not_applied_by_default() {
     // noalias by default: suggested with what to verify, never applied
     // (on LBM it is what reaches the step after the one pow2 reaches).
     let lbm = repo().join("examples/lbm_d3q19.hip");
-    let k = &tune(&[&lbm], "gfx90a", &dir.path().join("b.json"), &[])[0];
+    let k = &tune(&[&lbm], "gfx90a", &dir.path().join("b.json"), &["--pow2", "apply"])[0];
+    assert_eq!(k["suggestion_reasons"], serde_json::json!(["assumes-caller"]), "{k}");
     assert!(!k["applied"].as_array().unwrap().iter().any(assumed), "{k}");
     let suggested = k["suggested"].as_array().unwrap();
     assert!(!suggested.is_empty() && suggested.iter().all(|l| l.as_str().unwrap().starts_with("noalias=")), "{k}");
@@ -153,7 +222,7 @@ fn a_plugin_build_with_the_db_gives_exactly_the_promised_usage() {
         for file in all_examples() {
             let dir = tempfile::tempdir().unwrap();
             let db = dir.path().join("db.json");
-            let kernels = tune(&[&file], arch, &db, &["--noalias", "apply"]);
+            let kernels = tune(&[&file], arch, &db, &["--noalias", "apply", "--pow2", "apply"]);
             let out = hip_device_compile(&file, arch)
                 .arg(format!("-fpass-plugin={}", plugin.display()))
                 .env("REGTUNE_DECISIONS", &db)
@@ -186,7 +255,7 @@ fn diff_shows_the_tuned_kernels_ir_and_assembly() {
     let out = Command::cargo_bin("regtune")
         .unwrap()
         .current_dir(repo())
-        .args(["tune", "--diff", "--db"])
+        .args(["tune", "--diff", "--pow2", "apply", "--db"])
         .arg(dir.path().join("db.json"))
         .arg(&file)
         .output()

@@ -187,6 +187,27 @@ def case_lbm(np, rng):
     return Case(((nx + 255) // 256, ny, nz), (256, 1, 1), b, args)
 
 
+def case_lbm_trt(np, rng):
+    nx, ny, nz = 256, 64, 64
+    n = nx * ny * nz
+    flags = np.zeros(n, dtype=np.int32)
+    flags[rng.random(n) < 0.05] = 1  # scattered wall cells
+    b = {"flags": flags}
+    for i in range(19):
+        b[f"f{i}"] = rng.uniform(0.01, 0.1, 2 * n)
+    for name in ["rho_out", "ux_out", "uy_out", "uz_out"]:
+        b[name] = rng.standard_normal(n)
+    for name in ["force_x", "force_y", "force_z"]:
+        b[name] = rng.uniform(-1e-4, 1e-4, n)
+    b["omega_cell"] = rng.uniform(0.6, 1.9, n)
+    b["weight"] = np.array([1 / 3] + [1 / 18] * 6 + [1 / 36] * 12)
+    b["rate"] = rng.uniform(0.8, 1.2, 18)
+    names = ["rho_out", "ux_out", "uy_out", "uz_out", "force_x", "force_y", "force_z", "omega_cell", "weight", "rate"]
+    args = [("buf", "flags")] + [("buf", f"f{i}") for i in range(19)] + [("buf", x) for x in names]
+    args += [("i32", nx), ("i32", ny), ("i32", nz), ("i32", 0), ("i32", n)]
+    return Case(((nx + 255) // 256, ny, nz), (256, 1, 1), b, args)
+
+
 def case_laplacian(np, rng):
     radius, tile = 4, 16
     nx = ny = 256 + 2 * radius
@@ -246,6 +267,7 @@ def case_entropy(np, rng):
 
 CASES = {
     "lbm_d3q19_collide_stream": case_lbm,
+    "lbm_d3q19_trt": case_lbm_trt,
     "laplacian3d_o8_ztile": case_laplacian,
     "block_jacobi_solve": case_jacobi,
     "md_lj_force_kick": case_md,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Does ocml's pow(x, 2.0) give the bits of x * x? Runs the ROCm device
-# library's own __ocml_pow_f64 on the CPU: the bitcode is extracted from
+# Do ocml's pow(x, 2.0) and pown(x, 2) give the bits of x * x? Runs the ROCm
+# device library's own __ocml_pow_f64 and __ocml_pown_f64 on the CPU: the bitcode is extracted from
 # ocml.bc, retargeted to x86-64, and its five AMDGPU intrinsics are given C
 # stand-ins (rcp is exact here, the hardware's is refined by ocml anyway).
 # An emulation, not the GPU: a difference rate far from 0 is the finding.
@@ -8,7 +8,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-llvm-extract-22 --recursive -func=__ocml_pow_f64 /usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ocml.bc -o "$work/pow.bc"
+llvm-extract-22 --recursive -func=__ocml_pow_f64 -func=__ocml_pown_f64 /usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ocml.bc -o "$work/pow.bc"
 llvm-dis-22 "$work/pow.bc" -o "$work/pow.ll"
 python3 - "$work/pow.ll" <<'PY'
 import re, sys

@@ -54,6 +54,11 @@ impl fmt::Display for Param {
 pub struct Transforms {
     #[serde(skip_serializing_if = "is_false")]
     pub pow2: bool,
+    /// With `pow2`: also rewrite library pows that are not correctly
+    /// rounded (ocml's, libdevice's `__nv_pow`) where the call has no `afn`.
+    /// Changes results in the last bit: applied only on the user's word.
+    #[serde(skip_serializing_if = "is_false")]
+    pub pow2_inexact: bool,
     #[serde(skip_serializing_if = "is_false")]
     pub sink: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -75,12 +80,12 @@ impl Transforms {
         *self == Transforms::default()
     }
 
-    /// User-facing labels: "pow2", "sink", "unroll-cap=4", "noalias=g14",
-    /// "waves-per-eu=5", "launch-bounds=256".
+    /// User-facing labels: "pow2" (or "pow2=inexact"), "sink",
+    /// "unroll-cap=4", "noalias=g14", "waves-per-eu=5", "launch-bounds=256".
     pub fn labels(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.pow2 {
-            out.push("pow2".to_string());
+            out.push(if self.pow2_inexact { "pow2=inexact" } else { "pow2" }.to_string());
         }
         if self.sink {
             out.push("sink".to_string());
@@ -113,6 +118,58 @@ pub struct Usage {
     pub code_bytes: u64,
 }
 
+/// Why a kernel got what it got, machine-readable (`"reason"` in JSON and
+/// the db). The first three apply a result, the next three hold one back as
+/// a suggestion until the user confirms it, the last three apply nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// Rewrites that remove work or live ranges raised occupancy.
+    RaisesOccupancy,
+    /// It removes spills or scratch (memory traffic): what lets a
+    /// transform that trades unrolling for registers be applied.
+    RemovesSpills,
+    /// A run on the GPU said it is faster (or, held, slower).
+    Measured,
+    /// It reaches more occupancy only by giving up unrolling (instruction-
+    /// level parallelism), which can run slower: suggested.
+    TradesIlp,
+    /// It rewrites a library pow that is not correctly rounded: results
+    /// change in the last bit. Suggested.
+    ChangesRounding,
+    /// It rests on what callers do (noalias, launch bounds): suggested.
+    AssumesCaller,
+    /// Already at the target's most occupancy.
+    AtBest,
+    /// Nothing tried beat the plain compile.
+    NoGain,
+    /// Its gain vanished next to the other kernels' decisions.
+    LostWhenCombined,
+}
+
+impl Reason {
+    /// The JSON spelling: "trades-ilp".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::RaisesOccupancy => "raises-occupancy",
+            Reason::RemovesSpills => "removes-spills",
+            Reason::Measured => "measured",
+            Reason::TradesIlp => "trades-ilp",
+            Reason::ChangesRounding => "changes-rounding",
+            Reason::AssumesCaller => "assumes-caller",
+            Reason::AtBest => "at-best",
+            Reason::NoGain => "no-gain",
+            Reason::LostWhenCombined => "lost-when-combined",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What the tuner decided for one kernel on one target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
@@ -124,8 +181,11 @@ pub struct Entry {
     #[serde(default)]
     pub file: String,
     pub transforms: Transforms,
-    /// Assumptions about the caller (noalias, block size) the tuner measured
-    /// but did not apply; setting `confirmed` applies them.
+    /// Why `transforms` (or, when empty, why nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Reason>,
+    /// What the tuner measured but did not apply (caller assumptions,
+    /// unrolling traded for occupancy, inexact pow2); `confirmed` applies it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub suggested: Vec<Suggestion>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,6 +200,9 @@ pub struct Suggestion {
     pub transforms: Transforms,
     pub usage: Usage,
     pub message: String,
+    /// Why it waits for the user: trades-ilp, changes-rounding, assumes-caller.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<Reason>,
     #[serde(default)]
     pub confirmed: bool,
 }
@@ -156,6 +219,7 @@ impl Entry {
         for s in self.suggested.iter().filter(|s| s.confirmed) {
             let c = &s.transforms;
             t.pow2 |= c.pow2;
+            t.pow2_inexact |= c.pow2_inexact;
             t.sink |= c.sink;
             t.unroll_cap = c.unroll_cap.or(t.unroll_cap);
             t.waves_per_eu = c.waves_per_eu.or(t.waves_per_eu);
@@ -287,6 +351,7 @@ mod tests {
                 noalias: vec![Param { index: 13, name: "g14".into() }],
                 ..Default::default()
             },
+            reason: Some(Reason::RaisesOccupancy),
             suggested: vec![],
             before: None,
             after: Some(Usage { vgpr: 96, occupancy: 5, ..Default::default() }),
@@ -297,6 +362,7 @@ mod tests {
     fn labels_use_the_user_facing_spelling() {
         let t = Transforms {
             pow2: true,
+            pow2_inexact: false,
             sink: true,
             unroll_cap: Some(4),
             noalias: vec![Param { index: 13, name: "g14".into() }, Param { index: 2, name: String::new() }],
@@ -307,6 +373,27 @@ mod tests {
             t.labels(),
             ["pow2", "sink", "unroll-cap=4", "noalias=g14", "noalias=#2", "waves-per-eu=5", "launch-bounds=256"]
         );
+        let inexact = Transforms { pow2: true, pow2_inexact: true, ..Default::default() };
+        assert_eq!(inexact.labels(), ["pow2=inexact"]);
+    }
+
+    #[test]
+    fn entries_without_reasons_still_load_and_reasons_are_kebab_case() {
+        // A db written before reasons existed.
+        let old = r#"{"version":1,"kernels":{"gfx90a/k/h":{"symbol":"k","arch":"gfx90a","input_hash":"h",
+            "transforms":{"pow2":true},"suggested":[{"transforms":{"unroll_cap":1},"usage":{"vgpr":1,"agpr":0,
+            "sgpr":0,"scratch_bytes":0,"vgpr_spills":0,"sgpr_spills":0,"lds_bytes":0,"occupancy":8,"code_bytes":4},
+            "message":"m"}]}}}"#;
+        let db = Db::parse(old, Path::new("old.json")).unwrap();
+        let e = &db.kernels["gfx90a/k/h"];
+        assert_eq!((e.reason, e.suggested[0].reasons.len()), (None, 0));
+        assert!(!e.transforms.pow2_inexact);
+        let mut e = e.clone();
+        e.reason = Some(Reason::TradesIlp);
+        e.suggested[0].reasons = vec![Reason::TradesIlp, Reason::ChangesRounding];
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(json.contains(r#""reason":"trades-ilp""#) && json.contains(r#""reasons":["trades-ilp","changes-rounding"]"#), "{json}");
+        assert_eq!(Reason::LostWhenCombined.to_string(), "lost-when-combined");
     }
 
     #[test]
@@ -346,6 +433,7 @@ mod tests {
             transforms: Transforms { launch_bounds: Some(256), ..Default::default() },
             usage: Usage::default(),
             message: String::new(),
+            reasons: vec![Reason::AssumesCaller],
             confirmed,
         };
         e.suggested = vec![s(false)];

@@ -1,12 +1,14 @@
 //! regtune: rewrite GPU kernels so they need fewer registers, and prove each
 //! rewrite with the real backend: AMDGPU (HIP), or NVPTX and ptxas (CUDA).
 //!
-//! Data flows one way: toolchain → compile → codeobj → measure → search →
-//! tune/report → output. Each stage is one module; `main.rs` is only the CLI.
+//! Data flows one way: toolchain → compile → codeobj → measure → search/cost →
+//! verdict → tune/report/predict → output. Each stage is one module; `main.rs`
+//! is only the CLI.
 
 pub mod batch;
 pub mod codeobj;
 pub mod compile;
+pub mod cost;
 pub mod cubin;
 pub mod cuda;
 pub mod hash;
@@ -16,6 +18,7 @@ pub mod nvidia;
 pub mod occupancy;
 pub mod output;
 pub mod plugin;
+pub mod predict;
 pub mod progress;
 pub mod ptxas;
 pub mod report;
@@ -25,5 +28,6 @@ pub mod target;
 pub mod toolchain;
 pub mod tools;
 pub mod tune;
+pub mod verdict;
 pub mod wrapper;
 

@@ -24,6 +24,8 @@ enum Command {
     Report(ReportArgs),
     /// Search rewrites and occupancy targets per kernel, keep what raises occupancy, record it in the db.
     Tune(TuneArgs),
+    /// Print the cost model's estimate for every variant tune compiles, as JSON (writes no db).
+    Predict(PredictArgs),
     /// Tune every HIP translation unit in a compile_commands.json, each with its own flags and targets.
     ///
     /// Exit status: 0 when every unit was tuned or unchanged; N (at most 100) when N translation
@@ -140,6 +142,10 @@ struct SearchArgs {
     /// noalias is an assumption about the caller: try and report it, apply it, or skip it.
     #[arg(long, value_enum, default_value_t = tune::Noalias::Suggest)]
     noalias: tune::Noalias,
+    /// pow(x, 2.0) → x*x where the library pow is not correctly rounded (ocml's, libdevice's) and the
+    /// call has no afn: results change in the last bit, so try and report it, apply it, or skip it.
+    #[arg(long, value_enum, default_value_t = tune::Pow2::Suggest)]
+    pow2: tune::Pow2,
     /// Threads per block every launch uses (applied as launch bounds), or `auto` to infer and only suggest.
     #[arg(long, value_name = "N|auto")]
     block_size: Option<tune::BlockSize>,
@@ -152,6 +158,17 @@ struct SearchArgs {
     /// The decisions db the plugin and the wrapper apply.
     #[arg(long, value_name = "PATH", default_value = ".regtune/decisions.json")]
     db: PathBuf,
+}
+
+#[derive(Args)]
+struct PredictArgs {
+    #[command(flatten)]
+    inputs: Inputs,
+    #[command(flatten)]
+    search: SearchArgs,
+    /// Write the JSON here instead of stdout.
+    #[arg(short, long, value_name = "PATH")]
+    output: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -207,6 +224,7 @@ impl SearchArgs {
         Ok(tune::Options {
             objective: self.objective,
             noalias: self.noalias,
+            pow2: self.pow2,
             block_size: self.block_size.unwrap_or(tune::BlockSize::Unset),
             allow_scratch: self.allow_scratch,
             diff,
@@ -223,6 +241,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Report(args) => report(args),
         Command::Tune(args) => tune(args),
+        Command::Predict(args) => predict(args),
         Command::Batch(args) => batch(args).or_else(|e| {
             eprintln!("error: {e:#}");
             Ok(ExitCode::from(BATCH_FATAL))
@@ -284,6 +303,19 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
         }
         output::emit(&text, args.output.as_deref())?;
     }
+    Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn predict(args: PredictArgs) -> Result<ExitCode> {
+    let archs = args.inputs.archs()?;
+    let toolchain = Toolchain::detect_for(&archs)?;
+    let plugin = plugin::find()?;
+    let options = args.search.tune_options(false)?;
+    let (doc, failures) = regtune::predict::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options);
+    for f in &failures {
+        f.print();
+    }
+    output::emit(&(serde_json::to_string_pretty(&doc)? + "\n"), args.output.as_deref())?;
     Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

@@ -27,6 +27,10 @@ pub struct Rule {
     /// A private array in scratch is as bad as a spill unless allowed.
     pub allow_scratch: bool,
     pub baseline: Usage,
+    /// SGPR spills land in VGPR lanes (AMDGPU): `v_writelane`/`v_readlane`,
+    /// no memory traffic, as long as scratch does not grow. On NVPTX both
+    /// spill counts are memory (stores and loads), and this is false.
+    pub lane_spills: bool,
 }
 
 impl Rule {
@@ -34,13 +38,26 @@ impl Rule {
         u.vgpr_spills + u.sgpr_spills + if self.allow_scratch { 0 } else { u.scratch_bytes }
     }
 
-    /// May this result replace the plain compile at all?
+    /// Spills and scratch that cost memory traffic: what a transform that
+    /// trades unrolling for registers must remove to be applied unasked.
+    /// SGPR spills held in VGPR lanes cost none (an SGPR spill that reaches
+    /// memory shows as scratch).
+    pub fn memory_spills(&self, u: &Usage) -> u32 {
+        u.vgpr_spills + u.scratch_bytes + if self.lane_spills { 0 } else { u.sgpr_spills }
+    }
+
+    /// May this result replace the plain compile at all? Under the
+    /// occupancy objective: no more VGPR spills or scratch than the plain
+    /// compile, and no more SGPR spills unless they stay in VGPR lanes (a
+    /// few lane moves per spilled SGPR, against a whole occupancy step; see
+    /// README "SGPR spills in VGPR lanes").
     pub fn admissible(&self, u: &Usage) -> bool {
+        let b = &self.baseline;
         match self.objective {
             Objective::Occupancy => {
-                u.vgpr_spills <= self.baseline.vgpr_spills
-                    && u.sgpr_spills <= self.baseline.sgpr_spills
-                    && (self.allow_scratch || u.scratch_bytes <= self.baseline.scratch_bytes)
+                u.vgpr_spills <= b.vgpr_spills
+                    && (u.sgpr_spills <= b.sgpr_spills || (self.lane_spills && u.scratch_bytes <= b.scratch_bytes))
+                    && (self.allow_scratch || u.scratch_bytes <= b.scratch_bytes)
             }
             Objective::NoSpill => true,
         }
@@ -55,11 +72,17 @@ impl Rule {
         }
     }
 
-    /// Full order: the primary goal, then fewer VGPRs+AGPRs, fewer SGPRs,
-    /// smaller code. `Greater` means `a` is better.
+    /// Full order: the primary goal, then fewer spills, fewer VGPRs+AGPRs,
+    /// fewer SGPRs, smaller code. `Greater` means `a` is better.
     pub fn compare(&self, a: &Usage, b: &Usage) -> Ordering {
         let key = |u: &Usage| {
-            (self.primary(u), -i64::from(u.vgpr + u.agpr), -i64::from(u.sgpr), -(u.code_bytes as i64))
+            (
+                self.primary(u),
+                -i64::from(self.spills(u)),
+                -i64::from(u.vgpr + u.agpr),
+                -i64::from(u.sgpr),
+                -(u.code_bytes as i64),
+            )
         };
         match (self.admissible(a), self.admissible(b)) {
             (true, false) => Ordering::Greater,
@@ -81,13 +104,19 @@ impl Rule {
 }
 
 /// The transforms worth trying on this kernel.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Space {
+    /// pow2's exact rewrites.
     pub pow2: bool,
+    /// pow2 of library pows that are not correctly rounded, too.
+    pub pow2_inexact: bool,
     pub sink: bool,
     pub unroll_caps: Vec<u32>,
     /// Pointer parameters in the heuristic's order, most promising first.
     pub noalias: Vec<Param>,
+    /// Every pointer parameter (nvcc's `--restrict`), sorted: one candidate,
+    /// kept or dropped as a whole. Empty when not tried.
+    pub noalias_all: Vec<Param>,
     /// Occupancy targets to try (waves per SIMD above the plain compile).
     pub waves: Vec<u32>,
     pub launch_bounds: Option<u32>,
@@ -104,11 +133,17 @@ impl Space {
         if self.pow2 {
             v.push(one(&|t| t.pow2 = true));
         }
+        if self.pow2_inexact {
+            v.push(one(&|t| (t.pow2, t.pow2_inexact) = (true, true)));
+        }
         if self.sink {
             v.push(one(&|t| t.sink = true));
         }
         v.extend(self.unroll_caps.iter().map(|&n| one(&|t| t.unroll_cap = Some(n))));
         v.extend(self.noalias.iter().map(|p| one(&|t| t.noalias = vec![p.clone()])));
+        if !self.noalias_all.is_empty() {
+            v.push(one(&|t| t.noalias = self.noalias_all.clone()));
+        }
         v.extend(self.waves.iter().map(|&w| one(&|t| t.waves_per_eu = Some(w))));
         if let Some(b) = self.launch_bounds {
             v.push(one(&|t| t.launch_bounds = Some(b)));
@@ -129,6 +164,7 @@ fn union(a: &Transforms, b: &Transforms) -> Option<Transforms> {
     noalias.sort();
     Some(Transforms {
         pow2: a.pow2 || b.pow2,
+        pow2_inexact: a.pow2_inexact || b.pow2_inexact,
         sink: a.sink || b.sink,
         unroll_cap: pick(a.unroll_cap, b.unroll_cap).ok()?,
         noalias,
@@ -137,8 +173,9 @@ fn union(a: &Transforms, b: &Transforms) -> Option<Transforms> {
     })
 }
 
-/// `t` with one transform removed, for each transform in it.
-fn without_each(t: &Transforms) -> Vec<Transforms> {
+/// `t` with one transform removed, for each transform in it; inexact pow2
+/// may also step down to exact, and noalias on every pointer goes as a whole.
+fn without_each(t: &Transforms, space: &Space) -> Vec<Transforms> {
     let mut v = Vec::new();
     let mut push = |f: &dyn Fn(&mut Transforms)| {
         let mut c = t.clone();
@@ -146,7 +183,10 @@ fn without_each(t: &Transforms) -> Vec<Transforms> {
         v.push(c);
     };
     if t.pow2 {
-        push(&|c| c.pow2 = false);
+        push(&|c| (c.pow2, c.pow2_inexact) = (false, false));
+    }
+    if t.pow2 && t.pow2_inexact {
+        push(&|c| c.pow2_inexact = false);
     }
     if t.sink {
         push(&|c| c.sink = false);
@@ -154,8 +194,12 @@ fn without_each(t: &Transforms) -> Vec<Transforms> {
     if t.unroll_cap.is_some() {
         push(&|c| c.unroll_cap = None);
     }
-    for p in &t.noalias {
-        push(&|c| c.noalias.retain(|q| q != p));
+    if !space.noalias_all.is_empty() && t.noalias == space.noalias_all {
+        push(&|c| c.noalias.clear());
+    } else {
+        for p in &t.noalias {
+            push(&|c| c.noalias.retain(|q| q != p));
+        }
     }
     if t.waves_per_eu.is_some() {
         push(&|c| c.waves_per_eu = None);
@@ -256,7 +300,7 @@ where
 
     // 4. Minimal: drop any transform whose removal does not make it worse.
     loop {
-        let smaller = without_each(&best.0);
+        let smaller = without_each(&best.0, space);
         let mut results: Vec<(Transforms, Usage)> = Vec::new();
         let fresh: Vec<Transforms> = smaller.iter().filter(|t| lookup(&tried, t).is_none()).cloned().collect();
         measure_all(fresh, &mut tried);
@@ -287,7 +331,7 @@ mod tests {
     }
 
     fn rule(base: Usage) -> Rule {
-        Rule { objective: Objective::Occupancy, allow_scratch: false, baseline: base }
+        Rule { objective: Objective::Occupancy, allow_scratch: false, baseline: base, lane_spills: true }
     }
 
     /// A model kernel: 102 VGPRs; pow2 saves 4, sink saves 2, waves-per-eu=5
@@ -372,7 +416,7 @@ mod tests {
     #[test]
     fn no_spill_objective_trades_occupancy_for_fewer_spills() {
         let base = usage(128, 4, 12);
-        let r = Rule { objective: Objective::NoSpill, allow_scratch: false, baseline: base };
+        let r = Rule { objective: Objective::NoSpill, allow_scratch: false, baseline: base, lane_spills: true };
         let sp = Space { launch_bounds: Some(256), ..Default::default() };
         let out = search(&sp, &r, &|t: &Transforms| Some(if t.launch_bounds.is_some() { usage(160, 3, 0) } else { base }));
         assert_eq!(out.transforms.labels(), ["launch-bounds=256"]);
@@ -401,6 +445,49 @@ mod tests {
         };
         let out = search(&space(), &rule(usage(102, 4, 0)), &counting);
         assert_eq!(out.tried.len(), count.into_inner() + 1, "the plain compile comes first");
+    }
+
+    #[test]
+    fn sgpr_spills_in_vgpr_lanes_may_buy_an_occupancy_step() {
+        let base = usage(90, 5, 0);
+        let lanes = Usage { sgpr_spills: 16, ..usage(79, 6, 0) };
+        assert!(rule(base).admissible(&lanes));
+        // Not when they reach memory (scratch grows) ...
+        assert!(!rule(base).admissible(&Usage { scratch_bytes: 8, ..lanes }));
+        // ... nor on NVPTX, where the second spill count is spill loads.
+        assert!(!Rule { lane_spills: false, ..rule(base) }.admissible(&lanes));
+        // At equal occupancy, fewer spills win before fewer registers.
+        assert_eq!(rule(base).compare(&usage(80, 6, 0), &lanes), Ordering::Greater);
+    }
+
+    #[test]
+    fn noalias_on_every_pointer_is_one_candidate_kept_whole() {
+        // Any two of the four pointers restricted change nothing; all four,
+        // with waves-per-eu=6, reach the next step.
+        let all: Vec<Param> = (0..4).map(|i| Param { index: i, name: format!("p{i}") }).collect();
+        let sp = Space { noalias: all[..2].to_vec(), noalias_all: all.clone(), waves: vec![6], ..Default::default() };
+        let eval = |t: &Transforms| {
+            Some(match (t.waves_per_eu, t.noalias.len()) {
+                (Some(6), 4) => usage(79, 6, 0),
+                (Some(6), _) => usage(80, 6, 4),
+                _ => usage(90, 5, 0),
+            })
+        };
+        let out = search(&sp, &rule(usage(90, 5, 0)), &eval);
+        assert_eq!(out.transforms.noalias, all);
+        assert_eq!(out.transforms.waves_per_eu, Some(6));
+        // Shrinking tried the set without noalias at all, never three of four.
+        assert!(!out.tried.iter().any(|(t, _)| t.noalias.len() == 3), "{:?}", out.tried);
+    }
+
+    #[test]
+    fn inexact_pow2_steps_down_to_exact_when_that_is_enough() {
+        let sp = Space { pow2: true, pow2_inexact: true, ..Default::default() };
+        let eval = |t: &Transforms| Some(if t.pow2 { usage(96, 5, 0) } else { usage(102, 4, 0) });
+        let out = search(&sp, &rule(usage(102, 4, 0)), &eval);
+        assert_eq!(out.transforms.labels(), ["pow2"]);
+        let only_inexact = |t: &Transforms| Some(if t.pow2_inexact { usage(96, 5, 0) } else { usage(102, 4, 0) });
+        assert_eq!(search(&sp, &rule(usage(102, 4, 0)), &only_inexact).transforms.labels(), ["pow2=inexact"]);
     }
 
     #[test]

@@ -122,6 +122,7 @@ impl<'a> Session<'a> {
                 name: String::new(),
                 file: String::new(),
                 transforms: t.clone(),
+                reason: None,
                 suggested: vec![],
                 before: None,
                 after: None,
@@ -204,6 +205,9 @@ pub struct Inspection {
     pub kernel: String,
     /// pow2 would rewrite something.
     pub pow2: bool,
+    /// pow2 with inexact rewrites allowed would rewrite more.
+    #[serde(default)]
+    pub pow2_inexact: bool,
     /// There are loops an unroll cap would touch.
     pub unroll_cap: bool,
     /// Pointer parameters in the heuristic's order, most promising first.

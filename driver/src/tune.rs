@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use rayon::prelude::*;
-use regtune_decisions::{Db, Entry, Param, Suggestion, Transforms, Usage};
+use regtune_decisions::{Db, Entry, Param, Reason, Suggestion, Transforms, Usage};
 use serde::Serialize;
 
 use crate::measure::Measured;
@@ -18,11 +18,23 @@ use crate::search::{self, Objective, Outcome, Rule, Space};
 use crate::session::{Inspection, Listing, Session};
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
-use crate::{launch, progress};
+use crate::verdict::{self, Evidence, Verdict};
+use crate::{cost, launch, progress};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Noalias {
+    Off,
+    /// Measure and report, never apply (the default).
+    Suggest,
+    Apply,
+}
+
+/// Whether pow2 may rewrite library pows that are not correctly rounded
+/// (ocml's, libdevice's `__nv_pow`) where the call has no `afn`. Exact
+/// rewrites, and any rewrite under `afn`, are always tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Pow2 {
     Off,
     /// Measure and report, never apply (the default).
     Suggest,
@@ -55,6 +67,7 @@ impl std::str::FromStr for BlockSize {
 pub struct Options {
     pub objective: Objective,
     pub noalias: Noalias,
+    pub pow2: Pow2,
     pub block_size: BlockSize,
     pub allow_scratch: bool,
     pub diff: bool,
@@ -72,6 +85,11 @@ pub struct KernelTuning {
     pub after: Usage,
     pub applied: Vec<String>,
     pub suggested: Vec<String>,
+    /// Why it was applied, suggested or left: "raises-occupancy",
+    /// "removes-spills", "trades-ilp", "changes-rounding", ...
+    pub reason: Reason,
+    /// Why each suggested transform waits for the user.
+    pub suggestion_reasons: Vec<Reason>,
     /// One line of why.
     pub why: String,
     /// What each suggestion would do, and what to check before accepting it.
@@ -219,13 +237,15 @@ pub fn tune_unit(
         .collect()
 }
 
-/// A better result that rests on assumptions about the caller.
+/// A better result the tuner does not apply on its own: it trades
+/// unrolling for occupancy, changes rounding, or rests on the caller.
 struct Proposal {
-    /// What only the user can vouch for (noalias, launch bounds).
-    assumed: Transforms,
-    /// The whole measured set, assumptions included: what confirming applies.
+    /// The transforms the user has not allowed (what needs their word).
+    held: Transforms,
+    /// The whole measured set, `held` included: what confirming applies.
     transforms: Transforms,
     usage: Usage,
+    reasons: Vec<Reason>,
     message: String,
 }
 
@@ -234,11 +254,16 @@ struct Plan {
     symbol: String,
     rule: Rule,
     outcome: Outcome,
-    /// Better results that need an assumption about the caller.
+    /// Why `outcome` is applied, when it is not empty.
+    reason: Reason,
+    /// A better result that waits for the user.
     suggestion: Option<Proposal>,
     variants: usize,
     combined_regressed: bool,
     measured: Vec<Measurement>,
+    /// Every pointer parameter, when "noalias on every pointer" was a
+    /// candidate: labelled `noalias=all`.
+    every_pointer: Vec<Param>,
 }
 
 fn plan_kernel(
@@ -249,32 +274,57 @@ fn plan_kernel(
     previous: Option<&Entry>,
     options: &Options,
 ) -> Plan {
-    let noalias: Vec<Param> = match (options.noalias, inspection) {
+    let ranked: Vec<Param> = match (options.noalias, inspection) {
         (Noalias::Off, _) | (_, None) => vec![],
         (_, Some(i)) => i.noalias_candidates.iter().take(options.noalias_candidates).cloned().collect(),
     };
-    let rule = Rule { objective: options.objective, allow_scratch: options.allow_scratch, baseline: base.usage };
+    // nvcc's --restrict: one candidate, when there is more than the ranked ones.
+    let every_pointer: Vec<Param> = match (options.noalias, inspection) {
+        (Noalias::Off, _) | (_, None) => vec![],
+        (_, Some(i)) if i.noalias_candidates.len() <= ranked.len() => vec![],
+        (_, Some(i)) => {
+            let mut all = i.noalias_candidates.clone();
+            all.sort();
+            all
+        }
+    };
+    let rule = Rule {
+        objective: options.objective,
+        allow_scratch: options.allow_scratch,
+        baseline: base.usage,
+        lane_spills: !session.arch.is_nvptx(),
+    };
+    let mut plan = Plan {
+        symbol: base.symbol.clone(),
+        rule,
+        outcome: Outcome { transforms: Transforms::default(), usage: base.usage, tried: vec![] },
+        reason: Reason::NoGain,
+        suggestion: None,
+        variants: 0,
+        combined_regressed: false,
+        measured: vec![],
+        every_pointer: every_pointer.clone(),
+    };
     if at_best(&rule, occupancy_ceiling(session.arch, base)) {
-        let outcome = Outcome { transforms: Transforms::default(), usage: base.usage, tried: vec![] };
-        return Plan {
-            symbol: base.symbol.clone(),
-            rule,
-            outcome,
-            suggestion: None,
-            variants: 0,
-            combined_regressed: false,
-            measured: vec![],
-        };
+        return plan;
     }
     let waves = occupancy_targets(session.arch, base);
     let confirmed: Transforms = previous.map(Entry::effective).unwrap_or_default();
     // Transforms that would change nothing are not tried (no inspection:
     // try everything).
+    let exact_pow2 = inspection.is_none_or(|i| i.pow2);
+    let inexact_pow2 = inspection.is_none_or(|i| i.pow2_inexact);
+    let caps: Vec<u32> = if inspection.is_none_or(|i| i.unroll_cap) { vec![1, 2, 4, 8] } else { vec![] };
+    let (noalias_apply, noalias_suggest) = (options.noalias == Noalias::Apply, options.noalias == Noalias::Suggest);
+    // What may be applied without asking: exact rewrites, occupancy
+    // targets, and what the user stated or confirmed.
     let facts = Space {
-        pow2: inspection.is_none_or(|i| i.pow2),
+        pow2: exact_pow2,
+        pow2_inexact: inexact_pow2 && (options.pow2 == Pow2::Apply || confirmed.pow2_inexact),
         sink: true,
-        unroll_caps: if inspection.is_none_or(|i| i.unroll_cap) { vec![1, 2, 4, 8] } else { vec![] },
-        noalias: if options.noalias == Noalias::Apply { noalias.clone() } else { confirmed.noalias.clone() },
+        unroll_caps: confirmed.unroll_cap.filter(|_| !caps.is_empty()).into_iter().collect(),
+        noalias: if noalias_apply { ranked.clone() } else { confirmed.noalias.clone() },
+        noalias_all: if noalias_apply { every_pointer.clone() } else { vec![] },
         waves,
         launch_bounds: match options.block_size {
             BlockSize::Given(n) => Some(n),
@@ -288,52 +338,121 @@ fn plan_kernel(
             .measure(&[(base.symbol.clone(), t.clone())])
             .ok()
             .and_then(|measured| measured.into_iter().find(|m| m.symbol == base.symbol).map(|m| m.usage));
-        // The session caches: a variant the second search repeats is logged once, with its real compile time.
+        // The session caches: a variant a later search repeats is logged once, with its real compile time.
         let mut log = log.lock().expect("variant log lock");
         if !log.iter().any(|m| &m.transforms == t) {
             log.push(Measurement { transforms: t.clone(), usage, seconds: start.elapsed().as_secs_f64() });
         }
         usage
     };
-    let outcome = search::search(&facts, &rule, &eval);
+    let mut outcome = search::search(&facts, &rule, &eval);
+    let mut allowed = facts.clone();
 
-    // The same search with the caller assumptions the user has not stated.
+    // Unrolling traded for registers, applied only where it removes the
+    // memory traffic of spills or scratch the facts alone leave.
+    if !caps.is_empty() && facts.unroll_caps.is_empty() && rule.memory_spills(&outcome.usage) > 0 {
+        let trading = Space { unroll_caps: caps.clone(), ..facts.clone() };
+        let traded = search::search(&trading, &rule, &eval);
+        if let Verdict::Apply(_) = verdict::trade(&rule, &traded.usage, &outcome.usage, Evidence::Static) {
+            outcome = traded;
+            allowed = trading;
+        }
+    }
+
+    // An occupancy target forces a schedule with fewer registers; held back
+    // where the cost model sees it give up more latency hiding than the
+    // extra waves bring back. NVPTX: the PTX cannot show what ptxas's
+    // register cap does, so nothing is predicted there.
+    let mut held_target = None;
+    if let Some(w) = outcome.transforms.waves_per_eu.filter(|w| confirmed.waves_per_eu != Some(*w) && !session.arch.is_nvptx()) {
+        let without = Transforms { waves_per_eu: None, ..outcome.transforms.clone() };
+        if let Some(time_ratio) = predicted_time_ratio(session, base, (&outcome.transforms, &outcome.usage), &without, &eval) {
+            if let Verdict::Hold(_) = verdict::occupancy_target(Evidence::Predicted { time_ratio }) {
+                held_target = Some((w, time_ratio));
+                allowed.waves.clear();
+                outcome = search::search(&allowed, &rule, &eval);
+            }
+        }
+    }
+
+    // Everything held for the user: unroll caps, inexact pow2, and the
+    // caller assumptions the user has not stated.
     let kernel_name = base_name(&report::demangle(&base.symbol));
     let inferred_block = match options.block_size {
-        BlockSize::Auto if facts.launch_bounds.is_none() => launch::block_size(source, &kernel_name),
+        BlockSize::Auto if allowed.launch_bounds.is_none() => launch::block_size(source, &kernel_name),
         _ => None,
     };
-    let assumed_noalias = options.noalias == Noalias::Suggest && !noalias.is_empty();
+    let wider = Space {
+        pow2_inexact: allowed.pow2_inexact || (inexact_pow2 && options.pow2 == Pow2::Suggest),
+        unroll_caps: if allowed.unroll_caps.is_empty() { caps } else { allowed.unroll_caps.clone() },
+        noalias: if noalias_suggest { ranked } else { allowed.noalias.clone() },
+        noalias_all: if noalias_suggest { every_pointer } else { allowed.noalias_all.clone() },
+        launch_bounds: allowed.launch_bounds.or(inferred_block),
+        waves: facts.waves.clone(),
+        ..allowed.clone()
+    };
     let mut suggestion = None;
-    let mut variants = outcome.tried.len() - 1;
-    if assumed_noalias || inferred_block.is_some() {
-        let mut wider = facts.clone();
-        if assumed_noalias {
-            wider.noalias = noalias;
-        }
-        wider.launch_bounds = wider.launch_bounds.or(inferred_block);
+    if wider != allowed {
         let better = search::search(&wider, &rule, &eval);
-        variants += better.tried.iter().filter(|(t, _)| !outcome.tried.iter().any(|(o, _)| o == t)).count() - 1;
-        // An assumption is only worth the user's review if it reaches what
-        // the facts alone cannot: fewer registers or code alone do not count.
+        // Worth the user's review only if it reaches what the allowed
+        // transforms cannot: fewer registers or code alone do not count.
         if rule.improves_on(&better.usage, &outcome.usage) {
-            let assumed = Transforms {
-                noalias: better.transforms.noalias.iter().filter(|p| !facts.noalias.contains(p)).cloned().collect(),
-                launch_bounds: better.transforms.launch_bounds.filter(|_| facts.launch_bounds.is_none()),
-                ..Default::default()
-            };
-            if !assumed.is_empty() {
-                let mut message = suggestion_message(&assumed, &better.transforms, &outcome.usage, &better.usage);
+            let held = held_part(&better.transforms, &allowed);
+            let reasons = verdict::held_reasons(&held);
+            if !held.is_empty() {
+                let mut message = suggestion_message(&held, &better.transforms, &outcome.usage, &better.usage, &plan.every_pointer, session.arch);
+                if let Some((w, ratio)) = held_target.filter(|(w, _)| held.waves_per_eu == Some(*w)) {
+                    message.push_str(&format!(
+                        "; waves-per-eu={w} alone was predicted {:.2}× as fast (its schedule keeps fewer loads in flight)",
+                        1.0 / ratio
+                    ));
+                }
                 if session.arch.is_nvptx() {
                     message = message.replace(" VGPRs", " registers");
                 }
-                suggestion =
-                    Some(Proposal { assumed, transforms: better.transforms, usage: better.usage, message });
+                suggestion = Some(Proposal { held, transforms: better.transforms, usage: better.usage, reasons, message });
             }
         }
     }
     let measured = log.into_inner().expect("variant log lock");
-    Plan { symbol: base.symbol.clone(), rule, outcome, suggestion, variants, combined_regressed: false, measured }
+    plan.variants = measured.len();
+    plan.reason = verdict::applied_reason(&rule, &base.usage, &outcome.usage);
+    plan.outcome = outcome;
+    plan.suggestion = suggestion;
+    plan.measured = measured;
+    plan
+}
+
+/// The part of `t` that `allowed` does not allow: what needs the user.
+fn held_part(t: &Transforms, allowed: &Space) -> Transforms {
+    let allowed_noalias = |p: &Param| allowed.noalias.contains(p) || allowed.noalias_all.contains(p);
+    Transforms {
+        pow2: t.pow2_inexact && !allowed.pow2_inexact,
+        pow2_inexact: t.pow2_inexact && !allowed.pow2_inexact,
+        unroll_cap: t.unroll_cap.filter(|c| !allowed.unroll_caps.contains(c)),
+        noalias: t.noalias.iter().filter(|p| !allowed_noalias(p)).cloned().collect(),
+        launch_bounds: t.launch_bounds.filter(|_| allowed.launch_bounds.is_none()),
+        waves_per_eu: t.waves_per_eu.filter(|w| !allowed.waves.contains(w)),
+        ..Default::default()
+    }
+}
+
+/// The cost model's time with `t` over time with `without` (both compiled
+/// once more to assembly); None when a listing fails.
+fn predicted_time_ratio(
+    session: &Session<'_>,
+    base: &Measured,
+    (t, usage): (&Transforms, &Usage),
+    without: &Transforms,
+    eval: &(dyn Fn(&Transforms) -> Option<Usage> + Sync),
+) -> Option<f64> {
+    let without_usage = if without.is_empty() { base.usage } else { eval(without)? };
+    let estimate = |t: &Transforms, u: &Usage| -> Option<cost::Estimate> {
+        let p = profile(session, &base.symbol, t).ok()?;
+        Some(cost::Estimate::of(&p, cost::waves(session.arch, u.occupancy), &cost::Machine::of(session.arch)))
+    };
+    let (with, without) = (estimate(t, usage)?, estimate(without, &without_usage)?);
+    Some(with.cycles / without.cycles)
 }
 
 /// The most occupancy fewer registers could bring: the target's maximum
@@ -377,8 +496,14 @@ fn occupancy_targets(arch: &Arch, base: &Measured) -> Vec<u32> {
 
 /// Transform labels as the target names them: on NVPTX an occupancy target
 /// is in warps per SM ("warps-per-sm=48"; the db keeps it as `waves_per_eu`).
-fn labels(t: &Transforms, arch: &Arch) -> Vec<String> {
-    let labels = t.labels();
+/// noalias on every pointer parameter reads `noalias=all`.
+fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Vec<String> {
+    let mut labels = t.labels();
+    if !every_pointer.is_empty() && t.noalias == every_pointer {
+        let first = labels.iter().position(|l| l.starts_with("noalias=")).unwrap_or(labels.len());
+        labels.retain(|l| !l.starts_with("noalias="));
+        labels.insert(first, "noalias=all".to_string());
+    }
     if !arch.is_nvptx() {
         return labels;
     }
@@ -409,34 +534,65 @@ fn base_name(demangled: &str) -> String {
     no_template.rsplit("::").next().unwrap_or(no_template).trim().to_string()
 }
 
-fn suggestion_message(assumed: &Transforms, with: &Transforms, now: &Usage, then: &Usage) -> String {
+/// "<what> would reach occupancy N (a → b VGPRs) with <the rest> — <what
+/// to check before confirming>", for the held part of a suggestion.
+fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &Usage, every_pointer: &[Param], arch: &Arch) -> String {
     let spills = |u: &Usage| u.vgpr_spills + u.sgpr_spills;
     let mut effect = format!("would reach occupancy {} ({} → {} VGPRs", then.occupancy, now.vgpr, then.vgpr);
     if spills(now) != spills(then) {
         effect.push_str(&format!(", spills {} → {}", spills(now), spills(then)));
     }
     effect.push(')');
-    let assumed_labels = assumed.labels();
-    let others: Vec<String> = with.labels().into_iter().filter(|l| !assumed_labels.contains(l)).collect();
+    let held_labels = labels(held, arch, every_pointer);
+    let others: Vec<String> = labels(with, arch, every_pointer)
+        .into_iter()
+        .filter(|l| !held_labels.contains(l) && !(l == "pow2=inexact" && held.pow2_inexact))
+        .collect();
     if !others.is_empty() {
         effect.push_str(&format!(" with {}", others.join(" + ")));
     }
-    let mut parts = Vec::new();
-    if !assumed.noalias.is_empty() {
-        let names: Vec<String> = assumed.noalias.iter().map(|p| format!("`{p}`")).collect();
-        parts.push(format!(
-            "`__restrict__` on {} {effect} — verify that {} never overlap{} another argument",
-            names.join(", "),
-            names.join(", "),
-            if names.len() == 1 { "s" } else { "" }
+    let (mut what, mut checks) = (Vec::new(), Vec::new());
+    if held.pow2_inexact {
+        let library = if arch.is_nvptx() { "libdevice's `pow`" } else { "ocml's `pow`" };
+        what.push("`pow(x, 2.0)` → `x * x`".to_string());
+        checks.push(format!(
+            "{library} is not correctly rounded, so results change in the last bit (for ~20% of doubles); \
+             accept that, or build with -ffast-math or -fapprox-func"
         ));
     }
-    if let Some(n) = assumed.launch_bounds {
-        parts.push(format!(
-            "`__launch_bounds__({n})` {effect} — every launch in this file uses {n} threads; confirm no other caller uses more"
-        ));
+    if let Some(n) = held.unroll_cap {
+        what.push(format!("capping unrolling at {n}"));
     }
-    parts.join("; ")
+    if let Some(w) = held.waves_per_eu {
+        let target = if arch.is_nvptx() { format!("warps-per-sm={w}") } else { format!("waves-per-eu={w}") };
+        what.push(format!("the occupancy target {target}"));
+    }
+    if held.unroll_cap.is_some() || held.waves_per_eu.is_some() {
+        checks.push(
+            "it gives up instruction-level parallelism (unrolling, loads in flight) for occupancy, which every such \
+             trade timed on a GPU so far paid for with speed; confirm it after timing the kernel"
+                .to_string(),
+        );
+    }
+    if !held.noalias.is_empty() {
+        if !every_pointer.is_empty() && with.noalias == every_pointer {
+            what.push("`__restrict__` on every pointer parameter (nvcc's --restrict)".to_string());
+            checks.push("verify that no two pointer arguments ever overlap".to_string());
+        } else {
+            let names: Vec<String> = held.noalias.iter().map(|p| format!("`{p}`")).collect();
+            what.push(format!("`__restrict__` on {}", names.join(", ")));
+            checks.push(format!(
+                "verify that {} never overlap{} another argument",
+                names.join(", "),
+                if names.len() == 1 { "s" } else { "" }
+            ));
+        }
+    }
+    if let Some(n) = held.launch_bounds {
+        what.push(format!("`__launch_bounds__({n})`"));
+        checks.push(format!("every launch in this file uses {n} threads; confirm no other caller uses more"));
+    }
+    format!("{} {effect} — {}", what.join(" and "), checks.join("; "))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -450,28 +606,33 @@ fn finish(
     session: &Session<'_>,
     diff: Option<String>,
 ) -> KernelTuning {
-    let applied = labels(&plan.outcome.transforms, arch);
+    let applied = labels(&plan.outcome.transforms, arch, &plan.every_pointer);
     let (before_u, after_u) = (base.usage, after.usage);
     let max_waves = occupancy_ceiling(arch, base);
     let registers = registers_word(arch);
-    let why = if at_best(&plan.rule, max_waves) {
-        match &base.nvidia {
+    let suggestion_reasons = plan.suggestion.as_ref().map(|p| p.reasons.clone()).unwrap_or_default();
+    let reason = if at_best(&plan.rule, max_waves) {
+        Reason::AtBest
+    } else if plan.combined_regressed {
+        Reason::LostWhenCombined
+    } else if !applied.is_empty() {
+        plan.reason
+    } else {
+        suggestion_reasons.first().copied().unwrap_or(Reason::NoGain)
+    };
+    let why = match reason {
+        Reason::AtBest => match &base.nvidia {
             Some(n) => format!(
                 "already at the most warps per SM {} allows at {} threads per block ({max_waves}); nothing to gain",
                 arch.processor(),
                 n.block_size
             ),
             None => format!("already at {}'s maximum occupancy ({max_waves} waves/SIMD); nothing to gain", arch.processor()),
+        },
+        Reason::LostWhenCombined => {
+            "its best variant lost its gain when combined with the other kernels' decisions; kept the plain compile".to_string()
         }
-    } else if plan.combined_regressed {
-        "its best variant lost its gain when combined with the other kernels' decisions; kept the plain compile".to_string()
-    } else if applied.is_empty() {
-        match plan.objective_gap(arch) {
-            Some(g) => g,
-            None => "nothing tried improved on the plain compile; kept it".to_string(),
-        }
-    } else {
-        format!(
+        _ if !applied.is_empty() => format!(
             "{}: occupancy {} → {}, {registers} {} → {}, spills {} → {}",
             applied.join(" + "),
             before_u.occupancy,
@@ -480,13 +641,31 @@ fn finish(
             after_u.vgpr,
             before_u.vgpr_spills + before_u.sgpr_spills,
             after_u.vgpr_spills + after_u.sgpr_spills
-        )
+        ),
+        _ => match &plan.suggestion {
+            Some(p) => format!(
+                "suggested, not applied ({}): {} would reach occupancy {} → {}, {registers} {} → {}",
+                p.reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "),
+                labels(&p.transforms, arch, &plan.every_pointer).join(" + "),
+                before_u.occupancy,
+                p.usage.occupancy,
+                before_u.vgpr,
+                p.usage.vgpr
+            ),
+            None => plan.objective_gap(arch).unwrap_or_else(|| "nothing tried improved on the plain compile; kept it".to_string()),
+        },
     };
     let (suggested, suggestions, suggested_entries) = match &plan.suggestion {
         Some(p) => (
-            labels(&p.assumed, arch),
+            labels(&p.held, arch, &plan.every_pointer),
             vec![p.message.clone()],
-            vec![Suggestion { transforms: p.transforms.clone(), usage: p.usage, message: p.message.clone(), confirmed: false }],
+            vec![Suggestion {
+                transforms: p.transforms.clone(),
+                usage: p.usage,
+                message: p.message.clone(),
+                reasons: p.reasons.clone(),
+                confirmed: false,
+            }],
         ),
         None => (vec![], vec![], vec![]),
     };
@@ -498,6 +677,7 @@ fn finish(
         name: report.name.clone(),
         file: report.file.clone(),
         transforms: plan.outcome.transforms.clone(),
+        reason: Some(reason),
         suggested: suggested_entries,
         before: Some(before_u),
         after: Some(after_u),
@@ -508,6 +688,8 @@ fn finish(
         after: after_u,
         applied,
         suggested,
+        reason,
+        suggestion_reasons,
         why,
         suggestions,
         variants: plan.variants,
@@ -519,12 +701,13 @@ fn finish(
 }
 
 impl Plan {
-    /// Why nothing was applied, from the closest miss.
+    /// Why nothing was applied, from the closest miss among the variants
+    /// compiled.
     fn objective_gap(&self, arch: &Arch) -> Option<String> {
         let best = self
-            .outcome
-            .tried
+            .measured
             .iter()
+            .filter_map(|m| Some((&m.transforms, m.usage?)))
             .filter(|(t, u)| !t.is_empty() && self.rule.admissible(u))
             .max_by(|a, b| self.rule.compare(&a.1, &b.1))?;
         let goal = match self.rule.objective {
@@ -533,7 +716,7 @@ impl Plan {
         };
         Some(format!(
             "no variant {goal} (closest: {}, {} → {} {} at occupancy {}); kept the plain compile",
-            labels(&best.0, arch).join(" + "),
+            labels(best.0, arch, &self.every_pointer).join(" + "),
             self.rule.baseline.vgpr,
             best.1.vgpr,
             registers_word(arch),
@@ -560,6 +743,14 @@ fn diff_listings(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<
         );
     }
     Ok(out)
+}
+
+/// The cost model's profile of a kernel built with `t`: one more compile,
+/// to assembly (PTX on NVPTX).
+pub(crate) fn profile(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<cost::Profile, crate::session::SessionError> {
+    let listing = session.listing(&[(symbol.to_string(), t.clone())], Listing::Asm)?;
+    let code = if session.arch.is_nvptx() { ptx_function(&listing, symbol) } else { asm_function(&listing, symbol) };
+    Ok(cost::profile_of(&code, session.arch))
 }
 
 /// The `.entry symbol(` ... `}` block of a PTX listing.
@@ -638,12 +829,42 @@ mod tests {
         let t = Transforms { noalias: vec![Param { index: 13, name: "g14".into() }], ..Default::default() };
         let now = Usage { vgpr: 96, occupancy: 5, ..Default::default() };
         let then = Usage { vgpr: 84, occupancy: 6, ..Default::default() };
+        let gfx = Arch::parse("gfx90a").unwrap();
         assert_eq!(
-            suggestion_message(&t, &t, &now, &then),
+            suggestion_message(&t, &t, &now, &then, &[], &gfx),
             "`__restrict__` on `g14` would reach occupancy 6 (96 → 84 VGPRs) — verify that `g14` never overlaps another argument"
         );
         let with = Transforms { pow2: true, waves_per_eu: Some(6), ..t.clone() };
-        assert!(suggestion_message(&t, &with, &now, &then).contains("(96 → 84 VGPRs) with pow2 + waves-per-eu=6 — verify"));
+        assert!(suggestion_message(&t, &with, &now, &then, &[], &gfx).contains("(96 → 84 VGPRs) with pow2 + waves-per-eu=6 — verify"));
+    }
+
+    #[test]
+    fn every_held_kind_says_what_it_would_change_and_what_to_check() {
+        let gfx = Arch::parse("gfx90a").unwrap();
+        let sm = Arch::parse("sm_90").unwrap();
+        let now = Usage { vgpr: 99, occupancy: 4, sgpr_spills: 16, ..Default::default() };
+        let then = Usage { vgpr: 82, occupancy: 5, ..Default::default() };
+        let pow2 = Transforms { pow2: true, pow2_inexact: true, ..Default::default() };
+        assert_eq!(
+            suggestion_message(&pow2, &pow2, &now, &then, &[], &gfx),
+            "`pow(x, 2.0)` → `x * x` would reach occupancy 5 (99 → 82 VGPRs, spills 16 → 0) — ocml's `pow` is not \
+             correctly rounded, so results change in the last bit (for ~20% of doubles); accept that, or build with \
+             -ffast-math or -fapprox-func"
+        );
+        assert!(suggestion_message(&pow2, &pow2, &now, &then, &[], &sm).contains("libdevice's `pow`"));
+        let cap = Transforms { unroll_cap: Some(1), ..Default::default() };
+        let with = Transforms { waves_per_eu: Some(6), ..cap.clone() };
+        let m = suggestion_message(&cap, &with, &now, &then, &[], &gfx);
+        assert!(m.starts_with("capping unrolling at 1 would reach occupancy 5 (99 → 82 VGPRs, spills 16 → 0) with waves-per-eu=6 — it gives up instruction-level parallelism"), "{m}");
+        let both = suggestion_message(&with, &with, &now, &then, &[], &gfx);
+        assert!(both.starts_with("capping unrolling at 1 and the occupancy target waves-per-eu=6 would reach occupancy 5"), "{both}");
+        let all: Vec<Param> = (0..3).map(|i| Param { index: i, name: format!("p{i}") }).collect();
+        let restrict = Transforms { noalias: all.clone(), ..Default::default() };
+        let m = suggestion_message(&restrict, &restrict, &now, &then, &all, &gfx);
+        assert!(m.starts_with("`__restrict__` on every pointer parameter (nvcc's --restrict) would reach"), "{m}");
+        assert!(m.ends_with("verify that no two pointer arguments ever overlap"), "{m}");
+        assert_eq!(labels(&restrict, &gfx, &all), ["noalias=all"]);
+        assert_eq!(labels(&Transforms { waves_per_eu: Some(48), ..restrict }, &sm, &all), ["noalias=all", "warps-per-sm=48"]);
     }
 
     #[test]

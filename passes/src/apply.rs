@@ -7,7 +7,7 @@
 //! or "sm_90" in a CUDA device compile) (and by `$REGTUNE_INPUT_HASH` when
 //! set), the pass applies `Entry::effective()`:
 //!   - early (PipelineStartEP): noalias, unroll cap, occupancy and block
-//!     size, then pow2;
+//!     size, then pow2 (`pow2_inexact`: `regtune-pow2<inexact>`);
 //!   - late (OptimizerLastEP): sink.
 //!
 //! A kernel's decision covers the kernel and the defined functions it
@@ -41,6 +41,7 @@ use inkwell::module::Module;
 use inkwell::values::FunctionValue;
 use regtune_decisions::{Db, Transforms};
 
+use crate::pow2::Rounding;
 use crate::spec::{Occupancy, Phase};
 use crate::{ir, noalias, occupancy, pow2, sink, unroll_cap, RunOptions, DECISIONS_ENV, INPUT_HASH_ENV, VERBOSE_ENV};
 
@@ -93,13 +94,23 @@ fn apply_early<'ctx>(module: &Module<'ctx>, db: &Db, input_hash: Option<&str>) -
             changed |= noted("occupancy", &[kernel], occupancy::apply(kernel, &occ));
         }
     }
-    for (pow2, functions) in plan.agreed(|t| t.pow2) {
-        if pow2 {
+    for (pow2, functions) in plan.agreed(pow2_rounding) {
+        if let Some(rounding) = pow2 {
             let names: Vec<String> = functions.iter().map(|f| ir::symbol(*f)).collect();
-            changed |= note(&format!("pow2 changed {}", names.join(" ")), pow2::run_on(module, &functions));
+            let label = if rounding == Rounding::Inexact { "pow2=inexact" } else { "pow2" };
+            changed |= note(&format!("{label} changed {}", names.join(" ")), pow2::run_on(module, &functions, rounding));
         }
     }
     changed
+}
+
+/// The pow2 a decision asks for: none, exact, or inexact too.
+fn pow2_rounding(t: &Transforms) -> Option<Rounding> {
+    match (t.pow2, t.pow2_inexact) {
+        (false, _) => None,
+        (true, false) => Some(Rounding::Exact),
+        (true, true) => Some(Rounding::Inexact),
+    }
 }
 
 fn apply_late(plan: &Plan<'_>) -> bool {

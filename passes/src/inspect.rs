@@ -1,11 +1,13 @@
 //! `regtune-inspect`: what the tuner needs to know before it searches a
 //! kernel, as one JSON line per kernel on stdout:
 //!
-//!   {"kernel":"<symbol>","pow2":true,"unroll_cap":false,"noalias_candidates":[...]}
+//!   {"kernel":"<symbol>","pow2":true,"pow2_inexact":false,"unroll_cap":false,"noalias_candidates":[...]}
 //!
 //! `pow2` / `unroll_cap`: whether that transform would change anything in
 //! the kernel's scope (found by running it on a copy of the module), so the
-//! tuner never compiles a variant identical to the plain build. The noalias
+//! tuner never compiles a variant identical to the plain build.
+//! `pow2_inexact`: whether `regtune-pow2<inexact>` would change more than
+//! `regtune-pow2` (a library pow that is not correctly rounded, no `afn`). The noalias
 //! candidates come in the ranking heuristic's order, then the other pointer
 //! parameters (score 0). Changes nothing.
 //!
@@ -17,12 +19,14 @@ use std::io::Write;
 use inkwell::module::Module;
 use inkwell::values::FunctionValue;
 
+use crate::pow2::Rounding;
 use crate::{ir, noalias, pow2, unroll_cap};
 
 #[derive(serde::Serialize)]
 struct Line {
     kernel: String,
     pow2: bool,
+    pow2_inexact: bool,
     unroll_cap: bool,
     noalias_candidates: Vec<noalias::Candidate>,
 }
@@ -32,7 +36,14 @@ pub fn print(module: &Module<'_>) {
     for kernel in ir::kernels(module) {
         let name = ir::symbol(kernel);
         let line = Line {
-            pow2: would_change(module, &name, |m, scope| pow2::run_on(m, scope)),
+            pow2: would_change(module, &name, |m, scope| pow2::run_on(m, scope, Rounding::Exact)),
+            // What is left after the exact rewrites.
+            pow2_inexact: would_change(module, &name, |m, scope| {
+                let Some(kernel) = scope.first().copied() else { return false };
+                pow2::run_on(m, scope, Rounding::Exact);
+                // The exact run may have deleted functions: walk the calls again.
+                pow2::run_on(m, &ir::reachable(kernel), Rounding::Inexact)
+            }),
             // Any loop a cap of 1 would touch: caps matter for this kernel.
             unroll_cap: would_change(module, &name, |_, scope| unroll_cap::run_on(scope, 1)),
             noalias_candidates: noalias::rank_all(kernel),

@@ -8,7 +8,7 @@
 //!
 //! | pass name                         | module          |
 //! |-----------------------------------|-----------------|
-//! | `regtune-pow2`                    | [`pow2`]        |
+//! | `regtune-pow2[<inexact>]`         | [`pow2`]        |
 //! | `regtune-unroll-cap<N>`           | [`unroll_cap`]  |
 //! | `regtune-occupancy<W;block=N>`    | [`occupancy`]   |
 //! | `regtune-noalias<P;...>`          | [`noalias`]     |
@@ -70,7 +70,7 @@ pub struct RunOptions {
 /// Run one parsed pass over `module`; true when the IR changed.
 pub fn run_pass(module: &Module<'_>, pass: &PassSpec, options: &RunOptions) -> bool {
     match pass {
-        PassSpec::Pow2 => pow2::run(module),
+        PassSpec::Pow2(rounding) => pow2::run(module, *rounding),
         PassSpec::UnrollCap(cap) => unroll_cap::run(module, *cap),
         PassSpec::Occupancy(occ) => occupancy::run(module, occ),
         PassSpec::Noalias(params) => run_noalias(module, params),

@@ -22,7 +22,9 @@
 //!
 //! Rewrites, each under the formula it implements; `flags` are the
 //! fast-math flags common to the call and to every call on its forwarding
-//! chain, and they are copied onto the new instructions:
+//! chain, and they are copied onto the new instructions. "always" is for a
+//! correctly rounded pow; a library pow that is not (below) needs `afn` or
+//! `<inexact>` for every rewrite:
 //!   pow(x, 2.0)  -> x * x          always: one rounding, as pow's
 //!   pow(x, 1.0)  -> x              always
 //!   pow(x, 0.0)  -> 1.0            always (pow(NaN, 0) is 1 too)
@@ -40,12 +42,17 @@
 //!
 //! Why it is legal: each rewrite is exact for every input, or differs only
 //! where the call's fast-math flags say the difference cannot be observed.
-//! The exceptions are libdevice's `__nv_pow` and `__nv_powf`: they are not
-//! correctly rounded (documented to 2 ulp), and on an H100 `pow(x, 2.0)`
-//! differed from `x * x` in the last bit for about 0.2% of random inputs
-//! (bench/gpu, lbm_d3q19). Their rewrites are approximations, so they need
-//! `afn` (`-ffast-math`, `-fapprox-func`) on the call. `__nv_powi` and
-//! `__nv_powif` multiply by repeated squaring, exactly as the rewrite does.
+//! Exact means: what a correctly rounded pow gives, as LLVM's `pow` and
+//! `llvm.pow` promise (O3's own pow(x, 2.0) -> x * x relies on it), and as
+//! libdevice's `__nv_powi`/`__nv_powif` compute (repeated squaring). The
+//! device libraries' other pows are not correctly rounded: ocml's
+//! `__ocml_pow_*`, `__ocml_powr_*` and `__ocml_pown_*` (pown too: it runs
+//! the same log/exp routine) differ from `x * x` in the last bit for ~21% of
+//! random doubles (bench/ocml, on the CPU), libdevice's `__nv_pow`/`__nv_powf`
+//! for ~20% / ~6% (bench/gpu, on an H100). Rewriting those changes results,
+//! so it needs `afn` on the call (`-ffast-math`, `-fapprox-func`), or the
+//! user's explicit word: the pass parameter `<inexact>`, which `regtune tune
+//! --pow2 apply` (or a confirmed suggestion) puts in the decisions db.
 //! Calls marked `nobuiltin` or `strictfp`, and forwarders whose body another
 //! module may replace (weak, linkonce), are left alone, and so is C's
 //! pow -> sqrt outside device code (errno). Functions the rewrite leaves
@@ -53,7 +60,8 @@
 //! can refer to them.
 //!
 //!   opt-22 -load-pass-plugin=target/debug/libregtune_passes.so \
-//!     -passes=regtune-pow2 in.ll -S -o out.ll
+//!     -passes=regtune-pow2 in.ll -S -o out.ll             # exact rewrites only
+//!   opt-22 ... -passes='regtune-pow2<inexact>' in.ll ...   # also ocml's, __nv_pow
 
 use std::collections::{HashMap, HashSet};
 
@@ -74,13 +82,24 @@ use crate::ir;
 /// most 8 of them, fewer live values than the call they replace.
 const MAX_CHAIN_EXPONENT: i64 = 16;
 
+/// Whether calls to library pows that are not correctly rounded may be
+/// rewritten without `afn`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Rounding {
+    /// Only rewrites that give the bits the call gives (the default).
+    #[default]
+    Exact,
+    /// Also those that change the last bit: the user opted in.
+    Inexact,
+}
+
 /// Rewrite the pow calls of every defined function of the module.
-pub fn run(module: &Module<'_>) -> bool {
-    run_on(module, &ir::defined_functions(module))
+pub fn run(module: &Module<'_>, rounding: Rounding) -> bool {
+    run_on(module, &ir::defined_functions(module), rounding)
 }
 
 /// Rewrite the pow calls in `functions`, then delete what that left unused.
-pub fn run_on<'ctx>(module: &Module<'ctx>, functions: &[FunctionValue<'ctx>]) -> bool {
+pub fn run_on<'ctx>(module: &Module<'ctx>, functions: &[FunctionValue<'ctx>], rounding: Rounding) -> bool {
     let mut classifier = Classifier::default();
     let mut rewritten_callees = Vec::new();
     for f in functions {
@@ -92,7 +111,7 @@ pub fn run_on<'ctx>(module: &Module<'ctx>, functions: &[FunctionValue<'ctx>]) ->
             let Some((callee, pow)) = classifier.pow_call(*f, inst) else {
                 continue;
             };
-            if rewrite_call(module, inst, pow) {
+            if rewrite_call(module, inst, pow, rounding) {
                 rewritten_callees.push(callee);
             }
         }
@@ -121,8 +140,8 @@ struct PowFn {
     chain_flags: FastMathFlags,
     /// The C library's pow, which may set errno on a host.
     libc: bool,
-    /// Not correctly rounded: any rewrite is an approximation (libdevice's
-    /// `__nv_pow`, `__nv_powf`).
+    /// Not correctly rounded: any rewrite changes results (ocml's pows,
+    /// libdevice's `__nv_pow`, `__nv_powf`).
     inexact: bool,
 }
 
@@ -172,7 +191,7 @@ impl<'ctx> Classifier<'ctx> {
                 family,
                 chain_flags: FastMathFlags::all(),
                 libc: is_libc_pow(f),
-                inexact: matches!(f.get_name().to_bytes(), b"__nv_pow" | b"__nv_powf"),
+                inexact: is_inexact_library_pow(f),
             }),
             None => self.forwarder(f),
         };
@@ -272,6 +291,14 @@ fn library_pow(f: FunctionValue<'_>) -> Option<Family> {
         }
     };
     signature_fits(f, family).then_some(family)
+}
+
+/// The device libraries' pows that are not correctly rounded: every ocml
+/// pow (pow, powr, pown share one log/exp routine) and libdevice's pow and
+/// powf. libdevice's powi squares exactly, as the rewrite does.
+fn is_inexact_library_pow(f: FunctionValue<'_>) -> bool {
+    let name = f.get_name().to_bytes();
+    name.starts_with(b"__ocml_pow") || matches!(name, b"__nv_pow" | b"__nv_powf")
 }
 
 fn is_libc_pow(f: FunctionValue<'_>) -> bool {
@@ -453,7 +480,7 @@ fn is_profitable(rewrite: Rewrite) -> bool {
 }
 
 /// Rewrite one pow call in place; true when it was replaced.
-fn rewrite_call<'ctx>(module: &Module<'ctx>, call: InstructionValue<'ctx>, pow: PowFn) -> bool {
+fn rewrite_call<'ctx>(module: &Module<'ctx>, call: InstructionValue<'ctx>, pow: PowFn, rounding: Rounding) -> bool {
     let (Some(x), Some(expo)) = (llvm::value_operand(call, 0), llvm::value_operand(call, 1)) else {
         return false;
     };
@@ -462,8 +489,8 @@ fn rewrite_call<'ctx>(module: &Module<'ctx>, call: InstructionValue<'ctx>, pow: 
     };
     let flags = call.get_fast_math_flags().unwrap_or(FastMathFlags::empty()) & pow.chain_flags;
     // An inexact library pow gives other bits than x * x: only where
-    // approximate functions are allowed.
-    if pow.inexact && !flags.contains(FastMathFlags::ApproxFunc) {
+    // approximate functions are allowed, or the user said so.
+    if pow.inexact && !flags.contains(FastMathFlags::ApproxFunc) && rounding == Rounding::Exact {
         return false;
     }
     let Some(rewrite) = legal_rewrite(pow.family, e, flags).filter(|r| is_profitable(*r)) else {

@@ -2,7 +2,8 @@
 //! (`name<p1;p2>`):
 //!
 //! ```text
-//! regtune-pow2
+//! regtune-pow2                          exact rewrites only
+//! regtune-pow2<inexact>                 also pows that are not correctly rounded
 //! regtune-unroll-cap<N>                 N >= 1
 //! regtune-occupancy<W>                  W >= 1 waves per EU (NVPTX: warps per SM)
 //! regtune-occupancy<W;block=N>          ... and at most N work-items per block
@@ -18,12 +19,14 @@
 
 use std::fmt;
 
+pub use crate::pow2::Rounding;
+
 /// The largest work-group AMDGPU supports (and the largest CUDA block).
 const MAX_BLOCK: u32 = 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PassSpec {
-    Pow2,
+    Pow2(Rounding),
     UnrollCap(u32),
     Occupancy(Occupancy),
     Noalias(Vec<ParamRef>),
@@ -96,7 +99,11 @@ pub fn parse(text: &str) -> Result<Option<PassSpec>, SpecError> {
         Some(_) => Err(err(format!("{name} takes no parameters"))),
     };
     match name {
-        "regtune-pow2" => no_params(PassSpec::Pow2),
+        "regtune-pow2" => match params {
+            None => Ok(Some(PassSpec::Pow2(Rounding::Exact))),
+            Some("inexact") => Ok(Some(PassSpec::Pow2(Rounding::Inexact))),
+            Some(p) => Err(err(format!("unknown parameter '{p}' (expected regtune-pow2 or regtune-pow2<inexact>)"))),
+        },
         "regtune-noalias-rank" => no_params(PassSpec::NoaliasRank),
         "regtune-inspect" => no_params(PassSpec::Inspect),
         "regtune-sink" => no_params(PassSpec::Sink),
@@ -190,7 +197,8 @@ mod tests {
 
     #[test]
     fn names_without_parameters() {
-        assert_eq!(ok("regtune-pow2"), PassSpec::Pow2);
+        assert_eq!(ok("regtune-pow2"), PassSpec::Pow2(Rounding::Exact));
+        assert_eq!(ok("regtune-pow2<inexact>"), PassSpec::Pow2(Rounding::Inexact));
         assert_eq!(ok("regtune-sink"), PassSpec::Sink);
         assert_eq!(ok("regtune-noalias-rank"), PassSpec::NoaliasRank);
         assert_eq!(ok("regtune-apply"), PassSpec::Apply(Phase::All));

@@ -82,10 +82,11 @@ impl Options {
     fn fingerprint(&self) -> String {
         let t = &self.tune;
         format!(
-            "regtune {}; objective={:?}; noalias={:?}; block-size={:?}; allow-scratch={}; noalias-candidates={}",
+            "regtune {}; objective={:?}; noalias={:?}; pow2={:?}; block-size={:?}; allow-scratch={}; noalias-candidates={}",
             env!("CARGO_PKG_VERSION"),
             t.objective,
             t.noalias,
+            t.pow2,
             t.block_size,
             t.allow_scratch,
             t.noalias_candidates

@@ -28,7 +28,8 @@ pub struct Summary {
     pub occupancy: BeforeAfter<BTreeMap<u32, usize>>,
     /// VGPR + SGPR spills, summed over kernels.
     pub spills: Spills,
-    /// Assumptions about callers that would help, awaiting a person's review.
+    /// Results held for a person's review: caller assumptions, unrolling
+    /// traded for occupancy, inexact pow2.
     pub suggestions: Suggestions,
     /// Variant compiles this run (cached units compile none).
     pub variants: usize,
@@ -63,6 +64,8 @@ pub struct Suggestions {
     pub kernels: usize,
     pub noalias: usize,
     pub launch_bounds: usize,
+    pub unroll_cap: usize,
+    pub pow2: usize,
 }
 
 fn register_limited(limiter: &str) -> bool {
@@ -107,6 +110,8 @@ impl Summary {
                 kernels: k.iter().filter(|r| !r.suggested.is_empty()).count(),
                 noalias: suggesting("noalias"),
                 launch_bounds: suggesting("launch-bounds"),
+                unroll_cap: suggesting("unroll-cap"),
+                pow2: suggesting("pow2"),
             },
             variants: batch.units.iter().filter(|u| u.status == Status::Tuned).map(|u| u.variants).sum(),
             seconds: batch.seconds,
@@ -198,7 +203,7 @@ fn table(batch: &Batch, s: &Summary) -> String {
         s.targets.tuned, s.targets.cached, s.targets.failed, s.seconds
     ));
     out.push_str(&format!(
-        "{} kernels: {} improved, register-limited {} → {}, spills {} → {} ({} removed), {} with suggestions awaiting review ({} noalias, {} launch bounds)\n",
+        "{} kernels: {} improved, register-limited {} → {}, spills {} → {} ({} removed), {} with suggestions awaiting review ({} noalias, {} launch bounds, {} unroll cap, {} pow2)\n",
         s.kernels,
         s.improved,
         s.register_limited.before,
@@ -208,7 +213,9 @@ fn table(batch: &Batch, s: &Summary) -> String {
         s.spills.removed,
         s.suggestions.kernels,
         s.suggestions.noalias,
-        s.suggestions.launch_bounds
+        s.suggestions.launch_bounds,
+        s.suggestions.unroll_cap,
+        s.suggestions.pow2
     ));
     let levels = s.occupancy_levels();
     if !levels.is_empty() {

@@ -3,7 +3,8 @@
 ;
 ; regtune-apply gives each kernel what the db decided for it on its target
 ; (gfx90a here; the gfx1100 entry is another target's), confirmed
-; suggestions included: @tuned gets pow2, an unroll cap of 2, 4 waves per
+; suggestions included: @tuned gets pow2 (inexact allowed: ocml's pow is
+; not correctly rounded, see pow2-exact.test), an unroll cap of 2, 4 waves per
 ; EU and the confirmed block size of 256. @plain is left plain, and so is
 ; @shared, which both kernels reach.
 

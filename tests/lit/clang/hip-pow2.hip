@@ -3,20 +3,27 @@
 // clang -fpass-plugin applies the decisions db to the device compile: the
 // tuned kernel's pow(x, 2.0) is one multiply, with no call to the device
 // library's __ocml_pow_f64 left; the kernel the db leaves plain keeps it.
+// ocml's pow is not correctly rounded, so a plain `pow2` decision (what
+// `regtune tune` applies by default) rewrites it only under -ffast-math
+// (afn); `pow2_inexact` (`tune --pow2 apply`) rewrites it always.
 // The host compile runs the same plugin and comes out byte for byte as it
 // does without it.
 //
 // -O0 keeps the device library's routines as calls, so their absence shows.
 // RUN: %hip-device -O0 -emit-llvm -S %s -o - | FileCheck %s --check-prefix=PLAIN
 // RUN: env REGTUNE_DECISIONS=%S/Inputs/decisions.json \
+// RUN:   %hip-device -O0 -fpass-plugin=%plugin -emit-llvm -S %s -o - | FileCheck %s --check-prefix=EXACT
+// RUN: env REGTUNE_DECISIONS=%S/Inputs/decisions.json \
+// RUN:   %hip-device -O0 -ffast-math -fpass-plugin=%plugin -emit-llvm -S %s -o - | FileCheck %s --check-prefix=FAST
+// RUN: env REGTUNE_DECISIONS=%S/Inputs/decisions-inexact.json \
 // RUN:   %hip-device -O0 -fpass-plugin=%plugin -emit-llvm -S %s -o - | FileCheck %s --check-prefix=TUNED
 //
 // At -O3 the tuned kernel is a load, a multiply and a store.
-// RUN: env REGTUNE_DECISIONS=%S/Inputs/decisions.json \
+// RUN: env REGTUNE_DECISIONS=%S/Inputs/decisions-inexact.json \
 // RUN:   %hip-device -fpass-plugin=%plugin -emit-llvm -S %s -o - | FileCheck %s --check-prefix=O3
 //
 // RUN: %hip-host -emit-llvm -S %s -o %t.host.plain.ll
-// RUN: env REGTUNE_DECISIONS=%S/Inputs/decisions.json \
+// RUN: env REGTUNE_DECISIONS=%S/Inputs/decisions-inexact.json \
 // RUN:   %hip-host -fpass-plugin=%plugin -emit-llvm -S %s -o %t.host.tuned.ll
 // RUN: diff %t.host.plain.ll %t.host.tuned.ll
 
@@ -29,6 +36,12 @@ extern "C" __device__ __rt_h2 __llvm_amdgcn_rcp_2f16(__rt_h2);
 
 // PLAIN-LABEL: define {{.*}} amdgpu_kernel void @_Z6squarePdPKd(
 // PLAIN:         call {{.*}} @__ocml_pow_f64(
+// EXACT-LABEL: define {{.*}} amdgpu_kernel void @_Z6squarePdPKd(
+// EXACT:         call {{.*}} @__ocml_pow_f64(
+// FAST-LABEL: define {{.*}} amdgpu_kernel void @_Z6squarePdPKd(
+// FAST-NOT:      @__ocml_pow_f64
+// FAST:          fmul fast double
+// FAST:          ret void
 // TUNED-LABEL: define {{.*}} amdgpu_kernel void @_Z6squarePdPKd(
 // TUNED-NOT:     @__ocml_pow_f64
 // TUNED:         fmul contract double

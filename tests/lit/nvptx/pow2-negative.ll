@@ -1,10 +1,13 @@
-; RUN: %opt -passes=regtune-pow2 -S %s | FileCheck %s
+; RUN: %opt -passes=regtune-pow2 -S %s | FileCheck %s --check-prefixes=CHECK,EXACT
+; RUN: %opt -passes='regtune-pow2<inexact>' -S %s | FileCheck %s --check-prefixes=CHECK,INEXACT
 ;
 ; Verify that what pow2 must not touch on NVPTX is _not_ rewritten:
 ; __nv_pow and __nv_powf without afn (libdevice's pow is not correctly
 ; rounded, so x * x would change the result's last bit for some x),
 ; __nv_fast_powf (CUDA's __powf, an approximation x * x would not equal),
-; an exponent that is no small integer, and a variable exponent.
+; an exponent that is no small integer, and a variable exponent. With
+; `<inexact>` (the user's opt-in, as on AMDGPU) the __nv_pow calls are
+; rewritten; the rest stays.
 
 target triple = "nvptx64-nvidia-cuda"
 
@@ -16,14 +19,16 @@ define float @fast(float %x) {
 }
 
 ; CHECK-LABEL: define double @exact_call(
-; CHECK-NEXT:    call contract double @__nv_pow(double %x, double 2.000000e+00)
+; EXACT-NEXT:    call contract double @__nv_pow(double %x, double 2.000000e+00)
+; INEXACT-NEXT:  fmul contract double %x, %x
 define double @exact_call(double %x) {
   %r = call contract double @__nv_pow(double %x, double 2.0)
   ret double %r
 }
 
 ; CHECK-LABEL: define float @exact_call_f32(
-; CHECK-NEXT:    call nnan ninf nsz float @__nv_powf(float %x, float 2.000000e+00)
+; EXACT-NEXT:    call nnan ninf nsz float @__nv_powf(float %x, float 2.000000e+00)
+; INEXACT-NEXT:  fmul nnan ninf nsz float %x, %x
 define float @exact_call_f32(float %x) {
   %r = call nnan ninf nsz float @__nv_powf(float %x, float 2.0)
   ret float %r

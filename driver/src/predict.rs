@@ -1,0 +1,116 @@
+//! `regtune predict`: the cost model's estimate for every variant `tune`
+//! compiles, as JSON, for comparing with times measured on a GPU.
+//!
+//! Per file and target it runs `tune`'s search (writing no db), then
+//! compiles each candidate once more to assembly (PTX on NVPTX) and asks
+//! [`crate::cost`] how fast it would run against the plain build.
+
+use std::path::{Path, PathBuf};
+
+use regtune_decisions::{Db, Transforms, Usage};
+use serde::Serialize;
+
+use crate::cost::{self, Estimate, Machine, Profile};
+use crate::output::Failure;
+use crate::report;
+use crate::session::Session;
+use crate::target::Arch;
+use crate::toolchain::Toolchain;
+use crate::tune::{self, Options};
+
+/// One candidate of one kernel.
+#[derive(Debug, Clone, Serialize)]
+pub struct Candidate {
+    pub file: String,
+    pub kernel: String,
+    pub symbol: String,
+    pub arch: String,
+    /// The transforms, as tune labels them; empty: the plain build.
+    pub transforms: Vec<String>,
+    /// What tune did with it: "plain", "applied", "suggested" or "tried".
+    pub decision: &'static str,
+    pub usage: Usage,
+    pub profile: Profile,
+    pub estimate: Estimate,
+    /// Plain time over this variant's time: above 1.0, predicted faster.
+    pub predicted_speedup: f64,
+}
+
+/// Every candidate of every kernel of `file` on `arch`.
+pub fn unit(
+    toolchain: &Toolchain,
+    plugin: &Path,
+    file: &Path,
+    arch: &Arch,
+    user_args: &[String],
+    options: &Options,
+) -> Result<Vec<Candidate>, Failure> {
+    let rows = tune::tune_unit(toolchain, plugin, file, arch, user_args, options, &Db::default())?;
+    let (session, _, _) = Session::start(toolchain, arch, plugin, file, user_args).map_err(|e| Failure::new(e.to_string()))?;
+    let machine = Machine::of(arch);
+    let mut out = Vec::new();
+    for row in &rows {
+        let profile_of =
+            |t: &Transforms| tune::profile(&session, &row.report.symbol, t).map_err(|e| Failure::new(e.to_string()));
+        let plain_profile = profile_of(&Transforms::default())?;
+        let plain = Estimate::of(&plain_profile, cost::waves(arch, row.before.occupancy), &machine);
+        let applied = &row.entry.transforms;
+        let suggested = row.entry.suggested.first().map(|s| s.transforms.clone());
+        let mut variants: Vec<(Transforms, Usage)> = vec![(Transforms::default(), row.before)];
+        variants.extend(row.measured.iter().filter_map(|m| Some((m.transforms.clone(), m.usage?))));
+        for (t, usage) in variants {
+            let profile = if t.is_empty() { plain_profile.clone() } else { profile_of(&t)? };
+            let estimate = Estimate::of(&profile, cost::waves(arch, usage.occupancy), &machine);
+            let decision = if t.is_empty() {
+                "plain"
+            } else if &t == applied {
+                "applied"
+            } else if suggested.as_ref() == Some(&t) {
+                "suggested"
+            } else {
+                "tried"
+            };
+            out.push(Candidate {
+                file: file.display().to_string(),
+                kernel: report::short_name(&row.report.name).to_string(),
+                symbol: row.report.symbol.clone(),
+                arch: arch.processor().to_string(),
+                transforms: t.labels(),
+                decision,
+                usage,
+                predicted_speedup: cost::speedup(&plain, &estimate),
+                profile,
+                estimate,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// `regtune predict`'s document: the machine model and the candidates.
+#[derive(Debug, Serialize)]
+pub struct Document {
+    pub machines: Vec<(String, Machine)>,
+    pub candidates: Vec<Candidate>,
+}
+
+pub fn run(
+    toolchain: &Toolchain,
+    plugin: &Path,
+    files: &[PathBuf],
+    archs: &[Arch],
+    user_args: &[String],
+    options: &Options,
+) -> (Document, Vec<Failure>) {
+    let mut doc = Document { machines: archs.iter().map(|a| (a.processor().to_string(), Machine::of(a))).collect(), candidates: vec![] };
+    let mut failures = Vec::new();
+    for file in files {
+        for arch in archs {
+            match unit(toolchain, plugin, file, arch, user_args, options) {
+                Ok(c) => doc.candidates.extend(c),
+                Err(f) => failures.push(f),
+            }
+        }
+    }
+    (doc, failures)
+}
