@@ -7,7 +7,8 @@
 //   2. extension-point callbacks, so `clang -fpass-plugin=...` runs
 //      `regtune-apply<early>` at PipelineStartEP and `regtune-apply<late>` at
 //      OptimizerLastEP (Rust checks the triple and the decisions db),
-//   3. the `-regtune-decisions=<file>` option, handed to Rust on every run.
+//   3. the `-regtune-decisions=<file>` option, handed to Rust on every run,
+//   4. the unroll cap's maxima before the unroll passes (unroll_cap.cpp).
 //
 // `llvmGetPassPluginInfo` is defined in Rust (src/ffi/mod.rs) so that the
 // cdylib exports it; its registration callback is regtune_shim_register.
@@ -32,6 +33,8 @@ extern "C" bool regtune_pass_is_known(const char *Name, size_t Len);
 extern "C" bool regtune_run_pass(LLVMModuleRef M, const char *Name,
                                  size_t NameLen, const char *Decisions,
                                  size_t DecisionsLen);
+// unroll_cap.cpp.
+void regtune_register_unroll_cap(PassBuilder &PB);
 
 namespace {
 
@@ -92,4 +95,6 @@ extern "C" void regtune_shim_register(PassBuilder &PB) {
       [](ModulePassManager &MPM, OptimizationLevel, ThinOrFullLTOPhase) {
         MPM.addPass(RegtunePass("regtune-apply<late>"));
       });
+  // 4. unroll caps bound LoopUnroll's own decisions.
+  regtune_register_unroll_cap(PB);
 }

@@ -33,8 +33,8 @@ pub fn print(module: &Module<'_>) {
         let name = ir::symbol(kernel);
         let line = Line {
             pow2: would_change(module, &name, |m, scope| pow2::run_on(m, scope)),
-            // Any loop a cap of 1 would touch: caps matter for this kernel.
-            unroll_cap: would_change(module, &name, |_, scope| unroll_cap::run_on(scope, 1)),
+            // Any loop not already kept rolled: caps matter for this kernel.
+            unroll_cap: unroll_cap::applies(&ir::reachable(kernel)),
             noalias_candidates: noalias::rank_all(kernel),
             kernel: name,
         };
