@@ -8,7 +8,8 @@
 //      `regtune-apply<early>` at PipelineStartEP and `regtune-apply<late>` at
 //      OptimizerLastEP (Rust checks the triple and the decisions db),
 //   3. the `-regtune-decisions=<file>` option, handed to Rust on every run,
-//   4. the unroll cap's maxima before the unroll passes (unroll_cap.cpp).
+//   4. the unroll cap's maxima before the unroll passes (unroll_cap.cpp),
+//   5. Function::deleteBody for one-kernel builds, which LLVM-C lacks.
 //
 // `llvmGetPassPluginInfo` is defined in Rust (src/ffi/mod.rs) so that the
 // cdylib exports it; its registration callback is regtune_shim_register.
@@ -16,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "llvm-c/Types.h"
+#include "llvm/IR/Function.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/OptimizationLevel.h"
@@ -70,6 +72,11 @@ struct RegtunePass : PassInfoMixin<RegtunePass> {
 };
 
 } // namespace
+
+// Called from Rust (src/ffi/ir.rs): what LLVM-C cannot do.
+extern "C" void regtune_delete_body(LLVMValueRef F) {
+  unwrap<Function>(F)->deleteBody();
+}
 
 extern "C" void regtune_shim_register(PassBuilder &PB) {
   // 1. `opt -passes=regtune-...`
