@@ -11,7 +11,7 @@ pub const MIN_VARIANT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const VARIANT_TIMEOUT_FACTOR: f64 = 10.0;
 /// A file's search ends after this many times its plain compile (counted
 /// from the start of its plain compile), unless `--time-budget` says.
-pub const BUDGET_FACTOR: f64 = 12.0;
+pub const BUDGET_FACTOR: f64 = 8.0;
 
 pub struct Limits {
     /// The longest one variant may compile.
@@ -66,7 +66,7 @@ mod tests {
     fn defaults_scale_with_the_plain_compile() {
         let l = Limits::new(Instant::now(), 2.0, None, None);
         assert_eq!(l.variant, Duration::from_secs(20));
-        assert_eq!(l.budget, Duration::from_secs(24));
+        assert_eq!(l.budget, Duration::from_secs(16));
         let fast = Limits::new(Instant::now(), 0.1, None, None);
         assert_eq!(fast.variant, MIN_VARIANT_TIMEOUT);
     }

@@ -157,7 +157,7 @@ struct SearchArgs {
     #[arg(long, value_name = "SECONDS", value_parser = seconds)]
     variant_timeout: Option<std::time::Duration>,
     /// End a file's search after this long (per target), keeping the best
-    /// results so far [default: 12× the file's plain compile].
+    /// results so far [default: 8× the file's plain compile].
     #[arg(long, value_name = "SECONDS", value_parser = seconds)]
     time_budget: Option<std::time::Duration>,
 }

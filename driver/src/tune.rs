@@ -65,7 +65,7 @@ pub struct Options {
     /// The longest one variant may compile [default: max(5 s, 10× the
     /// file's plain compile)].
     pub variant_timeout: Option<Duration>,
-    /// The longest a file's search may run [default: 12× its plain compile].
+    /// The longest a file's search may run [default: 8× its plain compile].
     pub time_budget: Option<Duration>,
 }
 
