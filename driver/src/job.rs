@@ -3,9 +3,14 @@
 //! The tool runs in a process group of its own, so that a deadline stops
 //! all of it: the clang driver, the cc1 and lld jobs it starts, ptxas. Its
 //! stdout and stderr are read while it runs (a full pipe would stall it).
+//! Being outside the terminal's process group, it would outlive a Ctrl-C of
+//! regtune: so on SIGINT, SIGTERM or SIGHUP regtune stops every group it
+//! started, then exits.
 
+use std::collections::HashSet;
 use std::io::Read;
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Mutex, Once};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -29,11 +34,47 @@ pub enum JobError {
     TimedOut(Duration),
 }
 
+/// The process groups running now.
+static RUNNING: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+
+fn stop(group: i32) {
+    // It may have ended a moment ago: then there is nothing left to stop.
+    let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: stop every running group, and exit as the
+/// signal would have (130). A program that handles these itself keeps its
+/// handler (then this one is not installed).
+fn stop_all_on_signals() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            let groups = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
+            groups.into_iter().for_each(stop);
+            std::process::exit(130);
+        });
+    });
+}
+
+fn track(group: i32, running: bool) {
+    let mut set = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    let set = set.get_or_insert_with(HashSet::new);
+    if running {
+        set.insert(group);
+    } else {
+        set.remove(&group);
+    }
+}
+
 /// Run `cmd`, stopping it and everything it started at `deadline`.
 pub fn run(mut cmd: Command, deadline: Option<Instant>) -> Result<Finished, JobError> {
+    stop_all_on_signals();
     let started = Instant::now();
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     let mut child = cmd.spawn().map_err(JobError::Spawn)?;
+    // The group's id is the tool's pid (process_group(0)).
+    let group = child.id() as i32;
+    track(group, true);
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -51,11 +92,13 @@ pub fn run(mut cmd: Command, deadline: Option<Instant>) -> Result<Finished, JobE
         Some(d) => child.wait_timeout(d.saturating_duration_since(Instant::now())),
     };
     let status = match waited {
-        Ok(Some(status)) => status,
+        Ok(Some(status)) => {
+            track(group, false);
+            status
+        }
         other => {
-            // The group's id is the tool's pid (process_group(0)). It may
-            // have exited a moment ago: then there is nothing left to stop.
-            let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
+            stop(group);
+            track(group, false);
             let _ = child.wait();
             let _ = (stdout.join(), stderr.join());
             return Err(match other {
