@@ -67,9 +67,12 @@ pub struct Session<'a> {
     /// Wall time of the plain build: what variant time limits scale with.
     pub plain_seconds: f64,
     counter: AtomicUsize,
-    /// By (the one kernel built, or None for the whole file; the variant).
-    cache: Mutex<HashMap<(Option<String>, Vec<(String, Transforms)>), Vec<Measured>>>,
+    cache: Mutex<HashMap<BuildKey, Vec<Measured>>>,
 }
+
+/// A build: the one kernel it keeps (None: the whole file), and the
+/// transforms per kernel symbol.
+type BuildKey = (Option<String>, Vec<(String, Transforms)>);
 
 impl<'a> Session<'a> {
     /// Build once as the user's build would, keeping the pre-optimization IR
@@ -187,7 +190,7 @@ impl<'a> Session<'a> {
         })
     }
 
-    fn build(&self, key: (Option<String>, Vec<(String, Transforms)>), deadline: Option<Instant>) -> Result<Vec<Measured>, SessionError> {
+    fn build(&self, key: BuildKey, deadline: Option<Instant>) -> Result<Vec<Measured>, SessionError> {
         if let Some(hit) = self.cache.lock().expect("cache lock").get(&key) {
             return Ok(hit.clone());
         }

@@ -3,6 +3,7 @@
 //! helps, verify the kept sets together, and record them in the decisions db.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -10,6 +11,7 @@ use rayon::prelude::*;
 use regtune_decisions::{Db, Entry, Param, Suggestion, Transforms, Usage};
 use serde::Serialize;
 
+use crate::launch;
 use crate::limits::Limits;
 use crate::measure::Measured;
 use crate::occupancy::Limiter;
@@ -20,7 +22,6 @@ use crate::search::{self, Objective, Outcome, Rule, Space};
 use crate::session::{Inspection, Listing, Session};
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
-use crate::launch;
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -367,7 +368,7 @@ fn plan_kernel(
         },
     };
     let log: Mutex<Vec<Measurement>> = Mutex::new(Vec::new());
-    let budget_hit = std::sync::atomic::AtomicBool::new(false);
+    let budget_hit = AtomicBool::new(false);
     let eval = |t: &Transforms| -> Option<Usage> {
         // Each variant compiles once: the second search repeats some, and
         // one that failed or was stopped is not tried again.
@@ -375,7 +376,7 @@ fn plan_kernel(
             return m.usage;
         }
         if tuning.limits.spent() {
-            budget_hit.store(true, std::sync::atomic::Ordering::Relaxed);
+            budget_hit.store(true, Ordering::Relaxed);
             return None;
         }
         let start = Instant::now();
@@ -383,7 +384,7 @@ fn plan_kernel(
         let (usage, status) = match session.measure_kernel(&base.symbol, t, Some(deadline)) {
             Ok(m) => (Some(m.usage), VariantStatus::Ok),
             Err(e) if e.timed_out() && at_budget => {
-                budget_hit.store(true, std::sync::atomic::Ordering::Relaxed);
+                budget_hit.store(true, Ordering::Relaxed);
                 (None, VariantStatus::BudgetReached)
             }
             Err(e) if e.timed_out() => (None, VariantStatus::TimedOut),
@@ -577,7 +578,7 @@ fn finish(
     } else if plan.combined_regressed {
         "its best variant lost its gain when combined with the other kernels' decisions; kept the plain compile".to_string()
     } else if applied.is_empty() && !plan.measured.is_empty() && plan.measured.iter().all(|m| m.status == VariantStatus::TimedOut) {
-        format!("every variant ran past the time limit (--variant-timeout); kept the plain compile")
+        "every variant ran past the time limit (--variant-timeout); kept the plain compile".to_string()
     } else if applied.is_empty() {
         match plan.objective_gap(arch) {
             Some(g) => g,
