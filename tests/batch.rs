@@ -331,12 +331,43 @@ fn record_all_writes_every_variant_measured() {
             assert!(!l[key].is_null(), "`{key}` in {l}");
         }
         assert!(l["compile_seconds"].as_f64().unwrap() > 0.0, "{l}");
+        assert_eq!(l["status"] == "ok", !l["usage"].is_null(), "a usage exactly when it built: {l}");
         assert!(!l["transforms"].as_array().unwrap().is_empty(), "the plain compile is the baseline, not a variant: {l}");
     }
     // Every kernel that was searched shows up, on its target.
     for k in kernels(&f.report).iter().filter(|k| k["variants"].as_u64() > Some(0)) {
         assert!(lines.iter().any(|l| l["kernel"] == k["symbol"] && l["target"] == k["arch"]), "{}", k["name"]);
     }
+}
+
+#[test]
+fn record_all_marks_variants_stopped_at_the_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let compile_db = write_compile_db(root, &[small_unit(root, "axpy", &["gfx90a"]), example_unit(root, "long_lived.hip")]);
+    let variants = root.join("variants.jsonl");
+    let doc = batch_ok(root, &compile_db, &root.join("db.json"), &["--variant-timeout", "0.05", "--record-all", variants.to_str().unwrap()]);
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&variants).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(!lines.is_empty());
+    for l in &lines {
+        assert_eq!(l["status"], "timed out", "{l}");
+        assert!(l["usage"].is_null(), "{l}");
+        assert!(l["compile_seconds"].as_f64().unwrap() < 5.0, "stopped near its 0.05 s limit: {l}");
+    }
+    let md = kernels(&doc).iter().find(|k| k["name"].as_str().unwrap().starts_with("md_lj_force_kick")).unwrap();
+    assert!(md["applied"].as_array().unwrap().is_empty(), "{md}");
+    assert_eq!(md["timed_out"].as_array().unwrap().len() as u64, md["variants"].as_u64().unwrap(), "{md}");
+}
+
+/// A compile_commands entry for an example, compiled from `root/build`.
+fn example_unit(root: &Path, name: &str) -> Value {
+    let file = repo().join("examples").join(name);
+    json!({
+        "directory": root.join("build"),
+        "arguments": ["/usr/bin/clang++", "-x", "hip", "--offload-arch=gfx90a", "-O3", "-c", file.display().to_string()],
+        "file": file,
+    })
 }
 
 fn chromium() -> PathBuf {

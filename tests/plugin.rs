@@ -215,3 +215,43 @@ fn a_plugin_for_another_llvm_is_named_with_the_fix_before_it_is_loaded() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.starts_with(&format!("error: pass plugin {} is built for LLVM 19.", plugin.display())), "{stderr}");
 }
+/// Instructions in the defined functions of an IR listing.
+fn instruction_count(ir: &str) -> usize {
+    let mut inside = false;
+    let mut n = 0;
+    for line in ir.lines() {
+        if line.starts_with("define ") {
+            inside = true;
+        } else if line == "}" {
+            inside = false;
+        } else if inside && line.starts_with("  ") && !line.trim_start().starts_with(';') {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// The optimized device IR of `file` for gfx90a, plainly or with a db
+/// applying `transforms` to every kernel.
+fn optimized_ir(file: &Path, transforms: Option<Value>) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let ir = dir.path().join("device.ll");
+    let mut cmd = hip_device_compile(file, "gfx90a");
+    if let Some(t) = transforms {
+        cmd.arg(format!("-fpass-plugin={}", plugin().display())).env("REGTUNE_DECISIONS", db_for(file, t, dir.path()));
+    }
+    let out = cmd.args(["-S", "-emit-llvm", "-o"]).arg(&ir).output().unwrap();
+    assert!(out.status.success(), "{}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
+    std::fs::read_to_string(&ir).unwrap()
+}
+
+#[test]
+fn unroll_caps_never_grow_the_optimized_ir_of_any_example() {
+    for file in common::examples() {
+        let plain = instruction_count(&optimized_ir(&file, None));
+        for cap in [1, 2, 4, 8] {
+            let capped = instruction_count(&optimized_ir(&file, Some(json!({"unroll_cap": cap}))));
+            assert!(capped <= plain, "{} with unroll-cap={cap}: {capped} instructions, plain O3 {plain}", file.display());
+        }
+    }
+}

@@ -290,3 +290,94 @@ fn malformed_db_is_one_line_naming_it_and_nothing_is_lost() {
     let doc: Value = serde_json::from_slice(&out.stdout).expect("results still printed");
     assert_eq!(doc["kernels"].as_array().unwrap().len(), 1);
 }
+
+fn tune_output(file: &Path, extra: &[&str]) -> (std::process::Output, Vec<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("regtune")
+        .unwrap()
+        .current_dir(repo())
+        .args(["tune", "--format", "json", "--db"])
+        .arg(dir.path().join("db.json"))
+        .args(extra)
+        .arg(file)
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("tune prints JSON");
+    let kernels = doc["kernels"].as_array().unwrap().clone();
+    (out, kernels)
+}
+
+#[test]
+fn variants_past_the_time_limit_are_stopped_and_the_search_goes_on() {
+    let (out, kernels) = tune_output(&repo().join("examples/long_lived.hip"), &["--variant-timeout", "0.05"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let k = &kernels[0];
+    let stopped = k["timed_out"].as_array().unwrap();
+    // Every variant the search would have compiled was tried, and stopped.
+    assert!(stopped.len() >= 5, "{k}");
+    assert_eq!(stopped.len() as u64, k["variants"].as_u64().unwrap(), "{k}");
+    assert!(stopped.contains(&Value::from("sink")), "{k}");
+    assert!(k["applied"].as_array().unwrap().is_empty(), "{k}");
+    assert_eq!(k["after"], k["before"], "{k}");
+    assert!(k["why"].as_str().unwrap().contains("time limit"), "{k}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("ran past the 0.05 s limit").count(), 1, "{stderr}");
+}
+
+#[test]
+fn the_time_budget_ends_the_search_with_the_best_result_so_far() {
+    let (out, kernels) = tune_output(&repo().join("examples/long_lived.hip"), &["--time-budget", "0.05"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let k = &kernels[0];
+    assert_eq!(k["budget_reached"], true, "{k}");
+    assert_eq!(k["variants"], 0, "the plain build alone spends 0.05 s: {k}");
+    assert!(k["why"].as_str().unwrap().contains("time budget ended the search early"), "{k}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("time budget of 0.05 s is spent").count(), 1, "{stderr}");
+    // The same file with room to search finds what the budget cut off.
+    let (_, full) = tune_output(&repo().join("examples/long_lived.hip"), &[]);
+    assert_eq!(full[0]["budget_reached"], false);
+    assert!(!full[0]["applied"].as_array().unwrap().is_empty(), "{}", full[0]);
+}
+
+/// A kernel's variant compiles that kernel alone (the plugin drops the
+/// other kernels once it has placed the decisions); its numbers must be the
+/// ones a whole-file build with the same decisions gives it.
+#[test]
+fn one_kernel_variants_measure_as_the_whole_file_does() {
+    use regtune::session::Session;
+    use regtune::target::Arch;
+    use regtune::toolchain::Toolchain;
+    use regtune_decisions::Transforms;
+
+    let plugin = regtune::plugin::find().expect("build the workspace first");
+    let mut files = all_examples();
+    files.push(repo().join("tests/fixtures/several_kernels.hip"));
+    let mut compared = 0;
+    for name in ["gfx90a", "sm_90"] {
+        let arch = Arch::parse(name).unwrap();
+        let toolchain = Toolchain::detect_for(std::slice::from_ref(&arch)).unwrap();
+        for file in &files {
+            let (session, baseline, _) = Session::start(&toolchain, &arch, &plugin, file, &[]).unwrap();
+            for base in &baseline {
+                let rewrites = Transforms { pow2: true, sink: true, unroll_cap: Some(2), ..Default::default() };
+                let mut variants = vec![Transforms::default(), rewrites];
+                // The next occupancy step, if any: a wave per SIMD, or a 256-thread block of warps.
+                let (step, top) = if arch.is_nvptx() { (8, 64) } else { (1, 8) };
+                if base.usage.occupancy < top {
+                    variants.push(Transforms { waves_per_eu: Some(base.usage.occupancy + step), ..Default::default() });
+                }
+                for t in variants {
+                    let one = session.measure_kernel(&base.symbol, &t, None).unwrap();
+                    let whole = session.measure(&[(base.symbol.clone(), t.clone())], None).unwrap();
+                    let whole = whole.into_iter().find(|m| m.symbol == base.symbol).unwrap();
+                    let ctx = format!("{} {} on {name} with {:?}", file.display(), base.symbol, t.labels());
+                    assert_eq!(one.usage, whole.usage, "{ctx}");
+                    assert_eq!(one.nvidia, whole.nvidia, "{ctx}");
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert!(compared >= 2 * 2 * 9, "5 examples and 4 fixture kernels, on two targets: {compared}");
+}

@@ -9,8 +9,10 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
+use std::time::Instant;
 
+use crate::job::{self, JobError};
 use crate::ptxas;
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
@@ -27,6 +29,9 @@ pub enum CompileError {
     /// clang's own diagnostics are in `diagnostics`; the caller shows them.
     #[error("clang failed to compile {} for {arch} ({status})", file.display())]
     Failed { file: PathBuf, arch: String, status: String, diagnostics: String },
+    /// Stopped at its deadline, with everything it had started.
+    #[error("{} ran past its time limit on {} for {arch} ({seconds:.1} s) and was stopped", tool.display(), file.display())]
+    TimedOut { tool: PathBuf, file: PathBuf, arch: String, seconds: f64 },
     #[error(transparent)]
     Toolchain(#[from] crate::toolchain::ToolchainError),
     #[error(transparent)]
@@ -35,6 +40,11 @@ pub enum CompileError {
 
 impl CompileError {
     /// Compiler diagnostics worth showing above the one-line error.
+    /// Whether the compile was stopped at its deadline.
+    pub fn timed_out(&self) -> bool {
+        matches!(self, CompileError::TimedOut { .. } | CompileError::Ptxas(ptxas::PtxasError::TimedOut { .. }))
+    }
+
     pub fn diagnostics(&self) -> Option<&str> {
         match self {
             CompileError::Failed { diagnostics, .. } if !diagnostics.trim().is_empty() => Some(diagnostics),
@@ -92,7 +102,7 @@ impl Unit<'_> {
             let ptx = out.with_extension("ptx");
             cmd.arg("-S").arg("-o").arg(&ptx).arg(self.source);
             let compiled = run(cmd, self)?;
-            return assemble(self.toolchain, self.arch, &ptx, out, self.user_args, compiled);
+            return assemble(self.toolchain, self.arch, &ptx, out, self.user_args, compiled, None);
         }
         cmd.args(["-c", "-Rpass-analysis=kernel-resource-usage", "-o"]).arg(out).arg(self.source);
         run(cmd, self)
@@ -154,7 +164,7 @@ impl Unit<'_> {
             .arg(&pre_opt_ir)
             .arg(self.source);
         let front = run(frontend, self)?;
-        let built = ir_to_object(self.toolchain, self.arch, &pre_opt_ir, &object, &[], &[], self.user_args)?;
+        let built = ir_to_object(self.toolchain, self.arch, &pre_opt_ir, &object, &Variant::default(), self.user_args)?;
         Ok(Temps { object, pre_opt_ir, preprocessed, stderr: front.stderr + &built.stderr })
     }
 }
@@ -168,21 +178,32 @@ pub struct Temps {
     pub stderr: String,
 }
 
+/// What makes a compile of pre-optimization IR a variant: extra clang
+/// arguments (the plugin, `-S`), environment (the decisions), a deadline.
+#[derive(Debug, Default, Clone)]
+pub struct Variant {
+    pub args: Vec<OsString>,
+    pub env: Vec<(&'static str, OsString)>,
+    /// Stop clang (and ptxas) here.
+    pub deadline: Option<Instant>,
+}
+
 /// Compile pre-optimization IR to a code object through the same O3
 /// pipeline and code generator as the HIP compile, with the pass plugin.
 /// `user_args` are the unit's own flags: NVPTX passes their `-O` level and
-/// `-Xcuda-ptxas` options on to ptxas, as clang does. With `-S` in
-/// `extra_args`, `out` is the listing (PTX on NVPTX) and ptxas does not run.
+/// `-Xcuda-ptxas` options on to ptxas, as clang does. With `-S` in the
+/// variant's arguments, `out` is the listing (PTX on NVPTX) and ptxas does
+/// not run.
 pub fn ir_to_object(
     toolchain: &Toolchain,
     arch: &Arch,
     ir: &Path,
     out: &Path,
-    extra_args: &[OsString],
-    env: &[(&str, OsString)],
+    variant: &Variant,
     user_args: &[String],
 ) -> Result<Compiled, CompileError> {
     let mut cmd = Command::new(&toolchain.clang);
+    let extra_args = &variant.args;
     let listing = extra_args.iter().any(|a| a == "-S");
     let ptx = out.with_extension("ptx");
     let empty = out.with_extension("empty.cu");
@@ -198,15 +219,15 @@ pub fn ir_to_object(
         cmd.args(toolchain.ir_args(arch)).arg(DEFAULT_OPT).args(extra_args);
         cmd.arg("-c").arg("-o").arg(out).arg(ir);
     }
-    for (k, v) in env {
+    for (k, v) in &variant.env {
         cmd.env(k, v);
     }
     let unit = Unit { toolchain, arch, source: ir, user_args: &[] };
-    let compiled = run(cmd, &unit);
+    let compiled = run_until(cmd, &unit, variant.deadline);
     if arch.is_nvptx() {
         let _ = std::fs::remove_file(&empty);
         if !listing {
-            let compiled = compiled.and_then(|c| assemble(toolchain, arch, &ptx, out, user_args, c));
+            let compiled = compiled.and_then(|c| assemble(toolchain, arch, &ptx, out, user_args, c, variant.deadline));
             let _ = std::fs::remove_file(&ptx);
             return compiled;
         }
@@ -222,15 +243,29 @@ fn assemble(
     out: &Path,
     user_args: &[String],
     clang: Compiled,
+    deadline: Option<Instant>,
 ) -> Result<Compiled, CompileError> {
-    let report = ptxas::assemble(toolchain.cuda()?, arch, ptx, out, user_args)?;
+    let report = ptxas::assemble(toolchain.cuda()?, arch, ptx, out, user_args, deadline)?;
     Ok(Compiled { stderr: clang.stderr + &report })
 }
 
-fn run(mut cmd: Command, unit: &Unit<'_>) -> Result<Compiled, CompileError> {
+fn run(cmd: Command, unit: &Unit<'_>) -> Result<Compiled, CompileError> {
+    run_until(cmd, unit, None)
+}
+
+fn run_until(cmd: Command, unit: &Unit<'_>, deadline: Option<Instant>) -> Result<Compiled, CompileError> {
     let tool = unit.toolchain.clang.clone();
-    let Output { status, stderr, .. } = cmd.output().map_err(|source| CompileError::Spawn { tool, source })?;
-    let stderr = String::from_utf8_lossy(&stderr).into_owned();
+    let done = job::run(cmd, deadline).map_err(|e| match e {
+        JobError::Spawn(source) => CompileError::Spawn { tool: tool.clone(), source },
+        JobError::TimedOut(after) => CompileError::TimedOut {
+            tool: tool.clone(),
+            file: unit.source.into(),
+            arch: unit.arch.to_string(),
+            seconds: after.as_secs_f64(),
+        },
+    })?;
+    let status = done.status;
+    let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
     if !status.success() {
         return Err(CompileError::Failed {
             file: unit.source.into(),

@@ -158,6 +158,22 @@ struct SearchArgs {
     /// The decisions db the plugin and the wrapper apply.
     #[arg(long, value_name = "PATH", default_value = ".regtune/decisions.json")]
     db: PathBuf,
+    /// Stop a variant compile after this long, and go on with the next
+    /// [default: max(5, 10× the file's plain compile)].
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    variant_timeout: Option<std::time::Duration>,
+    /// End a file's search after this long (per target), keeping the best
+    /// results so far [default: 8× the file's plain compile].
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    time_budget: Option<std::time::Duration>,
+}
+
+/// A positive number of seconds.
+fn seconds(s: &str) -> Result<std::time::Duration, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x > 0.0 && x.is_finite() => Ok(std::time::Duration::from_secs_f64(x)),
+        _ => Err(format!("`{s}` is not a positive number of seconds")),
+    }
 }
 
 #[derive(Args)]
@@ -229,6 +245,8 @@ impl SearchArgs {
             allow_scratch: self.allow_scratch,
             diff,
             noalias_candidates: 4,
+            variant_timeout: self.variant_timeout,
+            time_budget: self.time_budget,
         })
     }
 }

@@ -1,14 +1,135 @@
-//! A progress bar on a terminal; nothing when stderr is a pipe or a file.
+//! Progress on a terminal: one bar over the files, and a line per file being
+//! tuned with its kernel and variant counts. Without a terminal (a pipe, a
+//! log file) nothing is drawn; a file still being tuned says where it is on
+//! stderr once a minute, so nothing runs for minutes without a word.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
-pub fn bar(len: u64, what: &str) -> ProgressBar {
-    // indicatif draws to stderr only when it is a terminal.
-    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} {elapsed}") {
-        bar.set_style(style.progress_chars("=> "));
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// How often a file still being tuned says so when nothing is drawn.
+const HEARTBEAT: Duration = Duration::from_secs(60);
+
+pub struct Progress {
+    multi: MultiProgress,
+    overall: ProgressBar,
+    drawn: bool,
+}
+
+impl Progress {
+    /// A bar over `len` units of work (files, or files × targets).
+    pub fn new(len: u64, what: &str) -> Progress {
+        // indicatif draws to stderr only when it is a terminal.
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let overall = multi.add(ProgressBar::new(len));
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} {elapsed}") {
+            overall.set_style(style.progress_chars("=> "));
+        }
+        overall.set_message(what.to_string());
+        overall.enable_steady_tick(Duration::from_millis(120));
+        Progress { multi, overall, drawn: std::io::stderr().is_terminal() }
     }
-    bar.set_message(what.to_string());
-    bar.enable_steady_tick(std::time::Duration::from_millis(120));
-    bar
+
+    /// One unit of work done.
+    pub fn inc(&self) {
+        self.overall.inc(1);
+    }
+
+    /// A line for one file (and target) being tuned.
+    pub fn unit(&self, name: String) -> UnitProgress<'_> {
+        let bar = self.multi.add(ProgressBar::new_spinner());
+        if let Ok(style) = ProgressStyle::with_template("  {spinner} {msg} {elapsed}") {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(Duration::from_millis(120));
+        let unit = UnitProgress {
+            progress: self,
+            bar,
+            name,
+            kernels: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            variants: AtomicUsize::new(0),
+            started: Instant::now(),
+            said: AtomicU64::new(0),
+        };
+        unit.show();
+        unit
+    }
+
+    /// A line on stderr, above the bars when they are drawn.
+    pub fn note(&self, line: &str) {
+        if self.drawn {
+            let _ = self.multi.println(line);
+        } else {
+            eprintln!("{line}");
+        }
+    }
+
+    pub fn finish(&self) {
+        self.overall.finish_and_clear();
+    }
+}
+
+/// One file's line: "lbm.hip gfx90a: kernel 2/4, 17 variants".
+pub struct UnitProgress<'a> {
+    progress: &'a Progress,
+    bar: ProgressBar,
+    name: String,
+    kernels: AtomicUsize,
+    done: AtomicUsize,
+    variants: AtomicUsize,
+    started: Instant,
+    /// Seconds since `started` of the last heartbeat.
+    said: AtomicU64,
+}
+
+impl UnitProgress<'_> {
+    /// The file has `n` kernels to tune.
+    pub fn kernels(&self, n: usize) {
+        self.kernels.store(n, Ordering::Relaxed);
+        self.show();
+    }
+
+    pub fn kernel_done(&self) {
+        self.done.fetch_add(1, Ordering::Relaxed);
+        self.show();
+    }
+
+    /// One more variant compiled.
+    pub fn variant(&self) {
+        self.variants.fetch_add(1, Ordering::Relaxed);
+        self.show();
+    }
+
+    fn status(&self) -> String {
+        let (n, done, v) =
+            (self.kernels.load(Ordering::Relaxed), self.done.load(Ordering::Relaxed), self.variants.load(Ordering::Relaxed));
+        if n == 0 {
+            return format!("{}: plain build", self.name);
+        }
+        format!("{}: kernel {}/{n}, {v} variant{}", self.name, (done + 1).min(n), if v == 1 { "" } else { "s" })
+    }
+
+    fn show(&self) {
+        if self.progress.drawn {
+            self.bar.set_message(self.status());
+            return;
+        }
+        let now = self.started.elapsed().as_secs();
+        let last = self.said.load(Ordering::Relaxed);
+        if now >= last + HEARTBEAT.as_secs()
+            && self.said.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        {
+            eprintln!("regtune: still tuning {} ({now} s)", self.status());
+        }
+    }
+}
+
+impl Drop for UnitProgress<'_> {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+        self.progress.multi.remove(&self.bar);
+    }
 }

@@ -9,8 +9,10 @@
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
+use std::time::Instant;
 
 use crate::cuda::Cuda;
+use crate::job::{self, JobError};
 use crate::target::Arch;
 
 #[derive(Debug, thiserror::Error)]
@@ -20,6 +22,8 @@ pub enum PtxasError {
     /// ptxas's own messages are in `diagnostics`.
     #[error("ptxas failed to assemble {} for {arch} ({status})", file.display())]
     Failed { file: std::path::PathBuf, arch: String, status: String, diagnostics: String },
+    #[error("ptxas ran past its time limit on {} for {arch} ({seconds:.1} s) and was stopped", file.display())]
+    TimedOut { file: std::path::PathBuf, arch: String, seconds: f64 },
 }
 
 /// One function as `ptxas -v` describes it.
@@ -59,8 +63,16 @@ pub fn user_ptxas_args(user_args: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// `ptxas -v` on `ptx` into `cubin`; returns ptxas's report (stdout and stderr).
-pub fn assemble(cuda: &Cuda, arch: &Arch, ptx: &Path, cubin: &Path, user_args: &[String]) -> Result<String, PtxasError> {
+/// `ptxas -v` on `ptx` into `cubin`, stopped at `deadline`; returns ptxas's
+/// report (stdout and stderr).
+pub fn assemble(
+    cuda: &Cuda,
+    arch: &Arch,
+    ptx: &Path,
+    cubin: &Path,
+    user_args: &[String],
+    deadline: Option<Instant>,
+) -> Result<String, PtxasError> {
     let tool = cuda.ptxas();
     let mut args: Vec<OsString> = vec!["-m64".into(), opt_level(user_args).into(), "--gpu-name".into(), arch.processor().into()];
     args.extend(user_ptxas_args(user_args).into_iter().map(OsString::from));
@@ -68,7 +80,14 @@ pub fn assemble(cuda: &Cuda, arch: &Arch, ptx: &Path, cubin: &Path, user_args: &
     args.push("--output-file".into());
     args.push(cubin.into());
     args.push(ptx.into());
-    let out = Command::new(&tool).args(&args).output().map_err(|source| PtxasError::Spawn { tool: tool.clone(), source })?;
+    let mut cmd = Command::new(&tool);
+    cmd.args(&args);
+    let out = job::run(cmd, deadline).map_err(|e| match e {
+        JobError::Spawn(source) => PtxasError::Spawn { tool: tool.clone(), source },
+        JobError::TimedOut(after) => {
+            PtxasError::TimedOut { file: ptx.into(), arch: arch.to_string(), seconds: after.as_secs_f64() }
+        }
+    })?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
         return Err(PtxasError::Failed { file: ptx.into(), arch: arch.to_string(), status: out.status.to_string(), diagnostics: text });

@@ -1,7 +1,10 @@
 //! One file on one target: the frontend runs once, then any number of
 //! variants compile from its pre-optimization IR through the real O3
 //! pipeline and code generator, with the pass plugin applying the variant.
-//! Results are cached, so no variant compiles twice.
+//! A variant of one kernel compiles that kernel alone (the plugin drops the
+//! others once it has placed the decisions, see passes/src/only_kernel.rs);
+//! the kept sets together compile the whole file. Every variant compile may
+//! have a deadline. Results are cached, so no variant compiles twice.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -9,11 +12,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 use regtune_decisions::{Db, Entry, Param, Transforms};
 
-use crate::compile::{self, CompileError, Location, Unit};
-use crate::hash;
+use crate::compile::{self, CompileError, Location, Unit, Variant};
+use crate::{hash, plugin};
 use crate::measure::{self, Measured};
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
@@ -28,6 +32,15 @@ pub enum SessionError {
     Io(String),
     #[error("the pass plugin failed on {file}: {detail}")]
     Plugin { file: String, detail: String },
+    #[error("the one-kernel build of {file} has no kernel {symbol}")]
+    NoSuchKernel { file: String, symbol: String },
+}
+
+impl SessionError {
+    /// The compile was stopped at its deadline.
+    pub fn timed_out(&self) -> bool {
+        matches!(self, SessionError::Compile(c) if c.timed_out())
+    }
 }
 
 /// What a variant compile produces.
@@ -51,9 +64,15 @@ pub struct Session<'a> {
     /// The user's clang flags: NVPTX hands their `-O` and `-Xcuda-ptxas` to ptxas.
     user_args: &'a [String],
     options: measure::Options,
+    /// Wall time of the plain build: what variant time limits scale with.
+    pub plain_seconds: f64,
     counter: AtomicUsize,
-    cache: Mutex<HashMap<Vec<(String, Transforms)>, Vec<Measured>>>,
+    cache: Mutex<HashMap<BuildKey, Vec<Measured>>>,
 }
+
+/// A build: the one kernel it keeps (None: the whole file), and the
+/// transforms per kernel symbol.
+type BuildKey = (Option<String>, Vec<(String, Transforms)>);
 
 impl<'a> Session<'a> {
     /// Build once as the user's build would, keeping the pre-optimization IR
@@ -80,7 +99,9 @@ impl<'a> Session<'a> {
     ) -> Result<(Session<'a>, Vec<Measured>, Vec<Location>), SessionError> {
         let dir = tempfile::tempdir().map_err(|e| SessionError::Io(format!("cannot create a temporary directory: {e}")))?;
         let unit = Unit { toolchain, arch, source, user_args };
+        let started = Instant::now();
         let temps = unit.build_keeping_temps(dir.path())?;
+        let plain_seconds = started.elapsed().as_secs_f64();
         let preprocessed = std::fs::read(&temps.preprocessed)
             .map_err(|e| SessionError::Io(format!("cannot read {}: {e}", temps.preprocessed.display())))?;
         let baseline = measure::object_file_with(&temps.object, arch, &temps.stderr, &options)?;
@@ -92,10 +113,11 @@ impl<'a> Session<'a> {
             input_hash: input_hash(&unit, &preprocessed),
             user_args,
             options,
+            plain_seconds,
             dir,
             pre_ir: temps.pre_opt_ir,
             counter: AtomicUsize::new(0),
-            cache: Mutex::new(HashMap::from([(vec![], baseline.clone())])),
+            cache: Mutex::new(HashMap::from([((None, vec![]), baseline.clone())])),
         };
         let locations = if arch.is_nvptx() {
             let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
@@ -133,45 +155,68 @@ impl<'a> Session<'a> {
         Ok(path)
     }
 
-    /// Plugin flags and environment for a variant; none for the plain compile.
-    fn plugin_args(&self, variant: &[(String, Transforms)]) -> Result<(Vec<OsString>, Vec<(&'static str, OsString)>), SessionError> {
-        if variant.iter().all(|(_, t)| t.is_empty()) {
-            return Ok((vec![], vec![]));
+    /// The plugin's flags and environment for a variant; none for the plain
+    /// compile of the whole file.
+    fn plugin_variant(&self, variant: &[(String, Transforms)], only: Option<&str>) -> Result<Variant, SessionError> {
+        if variant.iter().all(|(_, t)| t.is_empty()) && only.is_none() {
+            return Ok(Variant::default());
         }
         let decisions = self.decisions_file(variant)?;
-        let args = vec![OsString::from(format!("-fpass-plugin={}", self.plugin.display()))];
-        let env = vec![
-            ("REGTUNE_DECISIONS", decisions.into_os_string()),
-            ("REGTUNE_INPUT_HASH", OsString::from(&self.input_hash)),
+        let mut env = vec![
+            (plugin::DECISIONS_ENV, decisions.into_os_string()),
+            (plugin::INPUT_HASH_ENV, OsString::from(&self.input_hash)),
         ];
-        Ok((args, env))
+        if let Some(symbol) = only {
+            env.push((plugin::ONLY_KERNEL_ENV, OsString::from(symbol)));
+        }
+        Ok(Variant { args: vec![OsString::from(format!("-fpass-plugin={}", self.plugin.display()))], env, deadline: None })
     }
 
-    /// Compile with `variant` (transforms per kernel symbol; kernels not
-    /// named compile plain) and measure every kernel.
-    pub fn measure(&self, variant: &[(String, Transforms)]) -> Result<Vec<Measured>, SessionError> {
+    /// Compile the whole file with `variant` (transforms per kernel symbol;
+    /// kernels not named compile plain), stopped at `deadline`, and measure
+    /// every kernel.
+    pub fn measure(&self, variant: &[(String, Transforms)], deadline: Option<Instant>) -> Result<Vec<Measured>, SessionError> {
         let key: Vec<(String, Transforms)> = variant.iter().filter(|(_, t)| !t.is_empty()).cloned().collect();
+        self.build((None, key), deadline)
+    }
+
+    /// Compile `symbol` alone with `transforms` (the other kernels dropped
+    /// once the decisions are placed), stopped at `deadline`, and measure it.
+    pub fn measure_kernel(&self, symbol: &str, transforms: &Transforms, deadline: Option<Instant>) -> Result<Measured, SessionError> {
+        let key = (Some(symbol.to_string()), vec![(symbol.to_string(), transforms.clone())]);
+        let measured = self.build(key, deadline)?;
+        measured.into_iter().find(|m| m.symbol == symbol).ok_or_else(|| SessionError::NoSuchKernel {
+            file: self.source.display().to_string(),
+            symbol: symbol.to_string(),
+        })
+    }
+
+    fn build(&self, key: BuildKey, deadline: Option<Instant>) -> Result<Vec<Measured>, SessionError> {
         if let Some(hit) = self.cache.lock().expect("cache lock").get(&key) {
             return Ok(hit.clone());
         }
-        let (args, env) = self.plugin_args(&key)?;
+        let mut variant = self.plugin_variant(&key.1, key.0.as_deref())?;
+        variant.deadline = deadline;
         let obj = self.scratch_path("o");
-        let compiled = compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &obj, &args, &env, self.user_args)?;
-        let measured = measure::object_file_with(&obj, self.arch, &compiled.stderr, &self.options)?;
+        let compiled = compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &obj, &variant, self.user_args);
+        let measured = compiled.map_err(SessionError::from).and_then(|c| {
+            measure::object_file_with(&obj, self.arch, &c.stderr, &self.options).map_err(SessionError::from)
+        });
         let _ = std::fs::remove_file(&obj);
+        let measured = measured?;
         self.cache.lock().expect("cache lock").insert(key, measured.clone());
         Ok(measured)
     }
 
     /// Optimized IR or assembly of a variant, for `--diff`.
     pub fn listing(&self, variant: &[(String, Transforms)], kind: Listing) -> Result<String, SessionError> {
-        let (mut args, env) = self.plugin_args(variant)?;
-        args.push("-S".into());
+        let mut v = self.plugin_variant(variant, None)?;
+        v.args.push("-S".into());
         if matches!(kind, Listing::Ir) {
-            args.push("-emit-llvm".into());
+            v.args.push("-emit-llvm".into());
         }
         let out = self.scratch_path("s");
-        compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &out, &args, &env, self.user_args)?;
+        compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &out, &v, self.user_args)?;
         std::fs::read_to_string(&out).map_err(|e| SessionError::Io(format!("cannot read {}: {e}", out.display())))
     }
 

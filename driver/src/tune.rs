@@ -3,23 +3,26 @@
 //! helps, verify the kept sets together, and record them in the decisions db.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use regtune_decisions::{Db, Entry, Param, Reason, Suggestion, Transforms, Usage};
 use serde::Serialize;
 
+use crate::limits::Limits;
 use crate::measure::Measured;
 use crate::occupancy::Limiter;
 use crate::output::{self, Failure, Tabular};
+use crate::progress::{Progress, UnitProgress};
 use crate::report::{self, KernelReport};
 use crate::search::{self, Objective, Outcome, Rule, Space};
 use crate::session::{Inspection, Listing, Session};
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
 use crate::verdict::{self, Evidence, Verdict};
-use crate::{cost, launch, progress};
+use crate::{cost, launch};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -73,6 +76,11 @@ pub struct Options {
     pub diff: bool,
     /// How many noalias candidates to try, in the heuristic's order.
     pub noalias_candidates: usize,
+    /// The longest one variant may compile [default: max(5 s, 10× the
+    /// file's plain compile)].
+    pub variant_timeout: Option<Duration>,
+    /// The longest a file's search may run [default: 8× its plain compile].
+    pub time_budget: Option<Duration>,
 }
 
 /// One kernel's tuning result: the report's keys (with the usage after
@@ -96,6 +104,10 @@ pub struct KernelTuning {
     pub suggestions: Vec<String>,
     /// Variants compiled for this kernel.
     pub variants: usize,
+    /// Variants stopped at the time limit (labels).
+    pub timed_out: Vec<String>,
+    /// The file's time budget ended this kernel's search early.
+    pub budget_reached: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
     /// What limited occupancy before tuning (`report.limiter` is after).
@@ -109,12 +121,28 @@ pub struct KernelTuning {
 }
 
 /// One variant compile of one kernel: its transforms, the usage the backend
-/// reported (None: it failed to build) and the compile's wall time.
+/// reported (None: it did not build), how it ended and its wall time.
 #[derive(Debug, Clone, Serialize)]
 pub struct Measurement {
     pub transforms: Transforms,
     pub usage: Option<Usage>,
+    pub status: VariantStatus,
     pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum VariantStatus {
+    #[serde(rename = "ok")]
+    Ok,
+    /// clang or ptxas failed on it.
+    #[serde(rename = "failed")]
+    Failed,
+    /// Stopped at the variant time limit.
+    #[serde(rename = "timed out")]
+    TimedOut,
+    /// Stopped because the file's time budget ended.
+    #[serde(rename = "budget reached")]
+    BudgetReached,
 }
 
 /// Tune every kernel of every file on every target, and update the db.
@@ -129,22 +157,22 @@ pub fn run(
 ) -> (Vec<KernelTuning>, Vec<Failure>) {
     let confirmed = Db::load(db_path).unwrap_or_default();
     let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
-    let bar = progress::bar(jobs.len() as u64, "tuning");
+    let progress = Progress::new(jobs.len() as u64, "tuning");
     let results: Vec<Result<Vec<KernelTuning>, Failure>> = jobs
         .par_iter()
         .map(|(file, arch)| {
-            let r = tune_unit(toolchain, plugin, file, arch, user_args, options, &confirmed).and_then(|rows| {
+            let r = tune_unit(toolchain, plugin, file, arch, user_args, options, &confirmed, &progress).and_then(|rows| {
                 if rows.is_empty() {
                     Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())))
                 } else {
                     Ok(rows)
                 }
             });
-            bar.inc(1);
+            progress.inc();
             r
         })
         .collect();
-    bar.finish_and_clear();
+    progress.finish();
     let (rows, mut failures) = output::partition(results);
     if !rows.is_empty() {
         let saved = Db::update(db_path, |db| {
@@ -168,6 +196,7 @@ fn session_failure(e: crate::session::SessionError) -> Failure {
 
 /// One file on one target; no rows when it defines no kernels. `known` is
 /// the db as loaded: confirmed suggestions in it are applied.
+#[allow(clippy::too_many_arguments)]
 pub fn tune_unit(
     toolchain: &Toolchain,
     plugin: &Path,
@@ -176,7 +205,10 @@ pub fn tune_unit(
     user_args: &[String],
     options: &Options,
     known: &Db,
+    progress: &Progress,
 ) -> Result<Vec<KernelTuning>, Failure> {
+    let started = Instant::now();
+    let line = progress.unit(format!("{} {}", file.display(), arch.processor()));
     let measure_options = crate::measure::Options {
         block_size: match options.block_size {
             BlockSize::Given(n) => Some(n),
@@ -188,22 +220,38 @@ pub fn tune_unit(
     if baseline.is_empty() {
         return Ok(vec![]);
     }
+    let limits = Limits::new(started, session.plain_seconds, options.variant_timeout, options.time_budget);
+    line.kernels(baseline.len());
     let inspections = session.inspect().map_err(session_failure)?;
     let source = std::fs::read_to_string(file).unwrap_or_default();
 
+    let tuning = Tuning { session: &session, options, limits: &limits, line: &line };
     let mut plans: Vec<Plan> = baseline
         .par_iter()
         .map(|base| {
             let previous = known.lookup(&base.symbol, arch.processor(), Some(&session.input_hash)).next();
-            plan_kernel(&session, base, &source, inspections.get(&base.symbol), previous, options)
+            let plan = plan_kernel(&tuning, base, &source, inspections.get(&base.symbol), previous);
+            line.kernel_done();
+            plan
         })
         .collect();
+    say_what_limits_did(progress, file, arch, &limits, &plans);
 
-    // The kept sets together, as the build will apply them: a kernel whose
-    // result changes for the worse next to the others falls back to plain.
+    // The kept sets together, as the build will apply them (the whole file):
+    // a kernel whose result changes for the worse next to the others falls
+    // back to plain, and so do all when this build runs past the limit.
     let finals = loop {
         let variant: Vec<(String, Transforms)> = plans.iter().map(|p| (p.symbol.clone(), p.outcome.transforms.clone())).collect();
-        let measured = session.measure(&variant).map_err(session_failure)?;
+        let measured = match session.measure(&variant, Some(Instant::now() + limits.variant)) {
+            Err(e) if e.timed_out() => {
+                for p in plans.iter_mut().filter(|p| !p.outcome.transforms.is_empty()) {
+                    p.outcome = Outcome { transforms: Transforms::default(), usage: p.rule.baseline, tried: vec![] };
+                    p.combined_timed_out = true;
+                }
+                continue;
+            }
+            other => other.map_err(session_failure)?,
+        };
         let regressed: Vec<usize> = plans
             .iter()
             .enumerate()
@@ -237,6 +285,38 @@ pub fn tune_unit(
         .collect()
 }
 
+/// Once per file on stderr: variants stopped at the time limit, and the end
+/// of the budget.
+fn say_what_limits_did(progress: &Progress, file: &Path, arch: &Arch, limits: &Limits, plans: &[Plan]) {
+    let stopped = plans.iter().flat_map(|p| &p.measured).filter(|m| m.status == VariantStatus::TimedOut).count();
+    if stopped > 0 {
+        progress.note(&format!(
+            "regtune: {} on {}: {stopped} variant{} ran past the {:.2} s limit and {} stopped (--variant-timeout)",
+            file.display(),
+            arch.processor(),
+            if stopped == 1 { "" } else { "s" },
+            limits.variant.as_secs_f64(),
+            if stopped == 1 { "was" } else { "were" },
+        ));
+    }
+    if limits.reached() {
+        progress.note(&format!(
+            "regtune: {} on {}: the time budget of {:.2} s is spent; keeping the best results found so far (--time-budget)",
+            file.display(),
+            arch.processor(),
+            limits.budget.as_secs_f64(),
+        ));
+    }
+}
+
+/// What every kernel's search of one file shares.
+struct Tuning<'a> {
+    session: &'a Session<'a>,
+    options: &'a Options,
+    limits: &'a Limits,
+    line: &'a UnitProgress<'a>,
+}
+
 /// A better result the tuner does not apply on its own: it trades
 /// unrolling for occupancy, changes rounding, or rests on the caller.
 struct Proposal {
@@ -260,6 +340,10 @@ struct Plan {
     suggestion: Option<Proposal>,
     variants: usize,
     combined_regressed: bool,
+    /// The kept sets together ran past the time limit.
+    combined_timed_out: bool,
+    /// The file's budget ended the search early.
+    budget_reached: bool,
     measured: Vec<Measurement>,
     /// Every pointer parameter, when "noalias on every pointer" was a
     /// candidate: labelled `noalias=all`.
@@ -267,13 +351,13 @@ struct Plan {
 }
 
 fn plan_kernel(
-    session: &Session<'_>,
+    tuning: &Tuning<'_>,
     base: &Measured,
     source: &str,
     inspection: Option<&Inspection>,
     previous: Option<&Entry>,
-    options: &Options,
 ) -> Plan {
+    let (session, options) = (tuning.session, tuning.options);
     let ranked: Vec<Param> = match (options.noalias, inspection) {
         (Noalias::Off, _) | (_, None) => vec![],
         (_, Some(i)) => i.noalias_candidates.iter().take(options.noalias_candidates).cloned().collect(),
@@ -302,6 +386,8 @@ fn plan_kernel(
         suggestion: None,
         variants: 0,
         combined_regressed: false,
+        combined_timed_out: false,
+        budget_reached: false,
         measured: vec![],
         every_pointer: every_pointer.clone(),
     };
@@ -332,16 +418,32 @@ fn plan_kernel(
         },
     };
     let log: Mutex<Vec<Measurement>> = Mutex::new(Vec::new());
+    let budget_hit = AtomicBool::new(false);
     let eval = |t: &Transforms| -> Option<Usage> {
+        // Each variant compiles once: later searches repeat some, and one
+        // that failed or was stopped is not tried again.
+        if let Some(m) = log.lock().expect("variant log lock").iter().find(|m| &m.transforms == t) {
+            return m.usage;
+        }
+        if tuning.limits.spent() {
+            budget_hit.store(true, Ordering::Relaxed);
+            return None;
+        }
         let start = Instant::now();
-        let usage = session
-            .measure(&[(base.symbol.clone(), t.clone())])
-            .ok()
-            .and_then(|measured| measured.into_iter().find(|m| m.symbol == base.symbol).map(|m| m.usage));
-        // The session caches: a variant a later search repeats is logged once, with its real compile time.
+        let (deadline, at_budget) = tuning.limits.variant_deadline();
+        let (usage, status) = match session.measure_kernel(&base.symbol, t, Some(deadline)) {
+            Ok(m) => (Some(m.usage), VariantStatus::Ok),
+            Err(e) if e.timed_out() && at_budget => {
+                budget_hit.store(true, Ordering::Relaxed);
+                (None, VariantStatus::BudgetReached)
+            }
+            Err(e) if e.timed_out() => (None, VariantStatus::TimedOut),
+            Err(_) => (None, VariantStatus::Failed),
+        };
+        tuning.line.variant();
         let mut log = log.lock().expect("variant log lock");
         if !log.iter().any(|m| &m.transforms == t) {
-            log.push(Measurement { transforms: t.clone(), usage, seconds: start.elapsed().as_secs_f64() });
+            log.push(Measurement { transforms: t.clone(), usage, status, seconds: start.elapsed().as_secs_f64() });
         }
         usage
     };
@@ -416,6 +518,7 @@ fn plan_kernel(
     }
     let measured = log.into_inner().expect("variant log lock");
     plan.variants = measured.len();
+    plan.budget_reached = budget_hit.into_inner();
     plan.reason = verdict::applied_reason(&rule, &base.usage, &outcome.usage);
     plan.outcome = outcome;
     plan.suggestion = suggestion;
@@ -613,7 +716,7 @@ fn finish(
     let suggestion_reasons = plan.suggestion.as_ref().map(|p| p.reasons.clone()).unwrap_or_default();
     let reason = if at_best(&plan.rule, max_waves) {
         Reason::AtBest
-    } else if plan.combined_regressed {
+    } else if plan.combined_regressed || plan.combined_timed_out {
         Reason::LostWhenCombined
     } else if !applied.is_empty() {
         plan.reason
@@ -629,8 +732,18 @@ fn finish(
             ),
             None => format!("already at {}'s maximum occupancy ({max_waves} waves/SIMD); nothing to gain", arch.processor()),
         },
+        Reason::LostWhenCombined if plan.combined_timed_out => {
+            "the kept decisions of all kernels together ran past the time limit; kept the plain compile".to_string()
+        }
         Reason::LostWhenCombined => {
             "its best variant lost its gain when combined with the other kernels' decisions; kept the plain compile".to_string()
+        }
+        _ if applied.is_empty()
+            && plan.suggestion.is_none()
+            && !plan.measured.is_empty()
+            && plan.measured.iter().all(|m| m.status == VariantStatus::TimedOut) =>
+        {
+            "every variant ran past the time limit (--variant-timeout); kept the plain compile".to_string()
         }
         _ if !applied.is_empty() => format!(
             "{}: occupancy {} → {}, {registers} {} → {}, spills {} → {}",
@@ -654,6 +767,11 @@ fn finish(
             ),
             None => plan.objective_gap(arch).unwrap_or_else(|| "nothing tried improved on the plain compile; kept it".to_string()),
         },
+    };
+    let why = if plan.budget_reached {
+        format!("{why} (the file's time budget ended the search early: best result so far)")
+    } else {
+        why
     };
     let (suggested, suggestions, suggested_entries) = match &plan.suggestion {
         Some(p) => (
@@ -693,6 +811,13 @@ fn finish(
         why,
         suggestions,
         variants: plan.variants,
+        timed_out: plan
+            .measured
+            .iter()
+            .filter(|m| m.status == VariantStatus::TimedOut)
+            .map(|m| labels(&m.transforms, arch, &plan.every_pointer).join(" + "))
+            .collect(),
+        budget_reached: plan.budget_reached,
         diff,
         limiter_before: base.limiter,
         measured: plan.measured,

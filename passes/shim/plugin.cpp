@@ -7,7 +7,9 @@
 //   2. extension-point callbacks, so `clang -fpass-plugin=...` runs
 //      `regtune-apply<early>` at PipelineStartEP and `regtune-apply<late>` at
 //      OptimizerLastEP (Rust checks the triple and the decisions db),
-//   3. the `-regtune-decisions=<file>` option, handed to Rust on every run.
+//   3. the `-regtune-decisions=<file>` option, handed to Rust on every run,
+//   4. the unroll cap's maxima before the unroll passes (unroll_cap.cpp),
+//   5. Function::deleteBody for one-kernel builds, which LLVM-C lacks.
 //
 // `llvmGetPassPluginInfo` is defined in Rust (src/ffi/mod.rs) so that the
 // cdylib exports it; its registration callback is regtune_shim_register.
@@ -15,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "llvm-c/Types.h"
+#include "llvm/IR/Function.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/OptimizationLevel.h"
@@ -40,6 +43,8 @@ extern "C" bool regtune_pass_is_known(const char *Name, size_t Len);
 extern "C" bool regtune_run_pass(LLVMModuleRef M, const char *Name,
                                  size_t NameLen, const char *Decisions,
                                  size_t DecisionsLen);
+// unroll_cap.cpp.
+void regtune_register_unroll_cap(PassBuilder &PB);
 
 namespace {
 
@@ -79,6 +84,11 @@ struct RegtunePass : PassInfoMixin<RegtunePass> {
 
 } // namespace
 
+// Called from Rust (src/ffi/ir.rs): what LLVM-C cannot do.
+extern "C" void regtune_delete_body(LLVMValueRef F) {
+  unwrap<Function>(F)->deleteBody();
+}
+
 extern "C" void regtune_shim_register(PassBuilder &PB) {
   // 1. `opt -passes=regtune-...`
   PB.registerPipelineParsingCallback(
@@ -109,4 +119,6 @@ extern "C" void regtune_shim_register(PassBuilder &PB) {
 #endif
         MPM.addPass(RegtunePass("regtune-apply<late>"));
       });
+  // 4. unroll caps bound LoopUnroll's own decisions.
+  regtune_register_unroll_cap(PB);
 }

@@ -10,6 +10,9 @@
 //!     size, then pow2 (`pow2_inexact`: `regtune-pow2<inexact>`);
 //!   - late (OptimizerLastEP): sink.
 //!
+//! With `REGTUNE_ONLY_KERNEL` set (the tuner's one-kernel builds), the
+//! early phase then drops every other kernel ([`crate::only_kernel`]).
+//!
 //! A kernel's decision covers the kernel and the defined functions it
 //! reaches through direct calls. A function several kernels reach is
 //! transformed only when all of them decided the same for that transform
@@ -43,7 +46,9 @@ use regtune_decisions::{Db, Transforms};
 
 use crate::pow2::Rounding;
 use crate::spec::{Occupancy, Phase};
-use crate::{ir, noalias, occupancy, pow2, sink, unroll_cap, RunOptions, DECISIONS_ENV, INPUT_HASH_ENV, VERBOSE_ENV};
+use crate::{
+    ir, noalias, occupancy, only_kernel, pow2, sink, unroll_cap, RunOptions, DECISIONS_ENV, INPUT_HASH_ENV, VERBOSE_ENV,
+};
 
 /// The largest work-group AMDGPU supports (and the largest CUDA block).
 const MAX_BLOCK: u32 = 1024;
@@ -64,6 +69,10 @@ pub fn run(module: &Module<'_>, phase: Phase, options: &RunOptions) -> bool {
     let mut changed = false;
     if phase.early() {
         changed |= apply_early(module, &db, input_hash.as_deref());
+        if let Some(symbol) = only_kernel::requested() {
+            let plan = Plan::new(module, &db, input_hash.as_deref());
+            changed |= only_kernel::keep_only(module, &symbol, &plan.disagreeing_with(&symbol, |t| t.sink));
+        }
     }
     if phase.late() {
         changed |= apply_late(&Plan::new(module, &db, input_hash.as_deref()));
@@ -115,8 +124,9 @@ fn pow2_rounding(t: &Transforms) -> Option<Rounding> {
 
 fn apply_late(plan: &Plan<'_>) -> bool {
     let mut changed = false;
-    for (sink, functions) in plan.agreed(|t| t.sink) {
-        if sink {
+    for (sink, mut functions) in plan.agreed(|t| t.sink) {
+        functions.retain(|f| !only_kernel::sink_forbidden(*f));
+        if sink && !functions.is_empty() {
             changed |= noted("sink", &functions, sink::run(&functions));
         }
     }
@@ -206,6 +216,25 @@ impl<'ctx> Plan<'ctx> {
     /// The kernels with a non-empty decision.
     fn decided(&self) -> impl Iterator<Item = (FunctionValue<'ctx>, &Transforms)> {
         self.kernels.iter().copied().zip(self.transforms.iter()).filter(|(_, t)| !t.is_empty())
+    }
+
+    /// The functions `symbol` reaches that another kernel reaches with a
+    /// different `pick`: after that kernel is dropped, they must still not
+    /// get the transform.
+    fn disagreeing_with<T: PartialEq>(&self, symbol: &str, pick: impl Fn(&Transforms) -> T) -> Vec<FunctionValue<'ctx>> {
+        let Some(kept) = self.kernels.iter().position(|k| ir::symbol(*k) == symbol) else {
+            return vec![];
+        };
+        let value = pick(&self.transforms[kept]);
+        self.functions
+            .iter()
+            .filter(|f| {
+                self.reached_by
+                    .get(*f)
+                    .is_some_and(|ks| ks.contains(&kept) && ks.iter().any(|&k| pick(&self.transforms[k]) != value))
+            })
+            .copied()
+            .collect()
     }
 
     /// The functions every reaching kernel decided the same `pick` for,

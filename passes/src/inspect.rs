@@ -44,8 +44,8 @@ pub fn print(module: &Module<'_>) {
                 // The exact run may have deleted functions: walk the calls again.
                 pow2::run_on(m, &ir::reachable(kernel), Rounding::Inexact)
             }),
-            // Any loop a cap of 1 would touch: caps matter for this kernel.
-            unroll_cap: would_change(module, &name, |_, scope| unroll_cap::run_on(scope, 1)),
+            // Any loop not already kept rolled: caps matter for this kernel.
+            unroll_cap: unroll_cap::applies(&ir::reachable(kernel)),
             noalias_candidates: noalias::rank_all(kernel),
             kernel: name,
         };

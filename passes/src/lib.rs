@@ -41,6 +41,7 @@ pub mod inspect;
 pub mod ir;
 pub mod noalias;
 pub mod occupancy;
+pub mod only_kernel;
 pub mod pow2;
 pub mod sink;
 pub mod spec;
@@ -59,6 +60,8 @@ pub const DECISIONS_ENV: &str = "REGTUNE_DECISIONS";
 pub const INPUT_HASH_ENV: &str = "REGTUNE_INPUT_HASH";
 /// Set (to anything but 0) to have the plugin say on stderr what it changed.
 pub const VERBOSE_ENV: &str = "REGTUNE_VERBOSE";
+/// Set by the tuner: compile only this kernel ([`only_kernel`]).
+pub const ONLY_KERNEL_ENV: &str = "REGTUNE_ONLY_KERNEL";
 
 /// Options the host tool hands to every pass run.
 #[derive(Debug, Default, Clone)]

@@ -1,32 +1,53 @@
-//! `regtune-unroll-cap<N>`: unroll every loop at most N times.
+//! `regtune-unroll-cap<N>`: unroll no loop more than N times, and no loop
+//! more than the plain O3 pipeline would have.
 //!
 //! Unrolling keeps N copies of a loop body's values alive at once; on a GPU
 //! every extra live value is a register in every thread, so a smaller unroll
-//! can buy occupancy. The pass rewrites each natural loop's `!llvm.loop` ID:
-//!   - `llvm.loop.unroll.full` / `llvm.loop.unroll.enable` (a bare
-//!     `#pragma unroll`)             -> `llvm.loop.unroll.count N`
-//!   - `llvm.loop.unroll.count M`, M > N -> `llvm.loop.unroll.count N`
-//!   - no unroll pragma              -> `llvm.loop.unroll.count N`
-//!   - with N = 1, each of those becomes `llvm.loop.unroll.disable`;
-//!   - `llvm.loop.unroll.disable`, or a count <= N: kept as they are.
+//! can buy occupancy. A cap must never *add* unrolling: a loop O3 leaves
+//! rolled stays rolled, a loop O3 unrolls K times is unrolled min(K, N)
+//! times.
+//!
+//! How: LoopUnroll decides each loop's factor itself, and its
+//! `-unroll-max-count` (partial and runtime unrolling),
+//! `-unroll-full-max-count` (full unrolling) and
+//! `-pragma-unroll-full-max-iterations` (`llvm.loop.unroll.full`) are maxima
+//! on that decision. This pass marks every function in scope with
+//! `"regtune-unroll-cap"="N"`; the shim (`shim/unroll_cap.cpp`) sets those
+//! three options to N right before LoopFullUnroll and LoopUnroll run on a
+//! marked function, and back for any other. So the factor is O3's own,
+//! clamped. Only what those maxima do not bound is rewritten here, in the
+//! loop's `!llvm.loop` ID:
+//!   - `llvm.loop.unroll.count M`, M > N  -> `llvm.loop.unroll.count N`
+//!     (a count is a request, not a decision: LoopUnroll takes it as is);
+//!   - with N = 1, every loop not already disabled gets
+//!     `llvm.loop.unroll.disable` (no unrolling and no peeling at all);
+//!   - no pragma, `llvm.loop.unroll.full`, `.enable`, `.disable`, a count
+//!     <= N: kept as they are (the shim caps the one case of `.enable`
+//!     the options miss: a loop whose trip count is unknown but bounded).
 //!
 //! Every other property (`llvm.loop.mustprogress`, vectorizer hints,
 //! followups) is kept, and the ID stays a distinct node whose first operand
-//! is itself.
+//! is itself. After inlining, a loop follows the mark of the function it
+//! ends up in.
 //!
-//! Why it is legal: unroll metadata is a hint to LoopUnroll; no unroll
+//! One choice beyond the plain clamp keeps a capped nest no bigger than
+//! O3's: a loop that still holds a loop when LoopUnroll reaches it is
+//! unrolled fully within N or not at all (a partial unroll copies the inner
+//! loops whole, where O3's full unroll of the nest folds them away). Not
+//! bounded: with full unrolling refused, LoopUnroll may peel a few
+//! iterations of a loop O3 unrolled whole (tests/lit/unroll-cap/
+//! nested-no-growth.ll; tests/plugin.rs checks every example's optimized IR
+//! against O3's).
+//!
+//! Why it is legal: unroll factors are hints to LoopUnroll; no unroll
 //! factor changes what a loop computes.
 //!
-//! Note: a count pragma is a request, not only a bound: LoopUnroll unrolls a
-//! loop that had no pragma by N as well (with a remainder loop when the trip
-//! count is unknown). The tuner measures the result, so a cap that costs
-//! registers is never kept.
-//!
 //!   opt-22 -load-pass-plugin=target/debug/libregtune_passes.so \
-//!     -passes='regtune-unroll-cap<4>' in.ll -S -o out.ll
+//!     -passes='regtune-unroll-cap<4>,default<O3>' in.ll -S -o out.ll
 
 use std::collections::HashMap;
 
+use inkwell::attributes::AttributeLoc;
 use inkwell::basic_block::BasicBlock;
 use inkwell::module::Module;
 use inkwell::values::{FunctionValue, InstructionValue};
@@ -40,6 +61,10 @@ const FULL: &str = "llvm.loop.unroll.full";
 const ENABLE: &str = "llvm.loop.unroll.enable";
 const DISABLE: &str = "llvm.loop.unroll.disable";
 
+/// The function attribute the shim reads: the cap on the loops of that
+/// function, inlined ones included.
+pub const CAP_ATTRIBUTE: &str = "regtune-unroll-cap";
+
 /// Cap the unrolling of every loop of every defined function.
 pub fn run(module: &Module<'_>, cap: u32) -> bool {
     run_on(&ir::defined_functions(module), cap)
@@ -49,11 +74,31 @@ pub fn run(module: &Module<'_>, cap: u32) -> bool {
 pub fn run_on(functions: &[FunctionValue<'_>], cap: u32) -> bool {
     let mut changed = false;
     for f in functions {
+        changed |= mark(*f, cap);
         for lp in natural_loops(*f) {
             changed |= cap_loop(&lp, cap);
         }
     }
     changed
+}
+
+/// Whether a cap could change anything in `functions`: some loop that is
+/// not already kept rolled.
+pub fn applies(functions: &[FunctionValue<'_>]) -> bool {
+    functions.iter().flat_map(|f| natural_loops(*f)).any(|lp| {
+        rewritable_properties(&lp).is_none_or(|props| pragma_of(&props) != Pragma::Disable)
+    })
+}
+
+/// Mark `f` with the cap (the smaller one if it already has a cap).
+fn mark(f: FunctionValue<'_>, cap: u32) -> bool {
+    let current = ir::string_attribute(f, CAP_ATTRIBUTE).and_then(|v| v.parse::<u32>().ok());
+    if current.is_some_and(|c| c <= cap) {
+        return false;
+    }
+    let attribute = f.get_type().get_context().create_string_attribute(CAP_ATTRIBUTE, &cap.to_string());
+    f.add_attribute(AttributeLoc::Function, attribute);
+    true
 }
 
 /// What a loop's metadata asks of LoopUnroll.
@@ -159,14 +204,15 @@ fn pragma_of(props: &[MdOperand<'_>]) -> Pragma {
     found.into_iter().min_by_key(rank).unwrap_or(Pragma::None)
 }
 
-/// Profitability: the pragma a loop gets under a cap of N, or `None` to
-/// leave the loop as it is (already disabled, or unrolled at most N times).
+/// The pragma a loop gets under a cap of N, or `None` to leave it to
+/// LoopUnroll's own decision under the shim's maxima.
 fn capped(pragma: Pragma, cap: u32) -> Option<Pragma> {
-    let target = if cap <= 1 { Pragma::Disable } else { Pragma::Count(cap.into()) };
     match pragma {
         Pragma::Disable => None,
         Pragma::Count(m) if m <= cap.into() => None,
-        Pragma::Count(_) | Pragma::Full | Pragma::Enable | Pragma::None => Some(target),
+        _ if cap <= 1 => Some(Pragma::Disable),
+        Pragma::Count(_) => Some(Pragma::Count(cap.into())),
+        Pragma::Full | Pragma::Enable | Pragma::None => None,
     }
 }
 
@@ -300,10 +346,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cap_rewrites_only_what_unrolls_more_than_n() {
-        assert_eq!(capped(Pragma::None, 4), Some(Pragma::Count(4)));
-        assert_eq!(capped(Pragma::Full, 4), Some(Pragma::Count(4)));
-        assert_eq!(capped(Pragma::Enable, 4), Some(Pragma::Count(4)));
+    fn cap_rewrites_only_counts_above_n() {
+        // LoopUnroll decides these itself; the shim bounds its decision.
+        assert_eq!(capped(Pragma::None, 4), None);
+        assert_eq!(capped(Pragma::Full, 4), None);
+        assert_eq!(capped(Pragma::Enable, 4), None);
         assert_eq!(capped(Pragma::Count(8), 4), Some(Pragma::Count(4)));
         assert_eq!(capped(Pragma::Count(4), 4), None);
         assert_eq!(capped(Pragma::Count(2), 4), None);

@@ -28,7 +28,8 @@ use crate::output::Failure;
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
 use crate::tune::{self, KernelTuning};
-use crate::{progress, report, session};
+use crate::progress::Progress;
+use crate::{report, session};
 use compile_db::{CompileDbError, Parsed, Unit};
 use records::{Records, UnitRecord};
 
@@ -82,14 +83,17 @@ impl Options {
     fn fingerprint(&self) -> String {
         let t = &self.tune;
         format!(
-            "regtune {}; objective={:?}; noalias={:?}; pow2={:?}; block-size={:?}; allow-scratch={}; noalias-candidates={}",
+            "regtune {}; objective={:?}; noalias={:?}; pow2={:?}; block-size={:?}; allow-scratch={}; noalias-candidates={}; \
+             variant-timeout={:?}; time-budget={:?}",
             env!("CARGO_PKG_VERSION"),
             t.objective,
             t.noalias,
             t.pow2,
             t.block_size,
             t.allow_scratch,
-            t.noalias_candidates
+            t.noalias_candidates,
+            t.variant_timeout,
+            t.time_budget
         )
     }
 
@@ -289,16 +293,16 @@ pub fn run(toolchain: &Toolchain, plugin: &Path, compile_db: &Path, options: &Op
         })
         .collect();
     let ctx = Context { toolchain, plugin, options, fingerprint: options.fingerprint(), known, records, recorder };
-    let bar = progress::bar(jobs.len() as u64, "batch");
+    let progress = Progress::new(jobs.len() as u64, "batch");
     let results: Vec<(UnitStatus, Vec<KernelRow>)> = jobs
         .par_iter()
         .map(|(unit, arch)| {
-            let r = process(&ctx, unit, arch);
-            bar.inc(1);
+            let r = process(&ctx, unit, arch, &progress);
+            progress.inc();
             r
         })
         .collect();
-    bar.finish_and_clear();
+    progress.finish();
     let mut kernels = Vec::new();
     for (status, rows) in results {
         statuses.push(status);
@@ -347,10 +351,10 @@ fn select(parsed: Vec<Parsed>, options: &Options, cwd: Option<&Path>) -> (Vec<Un
 
 /// One unit on one target: reuse its record if nothing changed, else tune
 /// it and record the result at once.
-fn process(ctx: &Context<'_>, unit: &Unit, arch: &str) -> (UnitStatus, Vec<KernelRow>) {
+fn process(ctx: &Context<'_>, unit: &Unit, arch: &str, progress: &Progress) -> (UnitStatus, Vec<KernelRow>) {
     let started = Instant::now();
     let mut status = UnitStatus::new(unit.entry, unit.file.display().to_string(), Some(arch.to_string()), Status::Tuned);
-    let rows = match tune_or_reuse(ctx, unit, arch, &mut status) {
+    let rows = match tune_or_reuse(ctx, unit, arch, &mut status, progress) {
         Ok(rows) => rows,
         Err(f) => {
             status.status = Status::Failed;
@@ -364,7 +368,13 @@ fn process(ctx: &Context<'_>, unit: &Unit, arch: &str) -> (UnitStatus, Vec<Kerne
     (status, rows)
 }
 
-fn tune_or_reuse(ctx: &Context<'_>, unit: &Unit, arch: &str, status: &mut UnitStatus) -> Result<Vec<KernelRow>, Failure> {
+fn tune_or_reuse(
+    ctx: &Context<'_>,
+    unit: &Unit,
+    arch: &str,
+    status: &mut UnitStatus,
+    progress: &Progress,
+) -> Result<Vec<KernelRow>, Failure> {
     let arch = Arch::parse(arch).map_err(|e| Failure::new(e.to_string()))?;
     if !unit.directory.is_dir() {
         return Err(Failure::new(format!("its directory {} is gone", unit.directory.display())));
@@ -380,7 +390,8 @@ fn tune_or_reuse(ctx: &Context<'_>, unit: &Unit, arch: &str, status: &mut UnitSt
     }
 
     let started = Instant::now();
-    let tuned = tune::tune_unit(ctx.toolchain, ctx.plugin, &unit.file, &arch, &unit.args, &ctx.options.tune, &ctx.known)?;
+    let tuned =
+        tune::tune_unit(ctx.toolchain, ctx.plugin, &unit.file, &arch, &unit.args, &ctx.options.tune, &ctx.known, progress)?;
     let seconds = started.elapsed().as_secs_f64();
     let unit_name = unit.file.display().to_string();
     let rows: Vec<KernelRow> = tuned.iter().map(|k| KernelRow::from_tuning(k, &unit_name)).collect();
@@ -429,8 +440,10 @@ struct VariantLine<'a> {
     input_hash: &'a str,
     transforms: Vec<String>,
     spec: &'a regtune_decisions::Transforms,
-    /// None: the variant failed to build.
+    /// None: the variant did not build (see `status`).
     usage: Option<Usage>,
+    /// "ok", "failed", "timed out" or "budget reached".
+    status: tune::VariantStatus,
     baseline: Usage,
     compile_seconds: f64,
 }
@@ -448,6 +461,7 @@ fn record_variants(recorder: &Mutex<BufWriter<File>>, unit: &str, input_hash: &s
                 transforms: m.transforms.labels(),
                 spec: &m.transforms,
                 usage: m.usage,
+                status: m.status,
                 baseline: k.before,
                 compile_seconds: m.seconds,
             };

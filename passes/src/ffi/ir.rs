@@ -160,6 +160,23 @@ pub fn delete_unused_function(f: FunctionValue<'_>) -> bool {
     true
 }
 
+extern "C" {
+    /// shim/plugin.cpp: `Function::deleteBody()`, which LLVM-C lacks.
+    fn regtune_delete_body(f: LLVMValueRef);
+}
+
+/// Turn a definition into a declaration: its blocks go, references from
+/// them with them, and its linkage becomes external (`Function::deleteBody`).
+pub fn delete_body(f: FunctionValue<'_>) {
+    if f.count_basic_blocks() == 0 {
+        return;
+    }
+    // SAFETY: f is a live function; deleteBody drops the references its
+    // instructions hold before erasing them, so nothing dangles. Uses of f
+    // itself stay valid: a declaration is still a function.
+    unsafe { regtune_delete_body(f.as_value_ref()) };
+}
+
 /// A metadata node or string, as LLVM-C's `LLVMMetadataRef`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Md<'ctx> {

@@ -1,0 +1,85 @@
+//! How long tuning may take: a limit on each variant compile, and a budget
+//! for each file (on each target). Both scale with the file's plain compile,
+//! the one cost the user already pays, unless given in seconds.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// A variant may always take this long...
+pub const MIN_VARIANT_TIMEOUT: Duration = Duration::from_secs(5);
+/// ... and this many times the plain compile.
+pub const VARIANT_TIMEOUT_FACTOR: f64 = 10.0;
+/// A file's search ends after this many times its plain compile (counted
+/// from the start of its plain compile), unless `--time-budget` says.
+pub const BUDGET_FACTOR: f64 = 8.0;
+
+pub struct Limits {
+    /// The longest one variant may compile.
+    pub variant: Duration,
+    /// The file's budget.
+    pub budget: Duration,
+    deadline: Instant,
+    reached: AtomicBool,
+}
+
+impl Limits {
+    /// The limits of a file whose plain compile started at `started` and
+    /// took `plain_seconds`; `variant` and `budget` override the defaults.
+    pub fn new(started: Instant, plain_seconds: f64, variant: Option<Duration>, budget: Option<Duration>) -> Limits {
+        let scaled = |factor: f64| Duration::from_secs_f64(plain_seconds * factor);
+        let variant = variant.unwrap_or_else(|| scaled(VARIANT_TIMEOUT_FACTOR).max(MIN_VARIANT_TIMEOUT));
+        let budget = budget.unwrap_or_else(|| scaled(BUDGET_FACTOR));
+        Limits { variant, budget, deadline: started + budget, reached: AtomicBool::new(false) }
+    }
+
+    /// When a variant compile starting now must be stopped, and whether
+    /// that is the end of the budget rather than the variant's own limit.
+    pub fn variant_deadline(&self) -> (Instant, bool) {
+        let own = Instant::now() + self.variant;
+        if self.deadline < own {
+            (self.deadline, true)
+        } else {
+            (own, false)
+        }
+    }
+
+    /// The budget is spent: no more variants. Remembers that it was.
+    pub fn spent(&self) -> bool {
+        let spent = Instant::now() >= self.deadline;
+        if spent {
+            self.reached.store(true, Ordering::Relaxed);
+        }
+        spent
+    }
+
+    /// Whether the search ever found the budget spent.
+    pub fn reached(&self) -> bool {
+        self.reached.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_scale_with_the_plain_compile() {
+        let l = Limits::new(Instant::now(), 2.0, None, None);
+        assert_eq!(l.variant, Duration::from_secs(20));
+        assert_eq!(l.budget, Duration::from_secs(16));
+        let fast = Limits::new(Instant::now(), 0.1, None, None);
+        assert_eq!(fast.variant, MIN_VARIANT_TIMEOUT);
+    }
+
+    #[test]
+    fn a_variant_never_outlives_the_budget() {
+        let l = Limits::new(Instant::now(), 1.0, Some(Duration::from_secs(60)), Some(Duration::from_secs(1)));
+        let (deadline, budget) = l.variant_deadline();
+        assert!(budget);
+        assert!(deadline <= Instant::now() + Duration::from_secs(1));
+        assert!(!l.reached());
+        let spent = Limits::new(Instant::now() - Duration::from_secs(2), 1.0, None, Some(Duration::from_secs(1)));
+        assert!(spent.spent());
+        assert!(spent.reached());
+    }
+}
