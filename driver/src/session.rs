@@ -125,6 +125,7 @@ impl<'a> Session<'a> {
                 suggested: vec![],
                 before: None,
                 after: None,
+                measured: None,
             });
         }
         let path = self.scratch_path("json");

@@ -267,7 +267,7 @@ fn plan_kernel(
         };
     }
     let waves = occupancy_targets(session.arch, base);
-    let confirmed: Transforms = previous.map(Entry::effective).unwrap_or_default();
+    let confirmed: Transforms = previous.map(Entry::tuned).unwrap_or_default();
     // Transforms that would change nothing are not tried (no inspection:
     // try everything).
     let facts = Space {
@@ -501,6 +501,7 @@ fn finish(
         suggested: suggested_entries,
         before: Some(before_u),
         after: Some(after_u),
+        measured: None,
     };
     KernelTuning {
         report,
