@@ -76,17 +76,42 @@ impl Replayer {
 
     fn ask(&mut self, request: &Request, frames: &[Vec<u8>]) -> std::io::Result<Response> {
         use std::io::Write;
-        protocol::write_frame(&mut self.stdin, &serde_json::to_vec(request).expect("request serializes"))?;
-        for f in frames {
-            protocol::write_frame(&mut self.stdin, f)?;
-        }
-        self.stdin.flush()?;
+        without_sigpipe(|| {
+            protocol::write_frame(&mut self.stdin, &serde_json::to_vec(request).expect("request serializes"))?;
+            for f in frames {
+                protocol::write_frame(&mut self.stdin, f)?;
+            }
+            self.stdin.flush()
+        })?;
         protocol::receive(&mut self.stdout)
     }
 
     fn stop(mut self) {
         drop(self.stdin);
         let _ = self.child.wait();
+    }
+}
+
+/// Run `f` with SIGPIPE blocked on this thread, and swallow one it raised:
+/// the program's default action for SIGPIPE is to die, and a replayer that
+/// died must cost a measurement, not the program.
+fn without_sigpipe<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: plain signal-set manipulation on locals; the mask is restored.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        let out = f();
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigpending(&mut pending);
+        if libc::sigismember(&pending, libc::SIGPIPE) == 1 && libc::sigismember(&old, libc::SIGPIPE) == 0 {
+            let now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            libc::sigtimedwait(&set, std::ptr::null_mut(), &now);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        out
     }
 }
 
@@ -280,5 +305,112 @@ impl Interposer {
 impl Drop for Interposer {
     fn drop(&mut self) {
         self.drop_replayer();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{read_events, PlanCandidate};
+
+    /// A program's GPU: one allocation of 64 bytes at 0x7f00_0000_0000.
+    struct FakeHost {
+        arch: &'static str,
+    }
+
+    impl Host for FakeHost {
+        fn synchronize(&self) -> Result<(), String> {
+            Ok(())
+        }
+        fn address_range(&self, ptr: u64) -> Option<Range> {
+            let r = Range { addr: 0x7f00_0000_0000, bytes: 64 };
+            r.contains(ptr).then_some(r)
+        }
+        fn read(&self, _addr: u64, dst: &mut [u8]) -> Result<(), String> {
+            dst.fill(7);
+            Ok(())
+        }
+        fn device(&self) -> Result<Device, String> {
+            Ok(Device { id: "0000:01:00.0".into(), description: "Fake GPU".into(), arch: self.arch.into() })
+        }
+    }
+
+    fn interposer(dir: &Path, replayer: &str) -> Interposer {
+        let plan = Plan {
+            launches: 2,
+            runs: 3,
+            replayer: replayer.into(),
+            kernels: vec![PlanKernel {
+                symbol: "_Z1kPd".into(),
+                key: "sm_90/_Z1kPd/h".into(),
+                arch: "sm_90".into(),
+                candidates: vec![PlanCandidate { name: "plain".into(), path: "p.cubin".into() }],
+                params: vec![Param { offset: 0, size: 8 }],
+            }],
+        };
+        let log = EventLog::open(&dir.join(plan::EVENTS_FILE)).unwrap();
+        Interposer::new("cuda", plan, dir.to_path_buf(), log)
+    }
+
+    fn launch(symbol: &str) -> Launch {
+        let config = LaunchConfig { grid: [1, 1, 1], block: [32, 1, 1], shared_bytes: 0 };
+        Launch { symbol: symbol.into(), config, args: 0x7f00_0000_0008u64.to_le_bytes().to_vec(), params: vec![] }
+    }
+
+    #[test]
+    fn unplanned_kernels_are_reported_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut i = interposer(dir.path(), "/nonexistent/regtune-replay");
+        assert!(i.wants("_Z5otherv").is_none());
+        i.unplanned("_Z5otherv");
+        i.unplanned("_Z5otherv");
+        i.unplanned("_Z1kPd");
+        assert_eq!(read_events(&dir.path().join(plan::EVENTS_FILE)).unwrap(), [Event::Unplanned { symbol: "_Z5otherv".into() }]);
+    }
+
+    #[test]
+    fn a_gpu_of_another_target_is_reported_and_not_measured() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut i = interposer(dir.path(), "/nonexistent/regtune-replay");
+        assert!(i.before(&FakeHost { arch: "sm_80" }, &launch("_Z1kPd")).is_none());
+        assert!(i.wants("_Z1kPd").is_none());
+        let events = read_events(&dir.path().join(plan::EVENTS_FILE)).unwrap();
+        assert_eq!(events, [Event::OtherTarget { symbol: "_Z1kPd".into(), device: "Fake GPU".into(), arch: "sm_90".into() }]);
+    }
+
+    #[test]
+    fn a_replayer_that_cannot_start_stops_measuring_the_kernel_with_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut i = interposer(dir.path(), "/nonexistent/regtune-replay");
+        assert!(i.before(&FakeHost { arch: "sm_90" }, &launch("_Z1kPd")).is_none());
+        assert!(i.wants("_Z1kPd").is_none(), "stopped after a failure");
+        let events = read_events(&dir.path().join(plan::EVENTS_FILE)).unwrap();
+        let [Event::Failed { symbol, message, .. }] = &events[..] else { panic!("{events:?}") };
+        assert_eq!(symbol, "_Z1kPd");
+        assert!(message.starts_with("the replayer stopped (cannot start the replayer /nonexistent/regtune-replay"), "{message}");
+        assert!(!message.contains('\n'));
+    }
+
+    #[test]
+    fn a_write_to_a_dead_pipe_is_an_error_not_a_signal() {
+        // Restore SIGPIPE's default (death), as in a C program.
+        // SAFETY: setting a signal disposition.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        let (r, mut w) = std::io::pipe().unwrap();
+        drop(r);
+        let e = without_sigpipe(|| std::io::Write::write_all(&mut w, b"x")).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe);
+        // SAFETY: back to Rust's default for test processes.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    }
+
+    #[test]
+    fn a_replayer_that_dies_mid_answer_is_a_failure_not_a_hang() {
+        // `true` reads nothing and exits: the interposer sees the pipe close.
+        let dir = tempfile::tempdir().unwrap();
+        let mut i = interposer(dir.path(), "true");
+        assert!(i.before(&FakeHost { arch: "sm_90" }, &launch("_Z1kPd")).is_none());
+        let events = read_events(&dir.path().join(plan::EVENTS_FILE)).unwrap();
+        assert!(matches!(&events[..], [Event::Failed { message, .. }] if message.starts_with("the replayer stopped")), "{events:?}");
     }
 }
