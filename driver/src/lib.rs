@@ -19,6 +19,7 @@ pub mod plugin;
 pub mod progress;
 pub mod ptxas;
 pub mod report;
+pub mod runtime;
 pub mod search;
 pub mod session;
 pub mod target;

@@ -46,6 +46,10 @@ pub struct Session<'a> {
     pub source: &'a Path,
     dir: tempfile::TempDir,
     pre_ir: PathBuf,
+    /// The plain build's code object (cubin on NVPTX).
+    plain_object: PathBuf,
+    /// Each variant's code object, kept for `regtune measure`'s candidates.
+    objects: Mutex<HashMap<Vec<(String, Transforms)>, PathBuf>>,
     /// Identifies the input: preprocessed source, flags, compiler, target.
     pub input_hash: String,
     /// The user's clang flags: NVPTX hands their `-O` and `-Xcuda-ptxas` to ptxas.
@@ -94,6 +98,8 @@ impl<'a> Session<'a> {
             options,
             dir,
             pre_ir: temps.pre_opt_ir,
+            plain_object: temps.object,
+            objects: Mutex::new(HashMap::new()),
             counter: AtomicUsize::new(0),
             cache: Mutex::new(HashMap::from([(vec![], baseline.clone())])),
         };
@@ -158,9 +164,24 @@ impl<'a> Session<'a> {
         let obj = self.scratch_path("o");
         let compiled = compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &obj, &args, &env, self.user_args)?;
         let measured = measure::object_file_with(&obj, self.arch, &compiled.stderr, &self.options)?;
-        let _ = std::fs::remove_file(&obj);
+        self.objects.lock().expect("objects lock").insert(key.clone(), obj);
         self.cache.lock().expect("cache lock").insert(key, measured.clone());
         Ok(measured)
+    }
+
+    /// Write the code object of a variant to `dest`: the one already
+    /// measured (kept in the session's directory), else a fresh compile.
+    pub fn save_code_object(&self, variant: &[(String, Transforms)], dest: &Path) -> Result<(), SessionError> {
+        let key: Vec<(String, Transforms)> = variant.iter().filter(|(_, t)| !t.is_empty()).cloned().collect();
+        let kept = if key.is_empty() { Some(self.plain_object.clone()) } else { self.objects.lock().expect("objects lock").get(&key).cloned() };
+        let source = match kept {
+            Some(path) => path,
+            None => {
+                self.measure(&key)?;
+                self.objects.lock().expect("objects lock").get(&key).cloned().expect("measure keeps the object")
+            }
+        };
+        std::fs::copy(&source, dest).map(drop).map_err(|e| SessionError::Io(format!("cannot write {}: {e}", dest.display())))
     }
 
     /// Optimized IR or assembly of a variant, for `--diff`.

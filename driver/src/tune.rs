@@ -60,6 +60,9 @@ pub struct Options {
     pub diff: bool,
     /// How many noalias candidates to try, in the heuristic's order.
     pub noalias_candidates: usize,
+    /// Where to keep each decided kernel's candidate code objects (plain,
+    /// decided, suggested) for `regtune measure`; None: nowhere.
+    pub code_dir: Option<PathBuf>,
 }
 
 /// One kernel's tuning result: the report's keys (with the usage after
@@ -203,7 +206,7 @@ pub fn tune_unit(
     };
 
     let file_name = file.display().to_string();
-    plans
+    let rows = plans
         .into_iter()
         .map(|plan| {
             let base = baseline.iter().find(|m| m.symbol == plan.symbol).expect("planned from baseline");
@@ -216,7 +219,11 @@ pub fn tune_unit(
             };
             Ok(finish(plan, base, after, arch, location, &file_name, &session, diff))
         })
-        .collect()
+        .collect::<Result<Vec<KernelTuning>, Failure>>()?;
+    if let Some(dir) = &options.code_dir {
+        crate::runtime::code::store(&session, rows.iter().map(|r| &r.entry), dir).map_err(session_failure)?;
+    }
+    Ok(rows)
 }
 
 /// A better result that rests on assumptions about the caller.
