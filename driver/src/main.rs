@@ -212,6 +212,9 @@ struct MeasureArgs {
     /// Check the db, the candidates and the tools, and say what would be measured; run nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Keep the plan, the interposer's events and the replayer's log in DIR (for diagnosis).
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
     /// The program and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     program: Vec<std::ffi::OsString>,
@@ -273,6 +276,7 @@ fn main() -> ExitCode {
                 format: args.format,
                 output: args.output,
                 dry_run: args.dry_run,
+                keep: args.keep,
                 program: args.program,
             };
             return regtune::runtime::run(&options).unwrap_or_else(|e| {

@@ -57,12 +57,15 @@ api!(Driver {
     event_elapsed_time = "cuEventElapsedTime": fn(*mut f32, Handle, Handle) -> CuResult;
 });
 
-/// `cuFuncGetParamInfo` (CUDA 12.4+): a kernel's parameter offsets and sizes.
+/// `cuFuncGetParamInfo` and `cuKernelGetParamInfo` (CUDA 12.4+): a
+/// kernel's parameter offsets and sizes.
 type ParamInfo = unsafe extern "C" fn(Handle, usize, *mut usize, *mut usize) -> CuResult;
+const CUDA_ERROR_INVALID_VALUE: CuResult = 1;
 
 pub struct Cuda {
     pub api: Driver,
-    param_info: Option<ParamInfo>,
+    /// For a CUfunction, then for a CUkernel (what cudart launches under lazy loading).
+    param_info: [Option<ParamInfo>; 2],
     _lib: Library,
 }
 
@@ -72,8 +75,8 @@ pub fn driver() -> Result<&'static Cuda, String> {
     CUDA.get_or_init(|| {
         let lib = Library::open(&["libcuda.so.1", "libcuda.so"]).map_err(|e| format!("no CUDA driver ({e})"))?;
         let api = Driver::load(&lib).map_err(|e| format!("the CUDA driver lacks {e}"))?;
-        // SAFETY: cuFuncGetParamInfo's prototype.
-        let param_info = unsafe { lib.get::<ParamInfo>("cuFuncGetParamInfo") }.ok();
+        // SAFETY: both have ParamInfo's prototype (a CUkernel is a handle like a CUfunction).
+        let param_info = unsafe { [lib.get::<ParamInfo>("cuFuncGetParamInfo").ok(), lib.get::<ParamInfo>("cuKernelGetParamInfo").ok()] };
         Ok(Cuda { api, param_info, _lib: lib })
     })
     .as_ref()
@@ -106,18 +109,26 @@ impl Cuda {
         Err(if is_sticky(code) { GpuError::Fault(message) } else { GpuError::Refused(message) })
     }
 
-    /// The kernel's parameters (None: the driver predates CUDA 12.4).
+    /// The parameters of a launched function or kernel handle (None: the
+    /// driver cannot tell: older than CUDA 12.4, or a handle it refuses).
     pub fn params(&self, f: Handle) -> Option<Vec<Param>> {
-        let info = self.param_info?;
-        let mut out = Vec::new();
-        loop {
-            let (mut offset, mut size) = (0usize, 0usize);
-            // SAFETY: `f` is a live CUfunction; the out-pointers are valid.
-            if unsafe { info(f, out.len(), &mut offset, &mut size) } != CUDA_SUCCESS {
+        for info in self.param_info.into_iter().flatten() {
+            let mut out = Vec::new();
+            let last = loop {
+                let (mut offset, mut size) = (0usize, 0usize);
+                // SAFETY: `f` is the launch's handle; the out-pointers are valid.
+                let code = unsafe { info(f, out.len(), &mut offset, &mut size) };
+                if code != CUDA_SUCCESS {
+                    break code;
+                }
+                out.push(Param { offset: offset as u64, size: size as u64 });
+            };
+            // Past the last parameter the driver says "invalid value"; anything else refuses the handle.
+            if last == CUDA_ERROR_INVALID_VALUE {
                 return Some(out);
             }
-            out.push(Param { offset: offset as u64, size: size as u64 });
         }
+        None
     }
 
     /// "NVIDIA H100 80GB HBM3", "sm_90", the PCI bus id.

@@ -263,12 +263,19 @@ unsafe fn on_launch(cbid: u32, data: &CallbackData) {
     }
     // SAFETY: functionParams for this callback id.
     let Some(call) = (unsafe { decode(cbid, data.function_params) }) else { return };
-    let Some(params) = s.cuda.params(call.f) else {
-        let kernel = s.interposer.wants(&symbol).cloned();
-        if let Some(k) = kernel {
-            s.interposer.fail(&k, "the CUDA driver has no cuFuncGetParamInfo (CUDA 12.4+ needed)".into());
+    let kernel = s.interposer.wants(&symbol).cloned().expect("wanted above");
+    let params = match (s.cuda.params(call.f), kernel.params.is_empty()) {
+        (Some(driver), true) => driver,
+        (Some(driver), false) if driver == kernel.params => driver,
+        (Some(driver), false) => {
+            let why = format!(
+                "the program's kernel takes other parameters than regtune's build ({driver:?} vs {:?}): the db does not match this program",
+                kernel.params
+            );
+            return s.interposer.fail(&kernel, why);
         }
-        return;
+        (None, false) => kernel.params.clone(),
+        (None, true) => return s.interposer.fail(&kernel, "cannot tell the kernel's parameters (CUDA 12.4+ driver needed)".into()),
     };
     // SAFETY: the program's own launch arguments.
     let Some(args) = (unsafe { arguments(&call, &params) }) else { return };

@@ -23,7 +23,8 @@ impl Library {
             }
             errors.push(last_error());
         }
-        Err(errors.join("; "))
+        // The first name's error says it best ("libcuda.so.1: cannot open shared object file").
+        Err(errors.into_iter().next().unwrap_or_default())
     }
 
     /// The definitions after this library's in the lookup order: what an

@@ -32,6 +32,8 @@ pub struct Options {
     pub output: Option<PathBuf>,
     /// Check the db, the candidates and the tools, print the plan; run nothing.
     pub dry_run: bool,
+    /// Keep the plan, the interposer's events and the replayer's log here.
+    pub keep: Option<PathBuf>,
     /// The program and its arguments.
     pub program: Vec<OsString>,
 }
@@ -111,12 +113,20 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
 
     // A GPU to measure on, else the program runs as it would without us.
     let gpu = if nvidia { regtune_runtime::cuda::probe() } else { regtune_runtime::hip::probe() };
-    let run_dir = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-    planned.plan.save(&run_dir.path().join(wire::PLAN_FILE))?;
+    let temp = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let run_dir = match &o.keep {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            let _ = std::fs::remove_file(dir.join(wire::EVENTS_FILE));
+            std::path::absolute(dir).map_err(|e| e.to_string())?
+        }
+        None => temp.path().to_path_buf(),
+    };
+    planned.plan.save(&run_dir.join(wire::PLAN_FILE))?;
     let mut cmd = Command::new(&o.program[0]);
     cmd.args(&o.program[1..]);
     if gpu.is_ok() {
-        cmd.env(wire::DIR_ENV, run_dir.path());
+        cmd.env(wire::DIR_ENV, &run_dir);
         if nvidia {
             cmd.env("CUDA_INJECTION64_PATH", &tools.interposer);
             if let Some(c) = &tools.cupti {
@@ -136,7 +146,7 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
     let status = cmd.status().map_err(|e| format!("cannot run {program}: {e}"))?;
     let seconds = start.elapsed().as_secs_f64();
 
-    let events = wire::read_events(&run_dir.path().join(wire::EVENTS_FILE))?;
+    let events = wire::read_events(&run_dir.join(wire::EVENTS_FILE))?;
     let collected = results::collect(&events, &planned.candidates, o.runs);
     let db = if collected.measured.is_empty() { db } else { merge(&o.db, &code_dir, &planned, &collected)? };
     let rows: Vec<results::Row> = collected

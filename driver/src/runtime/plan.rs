@@ -28,7 +28,7 @@ pub fn build(db: &Db, code_dir: &Path, launches: u32, runs: u32, replayer: PathB
             missing.push(format!("{} ({})", entry.name, entry.arch));
             continue;
         }
-        let params = if entry.arch.starts_with("gfx") { amdgpu_params(&all[0].2, &entry.symbol) } else { vec![] };
+        let params = kernel_params(&all[0].2, &entry.symbol);
         candidates.insert(entry.key(), all.iter().map(|(n, t, _)| (n.clone(), t.clone())).collect());
         kernels.push(PlanKernel {
             symbol: entry.symbol.clone(),
@@ -46,17 +46,18 @@ fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// HIP launches pass one pointer per explicit argument; the code object's
-/// metadata says where each goes.
-fn amdgpu_params(object: &Path, symbol: &str) -> Vec<Param> {
+/// Where each parameter goes in the launch's argument buffer, from the
+/// plain code object: a cubin's `.nv.info`, an AMDGPU object's metadata.
+/// (Launches pass one value pointer per parameter; CUDA's driver can also
+/// tell, and the interposer checks the two agree.)
+pub fn kernel_params(object: &Path, symbol: &str) -> Vec<Param> {
     let Ok(bytes) = std::fs::read(object) else { return vec![] };
-    let Ok(objects) = crate::codeobj::read(&bytes) else { return vec![] };
-    objects
-        .iter()
-        .flat_map(|o| &o.kernels)
-        .find(|k| k.name == symbol)
-        .map(|k| k.args.iter().map(|&(offset, size)| Param { offset, size }).collect())
-        .unwrap_or_default()
+    let pairs: Option<Vec<(u64, u64)>> = if crate::cubin::is_cubin(&bytes) {
+        crate::cubin::read(&bytes).ok().and_then(|ks| ks.into_iter().find(|k| k.name == symbol)).map(|k| k.params)
+    } else {
+        crate::codeobj::read(&bytes).ok().and_then(|os| os.into_iter().flat_map(|o| o.kernels).find(|k| k.name == symbol)).map(|k| k.args)
+    };
+    pairs.unwrap_or_default().into_iter().map(|(offset, size)| Param { offset, size }).collect()
 }
 
 #[cfg(test)]
