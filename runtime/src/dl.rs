@@ -70,6 +70,9 @@ macro_rules! api {
         }
 
         impl $table {
+            /// The C names, in declaration order (checked against the headers in tests).
+            pub const SYMBOLS: &[&str] = &[$($sym),*];
+
             pub fn load(lib: &$crate::dl::Library) -> Result<$table, String> {
                 // SAFETY: each field's type is the C prototype of the symbol it names.
                 Ok($table { $( $field: unsafe { lib.get($sym)? }, )* })
@@ -78,6 +81,7 @@ macro_rules! api {
     };
 }
 pub(crate) use api;
+
 
 #[cfg(test)]
 mod tests {
