@@ -12,7 +12,7 @@ bench/runtime/build/ (ignored by git; carried to the GPU machine):
     build/db/decisions.json          regtune tune's db, and build/db/decisions.code/ its candidates
     build/fault/decisions.json       a copy whose Laplacian "decided" cubin is fault.cu's (writes out of bounds)
 
-    python3 bench/runtime/build.py [--arch sm_90] [--regtune target/debug/regtune]
+    python3 bench/runtime/build.py [--arch sm_90] [--regtune target/debug/regtune] [--runtime target/release]
 """
 
 import argparse
@@ -45,6 +45,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--arch", default="sm_90")
     p.add_argument("--regtune", default=os.path.join(REPO, "target", "debug", "regtune"))
+    p.add_argument("--runtime", help="where regtune-replay and libregtune_runtime.so are (default: beside --regtune)")
     p.add_argument("--out", default=os.path.join(HERE, "build"))
     a = p.parse_args()
     cuda = cuda_root()
@@ -86,9 +87,10 @@ def main():
     # The tools, stripped, and CUPTI.
     os.makedirs(os.path.join(a.out, "bin"))
     os.makedirs(os.path.join(a.out, "lib"))
-    for name in ["regtune", "regtune-replay", "libregtune_runtime.so"]:
+    runtime = a.runtime or tools
+    for name, src in [("regtune", tools), ("regtune-replay", runtime), ("libregtune_runtime.so", runtime)]:
         dest = os.path.join(a.out, "bin", name)
-        shutil.copy(os.path.join(tools, name), dest)
+        shutil.copy(os.path.join(src, name), dest)
         run(["llvm-strip-22", "--strip-debug", dest])
     shutil.copy(os.path.join(cuda, "lib64", "libcupti.so.12"), os.path.join(a.out, "lib"))
     shutil.rmtree(os.path.join(a.out, "obj"))

@@ -236,6 +236,11 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
             launches += 1;
             let ms = match gpu.launch(kernel, &launch.config, &args) {
                 Ok(ms) => ms,
+                Err(GpuError::Refused(e)) if i == 0 => {
+                    // Without the plain build's bytes nothing can be compared.
+                    unload(gpu, &kernels);
+                    return Ok(Err(format!("the plain build cannot run this launch: launch refused: {e}")));
+                }
                 Err(GpuError::Refused(e)) => {
                     results[i].error = Some(format!("launch refused: {e}"));
                     continue;
@@ -266,10 +271,6 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
         }
     }
     unload(gpu, &kernels);
-    if results[0].error.is_some() {
-        return Ok(Err(format!("the plain build cannot run this launch: {}", results[0].error.clone().unwrap_or_default())));
-    }
-    // A single timed round leaves the plain build compared with itself only in round 0.
     let deterministic = results[0].identical;
     Ok(Ok(Outcome { replayed: Replayed { candidates: results, deterministic, launches }, reference }))
 }
@@ -289,12 +290,13 @@ mod tests {
         kernels: BTreeMap<usize, String>,
         launches: Vec<String>,
         free: u64,
+        refuse_launches: bool,
     }
 
     impl FakeGpu {
         fn new() -> FakeGpu {
             // Addresses unlike the program's, so relocation matters.
-            FakeGpu { memory: BTreeMap::new(), next: 0x5_0000_0000, kernels: BTreeMap::new(), launches: vec![], free: 1 << 30 }
+            FakeGpu { memory: BTreeMap::new(), next: 0x5_0000_0000, kernels: BTreeMap::new(), launches: vec![], free: 1 << 30, refuse_launches: false }
         }
 
         fn slice(&mut self, addr: u64, len: usize) -> Result<&mut [u8], GpuError> {
@@ -361,6 +363,9 @@ mod tests {
         /// "accumulate" out[i] += in[i] (needs its memory restored);
         /// "fault" traps.
         fn launch(&mut self, kernel: &Kernel, _config: &LaunchConfig, args: &[u8]) -> Result<f64, GpuError> {
+            if self.refuse_launches {
+                return Err(GpuError::Refused("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES".into()));
+            }
             let (out, inp, n) = (word(args, 0), word(args, 1), word(args, 2) as usize);
             let what = self.kernels[&kernel.handle].clone();
             self.launches.push(what.clone());
@@ -474,6 +479,15 @@ mod tests {
         let mut gpu = FakeGpu::new();
         let e = run(&mut gpu, &scene(&["broken", "double"]), 2, 256).unwrap().err().unwrap();
         assert_eq!(e, "the plain build cannot run this launch: CUDA_ERROR_INVALID_IMAGE");
+        assert!(gpu.memory.is_empty() && gpu.kernels.is_empty());
+    }
+
+    #[test]
+    fn a_plain_launch_the_driver_refuses_compares_nothing() {
+        let mut gpu = FakeGpu::new();
+        gpu.refuse_launches = true;
+        let e = run(&mut gpu, &scene(&["double", "double"]), 2, 256).unwrap().err().unwrap();
+        assert_eq!(e, "the plain build cannot run this launch: launch refused: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES");
         assert!(gpu.memory.is_empty() && gpu.kernels.is_empty());
     }
 
