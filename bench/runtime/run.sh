@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU half of bench/runtime (the CPU half is build.py): run the plain
 # program, then the same program under `regtune measure`, and the bad
-# cases, writing everything to $OUT (default bench/runtime/out):
+# cases, writing everything to bench/runtime/out (and, when $OUT is set,
+# a summary, the reports and a tarball of everything to $OUT):
 #
 #   wall.txt                  the program's wall time, plain and under measure (3 runs each, interleaved)
 #   measure.json, measure.txt the report of two measure runs (JSON, table); db/decisions.json the db after
@@ -14,8 +15,10 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=bench/runtime/build
-OUT=${OUT:-bench/runtime/out}
+FINAL=${OUT:-}
+OUT=bench/runtime/out
 RUNS=${1:-20}
+rm -rf "$OUT"
 mkdir -p "$OUT"
 export REGTUNE_CUPTI=$PWD/$B/lib/libcupti.so.12
 R=$B/bin/regtune
@@ -62,8 +65,17 @@ run plain-early "$APP" --exit-early
   cmp -s "$OUT/plain-early.stdout" "$OUT/early.stdout" && echo "early: same stdout as plain" || echo "early: STDOUT DIFFERS"
 } >"$OUT/same-output.txt"
 for f in "$OUT"/*.rc; do echo "$(basename "$f" .rc) $(cat "$f")"; done >"$OUT/status.txt"
-cat "$OUT/gpu.txt" "$OUT/status.txt" "$OUT/same-output.txt" "$OUT/wall.txt"
-echo "--- measure (table)"; cat "$OUT/measure.txt"
-echo "--- fault"; cat "$OUT/fault.txt"; tail -2 "$OUT/fault.stderr"
-echo "--- unplanned"; cat "$OUT/unplanned.txt"; tail -1 "$OUT/unplanned.stderr"
-echo "--- early"; cat "$OUT/early.txt"; tail -1 "$OUT/early.stderr"
+{
+  cat "$OUT/gpu.txt" "$OUT/status.txt" "$OUT/same-output.txt" "$OUT/wall.txt"
+  echo "--- measure (table)"; cat "$OUT/measure.txt"
+  echo "--- measure, third run"; cat "$OUT/measure3.txt"
+  echo "--- fault"; cat "$OUT/fault.txt"; tail -2 "$OUT/fault.stderr"
+  echo "--- unplanned"; cat "$OUT/unplanned.txt"; tail -1 "$OUT/unplanned.stderr"
+  echo "--- early"; cat "$OUT/early.txt"; tail -1 "$OUT/early.stderr"
+} >"$OUT/summary.txt" 2>&1
+cat "$OUT/summary.txt"
+if [ -n "$FINAL" ]; then
+  cp "$OUT/summary.txt" "$OUT/measure.json" "$OUT/measure.txt" "$FINAL/"
+  cp "$OUT/db/decisions.json" "$FINAL/measured-decisions.json"
+  tar -czf "$FINAL/runtime-out.tar.gz" -C "$(dirname "$OUT")" "$(basename "$OUT")"
+fi
