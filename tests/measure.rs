@@ -153,3 +153,55 @@ fn the_interposer_exports_the_entry_points_its_hosts_call() {
     }
     assert!(tools_dir().join("regtune-replay").is_file(), "the replayer is built beside regtune");
 }
+
+/// The plugin builds what the rule says: the decision when the GPU found it
+/// identical and faster, plain when it was slower (the build
+/// bench/gpu/build.py and the wrapper make: clang with the plugin and the db).
+#[test]
+fn the_build_follows_the_measurement() {
+    use regtune_decisions::measured::{Candidate, Timing};
+    use regtune_decisions::Measured;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("decisions.json");
+    regtune().args(["tune", "--offload-arch", "sm_90", "--db"]).arg(&db_path).arg("examples/laplacian3d.hip").assert().success();
+    let cuda = regtune::cuda::Cuda::detect().unwrap();
+    let plugin = regtune::plugin::find().unwrap();
+    let registers = |db: &Path| {
+        let out = dir.path().join("k.cubin");
+        let status = std::process::Command::new("clang-22")
+            .args(["-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=sm_90", "-Wno-unknown-cuda-version", "-O3", "-c"])
+            .arg(format!("--cuda-path={}", cuda.root.display()))
+            .arg(format!("-fpass-plugin={}", plugin.display()))
+            .arg(repo().join("examples/laplacian3d.hip"))
+            .arg("-o")
+            .arg(&out)
+            .env("REGTUNE_DECISIONS", db)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let kernels = regtune::cubin::read(&std::fs::read(&out).unwrap()).unwrap();
+        kernels.into_iter().find(|k| k.name.starts_with("_Z20laplacian3d")).unwrap().registers
+    };
+    let entry = Db::load(&db_path).unwrap().kernels.into_values().find(|e| e.symbol.starts_with("_Z20laplacian3d")).unwrap();
+    let (plain, decided) = (entry.before.unwrap().vgpr, entry.after.unwrap().vgpr);
+    assert!(decided < plain, "tune decided something for the Laplacian: {:?}", entry.transforms);
+    assert_eq!(registers(&db_path), decided);
+
+    // What the H100 measured (bench/runtime/results): the decision runs 5 % slower.
+    let measured = |decided_ms: f64| Measured {
+        device: "NVIDIA H100 80GB HBM3 (sm_90, driver 580.159.04)".into(),
+        launches: 1,
+        runs: 20,
+        deterministic: true,
+        program_identical: Some(true),
+        candidates: vec![
+            Candidate { transforms: Transforms::default(), time: Some(Timing { median_ms: 0.3272, spread_ms: 0.0014 }), identical: true, error: None },
+            Candidate { transforms: entry.transforms.clone(), time: Some(Timing { median_ms: decided_ms, spread_ms: 0.0014 }), identical: true, error: None },
+        ],
+    };
+    for (decided_ms, want) in [(0.3441, plain), (0.30, decided)] {
+        Db::update(&db_path, |db| db.kernels.get_mut(&entry.key()).unwrap().measured = Some(measured(decided_ms))).unwrap();
+        assert_eq!(registers(&db_path), want, "measured {decided_ms} ms against plain's 0.3272 ms");
+    }
+}

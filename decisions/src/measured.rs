@@ -47,7 +47,9 @@ pub struct Candidate {
     pub error: Option<String>,
 }
 
-/// Kernel time over the timed runs (CUDA/HIP events), milliseconds.
+/// Kernel time (CUDA/HIP events), milliseconds: over the timed runs of one
+/// launch, the median and interquartile range; over several launches (of
+/// different sizes, maybe), the sums of those, what the program spends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Timing {
     pub median_ms: f64,

@@ -131,6 +131,11 @@ pub struct Row {
     pub verdict: String,
     /// The build now uses this candidate.
     pub built: bool,
+    /// Program launches measured; the GPU; whether the program's own
+    /// launches left the plain candidate's bytes.
+    pub launches: u32,
+    pub device: String,
+    pub program_identical: Option<bool>,
 }
 
 /// The rows of one measured entry, plain first.
@@ -188,6 +193,9 @@ pub fn rows(entry: &Entry, m: &Measured) -> Vec<Row> {
                 identical: c.identical,
                 verdict,
                 built: c.transforms == built,
+                launches: m.launches,
+                device: m.device.clone(),
+                program_identical: m.program_identical,
             }
         })
         .collect()
