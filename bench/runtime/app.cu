@@ -2,7 +2,7 @@
 // examples/*.hip is compiled as CUDA with its main() renamed (build.py),
 // and this main runs them in turn, as one application would run its
 // phases; then one more MD step at production size (the example's host
-// runs a 32^3 lattice with 6 neighbours, an 11 us kernel; bench/gpu and
+// runs a 32^3 lattice with 6 neighbours, a 9 us kernel; bench/gpu and
 // real MD codes run 2^20 particles with 24 neighbours each). Built
 // plainly: no regtune anywhere in it.
 //
