@@ -111,7 +111,10 @@ impl Cuda {
 
     /// The parameters of a launched function or kernel handle (None: the
     /// driver cannot tell: older than CUDA 12.4, or a handle it refuses).
-    pub fn params(&self, f: Handle) -> Option<Vec<Param>> {
+    ///
+    /// # Safety
+    /// `f` must be a CUfunction or CUkernel the driver handed out.
+    pub unsafe fn params(&self, f: Handle) -> Option<Vec<Param>> {
         for info in self.param_info.into_iter().flatten() {
             let mut out = Vec::new();
             let last = loop {
@@ -307,7 +310,8 @@ impl Gpu for CudaGpu {
                 return Err(e);
             }
         }
-        Ok(Kernel { params: self.cuda.params(f), max_threads_per_block: max_threads.max(0) as u32, ..kernel })
+        // SAFETY: `f` came from cuModuleGetFunction.
+        Ok(Kernel { params: unsafe { self.cuda.params(f) }, max_threads_per_block: max_threads.max(0) as u32, ..kernel })
     }
 
     fn unload(&mut self, kernel: &Kernel) {

@@ -132,9 +132,8 @@ fn initialize() {
         Ok(c) => c,
         Err(e) => return fail(interposer, format!("cannot load CUPTI (set {CUPTI_ENV}): {e}")),
     };
-    let (api, lib) = cupti;
-    // CUPTI stays loaded for the life of the process.
-    std::mem::forget(lib);
+    // CUPTI stays loaded for the life of the process (a Library never closes).
+    let (api, _lib) = cupti;
     let mut subscriber: Handle = std::ptr::null_mut();
     // SAFETY: `on_driver_call` has CUpti_CallbackFunc's prototype; out-pointer valid.
     let code = unsafe { (api.subscribe)(&mut subscriber, on_driver_call, std::ptr::null_mut()) };
@@ -264,7 +263,8 @@ unsafe fn on_launch(cbid: u32, data: &CallbackData) {
     // SAFETY: functionParams for this callback id.
     let Some(call) = (unsafe { decode(cbid, data.function_params) }) else { return };
     let kernel = s.interposer.wants(&symbol).cloned().expect("wanted above");
-    let params = match (s.cuda.params(call.f), kernel.params.is_empty()) {
+    // SAFETY: the handle the program launches.
+    let params = match (unsafe { s.cuda.params(call.f) }, kernel.params.is_empty()) {
         (Some(driver), true) => driver,
         (Some(driver), false) if driver == kernel.params => driver,
         (Some(driver), false) => {
