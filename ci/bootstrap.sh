@@ -6,7 +6,11 @@
 # /usr/local/cuda) is used as is; otherwise this script assembles the part
 # clang needs (bin/ptxas, nvvm/libdevice, include/, version.json) from
 # NVIDIA's PyPI wheels into /opt/regtune-cuda (as root) or
-# ${XDG_CACHE_HOME:-~/.cache}/regtune/cuda, once.
+# ${XDG_CACHE_HOME:-~/.cache}/regtune/cuda, once; and, for `regtune
+# measure` and building CUDA programs, CUPTI (include/cupti*.h,
+# lib64/libcupti.so.12), the CUDA runtime libraries (lib64/libcudart*) and
+# bin/fatbinary (from CUDA 13.0's nvcc wheel: 12.9's has only ptxas), which
+# clang runs to link CUDA programs.
 set -euo pipefail
 
 # LLVM 19 besides 22: ci/test.sh also builds and tests the pass plugin for
@@ -102,6 +106,49 @@ PY
   echo "regtune bootstrap: CUDA ready in $cuda_dir"
 }
 
+# CUPTI (regtune measure's interposer subscribes to its launch callbacks),
+# cudart and fatbinary (to build CUDA programs), into an assembled CUDA directory.
+cuda_extras_wheels=(
+  "nvidia-cuda-cupti-cu12==12.9.79"
+  "nvidia-cuda-runtime-cu12==12.9.79"
+  "nvidia-cuda-nvcc==13.0.88"
+)
+
+install_cuda_extras() {
+  local dir
+  dir=$(cuda_present) || return 0
+  # A real toolkit has its own (extras/CUPTI, lib64).
+  [ "$dir" = "$cuda_dir" ] || return 0
+  if [ -f "$dir/lib64/libcupti.so.12" ] && [ -f "$dir/include/cupti.h" ] && [ -f "$dir/lib64/libcudart_static.a" ] &&
+    [ -x "$dir/bin/fatbinary" ]; then
+    echo "regtune bootstrap: CUPTI, cudart and fatbinary present ($dir)"
+    return 0
+  fi
+  echo "regtune bootstrap: adding CUPTI, cudart and fatbinary to $dir"
+  local work
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' RETURN
+  python3 -m pip download -q --no-deps --only-binary=:all: -d "$work/wheels" "${cuda_extras_wheels[@]}"
+  python3 - "$work/wheels" "$work/unpacked" "$dir" <<'PY'
+import os, shutil, sys, zipfile
+wheels, unpacked, out = sys.argv[1:4]
+for w in sorted(os.listdir(wheels)):
+    zipfile.ZipFile(os.path.join(wheels, w)).extractall(unpacked)
+nv = os.path.join(unpacked, "nvidia")
+shutil.copytree(os.path.join(nv, "cuda_cupti", "include"), os.path.join(out, "include"), dirs_exist_ok=True,
+                ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
+os.makedirs(os.path.join(out, "lib64"), exist_ok=True)
+for lib in ["cuda_cupti/lib/libcupti.so.12", "cuda_runtime/lib/libcudart.so.12", "cuda_runtime/lib/libcudart_static.a"]:
+    shutil.copy(os.path.join(nv, lib), os.path.join(out, "lib64"))
+shutil.copy(os.path.join(nv, "cu13", "bin", "fatbinary"), os.path.join(out, "bin"))
+os.chmod(os.path.join(out, "bin", "fatbinary"), 0o755)
+for name, target in [("libcupti.so", "libcupti.so.12"), ("libcudart.so", "libcudart.so.12")]:
+    link = os.path.join(out, "lib64", name)
+    if not os.path.lexists(link):
+        os.symlink(target, link)
+PY
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "regtune bootstrap: toolchain present (${packages[*]})"
 elif [ "$(id -u)" -ne 0 ]; then
@@ -115,3 +162,4 @@ else
 fi
 
 install_cuda
+install_cuda_extras

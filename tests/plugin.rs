@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{hip_device_compile_with, repo};
+use common::{hip_device_compile, hip_device_compile_with, repo};
 use serde_json::{json, Value};
 
 fn plugin() -> std::path::PathBuf {

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 
+pub mod measured;
+pub use measured::Measured;
+
 /// Bumped when the file layout changes incompatibly.
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -193,6 +196,9 @@ pub struct Entry {
     /// The usage the tuner measured with `transforms`: the build's promise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<Usage>,
+    /// Times and identity on a GPU, from `regtune measure`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Measured>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -212,9 +218,19 @@ impl Entry {
         Db::key(&self.symbol, &self.arch, &self.input_hash)
     }
 
-    /// The transforms a build applies: the decided ones plus any suggestion
-    /// the user confirmed in the db.
+    /// The transforms a build applies: what the user allows ([`Entry::tuned`]),
+    /// unless a GPU measurement rejected it; then the fastest allowed build
+    /// measured identical and faster than plain, else plain.
     pub fn effective(&self) -> Transforms {
+        let tuned = self.tuned();
+        let Some(m) = &self.measured else { return tuned };
+        let confirmed = self.suggested.iter().filter(|s| s.confirmed).map(|s| &s.transforms);
+        m.choose([&tuned, &self.transforms].into_iter().chain(confirmed)).unwrap_or(tuned)
+    }
+
+    /// The decided transforms plus any suggestion the user confirmed in the
+    /// db, before any GPU measurement.
+    pub fn tuned(&self) -> Transforms {
         let mut t = self.transforms.clone();
         for s in self.suggested.iter().filter(|s| s.confirmed) {
             let c = &s.transforms;
@@ -284,7 +300,19 @@ impl Db {
         })
     }
 
-    pub fn insert(&mut self, entry: Entry) {
+    /// Insert or replace an entry. A measurement of the entry it replaces
+    /// stays when it measured the same candidates (a re-tune that decided
+    /// the same); otherwise it is stale and dropped.
+    pub fn insert(&mut self, mut entry: Entry) {
+        if entry.measured.is_none() {
+            if let Some(old) = self.kernels.get(&entry.key()) {
+                if old.transforms == entry.transforms
+                    && old.suggested.iter().map(|s| &s.transforms).eq(entry.suggested.iter().map(|s| &s.transforms))
+                {
+                    entry.measured = old.measured.clone();
+                }
+            }
+        }
         self.kernels.insert(entry.key(), entry);
     }
 
@@ -355,6 +383,7 @@ mod tests {
             suggested: vec![],
             before: None,
             after: Some(Usage { vgpr: 96, occupancy: 5, ..Default::default() }),
+            measured: None,
         }
     }
 
@@ -440,6 +469,71 @@ mod tests {
         assert_eq!(e.effective().launch_bounds, None);
         e.suggested = vec![s(true)];
         assert_eq!(e.effective().launch_bounds, Some(256));
+    }
+
+    fn measured_with(cands: &[(&Transforms, f64, bool)]) -> Measured {
+        let plain = measured::Candidate {
+            transforms: Transforms::default(),
+            time: Some(measured::Timing { median_ms: 1.0, spread_ms: 0.01 }),
+            identical: true,
+            error: None,
+        };
+        let others = cands.iter().map(|(t, ms, identical)| measured::Candidate {
+            transforms: (*t).clone(),
+            time: Some(measured::Timing { median_ms: *ms, spread_ms: 0.01 }),
+            identical: *identical,
+            error: None,
+        });
+        Measured {
+            device: "gpu".into(),
+            launches: 1,
+            runs: 10,
+            deterministic: true,
+            program_identical: Some(true),
+            candidates: std::iter::once(plain).chain(others).collect(),
+        }
+    }
+
+    #[test]
+    fn a_measurement_decides_what_the_build_applies() {
+        let mut e = entry("_Z1kPf", "h");
+        let decided = e.transforms.clone();
+        assert_eq!(e.effective(), decided);
+        e.measured = Some(measured_with(&[(&decided, 1.2, true)]));
+        assert!(e.effective().is_empty(), "slower: built plain");
+        e.measured = Some(measured_with(&[(&decided, 0.8, false)]));
+        assert!(e.effective().is_empty(), "different bytes: built plain");
+        e.measured = Some(measured_with(&[(&decided, 0.8, true)]));
+        assert_eq!(e.effective(), decided);
+        // tune's view of what the user confirmed is not the measurement's.
+        e.measured = Some(measured_with(&[(&decided, 1.2, true)]));
+        assert_eq!(e.tuned(), decided);
+    }
+
+    #[test]
+    fn a_confirmed_suggestion_measured_faster_wins_an_unconfirmed_one_never() {
+        let mut e = entry("_Z1kPf", "h");
+        let decided = e.transforms.clone();
+        let wider = Transforms { launch_bounds: Some(256), ..decided.clone() };
+        e.suggested = vec![Suggestion { transforms: wider.clone(), usage: Usage::default(), message: String::new(), confirmed: false }];
+        e.measured = Some(measured_with(&[(&decided, 1.2, true), (&wider, 0.5, true)]));
+        assert!(e.effective().is_empty());
+        e.suggested[0].confirmed = true;
+        assert_eq!(e.effective(), wider);
+    }
+
+    #[test]
+    fn a_retune_keeps_a_measurement_of_the_same_candidates_only() {
+        let mut db = Db::default();
+        let mut e = entry("_Z1kPf", "h");
+        e.measured = Some(measured_with(&[]));
+        db.insert(e.clone());
+        db.insert(entry("_Z1kPf", "h"));
+        assert!(db.kernels[&e.key()].measured.is_some());
+        let mut other = entry("_Z1kPf", "h");
+        other.transforms.sink = true;
+        db.insert(other);
+        assert!(db.kernels[&e.key()].measured.is_none());
     }
 
     #[test]

@@ -48,6 +48,9 @@ pub struct KernelMeta {
     pub wavefront_size: u32,
     /// Size of the kernel's machine code, from the symbol table.
     pub code_bytes: u64,
+    /// The explicit kernel arguments as (offset, size) in the kernarg
+    /// segment; the runtime's hidden ones are left out.
+    pub args: Vec<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -190,10 +193,21 @@ pub fn parse_metadata(desc: &[u8]) -> Result<CodeObject, CodeObjectError> {
                 max_flat_workgroup_size: num(".max_flat_workgroup_size"),
                 wavefront_size: num(".wavefront_size"),
                 code_bytes: 0,
+                args: field(k, ".args").and_then(Value::as_array).map(|a| explicit_args(a)).unwrap_or_default(),
             })
         })
         .collect::<Result<Vec<_>, CodeObjectError>>()?;
     Ok(CodeObject { target, kernels })
+}
+
+fn explicit_args(args: &[Value]) -> Vec<(u64, u64)> {
+    args.iter()
+        .filter(|a| !field(a, ".value_kind").and_then(Value::as_str).unwrap_or_default().starts_with("hidden_"))
+        .map(|a| {
+            let num = |key| field(a, key).and_then(Value::as_u64).unwrap_or(0);
+            (num(".offset"), num(".size"))
+        })
+        .collect()
 }
 
 fn field<'a>(map: &'a Value, key: &str) -> Option<&'a Value> {
@@ -228,6 +242,16 @@ mod tests {
             kv(".max_flat_workgroup_size", 256),
             kv(".wavefront_size", 64),
             kv(".uses_dynamic_stack", false),
+            kv(
+                ".args",
+                Value::Array(vec![
+                    Value::Map(vec![kv(".offset", 0), kv(".size", 4), kv(".value_kind", "by_value")]),
+                    Value::Map(vec![kv(".offset", 8), kv(".size", 8), kv(".value_kind", "global_buffer")]),
+                    Value::Map(vec![kv(".offset", 16), kv(".size", 8), kv(".value_kind", "global_buffer")]),
+                    Value::Map(vec![kv(".offset", 24), kv(".size", 4), kv(".value_kind", "by_value")]),
+                    Value::Map(vec![kv(".offset", 32), kv(".size", 4), kv(".value_kind", "hidden_block_count_x")]),
+                ]),
+            ),
         ]);
         Value::Map(vec![
             kv("amdhsa.kernels", Value::Array(vec![kernel])),
@@ -256,6 +280,7 @@ mod tests {
                 max_flat_workgroup_size: 256,
                 wavefront_size: 64,
                 code_bytes: 0,
+                args: vec![(0, 4), (8, 8), (16, 8), (24, 4)],
             }]
         );
     }

@@ -7,7 +7,9 @@
 //! the module-wide `.nv.info` gives each function's register count
 //! (`EIATTR_REGCOUNT`) and stack frame (`EIATTR_FRAME_SIZE`) by symbol index,
 //! and `.nv.info.<kernel>` its launch bounds (`EIATTR_MAX_THREADS`, from
-//! `__launch_bounds__` / `.maxntid`). Spill traffic and shared memory are
+//! `__launch_bounds__` / `.maxntid`) and its parameters
+//! (`EIATTR_KPARAM_INFO`: ordinal, offset, and the size in bits 18..32 of
+//! the last word). Spill traffic and shared memory are
 //! not recorded there in a form regtune relies on; they come from `ptxas -v`.
 
 use object::elf;
@@ -17,6 +19,7 @@ use object::LittleEndian as LE;
 /// `STO_CUDA_ENTRY`: the symbol is a `.entry` (a kernel).
 const STO_CUDA_ENTRY: u8 = 0x10;
 const EIATTR_MAX_THREADS: u8 = 0x05;
+const EIATTR_KPARAM_INFO: u8 = 0x17;
 const EIATTR_FRAME_SIZE: u8 = 0x11;
 const EIATTR_REGCOUNT: u8 = 0x2f;
 /// Record formats: no value, byte, half-word, sized payload.
@@ -41,6 +44,8 @@ pub struct CubinKernel {
     pub max_threads: Option<u32>,
     /// SASS bytes.
     pub code_bytes: u64,
+    /// Parameters as (offset, size) in the parameter buffer, in order.
+    pub params: Vec<(u64, u64)>,
 }
 
 /// Is `bytes` an NVIDIA cubin?
@@ -100,7 +105,9 @@ pub fn read(bytes: &[u8]) -> Result<Vec<CubinKernel>, CubinError> {
             .find(|(k, _)| *k == name)
             .and_then(|(_, rs)| rs.iter().find(|r| r.attr == EIATTR_MAX_THREADS))
             .and_then(|r| Some(r.word(0)? * r.word(1).unwrap_or(1).max(1) * r.word(2).unwrap_or(1).max(1)));
+        let params = per_kernel.iter().find(|(k, _)| *k == name).map(|(_, rs)| kernel_params(rs)).unwrap_or_default();
         out.push(CubinKernel {
+            params,
             registers: regs.get(&index).copied().unwrap_or(0),
             stack_frame_bytes: frames.get(&index).copied().unwrap_or(0),
             max_threads,
@@ -109,6 +116,21 @@ pub fn read(bytes: &[u8]) -> Result<Vec<CubinKernel>, CubinError> {
         });
     }
     Ok(out)
+}
+
+/// (offset, size) of each parameter, by ordinal, from a kernel's
+/// `EIATTR_KPARAM_INFO` records: [index, ordinal | offset << 16, flags].
+fn kernel_params(records: &[Record<'_>]) -> Vec<(u64, u64)> {
+    let mut params: Vec<(u32, u64, u64)> = records
+        .iter()
+        .filter(|r| r.attr == EIATTR_KPARAM_INFO)
+        .filter_map(|r| {
+            let (ordinal_offset, flags) = (r.word(1)?, r.word(2)?);
+            Some((ordinal_offset & 0xffff, (ordinal_offset >> 16) as u64, ((flags >> 18) & 0x3fff) as u64))
+        })
+        .collect();
+    params.sort_unstable();
+    params.into_iter().map(|(_, offset, size)| (offset, size)).collect()
 }
 
 /// One `EIATTR` record.
@@ -163,6 +185,19 @@ mod tests {
         assert_eq!(rs.len(), 3);
         assert_eq!((rs[0].attr, rs[0].word(0), rs[0].word(1)), (EIATTR_REGCOUNT, Some(3), Some(40)));
         assert_eq!((rs[2].attr, rs[2].word(1)), (EIATTR_FRAME_SIZE, Some(16)));
+    }
+
+    #[test]
+    fn kernel_parameters_come_in_ordinal_order() {
+        // The Laplacian's (double*, const double*, int, int, double) as ptxas 12.9 wrote them: last first.
+        let mut d = Vec::new();
+        for (ordinal, offset, flags) in [(4u32, 24u32, 0x21f000u32), (3, 20, 0x11f000), (2, 16, 0x11f000), (1, 8, 0x21f500), (0, 0, 0x21f500)] {
+            d.extend([0x04, EIATTR_KPARAM_INFO, 12, 0]);
+            d.extend(0u32.to_le_bytes());
+            d.extend((ordinal | offset << 16).to_le_bytes());
+            d.extend(flags.to_le_bytes());
+        }
+        assert_eq!(kernel_params(&records(&d)), [(0, 8), (8, 8), (16, 4), (20, 4), (24, 8)]);
     }
 
     #[test]

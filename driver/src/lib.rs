@@ -24,6 +24,7 @@ pub mod predict;
 pub mod progress;
 pub mod ptxas;
 pub mod report;
+pub mod runtime;
 pub mod search;
 pub mod session;
 pub mod target;

@@ -34,6 +34,16 @@ enum Command {
     Batch(BatchArgs),
     /// Join the decisions dbs (and batch records) of shards into one, and report on them.
     Merge(MergeArgs),
+    /// Run your program and measure, on its GPU and inside it, the candidates `tune` kept for each kernel:
+    /// time them, compare every byte with the plain build, and record it in the db.
+    ///
+    /// For the first N launches of each kernel the db has a decision or a suggestion for, the launch's
+    /// memory is copied and every candidate (plain, decided, suggested) is replayed on the copy in a
+    /// separate process; then the program's own launch runs on its untouched memory. A decision is then
+    /// kept only if it is bit-identical and faster than plain beyond the noise. The report goes to stderr
+    /// (or -o FILE); the program's output is its own. Exit status: the program's when it fails; 1 when
+    /// nothing could be measured; 2 when measuring could not start (db, tools, nothing to measure).
+    Measure(MeasureArgs),
     /// Show which toolchain regtune found, what is missing, and how to fix it.
     Doctor,
     /// Compile through regtune with the tuned decisions (also CMake's compiler launcher); never breaks a build.
@@ -217,6 +227,33 @@ struct BatchArgs {
 }
 
 #[derive(Args)]
+struct MeasureArgs {
+    /// The decisions db; the candidates are in the `.code` directory beside it.
+    #[arg(long, value_name = "PATH", default_value = ".regtune/decisions.json")]
+    db: PathBuf,
+    /// Launches of each kernel to measure (the first N).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    launches: u32,
+    /// Timed runs of each candidate per launch, interleaved (after one untimed run whose bytes are compared).
+    #[arg(long, value_name = "K", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: u32,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Write the report here instead of stderr.
+    #[arg(short, long, value_name = "PATH")]
+    output: Option<PathBuf>,
+    /// Check the db, the candidates and the tools, and say what would be measured; run nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Keep the plan, the interposer's events and the replayer's log in DIR (for diagnosis).
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
+    /// The program and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "PROGRAM")]
+    program: Vec<std::ffi::OsString>,
+}
+
+#[derive(Args)]
 struct MergeArgs {
     /// The dbs to join (each with its batch records beside it, if any).
     #[arg(required = true, value_name = "DB")]
@@ -247,12 +284,15 @@ impl SearchArgs {
             noalias_candidates: 4,
             variant_timeout: self.variant_timeout,
             time_budget: self.time_budget,
+            code_dir: Some(regtune::runtime::code::dir(&self.db)),
         })
     }
 }
 
 /// `batch`'s exit status when nothing could run.
 const BATCH_FATAL: u8 = 101;
+/// `measure`'s exit status when measuring could not start.
+const MEASURE_FATAL: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -265,6 +305,22 @@ fn main() -> ExitCode {
             Ok(ExitCode::from(BATCH_FATAL))
         }),
         Command::Merge(args) => merge(args),
+        Command::Measure(args) => {
+            let options = regtune::runtime::Options {
+                db: args.db,
+                launches: args.launches,
+                runs: args.runs,
+                format: args.format,
+                output: args.output,
+                dry_run: args.dry_run,
+                keep: args.keep,
+                program: args.program,
+            };
+            return regtune::runtime::run(&options).unwrap_or_else(|e| {
+                eprintln!("error: {e}");
+                ExitCode::from(MEASURE_FATAL)
+            });
+        }
         Command::Doctor => doctor(),
         Command::Cc(args) => {
             let invocation = regtune::wrapper::Invocation::cc(args.mode, args.compiler.map(Into::into), args.db, args.command);

@@ -232,7 +232,7 @@ mod tests {
     use super::*;
 
     fn measure(regs: u32, max_threads: Option<u32>, options: Options) -> Measured {
-        let k = cubin::CubinKernel { name: "k".into(), registers: regs, stack_frame_bytes: 8, max_threads, code_bytes: 512 };
+        let k = cubin::CubinKernel { name: "k".into(), registers: regs, stack_frame_bytes: 8, max_threads, code_bytes: 512, params: vec![] };
         let info = ptxas::FunctionInfo { name: "k".into(), entry: true, registers: regs, spill_store_bytes: 4, spill_load_bytes: 8, shared_bytes: 1024, ..Default::default() };
         nvptx_kernel(&k, &info, &Arch::parse("sm_90").unwrap(), &options)
     }

@@ -45,7 +45,9 @@ pub fn unit(
     user_args: &[String],
     options: &Options,
 ) -> Result<Vec<Candidate>, Failure> {
-    let rows = tune::tune_unit(toolchain, plugin, file, arch, user_args, options, &Db::default())?;
+    let progress = crate::progress::Progress::new(1, "predicting");
+    let rows = tune::tune_unit(toolchain, plugin, file, arch, user_args, options, &Db::default(), &progress)?;
+    progress.finish();
     let (session, _, _) = Session::start(toolchain, arch, plugin, file, user_args).map_err(|e| Failure::new(e.to_string()))?;
     let machine = Machine::of(arch);
     let mut out = Vec::new();

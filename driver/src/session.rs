@@ -59,6 +59,10 @@ pub struct Session<'a> {
     pub source: &'a Path,
     dir: tempfile::TempDir,
     pre_ir: PathBuf,
+    /// The plain build's code object (cubin on NVPTX).
+    plain_object: PathBuf,
+    /// Each variant's code object, kept for `regtune measure`'s candidates.
+    objects: Mutex<HashMap<Vec<(String, Transforms)>, PathBuf>>,
     /// Identifies the input: preprocessed source, flags, compiler, target.
     pub input_hash: String,
     /// The user's clang flags: NVPTX hands their `-O` and `-Xcuda-ptxas` to ptxas.
@@ -116,6 +120,8 @@ impl<'a> Session<'a> {
             plain_seconds,
             dir,
             pre_ir: temps.pre_opt_ir,
+            plain_object: temps.object,
+            objects: Mutex::new(HashMap::new()),
             counter: AtomicUsize::new(0),
             cache: Mutex::new(HashMap::from([((None, vec![]), baseline.clone())])),
         };
@@ -148,6 +154,7 @@ impl<'a> Session<'a> {
                 suggested: vec![],
                 before: None,
                 after: None,
+                measured: None,
             });
         }
         let path = self.scratch_path("json");
@@ -202,10 +209,30 @@ impl<'a> Session<'a> {
         let measured = compiled.map_err(SessionError::from).and_then(|c| {
             measure::object_file_with(&obj, self.arch, &c.stderr, &self.options).map_err(SessionError::from)
         });
-        let _ = std::fs::remove_file(&obj);
-        let measured = measured?;
+        let Ok(measured) = measured else {
+            let _ = std::fs::remove_file(&obj);
+            return measured;
+        };
+        // Kept for `regtune measure`'s candidates: a one-kernel build holds
+        // the kernel it was built for as the whole-file build would.
+        self.objects.lock().expect("objects lock").entry(key.1.clone()).or_insert(obj);
         self.cache.lock().expect("cache lock").insert(key, measured.clone());
         Ok(measured)
+    }
+
+    /// Write the code object of a variant to `dest`: the one already
+    /// measured (kept in the session's directory), else a fresh compile.
+    pub fn save_code_object(&self, variant: &[(String, Transforms)], dest: &Path) -> Result<(), SessionError> {
+        let key: Vec<(String, Transforms)> = variant.iter().filter(|(_, t)| !t.is_empty()).cloned().collect();
+        let kept = if key.is_empty() { Some(self.plain_object.clone()) } else { self.objects.lock().expect("objects lock").get(&key).cloned() };
+        let source = match kept {
+            Some(path) => path,
+            None => {
+                self.measure(&key, None)?;
+                self.objects.lock().expect("objects lock").get(&key).cloned().expect("measure keeps the object")
+            }
+        };
+        std::fs::copy(&source, dest).map(drop).map_err(|e| SessionError::Io(format!("cannot write {}: {e}", dest.display())))
     }
 
     /// Optimized IR or assembly of a variant, for `--diff`.

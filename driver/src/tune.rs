@@ -81,6 +81,9 @@ pub struct Options {
     pub variant_timeout: Option<Duration>,
     /// The longest a file's search may run [default: 8× its plain compile].
     pub time_budget: Option<Duration>,
+    /// Where to keep each decided kernel's candidate code objects (plain,
+    /// decided, suggested) for `regtune measure`; None: nowhere.
+    pub code_dir: Option<PathBuf>,
 }
 
 /// One kernel's tuning result: the report's keys (with the usage after
@@ -269,7 +272,7 @@ pub fn tune_unit(
     };
 
     let file_name = file.display().to_string();
-    plans
+    let rows = plans
         .into_iter()
         .map(|plan| {
             let base = baseline.iter().find(|m| m.symbol == plan.symbol).expect("planned from baseline");
@@ -282,7 +285,11 @@ pub fn tune_unit(
             };
             Ok(finish(plan, base, after, arch, location, &file_name, &session, diff))
         })
-        .collect()
+        .collect::<Result<Vec<KernelTuning>, Failure>>()?;
+    if let Some(dir) = &options.code_dir {
+        crate::runtime::code::store(&session, rows.iter().map(|r| &r.entry), dir).map_err(session_failure)?;
+    }
+    Ok(rows)
 }
 
 /// Once per file on stderr: variants stopped at the time limit, and the end
@@ -395,7 +402,7 @@ fn plan_kernel(
         return plan;
     }
     let waves = occupancy_targets(session.arch, base);
-    let confirmed: Transforms = previous.map(Entry::effective).unwrap_or_default();
+    let confirmed: Transforms = previous.map(Entry::tuned).unwrap_or_default();
     // Transforms that would change nothing are not tried (no inspection:
     // try everything).
     let exact_pow2 = inspection.is_none_or(|i| i.pow2);
@@ -799,6 +806,7 @@ fn finish(
         suggested: suggested_entries,
         before: Some(before_u),
         after: Some(after_u),
+        measured: None,
     };
     KernelTuning {
         report,

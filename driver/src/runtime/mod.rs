@@ -1,0 +1,242 @@
+//! `regtune measure`: runtime truth. Runs the user's own program with the
+//! interposer (regtune-runtime) that sees every kernel launch; for the
+//! first launches of each kernel the db has a decision or a suggestion for,
+//! the replayer times the candidate code objects `tune` kept and compares
+//! their bytes with the plain build's, on a copy of the memory the launch
+//! reaches; then the program's own launch runs on its untouched memory.
+//! The measurements go into the db (`measured`), where the decision rule
+//! ([`regtune_decisions::Entry::effective`]) uses them.
+//!
+//! (`crate::measure` is the other measurement: registers and occupancy of
+//! a compile. This one is time and bytes on a GPU.)
+
+pub mod code;
+pub mod plan;
+pub mod results;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, ExitStatus};
+use std::time::Instant;
+
+use regtune_decisions::Db;
+use regtune_runtime::plan as wire;
+
+use crate::output::{self, Format};
+
+pub struct Options {
+    pub db: PathBuf,
+    pub launches: u32,
+    pub runs: u32,
+    pub format: Format,
+    pub output: Option<PathBuf>,
+    /// Check the db, the candidates and the tools, print the plan; run nothing.
+    pub dry_run: bool,
+    /// Keep the plan, the interposer's events and the replayer's log here.
+    pub keep: Option<PathBuf>,
+    /// The program and its arguments.
+    pub program: Vec<OsString>,
+}
+
+/// The interposer library and the replayer, beside the regtune binary
+/// (cargo puts them all in target/<profile>/), or its parent (tests).
+struct Tools {
+    interposer: PathBuf,
+    replayer: PathBuf,
+    cupti: Option<PathBuf>,
+}
+
+pub const INTERPOSER: &str = "libregtune_runtime.so";
+pub const REPLAYER: &str = "regtune-replay";
+
+impl Tools {
+    fn find() -> Result<Tools, String> {
+        let exe_dir = std::env::current_exe().ok().and_then(|e| e.parent().map(PathBuf::from)).unwrap_or_default();
+        let dirs = [exe_dir.clone(), exe_dir.join("..")];
+        let find = |name: &str| {
+            dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()).ok_or_else(|| {
+                format!("{name} not found beside {}; build it with `cargo build --workspace`", exe_dir.display())
+            })
+        };
+        let interposer = std::path::absolute(find(INTERPOSER)?).map_err(|e| e.to_string())?;
+        let replayer = std::path::absolute(find(REPLAYER)?).map_err(|e| e.to_string())?;
+        Ok(Tools { interposer, replayer, cupti: cupti() })
+    }
+}
+
+/// CUPTI for the interposer: `$REGTUNE_CUPTI` (left to the interposer), a
+/// real toolkit's `extras/CUPTI`, or the one `ci/bootstrap.sh` assembles.
+fn cupti() -> Option<PathBuf> {
+    if std::env::var_os(regtune_runtime::cupti::CUPTI_ENV).is_some() {
+        return None;
+    }
+    crate::cuda::Cuda::candidates()
+        .into_iter()
+        .flat_map(|root| ["lib64/libcupti.so.12", "extras/CUPTI/lib64/libcupti.so.12", "extras/CUPTI/lib64/libcupti.so"].map(|l| root.join(l)))
+        .find(|p| p.is_file())
+}
+
+fn describe(program: &[OsString]) -> String {
+    program.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Run the program under measurement and report. Errors are one line;
+/// bad input (db, tools, nothing to measure) stops before the program runs.
+pub fn run(o: &Options) -> Result<ExitCode, String> {
+    let db = Db::load(&o.db).map_err(|e| e.to_string())?;
+    let tools = Tools::find()?;
+    let code_dir = code::dir(&o.db);
+    let planned = plan::build(&db, &code_dir, o.launches, o.runs, tools.replayer.clone());
+    if planned.plan.kernels.is_empty() {
+        return Err(if planned.missing.is_empty() {
+            format!("{} has no kernel with a decision or a suggestion to measure; run `regtune tune` first", o.db.display())
+        } else {
+            format!(
+                "{} has no candidate code objects for {} in {}; run `regtune tune` again to keep them",
+                o.db.display(),
+                planned.missing.join(", "),
+                code_dir.display()
+            )
+        });
+    }
+    let program = describe(&o.program);
+    let nvidia = planned.plan.kernels.iter().any(|k| k.arch.starts_with("sm_"));
+    let amd = planned.plan.kernels.iter().any(|k| k.arch.starts_with("gfx"));
+    if o.dry_run {
+        for k in &planned.plan.kernels {
+            let names: Vec<&str> = k.candidates.iter().map(|c| c.name.as_str()).collect();
+            eprintln!("would measure {} on {}: {}", k.symbol, k.arch, names.join(", "));
+        }
+        eprintln!("interposer {}, replayer {}", tools.interposer.display(), tools.replayer.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    // A GPU to measure on, else the program runs as it would without us.
+    let gpu = if nvidia { regtune_runtime::cuda::probe() } else { regtune_runtime::hip::probe() };
+    let temp = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let run_dir = match &o.keep {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            let _ = std::fs::remove_file(dir.join(wire::EVENTS_FILE));
+            std::path::absolute(dir).map_err(|e| e.to_string())?
+        }
+        None => temp.path().to_path_buf(),
+    };
+    planned.plan.save(&run_dir.join(wire::PLAN_FILE))?;
+    let mut cmd = Command::new(&o.program[0]);
+    cmd.args(&o.program[1..]);
+    if gpu.is_ok() {
+        cmd.env(wire::DIR_ENV, &run_dir);
+        if nvidia {
+            cmd.env("CUDA_INJECTION64_PATH", &tools.interposer);
+            if let Some(c) = &tools.cupti {
+                cmd.env(regtune_runtime::cupti::CUPTI_ENV, c);
+            }
+        }
+        if amd {
+            let mut preload = OsString::from(&tools.interposer);
+            if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|p| !p.is_empty()) {
+                preload.push(":");
+                preload.push(old);
+            }
+            cmd.env("LD_PRELOAD", preload);
+        }
+    }
+    let start = Instant::now();
+    let status = cmd.status().map_err(|e| format!("cannot run {program}: {e}"))?;
+    let seconds = start.elapsed().as_secs_f64();
+
+    let events = wire::read_events(&run_dir.join(wire::EVENTS_FILE))?;
+    let collected = results::collect(&events, &planned.candidates, o.runs);
+    let db = if collected.measured.is_empty() { db } else { merge(&o.db, &code_dir, &planned, &collected)? };
+    let rows: Vec<results::Row> = collected
+        .measured
+        .iter()
+        .filter_map(|(key, m)| Some(results::rows(db.kernels.get(key)?, m)))
+        .flatten()
+        .collect();
+
+    let mut notes = collected.notes.clone();
+    let launched_nothing_planned = collected.measured.is_empty();
+    if !collected.unplanned.is_empty() {
+        let names: Vec<String> =
+            collected.unplanned.iter().map(|s| crate::report::short_name(&crate::report::demangle(s)).to_string()).collect();
+        notes.push(format!("launched without candidates in {}: {}", o.db.display(), names.join(", ")));
+    }
+    notes.push(format!("{program}: {}, {seconds:.3} s under regtune measure", exit_text(&status)));
+    let error = match &gpu {
+        Err(reason) => Some(format!("{reason}; {program} ran unmeasured")),
+        Ok(_) if !collected.started => Some(format!("{program} never initialised the GPU runtime; nothing measured")),
+        Ok(_) if launched_nothing_planned && collected.notes.is_empty() => {
+            Some(format!("{program} launched none of the {} kernels {} has candidates for", planned.plan.kernels.len(), o.db.display()))
+        }
+        Ok(_) if launched_nothing_planned => Some("nothing measured".to_string()),
+        Ok(_) => None,
+    };
+    emit(&rows, &notes, o)?;
+    if let Some(e) = &error {
+        eprintln!("error: {e}");
+    }
+    Ok(match status.code() {
+        Some(0) if error.is_some() => ExitCode::FAILURE,
+        Some(0) => ExitCode::SUCCESS,
+        Some(c) => ExitCode::from(c.clamp(1, 255) as u8),
+        None => ExitCode::from(128 + signal(&status).unwrap_or(0).clamp(0, 127) as u8),
+    })
+}
+
+/// Write the measurements into the db under its lock; an entry that a
+/// tune changed meanwhile (other candidates) keeps no stale measurement.
+fn merge(path: &Path, code_dir: &Path, planned: &plan::Planned, collected: &results::Collected) -> Result<Db, String> {
+    Db::update(path, |db| {
+        for (key, m) in &collected.measured {
+            let Some(entry) = db.kernels.get_mut(key) else { continue };
+            let now: Vec<(String, regtune_decisions::Transforms)> =
+                code::candidates(code_dir, entry).into_iter().map(|(n, t, _)| (n, t)).collect();
+            if planned.candidates.get(key) == Some(&now) {
+                entry.measured = Some(m.clone());
+            }
+        }
+        db.clone()
+    })
+    .map_err(|e| e.to_string())
+}
+
+fn exit_text(status: &ExitStatus) -> String {
+    match (status.code(), signal(status)) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(s)) => format!("killed by signal {s}"),
+        _ => "ended".into(),
+    }
+}
+
+fn signal(status: &ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(status)
+}
+
+/// The report goes to `-o FILE`, else stderr: the program's stdout stays
+/// exactly its own.
+fn emit(rows: &[results::Row], notes: &[String], o: &Options) -> Result<(), String> {
+    let text = match o.format {
+        Format::Json => {
+            let doc = serde_json::json!({ "kernels": rows, "notes": notes });
+            serde_json::to_string_pretty(&doc).expect("rows serialize") + "\n"
+        }
+        Format::Csv => output::render(rows, Format::Csv, "kernels"),
+        Format::Table => {
+            let mut t = if rows.is_empty() { String::new() } else { output::render(rows, Format::Table, "kernels") };
+            for n in notes {
+                t.push_str(n);
+                t.push('\n');
+            }
+            t
+        }
+    };
+    match &o.output {
+        Some(path) => output::emit(&text, Some(path)).map_err(|e| e.to_string()),
+        None => {
+            eprint!("{text}");
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! From the interposer's events to each kernel's `measured` field, and the
+//! report rows.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use regtune_decisions::measured::{Candidate, Timing, Verdict};
+use regtune_decisions::{Entry, Measured, Transforms};
+use regtune_runtime::plan::{Event, LaunchResult};
+use serde::Serialize;
+
+use crate::output::Tabular;
+use crate::report;
+
+/// What one run of the program showed.
+#[derive(Debug, Default)]
+pub struct Collected {
+    /// Per db entry key.
+    pub measured: BTreeMap<String, Measured>,
+    /// The interposer was loaded (the program initialised the GPU runtime).
+    pub started: bool,
+    /// Kernels the program launched that the db has nothing to measure for.
+    pub unplanned: BTreeSet<String>,
+    /// One line each: faults, refusals, other targets.
+    pub notes: Vec<String>,
+}
+
+/// Fold the events; `candidates` names each entry's candidates' transforms.
+pub fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<(String, Transforms)>>, runs: u32) -> Collected {
+    let mut out = Collected::default();
+    let mut launches: BTreeMap<String, Vec<&LaunchResult>> = BTreeMap::new();
+    let mut failed: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
+    for event in events {
+        match event {
+            Event::Started { .. } => out.started = true,
+            Event::Unplanned { symbol } => {
+                out.unplanned.insert(symbol.clone());
+            }
+            Event::OtherTarget { symbol, device, arch } => out.notes.push(format!(
+                "{}: the db's candidates are for {arch}, the program ran it on {device}; not measured",
+                short(symbol)
+            )),
+            Event::Measured(r) => launches.entry(r.key.clone()).or_default().push(r),
+            Event::Failed { symbol, key, message } => {
+                let name = if symbol.is_empty() { "measure".to_string() } else { short(symbol) };
+                out.notes.push(format!("{name}: {message}"));
+                if !key.is_empty() {
+                    failed.insert(key.clone(), (faulted_candidate(message), message.clone()));
+                }
+            }
+        }
+    }
+    for (key, names) in candidates {
+        let results = launches.get(key).map(Vec::as_slice).unwrap_or_default();
+        let fault = failed.get(key);
+        if results.is_empty() && fault.is_none_or(|(c, _)| c.is_none()) {
+            continue;
+        }
+        let device = results.first().map(|r| r.device.clone()).unwrap_or_default();
+        let program: Vec<Option<bool>> = results.iter().map(|r| r.program_identical).collect();
+        let program_identical = if program.contains(&Some(false)) {
+            Some(false)
+        } else if !program.is_empty() && program.iter().all(|p| *p == Some(true)) {
+            Some(true)
+        } else {
+            None
+        };
+        let candidates = names
+            .iter()
+            .map(|(name, transforms)| {
+                let mine = results.iter().filter_map(|r| r.replayed.candidates.iter().find(|c| &c.name == name));
+                // Launches of one kernel can differ in size: what counts is their total,
+                // the sum of each launch's median (and of each launch's spread).
+                let per_launch: Option<Vec<Timing>> = mine.clone().map(|c| Timing::of(&c.times_ms)).collect();
+                let time = per_launch.filter(|t| !t.is_empty() && t.len() == results.len()).map(|t| Timing {
+                    median_ms: t.iter().map(|t| t.median_ms).sum(),
+                    spread_ms: t.iter().map(|t| t.spread_ms).sum(),
+                });
+                let mut error = mine.clone().find_map(|c| c.error.clone());
+                if let Some((Some(c), message)) = fault {
+                    if c == name {
+                        error = Some(message.clone());
+                    }
+                }
+                let ran = mine.clone().count();
+                Candidate {
+                    transforms: transforms.clone(),
+                    time: if error.is_some() { None } else { time },
+                    identical: ran > 0 && ran == results.len() && mine.clone().all(|c| c.identical),
+                    error,
+                }
+            })
+            .collect();
+        let m = Measured {
+            device,
+            launches: results.len() as u32,
+            runs,
+            deterministic: !results.is_empty() && results.iter().all(|r| r.replayed.deterministic),
+            program_identical,
+            candidates,
+        };
+        out.measured.insert(key.clone(), m);
+    }
+    out
+}
+
+/// "candidate `decided` faulted during replay (...)" → "decided".
+fn faulted_candidate(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("candidate `")?;
+    Some(rest[..rest.find('`')?].to_string())
+}
+
+fn short(symbol: &str) -> String {
+    report::short_name(&report::demangle(symbol)).to_string()
+}
+
+/// One candidate of one kernel, as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub kernel: String,
+    pub symbol: String,
+    pub arch: String,
+    pub candidate: String,
+    pub transforms: Vec<String>,
+    pub registers: Option<u32>,
+    pub occupancy: Option<u32>,
+    pub median_ms: Option<f64>,
+    pub spread_ms: Option<f64>,
+    /// Plain's median over this one's.
+    pub speedup: Option<f64>,
+    pub identical: bool,
+    pub verdict: String,
+    /// The build now uses this candidate.
+    pub built: bool,
+    /// Program launches measured; the GPU; whether the program's own
+    /// launches left the plain candidate's bytes.
+    pub launches: u32,
+    pub device: String,
+    pub program_identical: Option<bool>,
+}
+
+/// The rows of one measured entry, plain first.
+pub fn rows(entry: &Entry, m: &Measured) -> Vec<Row> {
+    let built = entry.effective();
+    let confirmed: Vec<&Transforms> = entry.suggested.iter().filter(|s| s.confirmed).map(|s| &s.transforms).collect();
+    let labels = |t: &Transforms| {
+        let l = t.labels();
+        if entry.arch.starts_with("sm_") {
+            l.into_iter().map(|l| l.replace("waves-per-eu=", "warps-per-sm=")).collect()
+        } else {
+            l
+        }
+    };
+    m.candidates
+        .iter()
+        .map(|c| {
+            let usage = if c.transforms.is_empty() {
+                entry.before
+            } else if c.transforms == entry.transforms {
+                entry.after
+            } else {
+                entry.suggested.iter().find(|s| s.transforms == c.transforms).map(|s| s.usage)
+            };
+            let allowed = c.transforms == entry.transforms || confirmed.contains(&&c.transforms);
+            let verdict = if c.transforms.is_empty() {
+                if m.launches == 0 {
+                    "reference (no launch measured)".to_string()
+                } else if m.deterministic {
+                    "reference".to_string()
+                } else {
+                    "reference, not deterministic: nothing can be shown identical".to_string()
+                }
+            } else {
+                match (m.verdict(c), allowed) {
+                    (Verdict::Faster, true) => "faster: kept".into(),
+                    (Verdict::Faster, false) => "faster: confirm the suggestion to use it".into(),
+                    (Verdict::NotFaster, true) => "not faster beyond noise: rejected".into(),
+                    (Verdict::NotFaster, false) => "not faster beyond noise".into(),
+                    (Verdict::Differs, _) => "different bytes: rejected".into(),
+                    (Verdict::Failed, _) => format!("failed: {}", c.error.clone().unwrap_or_else(|| "did not run".into())),
+                }
+            };
+            Row {
+                kernel: report::short_name(&entry.name).to_string(),
+                symbol: entry.symbol.clone(),
+                arch: entry.arch.clone(),
+                candidate: if c.transforms.is_empty() { "plain".into() } else { labels(&c.transforms).join(" + ") },
+                transforms: labels(&c.transforms),
+                registers: usage.map(|u| u.vgpr),
+                occupancy: usage.map(|u| u.occupancy),
+                median_ms: c.time.map(|t| t.median_ms),
+                spread_ms: c.time.map(|t| t.spread_ms),
+                speedup: m.speedup(c),
+                identical: c.identical,
+                verdict,
+                built: c.transforms == built,
+                launches: m.launches,
+                device: m.device.clone(),
+                program_identical: m.program_identical,
+            }
+        })
+        .collect()
+}
+
+impl Tabular for Row {
+    fn header() -> Vec<&'static str> {
+        vec!["kernel", "arch", "candidate", "regs", "occupancy", "median ms", "spread ms", "speedup", "identical", "verdict", "built"]
+    }
+
+    fn cells(&self) -> Vec<String> {
+        let opt = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
+        let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
+        vec![
+            self.kernel.clone(),
+            self.arch.clone(),
+            self.candidate.clone(),
+            opt(self.registers),
+            opt(self.occupancy),
+            ms(self.median_ms),
+            ms(self.spread_ms),
+            self.speedup.map_or("-".to_string(), |s| format!("{s:.3}×")),
+            if self.identical { "yes" } else { "no" }.to_string(),
+            self.verdict.clone(),
+            if self.built { "yes" } else { "" }.to_string(),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use regtune_runtime::plan::{CandidateResult, LaunchConfig, Replayed};
+
+    fn result(key: &str, cands: &[(&str, &[f64], bool)], deterministic: bool, program: Option<bool>) -> Event {
+        Event::Measured(LaunchResult {
+            symbol: "_Z1kPd".into(),
+            key: key.into(),
+            device: "NVIDIA H100 80GB HBM3 (sm_90, driver 580.159.04)".into(),
+            launch: LaunchConfig { grid: [1, 1, 1], block: [256, 1, 1], shared_bytes: 0 },
+            ranges: 2,
+            bytes: 1024,
+            replayed: Replayed {
+                candidates: cands
+                    .iter()
+                    .map(|(n, t, i)| CandidateResult { name: n.to_string(), times_ms: t.to_vec(), identical: *i, difference: None, error: None })
+                    .collect(),
+                deterministic,
+                launches: 6,
+            },
+            program_identical: program,
+            program_difference: None,
+        })
+    }
+
+    fn names() -> BTreeMap<String, Vec<(String, Transforms)>> {
+        let cap = Transforms { unroll_cap: Some(1), ..Default::default() };
+        BTreeMap::from([("k".to_string(), vec![("plain".to_string(), Transforms::default()), ("decided".to_string(), cap)])])
+    }
+
+    #[test]
+    fn launches_add_up_and_identity_must_hold_on_each() {
+        let events = [
+            Event::Started { pid: 1, vendor: "cuda".into() },
+            result("k", &[("plain", &[1.0, 1.1], true), ("decided", &[1.2, 1.3], true)], true, Some(true)),
+            result("k", &[("plain", &[1.0, 1.2], true), ("decided", &[1.2, 1.4], false)], true, Some(true)),
+        ];
+        let c = collect(&events, &names(), 2);
+        assert!(c.started);
+        let m = &c.measured["k"];
+        assert_eq!((m.launches, m.runs, m.deterministic, m.program_identical), (2, 2, true, Some(true)));
+        // Medians 1.05 + 1.1 and 1.25 + 1.3; spreads (interquartile ranges) 0.05 + 0.1 each.
+        let (plain, capped) = (m.candidates[0].time.unwrap(), m.candidates[1].time.unwrap());
+        assert!((plain.median_ms - 2.15).abs() < 1e-12 && (capped.median_ms - 2.55).abs() < 1e-12);
+        assert!((plain.spread_ms - 0.15).abs() < 1e-12 && (capped.spread_ms - 0.15).abs() < 1e-12);
+        assert!(m.candidates[0].identical && !m.candidates[1].identical);
+        assert_eq!(m.device, "NVIDIA H100 80GB HBM3 (sm_90, driver 580.159.04)");
+    }
+
+    #[test]
+    fn a_fault_is_recorded_against_its_candidate_and_reported() {
+        let events = [Event::Failed {
+            symbol: "_Z1kPd".into(),
+            key: "k".into(),
+            message: "candidate `decided` faulted during replay (the kernel: CUDA_ERROR_ILLEGAL_ADDRESS); stopped measuring this kernel".into(),
+        }];
+        let c = collect(&events, &names(), 10);
+        let m = &c.measured["k"];
+        assert_eq!(m.verdict(&m.candidates[1]), Verdict::Failed);
+        assert!(m.candidates[1].error.as_deref().unwrap().contains("CUDA_ERROR_ILLEGAL_ADDRESS"));
+        assert_eq!(m.choose([&m.candidates[1].transforms]), Some(Transforms::default()));
+        assert_eq!(c.notes, ["k: candidate `decided` faulted during replay (the kernel: CUDA_ERROR_ILLEGAL_ADDRESS); stopped measuring this kernel"]);
+    }
+
+    #[test]
+    fn unplanned_and_unlaunched_kernels_leave_no_measurement() {
+        let events = [Event::Unplanned { symbol: "_Z5otherv".into() }];
+        let c = collect(&events, &names(), 10);
+        assert!(c.measured.is_empty() && !c.started);
+        assert_eq!(c.unplanned.iter().collect::<Vec<_>>(), ["_Z5otherv"]);
+    }
+
+    #[test]
+    fn a_program_launch_that_differs_from_plain_is_reported() {
+        let events = [result("k", &[("plain", &[1.0], true), ("decided", &[0.5], true)], true, Some(false))];
+        assert_eq!(collect(&events, &names(), 1).measured["k"].program_identical, Some(false));
+    }
+}

@@ -1,0 +1,416 @@
+//! The interposer's logic, shared by the CUDA (CUPTI) and HIP (LD_PRELOAD)
+//! layers: at a launch of a planned kernel, wait for the program's queued
+//! work, copy the memory the launch can reach, have the replayer measure
+//! every candidate on that copy, let the program's own launch run, and
+//! compare what it left with the plain build's result. The program's
+//! memory is only read, so its output is what it would have been.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use crate::capture::{self, Range};
+use crate::plan::{self, Event, EventLog, LaunchConfig, LaunchResult, Param, Plan, PlanKernel};
+use crate::protocol::{self, ReplayRequest, Request, Response};
+
+/// The GPU a launch runs on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Device {
+    /// PCI bus id: the replayer opens the same GPU with it.
+    pub id: String,
+    pub description: String,
+    /// "sm_90", "gfx90a".
+    pub arch: String,
+}
+
+/// The program's context, as a vendor layer exposes it.
+pub trait Host {
+    /// Wait for everything the program queued.
+    fn synchronize(&self) -> Result<(), String>;
+    /// The allocation `ptr` points into, if it is a device address.
+    fn address_range(&self, ptr: u64) -> Option<Range>;
+    fn read(&self, addr: u64, dst: &mut [u8]) -> Result<(), String>;
+    fn device(&self) -> Result<Device, String>;
+}
+
+/// A launch as the program made it.
+pub struct Launch {
+    pub symbol: String,
+    pub config: LaunchConfig,
+    /// The argument buffer, parameters at their offsets.
+    pub args: Vec<u8>,
+    pub params: Vec<Param>,
+}
+
+/// A replayed launch waiting for the program's own launch to finish.
+pub struct Pending {
+    result: LaunchResult,
+    ranges: Vec<Range>,
+}
+
+struct Replayer {
+    child: Child,
+    stdin: BufWriter<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Replayer {
+    fn spawn(path: &Path, vendor: &str, log: &Path) -> Result<Replayer, String> {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(log).map_err(|e| e.to_string())?;
+        let mut child = Command::new(path)
+            .arg(vendor)
+            // The replayer must not be interposed itself.
+            .env_remove("CUDA_INJECTION64_PATH")
+            .env_remove("LD_PRELOAD")
+            .env_remove(plan::DIR_ENV)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("cannot start the replayer {}: {e}", path.display()))?;
+        let stdin = BufWriter::new(child.stdin.take().expect("piped"));
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        Ok(Replayer { child, stdin, stdout })
+    }
+
+    fn ask(&mut self, request: &Request, frames: &[Vec<u8>]) -> std::io::Result<Response> {
+        use std::io::Write;
+        without_sigpipe(|| {
+            protocol::write_frame(&mut self.stdin, &serde_json::to_vec(request).expect("request serializes"))?;
+            for f in frames {
+                protocol::write_frame(&mut self.stdin, f)?;
+            }
+            self.stdin.flush()
+        })?;
+        protocol::receive(&mut self.stdout)
+    }
+
+    fn stop(mut self) {
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
+}
+
+/// Run `f` with SIGPIPE blocked on this thread, and swallow one it raised:
+/// the program's default action for SIGPIPE is to die, and a replayer that
+/// died must cost a measurement, not the program.
+fn without_sigpipe<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: plain signal-set manipulation on locals; the mask is restored.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        let out = f();
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigpending(&mut pending);
+        if libc::sigismember(&pending, libc::SIGPIPE) == 1 && libc::sigismember(&old, libc::SIGPIPE) == 0 {
+            let now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            libc::sigtimedwait(&set, std::ptr::null_mut(), &now);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        out
+    }
+}
+
+pub struct Interposer {
+    /// "cuda" or "hip": which API the replayer drives.
+    vendor: String,
+    plan: Plan,
+    dir: PathBuf,
+    log: EventLog,
+    /// Launches measured, per db entry.
+    counts: HashMap<String, u32>,
+    /// Entries no longer measured (a fault, an error).
+    stopped: HashSet<String>,
+    /// Symbols already reported as unplanned or on another target.
+    reported: HashSet<String>,
+    replayer: Option<Replayer>,
+}
+
+impl Interposer {
+    /// From `REGTUNE_MEASURE_DIR`; None (measure nothing) when it is not set
+    /// or its plan cannot be read (which is then logged there if possible).
+    pub fn from_env(vendor: &str) -> Option<Interposer> {
+        let dir = PathBuf::from(std::env::var_os(plan::DIR_ENV)?);
+        let mut log = EventLog::open(&dir.join(plan::EVENTS_FILE)).ok()?;
+        log.write(&Event::Started { pid: std::process::id(), vendor: vendor.into() });
+        match Plan::load(&dir.join(plan::PLAN_FILE)) {
+            Ok(plan) => Some(Interposer::new(vendor, plan, dir, log)),
+            Err(message) => {
+                log.write(&Event::Failed { symbol: String::new(), key: String::new(), message });
+                None
+            }
+        }
+    }
+
+    pub fn new(vendor: &str, plan: Plan, dir: PathBuf, log: EventLog) -> Interposer {
+        Interposer { vendor: vendor.to_string(), plan, dir, log, counts: HashMap::new(), stopped: HashSet::new(), reported: HashSet::new(), replayer: None }
+    }
+
+    /// The plan's entry for the kernel a launch names, if it still wants a
+    /// launch measured (a cheap check: the vendor layer then packs the arguments).
+    pub fn wants(&self, symbol: &str) -> Option<&PlanKernel> {
+        self.plan.kernels.iter().find(|k| {
+            k.symbol == symbol && !self.stopped.contains(&k.key) && self.counts.get(&k.key).copied().unwrap_or(0) < self.plan.launches
+        })
+    }
+
+    /// Note a launch of a kernel the plan does not name (once per symbol).
+    pub fn unplanned(&mut self, symbol: &str) {
+        if !self.plan.kernels.iter().any(|k| k.symbol == symbol) && self.reported.insert(symbol.to_string()) {
+            self.log.write(&Event::Unplanned { symbol: symbol.to_string() });
+        }
+    }
+
+    /// Log why a kernel is not measured, and stop measuring it.
+    pub fn fail(&mut self, kernel: &PlanKernel, message: String) {
+        self.stopped.insert(kernel.key.clone());
+        self.log.write(&Event::Failed { symbol: kernel.symbol.clone(), key: kernel.key.clone(), message });
+    }
+
+    /// Before the program's launch: replay it. None when nothing was
+    /// replayed (not wanted, another target, or a failure, logged).
+    pub fn before(&mut self, host: &dyn Host, launch: &Launch) -> Option<Pending> {
+        let kernel = self.wants(&launch.symbol)?.clone();
+        let device = match host.device() {
+            Ok(d) => d,
+            Err(e) => {
+                self.fail(&kernel, format!("cannot identify the GPU: {e}"));
+                return None;
+            }
+        };
+        if kernel.arch.trim_end_matches('a') != device.arch.split(':').next().unwrap_or_default() {
+            self.stopped.insert(kernel.key.clone());
+            if self.reported.insert(format!("{}@{}", kernel.symbol, kernel.arch)) {
+                self.log.write(&Event::OtherTarget { symbol: kernel.symbol.clone(), device: device.description, arch: kernel.arch.clone() });
+            }
+            return None;
+        }
+        *self.counts.entry(kernel.key.clone()).or_default() += 1;
+        if let Err(e) = host.synchronize() {
+            self.fail(&kernel, format!("the program's GPU work failed before this launch: {e}"));
+            return None;
+        }
+        let params = if launch.params.is_empty() { &kernel.params } else { &launch.params };
+        let words = capture::pointer_words(&launch.args, params);
+        let (ranges, pointers) = capture::reachable(&words, |p| host.address_range(p));
+        let mut snapshot = Vec::with_capacity(ranges.len());
+        for r in &ranges {
+            let mut bytes = vec![0u8; r.bytes as usize];
+            if let Err(e) = host.read(r.addr, &mut bytes) {
+                self.fail(&kernel, format!("cannot copy the launch's memory: {e}"));
+                return None;
+            }
+            snapshot.push(bytes);
+        }
+        let request = Request::Replay(ReplayRequest {
+            device: device.id.clone(),
+            symbol: kernel.symbol.clone(),
+            candidates: kernel.candidates.clone(),
+            launch: launch.config,
+            args: launch.args.clone(),
+            params: params.clone(),
+            pointers,
+            ranges: ranges.clone(),
+            runs: self.plan.runs,
+        });
+        let replayed = match self.ask(&request, &snapshot) {
+            Ok(Response::Replayed(r)) => r,
+            Ok(Response::Fault { candidate, message }) => {
+                self.drop_replayer();
+                self.fail(&kernel, format!("candidate `{candidate}` faulted during replay ({message}); stopped measuring this kernel"));
+                return None;
+            }
+            Ok(Response::Error { message }) => {
+                self.fail(&kernel, message);
+                return None;
+            }
+            Ok(other) => {
+                self.drop_replayer();
+                self.fail(&kernel, format!("the replayer answered out of turn: {other:?}"));
+                return None;
+            }
+            Err(e) => {
+                self.drop_replayer();
+                let log = self.dir.join(plan::REPLAY_LOG);
+                self.fail(&kernel, format!("the replayer stopped ({e}); see {}", log.display()));
+                return None;
+            }
+        };
+        let bytes = ranges.iter().map(|r| r.bytes).sum();
+        let result = LaunchResult {
+            symbol: kernel.symbol.clone(),
+            key: kernel.key.clone(),
+            device: device.description,
+            launch: launch.config,
+            ranges: ranges.len(),
+            bytes,
+            replayed,
+            program_identical: None,
+            program_difference: None,
+        };
+        Some(Pending { result, ranges })
+    }
+
+    /// After the program's own launch (`ran`: it was accepted): compare
+    /// what it left with the plain build's result, and record the measurement.
+    pub fn after(&mut self, host: &dyn Host, pending: Pending, ran: bool) {
+        let Pending { mut result, ranges } = pending;
+        let compared = (|| {
+            if !ran {
+                return None;
+            }
+            host.synchronize().ok()?;
+            let mut frames = Vec::with_capacity(ranges.len());
+            for r in &ranges {
+                let mut bytes = vec![0u8; r.bytes as usize];
+                host.read(r.addr, &mut bytes).ok()?;
+                frames.push(bytes);
+            }
+            match self.ask(&Request::Program { ranges: frames.len() }, &frames) {
+                Ok(Response::Compared { identical, difference }) => Some((identical, difference)),
+                _ => None,
+            }
+        })();
+        if let Some((identical, difference)) = compared {
+            result.program_identical = Some(identical);
+            result.program_difference = difference;
+        }
+        self.log.write(&Event::Measured(result));
+    }
+
+    fn ask(&mut self, request: &Request, frames: &[Vec<u8>]) -> std::io::Result<Response> {
+        if self.replayer.is_none() {
+            let log = self.dir.join(plan::REPLAY_LOG);
+            let r = Replayer::spawn(&self.plan.replayer, &self.vendor, &log).map_err(std::io::Error::other)?;
+            self.replayer = Some(r);
+        }
+        let answer = self.replayer.as_mut().expect("spawned").ask(request, frames);
+        if answer.is_err() {
+            self.drop_replayer();
+        }
+        answer
+    }
+
+    fn drop_replayer(&mut self) {
+        if let Some(r) = self.replayer.take() {
+            r.stop();
+        }
+    }
+}
+
+impl Drop for Interposer {
+    fn drop(&mut self) {
+        self.drop_replayer();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{read_events, PlanCandidate};
+
+    /// A program's GPU: one allocation of 64 bytes at 0x7f00_0000_0000.
+    struct FakeHost {
+        arch: &'static str,
+    }
+
+    impl Host for FakeHost {
+        fn synchronize(&self) -> Result<(), String> {
+            Ok(())
+        }
+        fn address_range(&self, ptr: u64) -> Option<Range> {
+            let r = Range { addr: 0x7f00_0000_0000, bytes: 64 };
+            r.contains(ptr).then_some(r)
+        }
+        fn read(&self, _addr: u64, dst: &mut [u8]) -> Result<(), String> {
+            dst.fill(7);
+            Ok(())
+        }
+        fn device(&self) -> Result<Device, String> {
+            Ok(Device { id: "0000:01:00.0".into(), description: "Fake GPU".into(), arch: self.arch.into() })
+        }
+    }
+
+    fn interposer(dir: &Path, replayer: &str) -> Interposer {
+        let plan = Plan {
+            launches: 2,
+            runs: 3,
+            replayer: replayer.into(),
+            kernels: vec![PlanKernel {
+                symbol: "_Z1kPd".into(),
+                key: "sm_90/_Z1kPd/h".into(),
+                arch: "sm_90".into(),
+                candidates: vec![PlanCandidate { name: "plain".into(), path: "p.cubin".into() }],
+                params: vec![Param { offset: 0, size: 8 }],
+            }],
+        };
+        let log = EventLog::open(&dir.join(plan::EVENTS_FILE)).unwrap();
+        Interposer::new("cuda", plan, dir.to_path_buf(), log)
+    }
+
+    fn launch(symbol: &str) -> Launch {
+        let config = LaunchConfig { grid: [1, 1, 1], block: [32, 1, 1], shared_bytes: 0 };
+        Launch { symbol: symbol.into(), config, args: 0x7f00_0000_0008u64.to_le_bytes().to_vec(), params: vec![] }
+    }
+
+    #[test]
+    fn unplanned_kernels_are_reported_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut i = interposer(dir.path(), "/nonexistent/regtune-replay");
+        assert!(i.wants("_Z5otherv").is_none());
+        i.unplanned("_Z5otherv");
+        i.unplanned("_Z5otherv");
+        i.unplanned("_Z1kPd");
+        assert_eq!(read_events(&dir.path().join(plan::EVENTS_FILE)).unwrap(), [Event::Unplanned { symbol: "_Z5otherv".into() }]);
+    }
+
+    #[test]
+    fn a_gpu_of_another_target_is_reported_and_not_measured() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut i = interposer(dir.path(), "/nonexistent/regtune-replay");
+        assert!(i.before(&FakeHost { arch: "sm_80" }, &launch("_Z1kPd")).is_none());
+        assert!(i.wants("_Z1kPd").is_none());
+        let events = read_events(&dir.path().join(plan::EVENTS_FILE)).unwrap();
+        assert_eq!(events, [Event::OtherTarget { symbol: "_Z1kPd".into(), device: "Fake GPU".into(), arch: "sm_90".into() }]);
+    }
+
+    #[test]
+    fn a_replayer_that_cannot_start_stops_measuring_the_kernel_with_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut i = interposer(dir.path(), "/nonexistent/regtune-replay");
+        assert!(i.before(&FakeHost { arch: "sm_90" }, &launch("_Z1kPd")).is_none());
+        assert!(i.wants("_Z1kPd").is_none(), "stopped after a failure");
+        let events = read_events(&dir.path().join(plan::EVENTS_FILE)).unwrap();
+        let [Event::Failed { symbol, message, .. }] = &events[..] else { panic!("{events:?}") };
+        assert_eq!(symbol, "_Z1kPd");
+        assert!(message.starts_with("the replayer stopped (cannot start the replayer /nonexistent/regtune-replay"), "{message}");
+        assert!(!message.contains('\n'));
+    }
+
+    #[test]
+    fn a_write_to_a_dead_pipe_is_an_error_not_a_signal() {
+        // Restore SIGPIPE's default (death), as in a C program.
+        // SAFETY: setting a signal disposition.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        let (r, mut w) = std::io::pipe().unwrap();
+        drop(r);
+        let e = without_sigpipe(|| std::io::Write::write_all(&mut w, b"x")).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe);
+        // SAFETY: back to Rust's default for test processes.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    }
+
+    #[test]
+    fn a_replayer_that_dies_mid_answer_is_a_failure_not_a_hang() {
+        // `true` reads nothing and exits: the interposer sees the pipe close.
+        let dir = tempfile::tempdir().unwrap();
+        let mut i = interposer(dir.path(), "true");
+        assert!(i.before(&FakeHost { arch: "sm_90" }, &launch("_Z1kPd")).is_none());
+        let events = read_events(&dir.path().join(plan::EVENTS_FILE)).unwrap();
+        assert!(matches!(&events[..], [Event::Failed { message, .. }] if message.starts_with("the replayer stopped")), "{events:?}");
+    }
+}

@@ -1,0 +1,218 @@
+//! What `regtune measure` hands the interposer (the plan) and what it gets
+//! back (one JSON line per event), both in the run directory named by
+//! `REGTUNE_MEASURE_DIR`.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The variable naming the run directory (plan.json in, events.jsonl out).
+pub const DIR_ENV: &str = "REGTUNE_MEASURE_DIR";
+pub const PLAN_FILE: &str = "plan.json";
+pub const EVENTS_FILE: &str = "events.jsonl";
+/// The replayer's stderr, for diagnosis; never the program's.
+pub const REPLAY_LOG: &str = "replay.log";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Launches to measure per kernel (the first N).
+    pub launches: u32,
+    /// Timed runs of each candidate per launch.
+    pub runs: u32,
+    /// The `regtune-replay` executable.
+    pub replayer: PathBuf,
+    pub kernels: Vec<PlanKernel>,
+}
+
+/// One db entry: a kernel, its target, and the code objects to compare.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanKernel {
+    /// Mangled name, as the program's launches name it.
+    pub symbol: String,
+    /// The db entry's key.
+    pub key: String,
+    /// "sm_90", "gfx90a": only launches on such a GPU are measured.
+    pub arch: String,
+    /// The plain build first (the reference), then the others.
+    pub candidates: Vec<PlanCandidate>,
+    /// The kernel's explicit parameters (AMDGPU, from the code object's
+    /// metadata); CUDA asks the driver instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub params: Vec<Param>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanCandidate {
+    /// "plain", "decided", "suggested" (then a number when several).
+    pub name: String,
+    /// A cubin or AMDGPU code object holding the kernel.
+    pub path: PathBuf,
+}
+
+/// One kernel parameter in the launch's argument buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Param {
+    pub offset: u64,
+    pub size: u64,
+}
+
+/// The grid, block and dynamic shared memory of a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    pub fn threads_per_block(&self) -> u64 {
+        self.block.iter().map(|&b| b as u64).product()
+    }
+}
+
+/// What happened inside the program, one JSON line each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The interposer was loaded into the program.
+    Started { pid: u32, vendor: String },
+    /// The first launch of a kernel the plan does not name.
+    Unplanned { symbol: String },
+    /// A planned kernel launched on a GPU of another target.
+    OtherTarget { symbol: String, device: String, arch: String },
+    /// One launch, replayed.
+    Measured(LaunchResult),
+    /// A launch that could not be measured; measuring that kernel stops.
+    Failed { symbol: String, key: String, message: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchResult {
+    pub symbol: String,
+    pub key: String,
+    /// "NVIDIA H100 80GB HBM3 (sm_90, driver 580.159.04)".
+    pub device: String,
+    pub launch: LaunchConfig,
+    /// Allocations the launch can reach, and their bytes.
+    pub ranges: usize,
+    pub bytes: u64,
+    pub replayed: Replayed,
+    /// The program's own launch left the plain candidate's bytes (None:
+    /// not compared).
+    pub program_identical: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_difference: Option<String>,
+}
+
+/// The replayer's answer for one launch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Replayed {
+    pub candidates: Vec<CandidateResult>,
+    /// The plain build's first and last runs left the same bytes.
+    pub deterministic: bool,
+    /// Kernel launches the replay made.
+    pub launches: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CandidateResult {
+    pub name: String,
+    /// One per timed run, milliseconds (events).
+    pub times_ms: Vec<f64>,
+    pub identical: bool,
+    /// Where it first differs from plain, when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difference: Option<String>,
+    /// Why it did not run: refused, failed to load, faulted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Plan {
+    pub fn load(path: &Path) -> Result<Plan, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{} is not a measure plan: {e}", path.display()))
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(self).expect("plan serializes");
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+}
+
+/// Appends events, one line each, flushed at once: a program that exits
+/// early (or crashes) loses nothing already measured.
+pub struct EventLog {
+    file: File,
+}
+
+impl EventLog {
+    pub fn open(path: &Path) -> Result<EventLog, String> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        Ok(EventLog { file })
+    }
+
+    pub fn write(&mut self, event: &Event) {
+        let mut line = serde_json::to_string(event).expect("event serializes");
+        line.push('\n');
+        // One write per line (O_APPEND): lines from several processes never interleave.
+        let _ = self.file.write_all(line.as_bytes());
+    }
+}
+
+/// Every event in a log; a torn last line (the program was killed
+/// mid-write) is skipped.
+pub fn read_events(path: &Path) -> Result<Vec<Event>, String> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    Ok(BufReader::new(file).lines().map_while(Result::ok).filter_map(|l| serde_json::from_str(&l).ok()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_round_trips_and_a_bad_plan_names_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = Plan {
+            launches: 1,
+            runs: 10,
+            replayer: "regtune-replay".into(),
+            kernels: vec![PlanKernel {
+                symbol: "_Z1kPd".into(),
+                key: "sm_90/_Z1kPd/h".into(),
+                arch: "sm_90".into(),
+                candidates: vec![PlanCandidate { name: "plain".into(), path: "p.cubin".into() }],
+                params: vec![],
+            }],
+        };
+        let path = dir.path().join(PLAN_FILE);
+        plan.save(&path).unwrap();
+        assert_eq!(Plan::load(&path).unwrap(), plan);
+        std::fs::write(&path, "{").unwrap();
+        assert!(Plan::load(&path).unwrap_err().starts_with(&format!("{} is not a measure plan", path.display())));
+    }
+
+    #[test]
+    fn events_append_and_a_torn_line_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(EVENTS_FILE);
+        assert!(read_events(&path).unwrap().is_empty());
+        let mut log = EventLog::open(&path).unwrap();
+        log.write(&Event::Started { pid: 1, vendor: "cuda".into() });
+        log.write(&Event::Unplanned { symbol: "_Z1kv".into() });
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"event\":\"meas").unwrap();
+        let events = read_events(&path).unwrap();
+        assert_eq!(events, [Event::Started { pid: 1, vendor: "cuda".into() }, Event::Unplanned { symbol: "_Z1kv".into() }]);
+    }
+}

@@ -1,0 +1,510 @@
+//! The replay core, shared by every vendor: given a launch's argument
+//! buffer and a snapshot of the memory it can reach, run each candidate
+//! code object on the same grid, block and shared memory, from the same
+//! memory every time, compare what it leaves with the plain build, and time
+//! it. The vendor layer ([`Gpu`]) only moves bytes, loads and launches.
+//!
+//! Runs in the replayer process, on copies of the program's memory: a
+//! candidate that faults loses the replayer's context, never the program's.
+
+use crate::capture::{self, Pointer, Range};
+use crate::plan::{CandidateResult, LaunchConfig, Param, Replayed};
+
+/// A GPU error, sorted by what it leaves usable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuError {
+    /// This call failed, the context is fine (a refused launch, a module
+    /// that will not load, out of memory).
+    Refused(String),
+    /// The context is lost (an illegal address, a trap): nothing more can
+    /// run in this process.
+    Fault(String),
+}
+
+impl std::fmt::Display for GpuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuError::Refused(m) | GpuError::Fault(m) => f.write_str(m),
+        }
+    }
+}
+
+/// A loaded kernel, as the vendor layer describes it.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    pub handle: usize,
+    pub module: usize,
+    /// Its parameters, when the driver can tell.
+    pub params: Option<Vec<Param>>,
+    pub max_threads_per_block: u32,
+}
+
+/// What the replay needs from a vendor's API, on one device.
+pub trait Gpu {
+    fn alloc(&mut self, bytes: u64) -> Result<u64, GpuError>;
+    fn free(&mut self, addr: u64);
+    fn upload(&mut self, dst: u64, src: &[u8]) -> Result<(), GpuError>;
+    fn download(&mut self, src: u64, dst: &mut [u8]) -> Result<(), GpuError>;
+    fn copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<(), GpuError>;
+    /// Free device memory now, bytes.
+    fn free_memory(&mut self) -> u64;
+    fn load(&mut self, image: &[u8], symbol: &str, config: &LaunchConfig) -> Result<Kernel, GpuError>;
+    fn unload(&mut self, kernel: &Kernel);
+    /// Launch and wait; the kernel's time in milliseconds (events around
+    /// the launch alone).
+    fn launch(&mut self, kernel: &Kernel, config: &LaunchConfig, args: &[u8]) -> Result<f64, GpuError>;
+}
+
+/// One launch to replay.
+pub struct Launch<'a> {
+    pub symbol: &'a str,
+    pub config: LaunchConfig,
+    pub args: &'a [u8],
+    /// The program's kernel's parameters (empty: unknown).
+    pub params: &'a [Param],
+    pub pointers: &'a [Pointer],
+    pub ranges: &'a [Range],
+    /// The bytes of each range before the launch.
+    pub snapshot: &'a [Vec<u8>],
+    /// (name, code object bytes); the first is the plain build.
+    pub candidates: &'a [(String, Result<Vec<u8>, String>)],
+    pub runs: u32,
+}
+
+/// A fault ends the replay: the candidate that caused it and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    pub candidate: String,
+    pub message: String,
+}
+
+/// What the replay leaves besides its answer: the plain build's bytes, to
+/// compare the program's own launch with.
+pub struct Outcome {
+    pub replayed: Replayed,
+    pub reference: Vec<Vec<u8>>,
+}
+
+/// Device copies of the launch's memory: the ones kernels run on, and the
+/// untouched ones each run is restored from (on the host when the device
+/// has no room for a second copy).
+struct Memory<'a> {
+    work: Vec<u64>,
+    pristine: Vec<Option<u64>>,
+    snapshot: &'a [Vec<u8>],
+}
+
+impl<'a> Memory<'a> {
+    fn new(gpu: &mut dyn Gpu, ranges: &[Range], snapshot: &'a [Vec<u8>]) -> Result<Memory<'a>, GpuError> {
+        let mut mem = Memory { work: vec![], pristine: vec![], snapshot };
+        let total: u64 = ranges.iter().map(|r| r.bytes).sum();
+        // Keep a quarter of the free memory for the kernels themselves.
+        let room = gpu.free_memory().saturating_sub(2 * total) > gpu.free_memory() / 4;
+        for (r, bytes) in ranges.iter().zip(snapshot) {
+            let work = gpu.alloc(r.bytes).inspect_err(|_| mem.release(gpu))?;
+            mem.work.push(work);
+            let pristine = if room { gpu.alloc(r.bytes).ok() } else { None };
+            mem.pristine.push(pristine);
+            if let Some(p) = pristine {
+                gpu.upload(p, bytes)?;
+            }
+        }
+        Ok(mem)
+    }
+
+    fn restore(&self, gpu: &mut dyn Gpu) -> Result<(), GpuError> {
+        for ((&work, pristine), bytes) in self.work.iter().zip(&self.pristine).zip(self.snapshot) {
+            match pristine {
+                Some(p) => gpu.copy(work, *p, bytes.len() as u64)?,
+                None => gpu.upload(work, bytes)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn read(&self, gpu: &mut dyn Gpu) -> Result<Vec<Vec<u8>>, GpuError> {
+        self.work
+            .iter()
+            .zip(self.snapshot)
+            .map(|(&w, s)| {
+                let mut out = vec![0u8; s.len()];
+                gpu.download(w, &mut out).map(|()| out)
+            })
+            .collect()
+    }
+
+    fn release(&self, gpu: &mut dyn Gpu) {
+        for &w in &self.work {
+            gpu.free(w);
+        }
+        for p in self.pristine.iter().flatten() {
+            gpu.free(*p);
+        }
+    }
+}
+
+/// Load a candidate and check, before it ever runs, that it can take this
+/// launch: the same parameters as the program's kernel, and a block no
+/// larger than its launch bounds allow.
+fn load_checked(gpu: &mut dyn Gpu, image: &[u8], launch: &Launch<'_>) -> Result<Kernel, GpuError> {
+    let kernel = gpu.load(image, launch.symbol, &launch.config)?;
+    let refuse = |gpu: &mut dyn Gpu, why: String| {
+        gpu.unload(&kernel);
+        Err(GpuError::Refused(why))
+    };
+    if let Some(params) = &kernel.params {
+        if !launch.params.is_empty() && params != launch.params {
+            return refuse(gpu, format!("takes other parameters than the program's kernel ({params:?} vs {:?})", launch.params));
+        }
+    }
+    if launch.config.threads_per_block() > kernel.max_threads_per_block as u64 {
+        return refuse(
+            gpu,
+            format!(
+                "allows {} threads per block, the launch has {}",
+                kernel.max_threads_per_block,
+                launch.config.threads_per_block()
+            ),
+        );
+    }
+    Ok(kernel)
+}
+
+/// Replay one launch: every candidate once to compare (round 0, untimed:
+/// it also loads code and warms caches), then `runs` timed rounds,
+/// candidates interleaved in a rotating order, memory restored before
+/// every run. The plain build's first and last runs show whether its
+/// output is deterministic. Launches: candidates × (runs + 1).
+pub fn replay(gpu: &mut dyn Gpu, launch: &Launch<'_>) -> Result<Result<Outcome, String>, Fault> {
+    let fault = |candidate: &str, e: GpuError| Fault { candidate: candidate.to_string(), message: e.to_string() };
+    let mem = match Memory::new(gpu, launch.ranges, launch.snapshot) {
+        Ok(m) => m,
+        Err(GpuError::Refused(e)) => return Ok(Err(format!("cannot copy the launch's memory to the GPU: {e}"))),
+        Err(e) => return Err(fault("-", e)),
+    };
+    let result = replay_in(gpu, launch, &mem);
+    if result.is_ok() {
+        mem.release(gpu);
+    }
+    result
+}
+
+fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result<Result<Outcome, String>, Fault> {
+    let fault = |candidate: &str, e: GpuError| Fault { candidate: candidate.to_string(), message: e.to_string() };
+    let bases = &mem.work;
+    let args = capture::relocate(launch.args, launch.pointers, launch.ranges, bases);
+
+    let mut results: Vec<CandidateResult> = launch
+        .candidates
+        .iter()
+        .map(|(name, _)| CandidateResult { name: name.clone(), times_ms: vec![], identical: false, difference: None, error: None })
+        .collect();
+    let mut kernels: Vec<Option<Kernel>> = Vec::new();
+    for ((_, image), result) in launch.candidates.iter().zip(&mut results) {
+        let loaded = match image {
+            Ok(bytes) => load_checked(gpu, bytes, launch),
+            Err(e) => Err(GpuError::Refused(e.clone())),
+        };
+        match loaded {
+            Ok(k) => kernels.push(Some(k)),
+            Err(GpuError::Refused(e)) => {
+                result.error = Some(e);
+                kernels.push(None);
+            }
+            Err(e) => return Err(fault(&result.name, e)),
+        }
+    }
+    let unload = |gpu: &mut dyn Gpu, kernels: &[Option<Kernel>]| kernels.iter().flatten().for_each(|k| gpu.unload(k));
+    if kernels.first().is_none_or(Option::is_none) {
+        unload(gpu, &kernels);
+        let why = results.first().and_then(|r| r.error.clone()).unwrap_or_else(|| "no candidates".into());
+        return Ok(Err(format!("the plain build cannot run this launch: {why}")));
+    }
+
+    let mut launches = 0u32;
+    let mut reference: Vec<Vec<u8>> = vec![];
+    let rounds = launch.runs + 1;
+    let n = kernels.len();
+    for round in 0..rounds {
+        // Round 0 goes in order (plain first: the reference); later rounds rotate.
+        for i in (0..n).map(|i| (i + round as usize) % n) {
+            let Some(kernel) = &kernels[i] else { continue };
+            if results[i].error.is_some() {
+                continue;
+            }
+            mem.restore(gpu).map_err(|e| fault(&results[i].name, e))?;
+            launches += 1;
+            let ms = match gpu.launch(kernel, &launch.config, &args) {
+                Ok(ms) => ms,
+                Err(GpuError::Refused(e)) if i == 0 => {
+                    // Without the plain build's bytes nothing can be compared.
+                    unload(gpu, &kernels);
+                    return Ok(Err(format!("the plain build cannot run this launch: launch refused: {e}")));
+                }
+                Err(GpuError::Refused(e)) => {
+                    results[i].error = Some(format!("launch refused: {e}"));
+                    continue;
+                }
+                Err(e) => return Err(fault(&results[i].name, e)),
+            };
+            if round > 0 {
+                results[i].times_ms.push(ms);
+            }
+            let compare = round == 0 || (i == 0 && round == rounds - 1);
+            if !compare {
+                continue;
+            }
+            let out = mem.read(gpu).map_err(|e| fault(&results[i].name, e))?;
+            if i == 0 && round == 0 {
+                reference = out;
+                results[0].identical = true;
+            } else {
+                let difference = capture::first_difference(launch.ranges, &reference, &out);
+                if i == 0 {
+                    results[0].identical = difference.is_none();
+                    results[0].difference = difference.map(|d| format!("a second run of the plain build differs: {d}"));
+                } else {
+                    results[i].identical = difference.is_none();
+                    results[i].difference = difference;
+                }
+            }
+        }
+    }
+    unload(gpu, &kernels);
+    let deterministic = results[0].identical;
+    Ok(Ok(Outcome { replayed: Replayed { candidates: results, deterministic, launches }, reference }))
+}
+
+#[cfg(test)]
+mod tests {
+    //! A GPU made of host memory whose "code objects" name what the kernel
+    //! does, so the replay's logic is tested without a GPU.
+
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    struct FakeGpu {
+        memory: BTreeMap<u64, Vec<u8>>,
+        next: u64,
+        kernels: BTreeMap<usize, String>,
+        launches: Vec<String>,
+        free: u64,
+        refuse_launches: bool,
+    }
+
+    impl FakeGpu {
+        fn new() -> FakeGpu {
+            // Addresses unlike the program's, so relocation matters.
+            FakeGpu { memory: BTreeMap::new(), next: 0x5_0000_0000, kernels: BTreeMap::new(), launches: vec![], free: 1 << 30, refuse_launches: false }
+        }
+
+        fn slice(&mut self, addr: u64, len: usize) -> Result<&mut [u8], GpuError> {
+            let illegal = || GpuError::Fault(format!("illegal address {addr:#x}"));
+            let (&base, buf) = self.memory.range_mut(..=addr).next_back().ok_or_else(illegal)?;
+            let off = (addr - base) as usize;
+            if off + len > buf.len() {
+                return Err(illegal());
+            }
+            Ok(&mut buf[off..off + len])
+        }
+    }
+
+    fn word(args: &[u8], i: usize) -> u64 {
+        u64::from_le_bytes(args[8 * i..8 * i + 8].try_into().unwrap())
+    }
+
+    const PARAMS: [Param; 3] = [Param { offset: 0, size: 8 }, Param { offset: 8, size: 8 }, Param { offset: 16, size: 8 }];
+
+    impl Gpu for FakeGpu {
+        fn alloc(&mut self, bytes: u64) -> Result<u64, GpuError> {
+            if bytes > self.free {
+                return Err(GpuError::Refused("CUDA_ERROR_OUT_OF_MEMORY".into()));
+            }
+            let a = self.next;
+            self.next += bytes.next_multiple_of(0x1000) + 0x1000;
+            self.memory.insert(a, vec![0xAA; bytes as usize]);
+            Ok(a)
+        }
+        fn free(&mut self, addr: u64) {
+            self.memory.remove(&addr);
+        }
+        fn upload(&mut self, dst: u64, src: &[u8]) -> Result<(), GpuError> {
+            self.slice(dst, src.len())?.copy_from_slice(src);
+            Ok(())
+        }
+        fn download(&mut self, src: u64, dst: &mut [u8]) -> Result<(), GpuError> {
+            dst.copy_from_slice(self.slice(src, dst.len())?);
+            Ok(())
+        }
+        fn copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<(), GpuError> {
+            let data = self.slice(src, bytes as usize)?.to_vec();
+            self.upload(dst, &data)
+        }
+        fn free_memory(&mut self) -> u64 {
+            self.free
+        }
+        fn load(&mut self, image: &[u8], _symbol: &str, _config: &LaunchConfig) -> Result<Kernel, GpuError> {
+            let text = String::from_utf8(image.to_vec()).unwrap();
+            if text == "broken" {
+                return Err(GpuError::Refused("CUDA_ERROR_INVALID_IMAGE".into()));
+            }
+            let handle = self.kernels.keys().last().map_or(1, |k| k + 1);
+            self.kernels.insert(handle, text.clone());
+            let max_threads_per_block = if text == "bounded" { 64 } else { 1024 };
+            let params = if text == "other-params" { vec![Param { offset: 0, size: 4 }] } else { PARAMS.to_vec() };
+            Ok(Kernel { handle, module: 0, params: Some(params), max_threads_per_block })
+        }
+        fn unload(&mut self, kernel: &Kernel) {
+            self.kernels.remove(&kernel.handle);
+        }
+        /// Kernels take (out, in, n): "double" writes out[i] = 2 in[i];
+        /// "double-slow" the same, twice as slow; "wrong" 2 in[i] + 1;
+        /// "accumulate" out[i] += in[i] (needs its memory restored);
+        /// "fault" traps.
+        fn launch(&mut self, kernel: &Kernel, _config: &LaunchConfig, args: &[u8]) -> Result<f64, GpuError> {
+            if self.refuse_launches {
+                return Err(GpuError::Refused("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES".into()));
+            }
+            let (out, inp, n) = (word(args, 0), word(args, 1), word(args, 2) as usize);
+            let what = self.kernels[&kernel.handle].clone();
+            self.launches.push(what.clone());
+            let input = self.slice(inp, n)?.to_vec();
+            let (f, ms): (fn(u8, u8) -> u8, f64) = match what.as_str() {
+                "double" | "bounded" => (|_, x| x.wrapping_mul(2), 1.0),
+                "double-slow" => (|_, x| x.wrapping_mul(2), 2.0),
+                "wrong" => (|_, x| x.wrapping_mul(2).wrapping_add(1), 0.5),
+                "accumulate" => (|o, x| o.wrapping_add(x), 1.0),
+                "fault" => return Err(GpuError::Fault("CUDA_ERROR_ILLEGAL_ADDRESS".into())),
+                other => panic!("unknown fake kernel {other}"),
+            };
+            for (o, x) in self.slice(out, n)?.iter_mut().zip(input) {
+                *o = f(*o, x);
+            }
+            Ok(ms)
+        }
+    }
+
+    /// A program launch: out at 0x1000 (16 bytes), in at 0x2000 (16 bytes), n = 16.
+    struct Scene {
+        args: Vec<u8>,
+        ranges: Vec<Range>,
+        pointers: Vec<Pointer>,
+        snapshot: Vec<Vec<u8>>,
+        candidates: Vec<(String, Result<Vec<u8>, String>)>,
+    }
+
+    fn scene(images: &[&str]) -> Scene {
+        let args = [0x1000u64, 0x2000, 16].iter().flat_map(|w| w.to_le_bytes()).collect();
+        let ranges = vec![Range { addr: 0x1000, bytes: 16 }, Range { addr: 0x2000, bytes: 16 }];
+        let pointers = vec![Pointer { offset: 0, range: 0 }, Pointer { offset: 8, range: 1 }];
+        let snapshot = vec![vec![1u8; 16], (0..16).collect()];
+        let names = ["plain", "decided", "suggested", "suggested-2"];
+        let candidates = images.iter().zip(names).map(|(i, n)| (n.to_string(), Ok(i.as_bytes().to_vec()))).collect();
+        Scene { args, ranges, pointers, snapshot, candidates }
+    }
+
+    fn run(gpu: &mut FakeGpu, s: &Scene, runs: u32, block: u32) -> Result<Result<Outcome, String>, Fault> {
+        let launch = Launch {
+            symbol: "_Z1kPhPKhm",
+            config: LaunchConfig { grid: [1, 1, 1], block: [block, 1, 1], shared_bytes: 0 },
+            args: &s.args,
+            params: &PARAMS,
+            pointers: &s.pointers,
+            ranges: &s.ranges,
+            snapshot: &s.snapshot,
+            candidates: &s.candidates,
+            runs,
+        };
+        replay(gpu, &launch)
+    }
+
+    #[test]
+    fn candidates_are_compared_and_timed_interleaved_on_relocated_memory() {
+        let mut gpu = FakeGpu::new();
+        let s = scene(&["double", "double-slow", "wrong"]);
+        let out = run(&mut gpu, &s, 3, 256).unwrap().unwrap();
+        let r = &out.replayed;
+        assert!(r.deterministic);
+        assert_eq!(r.launches, 3 * 4, "candidates × (runs + 1)");
+        assert_eq!([r.candidates[0].identical, r.candidates[1].identical, r.candidates[2].identical], [true, true, false]);
+        assert_eq!(r.candidates[2].difference.as_deref(), Some("allocation 0 (16 bytes at 0x1000) first differs at byte 0"));
+        assert_eq!(r.candidates[0].times_ms, [1.0; 3]);
+        assert_eq!(r.candidates[1].times_ms, [2.0; 3]);
+        // Round 0 in order, then rotated.
+        assert_eq!(gpu.launches[..6], ["double", "double-slow", "wrong", "double-slow", "wrong", "double"]);
+        // The reference is the plain build's output: out = 2 * in.
+        assert_eq!(out.reference[0], (0..16).map(|x: u8| 2 * x).collect::<Vec<_>>());
+        assert_eq!(out.reference[1], s.snapshot[1], "inputs untouched");
+        // Everything was freed and unloaded.
+        assert!(gpu.memory.is_empty() && gpu.kernels.is_empty());
+    }
+
+    #[test]
+    fn memory_is_restored_before_every_run() {
+        // out += in twice without a restore would differ from once.
+        let mut gpu = FakeGpu::new();
+        let out = run(&mut gpu, &scene(&["accumulate", "accumulate"]), 4, 256).unwrap().unwrap();
+        assert!(out.replayed.deterministic);
+        assert!(out.replayed.candidates[1].identical);
+        assert_eq!(out.reference[0], (0..16).map(|x: u8| 1 + x).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn restores_from_the_host_when_the_device_has_no_room_for_a_copy() {
+        let mut gpu = FakeGpu::new();
+        gpu.free = 40; // room for the work copies (32 bytes), not the pristine ones
+        let out = run(&mut gpu, &scene(&["accumulate", "accumulate"]), 2, 256).unwrap().unwrap();
+        assert!(out.replayed.deterministic && out.replayed.candidates[1].identical);
+    }
+
+    #[test]
+    fn refused_candidates_are_reported_and_the_others_measured() {
+        let mut gpu = FakeGpu::new();
+        let out = run(&mut gpu, &scene(&["double", "broken", "bounded", "other-params"]), 2, 256).unwrap().unwrap();
+        let c = &out.replayed.candidates;
+        assert_eq!(c[1].error.as_deref(), Some("CUDA_ERROR_INVALID_IMAGE"));
+        assert_eq!(c[2].error.as_deref(), Some("allows 64 threads per block, the launch has 256"));
+        assert!(c[3].error.as_deref().unwrap().starts_with("takes other parameters"));
+        assert!(c[1..].iter().all(|c| c.times_ms.is_empty() && !c.identical));
+        assert_eq!(c[0].times_ms.len(), 2);
+        assert!(gpu.kernels.is_empty());
+        // A block the bounded kernel allows runs it.
+        let out = run(&mut gpu, &scene(&["double", "bounded"]), 2, 64).unwrap().unwrap();
+        assert!(out.replayed.candidates[1].identical);
+    }
+
+    #[test]
+    fn a_plain_build_that_cannot_run_is_an_error_for_the_launch() {
+        let mut gpu = FakeGpu::new();
+        let e = run(&mut gpu, &scene(&["broken", "double"]), 2, 256).unwrap().err().unwrap();
+        assert_eq!(e, "the plain build cannot run this launch: CUDA_ERROR_INVALID_IMAGE");
+        assert!(gpu.memory.is_empty() && gpu.kernels.is_empty());
+    }
+
+    #[test]
+    fn a_plain_launch_the_driver_refuses_compares_nothing() {
+        let mut gpu = FakeGpu::new();
+        gpu.refuse_launches = true;
+        let e = run(&mut gpu, &scene(&["double", "double"]), 2, 256).unwrap().err().unwrap();
+        assert_eq!(e, "the plain build cannot run this launch: launch refused: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES");
+        assert!(gpu.memory.is_empty() && gpu.kernels.is_empty());
+    }
+
+    #[test]
+    fn a_fault_ends_the_replay_naming_the_candidate() {
+        let mut gpu = FakeGpu::new();
+        let f = run(&mut gpu, &scene(&["double", "fault", "double"]), 2, 256).err().unwrap();
+        assert_eq!(f, Fault { candidate: "decided".into(), message: "CUDA_ERROR_ILLEGAL_ADDRESS".into() });
+        assert_eq!(gpu.launches, ["double", "fault"], "nothing runs after a fault");
+    }
+
+    #[test]
+    fn unrelocated_pointers_would_fault() {
+        // The fake's memory lives elsewhere: the program's addresses are illegal there.
+        let mut gpu = FakeGpu::new();
+        let mut s = scene(&["double"]);
+        s.pointers.clear();
+        assert!(run(&mut gpu, &s, 1, 256).is_err());
+    }
+}

@@ -1,0 +1,207 @@
+//! `regtune measure` without a GPU (the CI machine has none): tune keeps
+//! the candidate code objects the real backend built, measure plans them,
+//! refuses bad input before the program runs, and otherwise lets the
+//! program run with its own output and exit status. What it measures on a
+//! GPU is in bench/runtime (README: "Runtime truth").
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use common::repo;
+use regtune::runtime::code;
+use regtune_decisions::{Db, Entry, Transforms};
+
+fn regtune() -> Command {
+    let mut cmd = Command::cargo_bin("regtune").expect("regtune binary");
+    cmd.current_dir(repo());
+    cmd
+}
+
+fn tools_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_regtune")).parent().unwrap().to_path_buf()
+}
+
+/// A db with one sm_90 kernel decided `sink`, and placeholder candidates.
+fn fake_db(dir: &Path) -> PathBuf {
+    let db_path = dir.join("decisions.json");
+    let entry = Entry {
+        symbol: "_Z4stepPd".into(),
+        arch: "sm_90".into(),
+        input_hash: "0123".into(),
+        name: "step(double*)".into(),
+        file: "step.cu".into(),
+        transforms: Transforms { sink: true, ..Default::default() },
+        suggested: vec![],
+        before: None,
+        after: None,
+        measured: None,
+    };
+    for (_, _, path) in code::candidates(&code::dir(&db_path), &entry) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, b"not a real cubin: never loaded without a GPU").unwrap();
+    }
+    let mut db = Db::default();
+    db.insert(entry);
+    db.save(&db_path).unwrap();
+    db_path
+}
+
+fn stderr_lines(out: &std::process::Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr).lines().map(str::to_string).collect()
+}
+
+#[test]
+fn tune_keeps_the_candidates_it_measured_and_measure_plans_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("decisions.json");
+    regtune()
+        .args(["tune", "--offload-arch", "sm_90", "--db"])
+        .arg(&db_path)
+        .arg("examples/long_lived.hip")
+        .assert()
+        .success();
+    let db = Db::load(&db_path).unwrap();
+    let entry = db.kernels.values().find(|e| e.symbol.starts_with("_Z16md_lj_force_kick")).expect("md_lj_force_kick tuned");
+    assert!(entry.transforms.sink, "sink decided for sm_90: {:?}", entry.transforms);
+    let candidates = code::candidates(&code::dir(&db_path), entry);
+    assert_eq!(candidates.iter().map(|(n, _, _)| n.as_str()).collect::<Vec<_>>(), ["plain", "decided"]);
+    // The kept cubins are the very builds the db describes: ptxas's register counts, read back.
+    let registers = |path: &Path| {
+        let ks = regtune::cubin::read(&std::fs::read(path).unwrap()).unwrap();
+        ks.into_iter().find(|k| k.name == entry.symbol).unwrap().registers
+    };
+    assert_eq!(registers(&candidates[0].2), entry.before.unwrap().vgpr);
+    assert_eq!(registers(&candidates[1].2), entry.after.unwrap().vgpr);
+    assert!(entry.after.unwrap().vgpr < entry.before.unwrap().vgpr);
+    // Parameters from .nv.info: 23 of them, the last three doubles at the end of the buffer.
+    let params = regtune::runtime::plan::kernel_params(&candidates[0].2, &entry.symbol);
+    assert_eq!(params.len(), 23);
+    assert_eq!((params[22].offset, params[22].size), (176, 8));
+
+    let out = regtune().args(["measure", "--dry-run", "--db"]).arg(&db_path).args(["--", "true"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stderr_lines(&out).iter().any(|l| l.starts_with("would measure _Z16md_lj_force_kick") && l.ends_with("on sm_90: plain, decided")));
+}
+
+#[test]
+fn bad_input_is_one_line_and_the_program_never_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let program = ["--", "touch", marker.to_str().unwrap()];
+    let check = |db: &Path, message: &str| {
+        let out = regtune().args(["measure", "--db"]).arg(db).args(program).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+        let lines = stderr_lines(&out);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("error: ") && lines[0].contains(message), "{lines:?}");
+        assert!(!marker.exists(), "the program ran");
+    };
+    check(&dir.path().join("none.json"), "has no kernel with a decision or a suggestion to measure; run `regtune tune` first");
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{ not json").unwrap();
+    check(&bad, "is not valid JSON");
+    let db = fake_db(dir.path());
+    std::fs::remove_dir_all(code::dir(&db)).unwrap();
+    check(&db, "has no candidate code objects for step(double*) (sm_90)");
+}
+
+#[test]
+fn a_program_that_is_not_there_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = fake_db(dir.path());
+    let out = regtune().args(["measure", "--db"]).arg(&db).args(["--", "./no-such-program"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr_lines(&out), ["error: cannot run ./no-such-program: No such file or directory (os error 2)"]);
+}
+
+#[test]
+fn without_a_gpu_the_program_runs_with_its_own_output_and_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = fake_db(dir.path());
+    let gpu = regtune_runtime::cuda::probe();
+    for (status, expected) in [(0, 1), (3, 3)] {
+        let script = format!("echo program out; echo program err >&2; exit {status}");
+        let out = regtune().args(["measure", "--db"]).arg(&db).args(["--", "sh", "-c", &script]).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "program out\n", "the program's stdout is its own");
+        assert_eq!(out.status.code(), Some(expected), "the program's status when it fails, else 1: nothing measured");
+        let lines = stderr_lines(&out);
+        assert_eq!(lines[0], "program err");
+        assert!(lines.iter().any(|l| l.starts_with(&format!("sh: exit status {status}, ")) && l.ends_with(" s under regtune measure")), "{lines:?}");
+        let error = lines.last().unwrap();
+        match &gpu {
+            Err(_) => assert!(error.starts_with("error: no CUDA driver (libcuda.so.1") && error.ends_with("; sh ran unmeasured"), "{error}"),
+            Ok(_) => assert_eq!(error, "error: sh never initialised the GPU runtime; nothing measured"),
+        }
+        assert_eq!(lines.iter().filter(|l| l.starts_with("error:")).count(), 1);
+    }
+    // Nothing measured, nothing written.
+    assert!(Db::load(&db).unwrap().kernels.values().all(|e| e.measured.is_none()));
+}
+
+#[test]
+fn the_interposer_exports_the_entry_points_its_hosts_call() {
+    use object::{Object, ObjectSymbol};
+    let path = tools_dir().join("libregtune_runtime.so");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}; run `cargo build --workspace`", path.display()));
+    let file = object::File::parse(&*bytes).unwrap();
+    let exported: Vec<String> =
+        file.dynamic_symbols().filter(|s| s.is_definition() && s.is_global()).filter_map(|s| s.name().ok().map(str::to_string)).collect();
+    for name in ["InitializeInjection", "hipLaunchKernel", "hipModuleLaunchKernel", "hipModuleGetFunction", "__hipRegisterFunction"] {
+        assert!(exported.iter().any(|e| e == name), "{name} not exported by {}", path.display());
+    }
+    assert!(tools_dir().join("regtune-replay").is_file(), "the replayer is built beside regtune");
+}
+
+/// The plugin builds what the rule says: the decision when the GPU found it
+/// identical and faster, plain when it was slower (the build
+/// bench/gpu/build.py and the wrapper make: clang with the plugin and the db).
+#[test]
+fn the_build_follows_the_measurement() {
+    use regtune_decisions::measured::{Candidate, Timing};
+    use regtune_decisions::Measured;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("decisions.json");
+    regtune().args(["tune", "--offload-arch", "sm_90", "--db"]).arg(&db_path).arg("examples/laplacian3d.hip").assert().success();
+    let cuda = regtune::cuda::Cuda::detect().unwrap();
+    let plugin = regtune::plugin::find().unwrap();
+    let registers = |db: &Path| {
+        let out = dir.path().join("k.cubin");
+        let status = std::process::Command::new("clang-22")
+            .args(["-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=sm_90", "-Wno-unknown-cuda-version", "-O3", "-c"])
+            .arg(format!("--cuda-path={}", cuda.root.display()))
+            .arg(format!("-fpass-plugin={}", plugin.display()))
+            .arg(repo().join("examples/laplacian3d.hip"))
+            .arg("-o")
+            .arg(&out)
+            .env("REGTUNE_DECISIONS", db)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let kernels = regtune::cubin::read(&std::fs::read(&out).unwrap()).unwrap();
+        kernels.into_iter().find(|k| k.name.starts_with("_Z20laplacian3d")).unwrap().registers
+    };
+    let entry = Db::load(&db_path).unwrap().kernels.into_values().find(|e| e.symbol.starts_with("_Z20laplacian3d")).unwrap();
+    let (plain, decided) = (entry.before.unwrap().vgpr, entry.after.unwrap().vgpr);
+    assert!(decided < plain, "tune decided something for the Laplacian: {:?}", entry.transforms);
+    assert_eq!(registers(&db_path), decided);
+
+    // What the H100 measured (bench/runtime/results): the decision runs 5 % slower.
+    let measured = |decided_ms: f64| Measured {
+        device: "NVIDIA H100 80GB HBM3 (sm_90, driver 580.159.04)".into(),
+        launches: 1,
+        runs: 20,
+        deterministic: true,
+        program_identical: Some(true),
+        candidates: vec![
+            Candidate { transforms: Transforms::default(), time: Some(Timing { median_ms: 0.3272, spread_ms: 0.0014 }), identical: true, error: None },
+            Candidate { transforms: entry.transforms.clone(), time: Some(Timing { median_ms: decided_ms, spread_ms: 0.0014 }), identical: true, error: None },
+        ],
+    };
+    for (decided_ms, want) in [(0.3441, plain), (0.30, decided)] {
+        Db::update(&db_path, |db| db.kernels.get_mut(&entry.key()).unwrap().measured = Some(measured(decided_ms))).unwrap();
+        assert_eq!(registers(&db_path), want, "measured {decided_ms} ms against plain's 0.3272 ms");
+    }
+}
