@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use regtune::output::{self, Format};
 use regtune::target::Arch;
 use regtune::toolchain::Toolchain;
-use regtune::{batch, measure, plugin, report, search, target, tune};
+use regtune::{batch, fix, measure, plugin, report, search, target, tune};
 
 #[derive(Parser)]
 #[command(name = "regtune", version, about = "Rewrite HIP kernels to need fewer registers, verified by the real backend")]
@@ -30,6 +30,12 @@ enum Command {
     /// units failed, the rest being tuned and recorded; 101 when nothing could run (a missing or
     /// malformed compile_commands.json or db, no toolchain).
     Batch(BatchArgs),
+    /// Write the db's decisions as a source patch (a unified diff) that any compiler builds: hipcc, nvcc.
+    ///
+    /// Every kernel's edits are verified by a plain build of the patched file (no plugin) against the
+    /// usage the tuner measured; a kernel that misses it is left out and named. Exit status: 0 when
+    /// every decided kernel is in the patch; 2 when some are not; 1 on an error (nothing written).
+    Fix(FixArgs),
     /// Join the decisions dbs (and batch records) of shards into one, and report on them.
     Merge(MergeArgs),
     /// Show which toolchain regtune found, what is missing, and how to fix it.
@@ -129,6 +135,27 @@ struct TuneArgs {
     /// Show a unified diff of each tuned kernel's IR and assembly.
     #[arg(long)]
     diff: bool,
+    /// Then write the decisions as a verified source patch here (as `regtune fix -o PATCH`).
+    #[arg(long, value_name = "PATCH")]
+    patch: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct FixArgs {
+    #[command(flatten)]
+    inputs: Inputs,
+    /// The decisions db the patch expresses.
+    #[arg(long, value_name = "PATH", default_value = ".regtune/decisions.json")]
+    db: PathBuf,
+    /// Also express the suggestions not yet confirmed (`__restrict__`, `__launch_bounds__`).
+    #[arg(long)]
+    with_suggestions: bool,
+    /// Edit the files in place (all or none) instead of printing the patch.
+    #[arg(long)]
+    apply: bool,
+    /// Write the patch here instead of stdout.
+    #[arg(short, long, value_name = "PATCH")]
+    output: Option<PathBuf>,
 }
 
 /// The search and objective options `tune` and `batch` share.
@@ -227,6 +254,7 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             Ok(ExitCode::from(BATCH_FATAL))
         }),
+        Command::Fix(args) => fix(args),
         Command::Merge(args) => merge(args),
         Command::Doctor => doctor(),
         Command::Cc(args) => {
@@ -262,8 +290,19 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
     let toolchain = Toolchain::detect_for(&archs)?;
     let plugin = plugin::find()?;
     let options = args.search.tune_options(args.diff)?;
-    let (rows, failures) =
+    let (rows, mut failures) =
         tune::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, &args.search.db);
+    if let Some(path) = &args.patch {
+        let options = fix::Options { db: args.search.db.clone(), with_suggestions: false };
+        match fix::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options) {
+            Ok((patches, fix_failures)) => {
+                failures.extend(fix_failures);
+                eprint!("{}", patches.iter().map(fix::FilePatch::summary).collect::<String>());
+                output::emit(&fix::patch_text(&patches), Some(path))?;
+            }
+            Err(f) => failures.push(f),
+        }
+    }
     for f in &failures {
         f.print();
     }
@@ -284,6 +323,39 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
         output::emit(&text, args.output.as_deref())?;
     }
     Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn fix(args: FixArgs) -> Result<ExitCode> {
+    let archs = args.inputs.archs()?;
+    let toolchain = Toolchain::detect_for(&archs)?;
+    let plugin = plugin::find()?;
+    let options = fix::Options { db: args.db, with_suggestions: args.with_suggestions };
+    let (patches, failures) = fix::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options)
+        .map_err(|f| anyhow::anyhow!(f.message))?;
+    for f in &failures {
+        f.print();
+    }
+    let text = fix::patch_text(&patches);
+    if args.apply {
+        if !failures.is_empty() {
+            anyhow::bail!("nothing was written: {} file(s) failed", failures.len());
+        }
+        eprint!("{}", patches.iter().map(fix::FilePatch::summary).collect::<String>());
+        let written = fix::write::apply(&patches)?;
+        eprintln!("regtune fix: {written} file(s) patched in place");
+    } else {
+        if args.output.is_some() {
+            eprint!("{}", patches.iter().map(fix::FilePatch::summary).collect::<String>());
+        }
+        output::emit(&text, args.output.as_deref())?;
+    }
+    Ok(if !failures.is_empty() {
+        ExitCode::FAILURE
+    } else if patches.iter().all(fix::FilePatch::complete) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }
 
 fn batch(args: BatchArgs) -> Result<ExitCode> {

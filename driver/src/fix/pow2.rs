@@ -1,0 +1,139 @@
+//! pow2 → `x * x` at each call the plugin rewrote (debug_ir.rs: the calls
+//! that were gone after it ran, by line and column), found in the AST.
+//!
+//! `x` is the call's first argument as written. When it is a plain name,
+//! member or literal of the type the call computes in, the square is
+//! `x * x`, in parentheses unless the call's place needs none. Otherwise
+//! (an expression, something with side effects, or an argument the call
+//! converted, e.g. a float passed to `pow(double, double)`) `x` must be
+//! evaluated once and in the call's type: `regtune_square<T>(x)`, a helper
+//! the patch defines once, above the first function that uses it.
+
+use super::ast::{self, Node};
+use super::debug_ir::RemovedCall;
+use super::edit::Edit;
+use super::{Notes, Source};
+
+/// The helper, defined once per file.
+pub const HELPER: &str = "// regtune fix: pow(x, 2) as one multiply, x evaluated once.\n\
+template <typename T>\n\
+__host__ __device__ inline T regtune_square(T x) { return x * x; }\n\n";
+pub const HELPER_NAME: &str = "regtune_square";
+
+/// Edits for the calls one target's decisions removed; `owners` gives the
+/// kernels a call in a function belongs to. An edit that calls the helper
+/// names it in its text; the caller defines it (see [`HELPER`]).
+pub fn edits(
+    source: &Source<'_>,
+    calls: &[RemovedCall],
+    owners: &dyn Fn(&str) -> Vec<String>,
+    notes: &mut Notes,
+) -> Vec<Edit> {
+    let mut out = Vec::new();
+    let nodes = source.nodes_with_parents();
+    for call in calls {
+        let kernels = owners(&call.function);
+        if kernels.is_empty() {
+            continue;
+        }
+        if !ast::same_file(&call.at.file, source.path) {
+            notes.file(None, format!("pow2 rewrote a call at {}:{} (in {}), outside this file; not patched", call.at.file, call.at.line, source.function_name(&call.function)));
+            continue;
+        }
+        if call.exponent != Some(2.0) {
+            let e = call.exponent.map_or("a variable".to_string(), |e| e.to_string());
+            notes.file(Some(call.at.line), format!("pow2 rewrote a call with exponent {e}; only pow(x, 2) is patched"));
+            continue;
+        }
+        let Some(offset) = ast::offset_of(source.text, call.at.line, call.at.col) else { continue };
+        let found = nodes.iter().position(|(n, _)| n.kind == "CallExpr" && n.inner.len() == 3 && starts_at(n, source.file, offset));
+        let Some(i) = found else {
+            notes.file(Some(call.at.line), "pow2: no call in the source here (a macro?); not patched".into());
+            continue;
+        };
+        let node = nodes[i].0;
+        let Some((start, end)) = node.span_in(source.file) else {
+            notes.file(Some(call.at.line), "pow2: the call is spelled by a macro; not patched".into());
+            continue;
+        };
+        let arg = &node.inner[1];
+        let Some((a, b)) = arg.span_in(source.file) else {
+            notes.file(Some(call.at.line), "pow2: the argument is spelled by a macro; not patched".into());
+            continue;
+        };
+        let x = &source.text[a..b];
+        let converted = plain_type(arg.ty.as_deref()) != plain_type(strip_casts(arg).ty.as_deref());
+        let text = if is_simple(arg.ignoring_implicit()) && !converted {
+            let square = format!("{x} * {x}");
+            if needs_parentheses(&nodes, i) {
+                format!("({square})")
+            } else {
+                square
+            }
+        } else {
+            let ty = plain_type(arg.ty.as_deref());
+            format!("{HELPER_NAME}<{ty}>({x})")
+        };
+        for k in &kernels {
+            out.push(Edit::new(start, end, text.clone(), k, "pow2"));
+        }
+    }
+    out
+}
+
+/// The call begins at `offset`, or its callee's name does (`std::pow`).
+fn starts_at(call: &Node, file: &str, offset: usize) -> bool {
+    let at = |n: &Node| n.begin.as_ref().is_some_and(|b| b.offset == offset && &*b.file == file && !b.in_macro);
+    let name_at = |n: &Node| n.end.as_ref().is_some_and(|e| e.offset == offset && &*e.file == file && !e.in_macro);
+    at(call) || call.inner.first().is_some_and(|c| name_at(c.ignoring_implicit()))
+}
+
+/// The argument without the conversions clang added (parentheses kept).
+fn strip_casts(n: &Node) -> &Node {
+    let mut n = n;
+    while n.kind == "ImplicitCastExpr" && n.inner.len() == 1 {
+        n = &n.inner[0];
+    }
+    n
+}
+
+/// `const double` → `double`.
+fn plain_type(ty: Option<&str>) -> String {
+    ty.unwrap_or_default().replace("const ", "").trim().to_string()
+}
+
+/// A name, a member of a simple expression, or a literal: evaluating it
+/// twice reads the same value and has no side effect.
+fn is_simple(n: &Node) -> bool {
+    let ty = n.ty.as_deref().unwrap_or_default();
+    if ty.contains("volatile") {
+        return false;
+    }
+    match n.kind.as_str() {
+        "DeclRefExpr" | "FloatingLiteral" | "IntegerLiteral" => true,
+        "MemberExpr" => n.inner.first().is_some_and(|b| is_simple(b.ignoring_implicit())),
+        _ => false,
+    }
+}
+
+/// Does `x * x` in place of node `i` need parentheses? Not where the call
+/// is a whole operand already: in parentheses, an initializer, an argument,
+/// a subscript, the right side of an assignment, a return value.
+fn needs_parentheses(nodes: &[(&Node, Option<&Node>)], i: usize) -> bool {
+    let mut child = nodes[i].0;
+    let mut parent = nodes[i].1;
+    while let Some(p) = parent.filter(|p| matches!(p.kind.as_str(), "ImplicitCastExpr" | "ExprWithCleanups" | "MaterializeTemporaryExpr")) {
+        child = p;
+        parent = nodes.iter().find(|(n, _)| std::ptr::eq(*n, p)).and_then(|(_, pp)| *pp);
+    }
+    let Some(p) = parent else { return true };
+    let is_first = p.inner.first().is_some_and(|f| std::ptr::eq(f, child));
+    match p.kind.as_str() {
+        "ParenExpr" | "VarDecl" | "ReturnStmt" | "InitListExpr" | "CompoundStmt" => false,
+        "CallExpr" | "CXXMemberCallExpr" | "CXXOperatorCallExpr" => is_first,
+        "ArraySubscriptExpr" => is_first,
+        "BinaryOperator" => !(p.opcode.as_deref() == Some("=") && !is_first),
+        "CompoundAssignOperator" => is_first,
+        _ => true,
+    }
+}
