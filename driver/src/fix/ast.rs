@@ -475,7 +475,7 @@ mod tests {
         assert!(k.inner[1].inner[0].is_placeholder());
         assert_eq!(k.inner[1].inner[1].referenced.as_ref().unwrap().name, "x");
         assert_eq!(&*nodes[1].begin.as_ref().unwrap().file, "other.h");
-        assert_eq!(k.walk().len(), 6);
+        assert_eq!(k.walk().len(), 5);
     }
 
     #[test]

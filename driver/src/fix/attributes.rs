@@ -7,10 +7,10 @@
 //!     its register cap. Without a block size there is nothing clang 22
 //!     honours: it ignores CUDA 12.4's `__maxnreg__`, so that is a note.
 //!
-//! Written before the kernel's name (`__global__ void __launch_bounds__(256)
-//! k(...)`, where CUDA code puts it). When the targets of one run decided
-//! differently, each target gets its own attributes under `#if` on the
-//! compiler's target macro, on lines of their own above the declaration.
+//! Written on a line of their own above the kernel's declaration (else just
+//! before its name). When the targets of one run decided differently, each
+//! target gets its own attributes under `#if` on the compiler's target
+//! macro (`__gfx90a__`, `__CUDA_ARCH__ == 900`).
 
 use crate::target::Arch;
 
@@ -53,16 +53,22 @@ pub fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> 
         return None;
     }
     let symbol = kernel.symbol;
+    let begin = kernel.decl.begin.as_ref().filter(|b| &*b.file == kernel.file && edit::starts_line(kernel.text, b.offset));
     if per_arch.iter().all(|(_, a)| *a == per_arch[0].1) {
+        let attrs = &per_arch[0].1;
+        // On a line of its own above the declaration, else just before the name.
+        if let Some(b) = begin {
+            let at = edit::line_start(kernel.text, b.offset);
+            return Some(Edit::new(at, at, format!("{}{attrs}\n", edit::indentation(kernel.text, b.offset)), symbol, "occupancy"));
+        }
         let name = kernel.decl.loc.as_ref().filter(|l| !l.in_macro && &*l.file == kernel.file)?;
-        return Some(Edit::new(name.offset, name.offset, format!("{} ", per_arch[0].1), symbol, "occupancy"));
+        return Some(Edit::new(name.offset, name.offset, format!("{attrs} "), symbol, "occupancy"));
     }
     // Targets disagree: one `#if` branch per target, above the declaration.
-    let begin = kernel.decl.begin.as_ref().filter(|b| &*b.file == kernel.file)?;
-    if !edit::starts_line(kernel.text, begin.offset) {
+    let Some(begin) = begin else {
         notes.kernel(kernel, "the targets decided different attributes, and the declaration does not start its line; not patched".into());
         return None;
-    }
+    };
     let mut block = String::new();
     for (arch, attrs) in per_arch.iter().filter(|(_, a)| !a.is_empty()) {
         let keyword = if block.is_empty() { "#if" } else { "#elif" };

@@ -215,7 +215,7 @@ mod tests {
             merge(vec![Edit::new(0, 1, "A", "k1", "x"), Edit::new(0, 1, "B", "k2", "x"), Edit::new(2, 2, "+", "k1", "x")]);
         assert_eq!(merged.len(), 2);
         assert_eq!(conflicts.len(), 1);
-        let (_, c) = merge(vec![Edit::new(2, 2, "x", "k1", "a"), Edit::new(2, 2, "y", "k2", "b")]);
+        let (_, c) = merge(vec![Edit::new(2, 2, "x", "k1", "a"), Edit::new(2, 2, "y", "k2", "a")]);
         assert_eq!(c.len(), 1, "two insertions at one point");
     }
 

@@ -117,8 +117,9 @@ fn is_simple(n: &Node) -> bool {
 }
 
 /// Does `x * x` in place of node `i` need parentheses? Not where the call
-/// is a whole operand already: in parentheses, an initializer, an argument,
-/// a subscript, the right side of an assignment, a return value.
+/// is a whole operand already (in parentheses, an initializer, an
+/// argument, a subscript, a return value, either side of an operator that
+/// binds less tightly than `*`), nor as the left operand of `*`, `/`, `%`.
 fn needs_parentheses(nodes: &[(&Node, Option<&Node>)], i: usize) -> bool {
     let mut child = nodes[i].0;
     let mut parent = nodes[i].1;
@@ -129,11 +130,63 @@ fn needs_parentheses(nodes: &[(&Node, Option<&Node>)], i: usize) -> bool {
     let Some(p) = parent else { return true };
     let is_first = p.inner.first().is_some_and(|f| std::ptr::eq(f, child));
     match p.kind.as_str() {
-        "ParenExpr" | "VarDecl" | "ReturnStmt" | "InitListExpr" | "CompoundStmt" => false,
-        "CallExpr" | "CXXMemberCallExpr" | "CXXOperatorCallExpr" => is_first,
-        "ArraySubscriptExpr" => is_first,
-        "BinaryOperator" => !(p.opcode.as_deref() == Some("=") && !is_first),
+        "ParenExpr" | "VarDecl" | "ReturnStmt" | "InitListExpr" | "CompoundStmt" | "ConditionalOperator" => false,
+        "CallExpr" | "CXXMemberCallExpr" | "CXXOperatorCallExpr" | "ArraySubscriptExpr" => is_first,
         "CompoundAssignOperator" => is_first,
+        "BinaryOperator" => match p.opcode.as_deref() {
+            Some("*" | "/" | "%") => !is_first,
+            Some(".*" | "->*") => true,
+            _ => false,
+        },
         _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(opcode: &str, lhs: Node, rhs: Node) -> Node {
+        Node { kind: "BinaryOperator".into(), opcode: Some(opcode.into()), inner: vec![lhs, rhs], ..Default::default() }
+    }
+
+    fn call() -> Node {
+        Node { kind: "CallExpr".into(), ..Default::default() }
+    }
+
+    fn lit() -> Node {
+        Node { kind: "FloatingLiteral".into(), ..Default::default() }
+    }
+
+    /// Parentheses for the call at `path` (child indices) under `root`.
+    fn parens(root: &Node, path: &[usize]) -> bool {
+        let mut pairs: Vec<(&Node, Option<&Node>)> = vec![(root, None)];
+        let mut n = root;
+        for &i in path {
+            pairs.push((&n.inner[i], Some(n)));
+            n = &n.inner[i];
+        }
+        needs_parentheses(&pairs, pairs.len() - 1)
+    }
+
+    #[test]
+    fn squares_keep_the_call_s_precedence() {
+        // 4.5 * pow(cu, 2) -> 4.5 * (cu * cu): (4.5 * cu) * cu rounds differently.
+        assert!(parens(&op("*", lit(), call()), &[1]));
+        assert!(!parens(&op("*", call(), lit()), &[0]));
+        assert!(parens(&op("/", lit(), call()), &[1]));
+        assert!(!parens(&op("+", call(), call()), &[0]));
+        assert!(!parens(&op("-", lit(), call()), &[1]));
+        let unary = Node { kind: "UnaryOperator".into(), opcode: Some("-".into()), inner: vec![call()], ..Default::default() };
+        assert!(parens(&unary, &[0]));
+    }
+
+    #[test]
+    fn simple_arguments_are_names_members_and_literals() {
+        let name = Node { kind: "DeclRefExpr".into(), ..Default::default() };
+        assert!(is_simple(&name));
+        assert!(is_simple(&Node { kind: "MemberExpr".into(), inner: vec![name.clone()], ..Default::default() }));
+        assert!(!is_simple(&op("+", name.clone(), name.clone())));
+        assert!(!is_simple(&Node { kind: "DeclRefExpr".into(), ty: Some("volatile double".into()), ..Default::default() }));
     }
 }

@@ -196,6 +196,8 @@ fn block_edits(kernel: &Kernel<'_>, block: &Node, notes: &mut Notes) -> Vec<Edit
         if moved.contains_key(&i) {
             run.push(i);
         } else if !run.is_empty() {
+            // In their original order, which defines before it uses.
+            run.sort_unstable();
             before.insert(i, std::mem::take(&mut run));
         }
     }
