@@ -517,7 +517,7 @@ fn a_failure_of_regtunes_own_adds_one_line_only_when_the_build_succeeds() {
         format!("regtune: warning: {} is not the compiler regtune tunes with (/usr/lib/llvm-22/bin/clang); compiling without regtune\nfake stderr\n", fake.display())
     );
     let bad_mode = run("0", "fast");
-    assert_eq!(text(&bad_mode.stderr), "regtune: warning: mode `fast` is not use, tune or off; compiling without regtune\nfake stderr\n");
+    assert_eq!(text(&bad_mode.stderr), "regtune: warning: mode `fast` is not use, tune, patch or off; compiling without regtune\nfake stderr\n");
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "--offload-arch=gfx90a\n-O3\n-c\nk.hip\n");
 }
 

@@ -49,7 +49,8 @@ enum Command {
 
 #[derive(Args)]
 struct CcArgs {
-    /// use: apply the db's current decisions; tune: tune sources without any first; off: compile untouched
+    /// use: apply the db's current decisions; tune: tune sources without any first; patch: build from
+    /// copies patched with the current decisions (no plugin: any compiler); off: compile untouched
     /// [default: $REGTUNE_MODE, else use].
     #[arg(long, value_name = "MODE")]
     mode: Option<String>,

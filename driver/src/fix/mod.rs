@@ -395,7 +395,7 @@ pub fn fix_file(
             break;
         }
         rounds += 1;
-        let wrong = verify(toolchain, archs, path, &patched, user_args, &decisions, &edits);
+        let wrong = verify(toolchain, archs, path, (&text, &patched), user_args, &decisions, &edits);
         if wrong.is_empty() {
             break;
         }
@@ -481,14 +481,14 @@ fn verify(
     toolchain: &Toolchain,
     archs: &[Arch],
     path: &Path,
-    patched: &str,
+    (text, patched): (&str, &str),
     user_args: &[String],
     decisions: &[Decision],
     edits: &[Edit],
 ) -> BTreeMap<String, String> {
     let mut wrong: BTreeMap<String, String> = BTreeMap::new();
     for arch in archs {
-        let measured = match measure_patched(toolchain, arch, path, patched, user_args) {
+        let measured = match measure_patched(toolchain, arch, path, text, patched, user_args) {
             Ok(m) => m,
             Err(e) => {
                 // It does not compile: nothing of it can be kept.
@@ -554,10 +554,11 @@ pub fn measure_patched(
     toolchain: &Toolchain,
     arch: &Arch,
     original: &Path,
+    original_text: &str,
     patched: &str,
     user_args: &[String],
 ) -> Result<Vec<measure::Measured>, String> {
-    let copy = PatchedCopy::new(original, patched).map_err(|e| format!("cannot write the patched copy: {e}"))?;
+    let copy = PatchedCopy::new(original, original_text, patched).map_err(|e| format!("cannot write the patched copy: {e}"))?;
     let mut args = PatchedCopy::include_args(original);
     args.extend(user_args.iter().cloned());
     let unit = Unit { toolchain, arch, source: copy.path(), user_args: &args };
