@@ -152,7 +152,7 @@ impl Notes {
         self.push(format!("{}:{line}: note: {}: {text}", self.path, kernel.name));
     }
 
-    fn push(&mut self, line: String) {
+    pub fn push(&mut self, line: String) {
         if !self.lines.contains(&line) {
             self.lines.push(line);
         }
@@ -395,8 +395,11 @@ pub fn fix_file(
             break;
         }
         rounds += 1;
-        let wrong = verify(toolchain, archs, path, (&text, &patched), user_args, &decisions, &edits);
+        let (wrong, side_effects) = verify(toolchain, archs, path, (&text, &patched), user_args, &decisions, &edits);
         if wrong.is_empty() {
+            for n in side_effects {
+                notes.push(n);
+            }
             break;
         }
         let before = edits.len();
@@ -485,8 +488,9 @@ fn verify(
     user_args: &[String],
     decisions: &[Decision],
     edits: &[Edit],
-) -> BTreeMap<String, String> {
+) -> (BTreeMap<String, String>, Vec<String>) {
     let mut wrong: BTreeMap<String, String> = BTreeMap::new();
+    let mut side_effects = Vec::new();
     for arch in archs {
         let measured = match measure_patched(toolchain, arch, path, text, patched, user_args) {
             Ok(m) => m,
@@ -500,12 +504,41 @@ fn verify(
         };
         for d in decisions.iter().filter(|d| &d.arch == arch) {
             let got = measured.iter().find(|m| m.symbol == d.symbol).map(|m| m.usage);
-            if let Some(why) = mismatch(got, d.promised) {
+            // Where nothing was decided, code shared with a target that decided
+            // may change it, as long as the tuner would not call that worse.
+            let problem = if d.transforms.is_empty() { worse(got, d.promised) } else { mismatch(got, d.promised) };
+            if let Some(why) = problem {
                 wrong.entry(d.symbol.clone()).or_insert(format!("the plain build of the patched file on {arch} gives {why}"));
+            } else if let (true, Some(g), Some(p)) = (d.transforms.is_empty(), got, d.promised) {
+                if mismatch(Some(g), Some(p)).is_some() {
+                    let name = report::short_name(&report::demangle(&d.symbol)).to_string();
+                    side_effects.push(format!(
+                        "{}: {name} on {arch}, where nothing was decided, changes too (code it shares with another target's decision): VGPRs {} → {}, occupancy {} → {}",
+                        path.display(),
+                        p.vgpr,
+                        g.vgpr,
+                        p.occupancy,
+                        g.occupancy
+                    ));
+                }
             }
         }
     }
-    wrong
+    (wrong, side_effects)
+}
+
+/// Is `got` worse than `promised` by the tuner's rule (lower occupancy,
+/// more spills or scratch)?
+fn worse(got: Option<Usage>, promised: Option<Usage>) -> Option<String> {
+    let (Some(got), Some(promised)) = (got, promised) else { return None };
+    let spills = |u: &Usage| u.vgpr_spills + u.sgpr_spills;
+    let fields = [
+        ("occupancy", got.occupancy, promised.occupancy, got.occupancy < promised.occupancy),
+        ("spills", spills(&got), spills(&promised), spills(&got) > spills(&promised)),
+        ("scratch bytes", got.scratch_bytes, promised.scratch_bytes, got.scratch_bytes > promised.scratch_bytes),
+    ];
+    let diffs: Vec<String> = fields.iter().filter(|f| f.3).map(|(what, g, p, _)| format!("{what} {g} where it was {p}")).collect();
+    (!diffs.is_empty()).then(|| diffs.join(", "))
 }
 
 /// Leave out every edit that belongs to one of `kernels`.
@@ -602,5 +635,12 @@ mod tests {
             Some("VGPRs 50 where the tuner measured 48, occupancy 7 where the tuner measured 8")
         );
         assert_eq!(mismatch(None, Some(promised)).as_deref(), Some("no such kernel"));
+    }
+
+    #[test]
+    fn undecided_kernels_may_change_but_not_for_the_worse() {
+        let was = Usage { vgpr: 90, occupancy: 16, ..Default::default() };
+        assert_eq!(worse(Some(Usage { vgpr: 84, ..was }), Some(was)), None);
+        assert_eq!(worse(Some(Usage { occupancy: 12, ..was }), Some(was)).as_deref(), Some("occupancy 12 where it was 16"));
     }
 }
