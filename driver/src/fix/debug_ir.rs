@@ -42,6 +42,17 @@ pub struct RemovedCall {
     pub at: Pos,
     /// The last argument, when it is a constant.
     pub exponent: Option<f64>,
+    /// The calls to `function` (a library overload that converts its
+    /// arguments, say, when the removed call is in a header).
+    pub callers: Vec<CallSite>,
+}
+
+/// A located call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallSite {
+    pub function: String,
+    pub at: Pos,
+    pub exponent: Option<f64>,
 }
 
 /// A loop whose unroll property the plugin changed.
@@ -81,6 +92,7 @@ pub fn changes(before: &str, after: &str) -> Changes {
                             callee: call.callee.clone(),
                             at,
                             exponent: call.last_arg.as_deref().and_then(constant),
+                            callers: callers_of(&b, &fb.name),
                         });
                     }
                 }
@@ -96,6 +108,19 @@ pub fn changes(before: &str, after: &str) -> Changes {
             };
             if let Some(after) = after.filter(|u| *u != before) {
                 out.loops.push(ChangedLoop { function: fb.name.clone(), at, before, after });
+            }
+        }
+    }
+    out
+}
+
+/// Every located call to `function` in `module`.
+fn callers_of(module: &Module, function: &str) -> Vec<CallSite> {
+    let mut out = Vec::new();
+    for f in &module.functions {
+        for c in f.calls.iter().filter(|c| c.callee == function) {
+            if let Some(at) = module.pos(c.dbg) {
+                out.push(CallSite { function: f.name.clone(), at, exponent: c.last_arg.as_deref().and_then(constant) });
             }
         }
     }
@@ -380,6 +405,7 @@ define dso_local amdgpu_kernel void @_Z1kPd(ptr addrspace(1) noundef %x.coerce) 
                 callee: "_ZL3powdd".into(),
                 at: Pos { file: "/src/k.hip".into(), line: 5, col: 25 },
                 exponent: Some(2.0),
+                callers: vec![],
             }]
         );
         assert_eq!(

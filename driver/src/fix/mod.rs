@@ -184,6 +184,16 @@ impl Source<'_> {
         out
     }
 
+    /// A function's definition (by symbol) with every node below it and its parent.
+    pub fn function_nodes(&self, symbol: &str) -> Vec<(&Node, Option<&Node>)> {
+        let all = self.nodes_with_parents();
+        let Some(&(decl, _)) = all.iter().find(|(n, _)| n.kind == "FunctionDecl" && n.mangled_name.as_deref() == Some(symbol)) else {
+            return vec![];
+        };
+        let inside: std::collections::HashSet<*const Node> = decl.walk().into_iter().map(|n| n as *const Node).collect();
+        all.into_iter().filter(|(n, _)| inside.contains(&(*n as *const Node))).collect()
+    }
+
     /// A function's name as a reader knows it.
     pub fn function_name(&self, symbol: &str) -> String {
         report::short_name(&report::demangle(symbol)).to_string()
@@ -395,7 +405,8 @@ pub fn fix_file(
             break;
         }
         rounds += 1;
-        let (wrong, side_effects) = verify(toolchain, archs, path, (&text, &patched), user_args, &decisions, &edits);
+        let left_out = |symbol: &str| skipped.contains_key(symbol) || mismatched.contains_key(symbol);
+        let (wrong, side_effects) = verify(toolchain, archs, path, (&text, &patched), user_args, &decisions, &left_out, &edits);
         if wrong.is_empty() {
             for n in side_effects {
                 notes.push(n);
@@ -405,8 +416,18 @@ pub fn fix_file(
         let before = edits.len();
         for (symbol, why) in &wrong {
             if !edits.iter().any(|e| e.kernels.contains(symbol)) {
-                // Not its own edits: shared code that others changed. Leave all of that out.
-                edits.retain(|e| e.kernels.len() == 1);
+                // Not its own edits: others' edits in code it shares (a template's
+                // body, a helper). Their kernels lose them, and are told why.
+                let span = source.function_nodes(symbol).first().and_then(|(d, _)| Some((d.begin.as_ref()?.offset, d.end.as_ref()?.token_end())));
+                let shared = |e: &Edit| span.map_or(e.kernels.len() > 1, |(a, b)| a <= e.start && e.start < b);
+                let name = source.function_name(symbol);
+                for e in edits.iter().filter(|e| shared(e)) {
+                    for k in &e.kernels {
+                        mismatched.entry(k.clone()).or_insert_with(|| format!("its edits change {name} too, where {why}"));
+                    }
+                }
+                let owners: BTreeSet<String> = edits.iter().filter(|e| shared(e)).flat_map(|e| e.kernels.iter().cloned()).collect();
+                drop_kernels(&mut edits, owners.iter());
             }
             mismatched.insert(symbol.clone(), why.clone());
         }
@@ -487,6 +508,7 @@ fn verify(
     (text, patched): (&str, &str),
     user_args: &[String],
     decisions: &[Decision],
+    left_out: &dyn Fn(&str) -> bool,
     edits: &[Edit],
 ) -> (BTreeMap<String, String>, Vec<String>) {
     let mut wrong: BTreeMap<String, String> = BTreeMap::new();
@@ -504,9 +526,16 @@ fn verify(
         };
         for d in decisions.iter().filter(|d| &d.arch == arch) {
             let got = measured.iter().find(|m| m.symbol == d.symbol).map(|m| m.usage);
-            // Where nothing was decided, code shared with a target that decided
-            // may change it, as long as the tuner would not call that worse.
-            let problem = if d.transforms.is_empty() { worse(got, d.promised) } else { mismatch(got, d.promised) };
+            // Where nothing was decided, or the decisions are left out, code
+            // shared with a kernel that decided may change it, as long as the
+            // tuner would not call that worse than it was.
+            let problem = if d.transforms.is_empty() {
+                worse(got, d.promised)
+            } else if left_out(&d.symbol) {
+                worse(got, d.before)
+            } else {
+                mismatch(got, d.promised)
+            };
             if let Some(why) = problem {
                 wrong.entry(d.symbol.clone()).or_insert(format!("the plain build of the patched file on {arch} gives {why}"));
             } else if let (true, Some(g), Some(p)) = (d.transforms.is_empty(), got, d.promised) {

@@ -2,15 +2,17 @@
 //! that were gone after it ran, by line and column), found in the AST.
 //!
 //! `x` is the call's first argument as written. When it is a plain name,
-//! member or literal of the type the call computes in, the square is
-//! `x * x`, in parentheses unless the call's place needs none. Otherwise
-//! (an expression, something with side effects, or an argument the call
-//! converted, e.g. a float passed to `pow(double, double)`) `x` must be
-//! evaluated once and in the call's type: `regtune_square<T>(x)`, a helper
-//! the patch defines once, above the first function that uses it.
+//! literal, member or element of the type the call computes in, the square
+//! is `x * x`, in parentheses unless the call's place needs none.
+//! Otherwise (an expression, something with side effects) `x` must be
+//! evaluated once: `regtune_square(x)`, a helper the patch defines once,
+//! above the first function that uses it; `regtune_square<double>(x)` when
+//! the call converted `x` (a float passed to `pow(double, double)`).
+
+use crate::compile;
 
 use super::ast::{self, Node};
-use super::debug_ir::RemovedCall;
+use super::debug_ir::{CallSite, RemovedCall};
 use super::edit::Edit;
 use super::{Notes, Source};
 
@@ -30,55 +32,74 @@ pub fn edits(
     notes: &mut Notes,
 ) -> Vec<Edit> {
     let mut out = Vec::new();
-    let nodes = source.nodes_with_parents();
     for call in calls {
-        let kernels = owners(&call.function);
-        if kernels.is_empty() {
+        if owners(&call.function).is_empty() {
             continue;
         }
-        if !ast::same_file(&call.at.file, source.path) {
-            notes.file(None, format!("pow2 rewrote a call at {}:{} (in {}), outside this file; not patched", call.at.file, call.at.line, source.function_name(&call.function)));
-            continue;
-        }
-        if call.exponent != Some(2.0) {
-            let e = call.exponent.map_or("a variable".to_string(), |e| e.to_string());
-            notes.file(Some(call.at.line), format!("pow2 rewrote a call with exponent {e}; only pow(x, 2) is patched"));
-            continue;
-        }
-        let Some(offset) = ast::offset_of(source.text, call.at.line, call.at.col) else { continue };
-        let found = nodes.iter().position(|(n, _)| n.kind == "CallExpr" && n.inner.len() == 3 && starts_at(n, source.file, offset));
-        let Some(i) = found else {
-            notes.file(Some(call.at.line), "pow2: no call in the source here (a macro?); not patched".into());
-            continue;
-        };
-        let node = nodes[i].0;
-        let Some((start, end)) = node.span_in(source.file) else {
-            notes.file(Some(call.at.line), "pow2: the call is spelled by a macro; not patched".into());
-            continue;
-        };
-        let arg = &node.inner[1];
-        let Some((a, b)) = arg.span_in(source.file) else {
-            notes.file(Some(call.at.line), "pow2: the argument is spelled by a macro; not patched".into());
-            continue;
-        };
-        let x = &source.text[a..b];
-        let converted = plain_type(arg.ty.as_deref()) != plain_type(strip_casts(arg).ty.as_deref());
-        let text = if is_simple(arg.ignoring_implicit()) && !converted {
-            let square = format!("{x} * {x}");
-            if needs_parentheses(&nodes, i) {
-                format!("({square})")
-            } else {
-                square
-            }
+        // The calls to rewrite: this one, or, when it lies in a library's pow
+        // overload outside the file (say `pow(float, double)`, which converts
+        // its arguments first), the calls to that overload from this file.
+        let sites: Vec<CallSite> = if ast::same_file(&call.at.file, source.path) {
+            vec![CallSite { function: call.function.clone(), at: call.at.clone(), exponent: call.exponent }]
+        } else if POW_NAMES.contains(&compile::unqualified_name(&call.function).as_str()) {
+            call.callers.iter().filter(|c| ast::same_file(&c.at.file, source.path)).cloned().collect()
         } else {
-            let ty = plain_type(arg.ty.as_deref());
-            format!("{HELPER_NAME}<{ty}>({x})")
+            vec![]
         };
-        for k in &kernels {
-            out.push(Edit::new(start, end, text.clone(), k, "pow2"));
+        if sites.is_empty() {
+            notes.file(None, format!("pow2 rewrote a call at {}:{} (in {}), outside this file; not patched", call.at.file, call.at.line, source.function_name(&call.function)));
+        }
+        for site in sites {
+            let kernels = owners(&site.function);
+            if let Some((start, end, text)) = rewrite(source, &site, notes) {
+                for k in &kernels {
+                    out.push(Edit::new(start, end, text.clone(), k, "pow2"));
+                }
+            }
         }
     }
     out
+}
+
+/// Library functions whose calls with a constant 2 a square replaces.
+const POW_NAMES: &[&str] = &["pow", "powf", "powi", "pown", "powr"];
+
+/// The square in place of the call at `site`: (start, end, text).
+fn rewrite(source: &Source<'_>, site: &CallSite, notes: &mut Notes) -> Option<(usize, usize, String)> {
+    let line = site.at.line;
+    if site.exponent != Some(2.0) {
+        let e = site.exponent.map_or("a variable".to_string(), |e| e.to_string());
+        notes.file(Some(line), format!("pow2 rewrote a call with exponent {e}; only pow(x, 2) is patched"));
+        return None;
+    }
+    let offset = ast::offset_of(source.text, line, site.at.col)?;
+    let nodes = source.function_nodes(&site.function);
+    let Some(i) = nodes.iter().position(|(n, _)| n.kind == "CallExpr" && n.inner.len() == 3 && starts_at(n, source.file, offset)) else {
+        notes.file(Some(line), "pow2: no call in the source here (a macro?); not patched".into());
+        return None;
+    };
+    let node = nodes[i].0;
+    let (Some((start, end)), Some((a, b))) = (node.span_in(source.file), node.inner[1].span_in(source.file)) else {
+        notes.file(Some(line), "pow2: the call or its argument is spelled by a macro; not patched".into());
+        return None;
+    };
+    let arg = &node.inner[1];
+    let x = &source.text[a..b];
+    let converted = plain_type(arg.ty.as_deref()) != plain_type(strip_casts(arg).ty.as_deref());
+    let text = if is_simple(arg.ignoring_implicit()) && !converted {
+        let square = format!("{x} * {x}");
+        if needs_parentheses(&nodes, i) {
+            format!("({square})")
+        } else {
+            square
+        }
+    } else if converted {
+        format!("{HELPER_NAME}<{}>({x})", plain_type(arg.ty.as_deref()))
+    } else {
+        // No type named: a template's instantiations share this text.
+        format!("{HELPER_NAME}({x})")
+    };
+    Some((start, end, text))
 }
 
 /// The call begins at `offset`, or its callee's name does (`std::pow`).
@@ -102,8 +123,8 @@ fn plain_type(ty: Option<&str>) -> String {
     ty.unwrap_or_default().replace("const ", "").trim().to_string()
 }
 
-/// A name, a member of a simple expression, or a literal: evaluating it
-/// twice reads the same value and has no side effect.
+/// A name, a literal, a member or an element of simple expressions:
+/// evaluating it twice reads the same value and has no side effect.
 fn is_simple(n: &Node) -> bool {
     let ty = n.ty.as_deref().unwrap_or_default();
     if ty.contains("volatile") {
@@ -112,6 +133,7 @@ fn is_simple(n: &Node) -> bool {
     match n.kind.as_str() {
         "DeclRefExpr" | "FloatingLiteral" | "IntegerLiteral" => true,
         "MemberExpr" => n.inner.first().is_some_and(|b| is_simple(b.ignoring_implicit())),
+        "ArraySubscriptExpr" => n.inner.len() == 2 && n.inner.iter().all(|c| is_simple(c.ignoring_implicit())),
         _ => false,
     }
 }

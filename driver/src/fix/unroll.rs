@@ -34,7 +34,7 @@ pub fn edits(unit: &Source<'_>, loops: &[ChangedLoop], owners: &dyn Fn(&str) -> 
             continue;
         }
         let Some(offset) = ast::offset_of(unit.text, at.line, at.col) else { continue };
-        let found = unit.nodes_with_parents().into_iter().find(|(n, _)| {
+        let found = unit.function_nodes(&change.function).into_iter().find(|(n, _)| {
             LOOPS.contains(&n.kind.as_str()) && n.begin.as_ref().is_some_and(|b| b.offset == offset && &*b.file == unit.file && !b.in_macro)
         });
         let Some((_, parent)) = found else {
