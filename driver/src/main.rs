@@ -345,9 +345,7 @@ fn fix(args: FixArgs) -> Result<ExitCode> {
         let written = fix::write::apply(&patches)?;
         eprintln!("regtune fix: {written} file(s) patched in place");
     } else {
-        if args.output.is_some() {
-            eprint!("{}", patches.iter().map(fix::FilePatch::summary).collect::<String>());
-        }
+        eprint!("{}", patches.iter().map(fix::FilePatch::summary).collect::<String>());
         output::emit(&text, args.output.as_deref())?;
     }
     Ok(if !failures.is_empty() {
