@@ -80,7 +80,7 @@ pub fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> 
 }
 
 /// The preprocessor test for compiling device code for `arch`.
-fn target_macro(arch: &Arch) -> String {
+pub fn target_macro(arch: &Arch) -> String {
     let p = arch.processor();
     match p.strip_prefix("sm_") {
         Some(sm) => format!("defined(__CUDA_ARCH__) && __CUDA_ARCH__ == {}0", sm.trim_end_matches(char::is_alphabetic)),

@@ -16,6 +16,9 @@ pub struct Edit {
     pub copies: Vec<(usize, usize)>,
     /// Kernel symbols whose decisions this edit expresses.
     pub kernels: BTreeSet<String>,
+    /// The preprocessor tests of the targets that asked for it
+    /// (`defined(__gfx90a__)`), where an edit may differ per target.
+    pub targets: BTreeSet<String>,
     /// The transform, as the tuner labels it ("pow2", "sink", ...).
     pub what: String,
 }
@@ -33,6 +36,7 @@ impl Edit {
             text: text.into(),
             copies: vec![],
             kernels: BTreeSet::from([kernel.to_string()]),
+            targets: BTreeSet::new(),
             what: what.to_string(),
         }
     }
@@ -90,6 +94,7 @@ pub fn merge(edits: Vec<Edit>) -> (Vec<Edit>, Vec<(Edit, Edit)>) {
     for e in edits {
         if let Some(same) = out.iter_mut().find(|o| o.start == e.start && o.end == e.end && o.text == e.text && o.copies == e.copies) {
             same.kernels.extend(e.kernels);
+            same.targets.extend(e.targets);
             continue;
         }
         match out.iter().find(|o| o.overlaps(&e)) {
@@ -99,6 +104,32 @@ pub fn merge(edits: Vec<Edit>) -> (Vec<Edit>, Vec<(Edit, Edit)>) {
     }
     out.sort_by_key(Edit::sort_key);
     (out, conflicts)
+}
+
+/// Whole-line edits of one range that targets asked for differently (a
+/// loop's unroll pragma), as one: each text under `#if` on its targets,
+/// the original lines for any other target.
+pub fn per_target(text: &str, edits: &[Edit]) -> Option<Edit> {
+    let first = edits.first()?;
+    let (start, end) = (first.start, first.end);
+    let lines = |e: &Edit| e.start == start && e.end == end && e.text.ends_with('\n') && !e.targets.is_empty() && e.copies.is_empty();
+    if !edits.iter().all(lines) || text.get(..start).is_some_and(|t| !t.is_empty() && !t.ends_with('\n')) {
+        return None;
+    }
+    let mut block = String::new();
+    for e in edits {
+        let keyword = if block.is_empty() { "#if" } else { "#elif" };
+        let test: Vec<&str> = e.targets.iter().map(String::as_str).collect();
+        block.push_str(&format!("{keyword} {}\n{}", test.join(" || "), e.text));
+    }
+    block.push_str(&format!("#else\n{}#endif\n", &text[start..end]));
+    let mut out = first.clone();
+    out.text = block;
+    for e in &edits[1..] {
+        out.kernels.extend(e.kernels.iter().cloned());
+        out.targets.extend(e.targets.iter().cloned());
+    }
+    Some(out)
 }
 
 /// `text` with `edits` (merged: no two overlap) applied.
@@ -234,6 +265,20 @@ mod tests {
         assert_eq!(apply(text, &merged), "#pragma nounroll\nloop;\na = x * x;\nuse(a);\n");
         let without_pow2: Vec<Edit> = merged.into_iter().filter(|e| e.what != "pow2").collect();
         assert_eq!(apply(text, &without_pow2), "#pragma nounroll\nloop;\na = pow(x);\nuse(a);\n");
+    }
+
+    #[test]
+    fn line_edits_that_differ_per_target_go_under_if() {
+        let text = "#pragma unroll\nfor (;;) {}\n";
+        let mut a = Edit::new(0, 15, "#pragma nounroll\n", "k", "unroll-cap");
+        a.targets.insert("defined(__gfx90a__)".into());
+        let mut b = Edit::new(0, 15, "#pragma unroll 4\n", "k", "unroll-cap");
+        b.targets.insert("defined(__gfx1100__)".into());
+        let joined = per_target(text, &[a, b]).unwrap();
+        assert_eq!(
+            apply(text, &[joined]),
+            "#if defined(__gfx90a__)\n#pragma nounroll\n#elif defined(__gfx1100__)\n#pragma unroll 4\n#else\n#pragma unroll\n#endif\nfor (;;) {}\n"
+        );
     }
 
     #[test]

@@ -375,13 +375,37 @@ pub fn fix_file(
         let (active, skipped) = (&active, &skipped);
         let unrolled = move |f: &str| owners(active, skipped, arch, |t| t.unroll_cap.is_some(), f);
         let squared = move |f: &str| owners(active, skipped, arch, |t| t.pow2, f);
-        edits.extend(unroll::edits(&source, &c.loops, &unrolled, &mut notes));
+        edits.extend(unroll::edits(&source, arch, &c.loops, &unrolled, &mut notes));
         edits.extend(pow2::edits(&source, &c.removed_calls, &squared, &mut notes));
     }
 
-    // One set of edits; kernels whose edits disagree are left out.
+    // One set of edits; kernels whose edits disagree are left out, unless
+    // they are whole lines that targets asked for differently.
     let (mut edits, conflicts) = edit::merge(edits);
+    let mut unresolved = Vec::new();
+    let mut by_range: BTreeMap<(usize, usize, String), Vec<Edit>> = BTreeMap::new();
     for (a, b) in conflicts {
+        let same_range = (a.start, a.end, &a.what) == (b.start, b.end, &b.what);
+        if same_range {
+            by_range.entry((b.start, b.end, b.what.clone())).or_default().push(b);
+        } else {
+            unresolved.push((a, b));
+        }
+    }
+    for ((start, end, what), others) in by_range {
+        let at = |e: &Edit| (e.start, e.end) == (start, end) && e.what == what;
+        let mut group: Vec<Edit> = edits.iter().filter(|e| at(e)).cloned().collect();
+        group.extend(others.iter().cloned());
+        match edit::per_target(&text, &group) {
+            Some(joined) => {
+                edits.retain(|e| !at(e));
+                edits.push(joined);
+            }
+            None => unresolved.extend(others.into_iter().map(|b| (group[0].clone(), b))),
+        }
+    }
+    edits.sort_by_key(|e| e.start);
+    for (a, b) in unresolved {
         let line = ast::line_col(&text, a.start).0;
         for k in a.kernels.iter().chain(&b.kernels) {
             skipped.entry(k.clone()).or_insert_with(|| format!("its edits at line {line} disagree with another kernel's or target's"));

@@ -3,8 +3,13 @@
 //! plugin rewrote (debug_ir.rs), found in the AST by the start location
 //! clang gave the loop. An existing `#pragma unroll` on the loop is
 //! replaced; a loop without one gets the pragma on a line of its own.
+//! Targets that capped one loop differently each get their pragma under
+//! `#if` (edit.rs, `per_target`).
+
+use crate::target::Arch;
 
 use super::ast::{self, Node};
+use super::attributes::target_macro;
 use super::debug_ir::{ChangedLoop, Unroll};
 use super::edit::{self, Edit};
 use super::{Notes, Source};
@@ -13,7 +18,13 @@ const LOOPS: &[&str] = &["ForStmt", "WhileStmt", "DoStmt", "CXXForRangeStmt"];
 
 /// Edits for the loops one target's decisions changed; `owners` gives the
 /// kernels a change in a function belongs to.
-pub fn edits(unit: &Source<'_>, loops: &[ChangedLoop], owners: &dyn Fn(&str) -> Vec<String>, notes: &mut Notes) -> Vec<Edit> {
+pub fn edits(
+    unit: &Source<'_>,
+    arch: &Arch,
+    loops: &[ChangedLoop],
+    owners: &dyn Fn(&str) -> Vec<String>,
+    notes: &mut Notes,
+) -> Vec<Edit> {
     let mut out = Vec::new();
     for change in loops {
         let kernels = owners(&change.function);
@@ -54,7 +65,9 @@ pub fn edits(unit: &Source<'_>, loops: &[ChangedLoop], owners: &dyn Fn(&str) -> 
         };
         if let Some((start, end, text)) = edit {
             for k in &kernels {
-                out.push(Edit::new(start, end, text.clone(), k, "unroll-cap"));
+                let mut e = Edit::new(start, end, text.clone(), k, "unroll-cap");
+                e.targets.insert(target_macro(arch));
+                out.push(e);
             }
         }
     }
