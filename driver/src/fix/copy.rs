@@ -53,14 +53,12 @@ fn with_line_directives(name: &str, original: &str, patched: &str) -> String {
     for op in diff.ops() {
         for change in diff.iter_changes(op) {
             match change.old_index() {
-                Some(old) if change.tag() == similar::ChangeTag::Equal => {
-                    if presumed != old + 1 {
-                        out.push_str(&format!("#line {} \"{quoted}\"\n", old + 1));
-                        presumed = old + 1;
-                    }
+                Some(old) if change.tag() == similar::ChangeTag::Equal && presumed != old + 1 => {
+                    out.push_str(&format!("#line {} \"{quoted}\"\n", old + 1));
+                    presumed = old + 1;
                 }
-                Some(_) => continue, // deleted: not written
-                None => {}           // inserted: numbered after the line before
+                Some(_) if change.tag() != similar::ChangeTag::Equal => continue, // deleted: not written
+                _ => {} // kept in place, or inserted (numbered after the line before)
             }
             out.push_str(&change.to_string_lossy());
             if !change.to_string_lossy().ends_with('\n') {

@@ -430,7 +430,8 @@ pub fn fix_file(
         }
         rounds += 1;
         let left_out = |symbol: &str| skipped.contains_key(symbol) || mismatched.contains_key(symbol);
-        let (wrong, side_effects) = verify(toolchain, archs, path, (&text, &patched), user_args, &decisions, &left_out, &edits);
+        let build = Build { toolchain, archs, path, user_args };
+        let (wrong, side_effects) = verify(&build, (&text, &patched), &decisions, &left_out, &edits);
         if wrong.is_empty() {
             for n in side_effects {
                 notes.push(n);
@@ -523,18 +524,25 @@ fn group_by_symbol<'a>(active: &[&'a Decision]) -> BTreeMap<String, Vec<&'a Deci
     by
 }
 
+/// How the file builds: the toolchain, its targets, its path and flags.
+#[derive(Clone, Copy)]
+struct Build<'a> {
+    toolchain: &'a Toolchain,
+    archs: &'a [Arch],
+    path: &'a Path,
+    user_args: &'a [String],
+}
+
 /// Build the patched file plainly for every target; the kernels whose
 /// usage is not what the tuner promised, with what differs.
 fn verify(
-    toolchain: &Toolchain,
-    archs: &[Arch],
-    path: &Path,
+    build: &Build<'_>,
     (text, patched): (&str, &str),
-    user_args: &[String],
     decisions: &[Decision],
     left_out: &dyn Fn(&str) -> bool,
     edits: &[Edit],
 ) -> (BTreeMap<String, String>, Vec<String>) {
+    let Build { toolchain, archs, path, user_args } = *build;
     let mut wrong: BTreeMap<String, String> = BTreeMap::new();
     let mut side_effects = Vec::new();
     for arch in archs {
@@ -658,7 +666,7 @@ pub fn measure_patched(
 
 /// How `got` differs from the promise, if it does (code size aside).
 fn mismatch(got: Option<Usage>, promised: Option<Usage>) -> Option<String> {
-    let Some(promised) = promised else { return None };
+    let promised = promised?;
     let Some(got) = got else { return Some("no such kernel".into()) };
     let fields: [(&str, u32, u32); 8] = [
         ("VGPRs", got.vgpr, promised.vgpr),

@@ -15,6 +15,7 @@
 //!     initializer reads memory, and has no labels;
 //!   - it reads something besides constants (as the plugin, which never
 //!     moves values made from constants alone).
+//!
 //! And only when it pays, as the plugin judges it: the variables whose
 //! live ranges the move extends (read by the initializer, used by nothing
 //! after the new place, not moving along) must be fewer than those it
@@ -157,7 +158,7 @@ fn block_edits(kernel: &Kernel<'_>, block: &Node, notes: &mut Notes) -> Vec<Edit
         .collect();
     let mut pinned: HashSet<usize> = HashSet::new();
     let (order, moved, why_not) = loop {
-        let (order, moved, why_not) = plan(kernel.text, &stmts, &pinned);
+        let Plan { order, moved, why_not } = plan(kernel.text, &stmts, &pinned);
         let position = |i: usize| order.iter().position(|&j| j == i).unwrap_or(0);
         let unprofitable: Vec<usize> = moved
             .keys()
@@ -215,10 +216,8 @@ fn block_edits(kernel: &Kernel<'_>, block: &Node, notes: &mut Notes) -> Vec<Edit
     out
 }
 
-/// The new order of the block's statements, the moved declarations with
-/// the statement each now precedes, and why others that would cross
-/// control flow stay.
-fn plan(text: &str, stmts: &[Stmt<'_>], pinned: &HashSet<usize>) -> (Vec<usize>, HashMap<usize, usize>, Vec<(usize, String)>) {
+/// Plan the block's moves; `pinned` declarations stay.
+fn plan(text: &str, stmts: &[Stmt<'_>], pinned: &HashSet<usize>) -> Plan {
     let mut order: Vec<usize> = (0..stmts.len()).collect();
     let mut moved = HashMap::new();
     let mut why_not = Vec::new();
@@ -245,7 +244,16 @@ fn plan(text: &str, stmts: &[Stmt<'_>], pinned: &HashSet<usize>) -> (Vec<usize>,
         order.insert(at, d);
         moved.insert(d, target);
     }
-    (order, moved, why_not)
+    Plan { order, moved, why_not }
+}
+
+/// A block's statements in their new order, the moved declarations with
+/// the statement each now precedes, and why others that would cross
+/// control flow stay.
+struct Plan {
+    order: Vec<usize>,
+    moved: HashMap<usize, usize>,
+    why_not: Vec<(usize, String)>,
 }
 
 /// Why declaration `d` may not move past `crossed`, if it may not.
