@@ -88,8 +88,12 @@ pub struct FilePatch {
 }
 
 impl FilePatch {
+    /// The unified diff, naming the file relative to the current
+    /// directory when it lies below it (as `git apply` wants).
     pub fn diff(&self) -> String {
-        edit::unified_diff(&self.path.display().to_string(), &self.original, &self.patched)
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let name = self.path.strip_prefix(&cwd).unwrap_or(&self.path);
+        edit::unified_diff(&name.display().to_string(), &self.original, &self.patched)
     }
 
     /// Every decided kernel is in the patch, verified.
@@ -222,12 +226,16 @@ pub fn run(
     let db = Db::load(&options.db).map_err(|e| Failure::new(e.to_string()))?;
     let mut patches = Vec::new();
     let mut failures = Vec::new();
+    // Each file takes a few compiles (locate, AST, verify): say so on a terminal.
+    let bar = crate::progress::bar(files.len() as u64, "patching");
     for file in files {
         match fix_file(toolchain, plugin, file, archs, user_args, &db, options) {
             Ok(p) => patches.push(p),
             Err(f) => failures.push(f),
         }
+        bar.inc(1);
     }
+    bar.finish_and_clear();
     Ok((patches, failures))
 }
 
