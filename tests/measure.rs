@@ -33,6 +33,7 @@ fn fake_db(dir: &Path) -> PathBuf {
         name: "step(double*)".into(),
         file: "step.cu".into(),
         transforms: Transforms { sink: true, ..Default::default() },
+        reason: None,
         suggested: vec![],
         before: None,
         after: None,

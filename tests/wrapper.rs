@@ -210,6 +210,73 @@ fn every_example_builds_with_exactly_the_usage_the_tuner_promised() {
     assert_eq!(std::fs::read(&db).unwrap(), std::fs::read(&t.db).unwrap(), "use mode never writes the db");
 }
 
+/// A hipcc regtune cannot load its plugin into (as far as regtune can
+/// tell, it is not the compiler it tunes with): it logs each command, then
+/// builds with Debian's clang through regtune-hipcc's plain path.
+fn foreign_hipcc(dir: &Path) -> PathBuf {
+    let path = dir.join("bin/hipcc");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"{}\"\nexec env -u REGTUNE_COMPILER \"{}\" \"$@\"\n",
+            dir.join("hipcc.log").display(),
+            bin("regtune-hipcc").display()
+        ),
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&path, perms).unwrap();
+    path
+}
+
+#[test]
+fn patch_mode_builds_the_decisions_with_a_compiler_that_cannot_load_the_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = tuned_db_copy(dir.path());
+    let entries = db_entries(&db);
+    let hipcc = foreign_hipcc(dir.path());
+    for name in ["lbm_d3q19.hip", "long_lived.hip", "laplacian3d.hip"] {
+        let object = dir.path().join(name.replace(".hip", ".o"));
+        let build = |mode: &str| {
+            wrapper("regtune-hipcc", dir.path())
+                .env("REGTUNE_MODE", mode)
+                .env("REGTUNE_DB", &db)
+                .env("REGTUNE_COMPILER", &hipcc)
+                .args(["--offload-arch=gfx90a", "-O3", "-c", "-MD"])
+                .arg(example(name))
+                .arg("-o")
+                .arg(&object)
+                .output()
+                .unwrap()
+        };
+        // Use mode cannot: the plugin is not for this compiler. One line, plain numbers.
+        let out = build("use");
+        ok(&out, name);
+        assert!(text(&out.stderr).contains("is not the compiler regtune tunes with"), "{}", text(&out.stderr));
+        let plain = read_back(&object, "gfx90a");
+        // Patch mode can: the decided kernels get exactly the usage promised
+        // (code size aside: the source moves code the plugin moves in IR).
+        let out = build("patch");
+        ok(&out, name);
+        assert_eq!(text(&out.stderr), "", "patch mode builds silently");
+        let built = read_back(&object, "gfx90a");
+        for (symbol, usage) in &built {
+            let promised = &entry(&entries, symbol, "gfx90a")["after"];
+            for field in ["vgpr", "agpr", "sgpr", "vgpr_spills", "sgpr_spills", "scratch_bytes", "lds_bytes", "occupancy"] {
+                assert_eq!(usage[field], promised[field], "{name} {symbol}: {field}");
+            }
+            assert_ne!(usage["vgpr"], plain[symbol]["vgpr"], "{name}: the decisions changed something");
+        }
+        let deps = std::fs::read_to_string(object.with_extension("d")).unwrap();
+        assert!(deps.contains(&example(name).display().to_string()) && !deps.contains("regtune-fix"), "{deps}");
+    }
+    let log = std::fs::read_to_string(dir.path().join("hipcc.log")).unwrap();
+    assert_eq!(log.lines().filter(|l| l.contains("/regtune-fix")).count(), 3, "each patched copy was compiled:\n{log}");
+    assert!(log.lines().all(|l| !l.contains("-fpass-plugin")), "no plugin reached the compiler:\n{log}");
+}
+
 #[test]
 fn several_sources_from_a_response_file_with_the_separate_offload_arch_form() {
     let dir = tempfile::tempdir().unwrap();
@@ -550,7 +617,7 @@ fn a_failure_of_regtunes_own_adds_one_line_only_when_the_build_succeeds() {
         format!("regtune: warning: {} is not the compiler regtune tunes with (/usr/lib/llvm-22/bin/clang); compiling without regtune\nfake stderr\n", fake.display())
     );
     let bad_mode = run("0", "fast");
-    assert_eq!(text(&bad_mode.stderr), "regtune: warning: mode `fast` is not use, tune or off; compiling without regtune\nfake stderr\n");
+    assert_eq!(text(&bad_mode.stderr), "regtune: warning: mode `fast` is not use, tune, patch or off; compiling without regtune\nfake stderr\n");
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "--offload-arch=gfx90a\n-O3\n-c\nk.hip\n");
 }
 

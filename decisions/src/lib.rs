@@ -515,7 +515,7 @@ mod tests {
         let mut e = entry("_Z1kPf", "h");
         let decided = e.transforms.clone();
         let wider = Transforms { launch_bounds: Some(256), ..decided.clone() };
-        e.suggested = vec![Suggestion { transforms: wider.clone(), usage: Usage::default(), message: String::new(), confirmed: false }];
+        e.suggested = vec![Suggestion { transforms: wider.clone(), usage: Usage::default(), message: String::new(), reasons: vec![], confirmed: false }];
         e.measured = Some(measured_with(&[(&decided, 1.2, true), (&wider, 0.5, true)]));
         assert!(e.effective().is_empty());
         e.suggested[0].confirmed = true;

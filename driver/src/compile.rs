@@ -78,7 +78,12 @@ impl Unit<'_> {
             .map_err(|source| CompileError::Input { file: self.source.into(), source })
     }
 
-    /// The device-only compile command: HIP for AMDGPU, CUDA for NVPTX.
+    /// The device-only compile command: HIP for AMDGPU, CUDA for NVPTX
+    /// (no action, output or input yet).
+    pub fn device_command(&self) -> Result<Command, CompileError> {
+        self.hip_command()
+    }
+
     fn hip_command(&self) -> Result<Command, CompileError> {
         self.check_source()?;
         self.toolchain.prepare(self.arch)?;
@@ -345,7 +350,7 @@ pub fn source_locations(source: &Path, symbols: &[String]) -> Vec<Location> {
 }
 
 /// "_ZN2ns1kIiEEvPf" -> "k"; an unmangled name stays as it is.
-fn unqualified_name(symbol: &str) -> String {
+pub(crate) fn unqualified_name(symbol: &str) -> String {
     let demangled = cpp_demangle::Symbol::new(symbol)
         .ok()
         .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())

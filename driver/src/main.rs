@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use regtune::output::{self, Format};
 use regtune::target::Arch;
 use regtune::toolchain::Toolchain;
-use regtune::{batch, measure, plugin, report, search, target, tune};
+use regtune::{batch, fix, measure, plugin, report, search, target, tune};
 
 #[derive(Parser)]
 #[command(name = "regtune", version, about = "Rewrite HIP kernels to need fewer registers, verified by the real backend")]
@@ -32,6 +32,12 @@ enum Command {
     /// units failed, the rest being tuned and recorded; 101 when nothing could run (a missing or
     /// malformed compile_commands.json or db, no toolchain).
     Batch(BatchArgs),
+    /// Write the db's decisions as a source patch (a unified diff) that any compiler builds: hipcc, nvcc.
+    ///
+    /// Every kernel's edits are verified by a plain build of the patched file (no plugin) against the
+    /// usage the tuner measured; a kernel that misses it is left out and named. Exit status: 0 when
+    /// every decided kernel is in the patch; 2 when some are not; 1 on an error (nothing written).
+    Fix(FixArgs),
     /// Join the decisions dbs (and batch records) of shards into one, and report on them.
     Merge(MergeArgs),
     /// Run your program and measure, on its GPU and inside it, the candidates `tune` kept for each kernel:
@@ -55,7 +61,8 @@ enum Command {
 
 #[derive(Args)]
 struct CcArgs {
-    /// use: apply the db's current decisions; tune: tune sources without any first; off: compile untouched
+    /// use: apply the db's current decisions; tune: tune sources without any first; patch: build from
+    /// copies patched with the current decisions (no plugin: any compiler); off: compile untouched
     /// [default: $REGTUNE_MODE, else use].
     #[arg(long, value_name = "MODE")]
     mode: Option<String>,
@@ -141,6 +148,27 @@ struct TuneArgs {
     /// Show a unified diff of each tuned kernel's IR and assembly.
     #[arg(long)]
     diff: bool,
+    /// Then write the decisions as a verified source patch here (as `regtune fix -o PATCH`).
+    #[arg(long, value_name = "PATCH")]
+    patch: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct FixArgs {
+    #[command(flatten)]
+    inputs: Inputs,
+    /// The decisions db the patch expresses.
+    #[arg(long, value_name = "PATH", default_value = ".regtune/decisions.json")]
+    db: PathBuf,
+    /// Also express the suggestions not yet confirmed (`__restrict__`, `__launch_bounds__`).
+    #[arg(long)]
+    with_suggestions: bool,
+    /// Edit the files in place (all or none) instead of printing the patch.
+    #[arg(long)]
+    apply: bool,
+    /// Write the patch here instead of stdout.
+    #[arg(short, long, value_name = "PATCH")]
+    output: Option<PathBuf>,
 }
 
 /// The search and objective options `tune` and `batch` share.
@@ -304,6 +332,7 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             Ok(ExitCode::from(BATCH_FATAL))
         }),
+        Command::Fix(args) => fix(args),
         Command::Merge(args) => merge(args),
         Command::Measure(args) => {
             let options = regtune::runtime::Options {
@@ -356,8 +385,19 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
     let plugin = plugin::find()?;
     plugin::check_version(&plugin, &toolchain.clang, &toolchain.version)?;
     let options = args.search.tune_options(args.diff)?;
-    let (rows, failures) =
+    let (rows, mut failures) =
         tune::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, &args.search.db);
+    if let Some(path) = &args.patch {
+        let options = fix::Options { db: args.search.db.clone(), with_suggestions: false };
+        match fix::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options) {
+            Ok((patches, fix_failures)) => {
+                failures.extend(fix_failures);
+                eprint!("{}", patches.iter().map(fix::FilePatch::summary).collect::<String>());
+                output::emit(&fix::patch_text(&patches), Some(path))?;
+            }
+            Err(f) => failures.push(f),
+        }
+    }
     for f in &failures {
         f.print();
     }
@@ -391,6 +431,37 @@ fn predict(args: PredictArgs) -> Result<ExitCode> {
     }
     output::emit(&(serde_json::to_string_pretty(&doc)? + "\n"), args.output.as_deref())?;
     Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn fix(args: FixArgs) -> Result<ExitCode> {
+    let archs = args.inputs.archs()?;
+    let toolchain = Toolchain::detect_for(&archs)?;
+    let plugin = plugin::find()?;
+    let options = fix::Options { db: args.db, with_suggestions: args.with_suggestions };
+    let (patches, failures) = fix::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options)
+        .map_err(|f| anyhow::anyhow!(f.message))?;
+    for f in &failures {
+        f.print();
+    }
+    let text = fix::patch_text(&patches);
+    if args.apply {
+        if !failures.is_empty() {
+            anyhow::bail!("nothing was written: {} file(s) failed", failures.len());
+        }
+        eprint!("{}", patches.iter().map(fix::FilePatch::summary).collect::<String>());
+        let written = fix::write::apply(&patches)?;
+        eprintln!("regtune fix: {written} file(s) patched in place");
+    } else {
+        eprint!("{}", patches.iter().map(fix::FilePatch::summary).collect::<String>());
+        output::emit(&text, args.output.as_deref())?;
+    }
+    Ok(if !failures.is_empty() {
+        ExitCode::FAILURE
+    } else if patches.iter().all(fix::FilePatch::complete) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }
 
 fn batch(args: BatchArgs) -> Result<ExitCode> {

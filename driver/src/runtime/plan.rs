@@ -73,6 +73,7 @@ mod tests {
             name: symbol.into(),
             file: "k.cu".into(),
             transforms,
+            reason: None,
             suggested: vec![],
             before: None,
             after: None,

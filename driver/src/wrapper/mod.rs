@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! regtune-hipcc --offload-arch=gfx90a -O3 -c k.hip -o k.o
-//! regtune cc [--mode use|tune|off] [--compiler PATH] [--db PATH] [--] [COMPILER] ARGS...
+//! regtune cc [--mode use|tune|patch|off] [--compiler PATH] [--db PATH] [--] [COMPILER] ARGS...
 //! ```
 //!
 //! Modes (`--mode`, else `REGTUNE_MODE`, else `use`):
@@ -11,6 +11,9 @@
 //!   pass plugin; a source without any compiles plainly.
 //! - tune: first run `regtune tune` on a source the db has no current
 //!   decisions for, then build as `use` does.
+//! - patch: build each HIP source from a copy patched with its current
+//!   decisions (`regtune fix`, verified), with the compiler as given and no
+//!   plugin: ROCm's hipcc, or any other (patch.rs).
 //! - off: run the compiler untouched.
 //!
 //! A decision is current when its input hash is this build's (hashes.rs).
@@ -29,6 +32,7 @@ pub mod cache;
 pub mod command;
 pub mod compiler;
 pub mod hashes;
+pub mod patch;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -57,6 +61,8 @@ pub const DEFAULT_DB: &str = ".regtune/decisions.json";
 pub enum Mode {
     Use,
     Tune,
+    /// Build from patched copies: no plugin in the compiler.
+    Patch,
     Off,
 }
 
@@ -66,8 +72,9 @@ impl std::str::FromStr for Mode {
         match s.trim() {
             "use" | "" => Ok(Mode::Use),
             "tune" => Ok(Mode::Tune),
+            "patch" => Ok(Mode::Patch),
             "off" => Ok(Mode::Off),
-            other => Err(format!("mode `{other}` is not use, tune or off")),
+            other => Err(format!("mode `{other}` is not use, tune, patch or off")),
         }
     }
 }
@@ -191,6 +198,13 @@ impl Wrapper {
             Ok(mode) => mode,
             Err(cause) => return self.fallback(Some(&cmd), &front, cause),
         };
+        if mode == Mode::Patch {
+            return match self.plan_patch(&cmd) {
+                Ok(None) => self.exec_plain(Some(&cmd), &front),
+                Ok(Some(patched)) => self.build_patched(&cmd, &front, &patched),
+                Err(cause) => self.fallback(Some(&cmd), &front, cause),
+            };
+        }
         match self.plan(&cmd, mode) {
             Ok(None) => self.exec_plain(Some(&cmd), &front),
             Ok(Some(tuned)) => self.build_tuned(&cmd, &front, &tuned),
@@ -520,7 +534,8 @@ mod tests {
         assert_eq!("".parse::<Mode>(), Ok(Mode::Use));
         assert_eq!("tune".parse::<Mode>(), Ok(Mode::Tune));
         assert_eq!("off".parse::<Mode>(), Ok(Mode::Off));
-        assert_eq!("fast".parse::<Mode>(), Err("mode `fast` is not use, tune or off".to_string()));
+        assert_eq!("patch".parse::<Mode>(), Ok(Mode::Patch));
+        assert_eq!("fast".parse::<Mode>(), Err("mode `fast` is not use, tune, patch or off".to_string()));
     }
 
     #[test]

@@ -1,0 +1,72 @@
+//! Run what debug_ir.rs compares: the unit's frontend with line tables
+//! (`-gline-tables-only`, optimization off, device libraries linked, as
+//! the plugin's early phase sees it), then the plugin's early phase under
+//! `opt` with the unit's decisions. Line tables change no decision: only
+//! where things are is read from this build.
+
+use std::path::Path;
+use std::process::Command;
+
+use regtune_decisions::{Db, Entry};
+
+use crate::compile::Unit;
+
+use super::debug_ir::{self, Changes};
+use super::Decision;
+
+/// What the decisions change in the unit, by source position.
+pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision]) -> Result<Changes, String> {
+    let dir = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let bc = dir.path().join("lines.bc");
+    let mut front = unit.device_command().map_err(|e| e.to_string())?;
+    front
+        .args(["-gline-tables-only", "-emit-llvm", "-c", "-Xclang", "-disable-llvm-passes", "-o"])
+        .arg(&bc)
+        .arg(unit.source);
+    run(front, "clang (with line tables)")?;
+
+    let mut db = Db::default();
+    for d in decisions {
+        // No input hash: this build is the unit's, with line tables added.
+        db.insert(Entry {
+            symbol: d.symbol.clone(),
+            arch: d.arch.processor().to_string(),
+            input_hash: String::new(),
+            name: String::new(),
+            file: String::new(),
+            transforms: d.transforms.clone(),
+            suggested: vec![],
+            before: None,
+            after: None,
+        });
+    }
+    let decisions_file = dir.path().join("decisions.json");
+    db.save(&decisions_file).map_err(|e| e.to_string())?;
+
+    let llvm = &unit.toolchain.llvm_bin;
+    let before = dir.path().join("before.ll");
+    let mut dis = Command::new(llvm.join("llvm-dis"));
+    dis.arg(&bc).arg("-o").arg(&before);
+    run(dis, "llvm-dis")?;
+    let after = dir.path().join("after.ll");
+    let mut opt = Command::new(llvm.join("opt"));
+    opt.arg(format!("-load-pass-plugin={}", plugin.display()))
+        .args(["-passes=regtune-apply<early>", "-S", "-o"])
+        .arg(&after)
+        .arg(&bc)
+        .env("REGTUNE_DECISIONS", &decisions_file)
+        .env_remove("REGTUNE_INPUT_HASH");
+    run(opt, "opt with the pass plugin")?;
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
+    Ok(debug_ir::changes(&read(&before)?, &read(&after)?))
+}
+
+fn run(mut cmd: Command, what: &str) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("cannot run {what}: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let first = stderr.lines().find(|l| l.contains("error")).or_else(|| stderr.lines().next()).unwrap_or("no output");
+    Err(format!("{what} failed ({}): {}", out.status, first.trim()))
+}

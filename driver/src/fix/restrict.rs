@@ -1,0 +1,45 @@
+//! noalias on a kernel parameter → `__restrict__` on that parameter's
+//! declaration, written just before its name (`double* __restrict__ f0`).
+//!
+//! The db names a parameter by IR position and by source name (clang's
+//! `.coerce` suffix already dropped, passes/src/noalias.rs); the name finds
+//! the `ParmVarDecl`, the position does when clang kept no name. Top-level
+//! qualifiers are not part of a function's type, so the kernel's symbol
+//! and any other declaration of it stay as they are.
+
+use regtune_decisions::Param;
+
+use super::ast::Node;
+use super::edit::Edit;
+use super::{Kernel, Notes};
+
+/// One edit per parameter in `params`.
+pub fn edits(kernel: &Kernel<'_>, params: &[Param], notes: &mut Notes) -> Vec<Edit> {
+    let decls: Vec<&Node> = kernel.decl.inner.iter().filter(|n| n.kind == "ParmVarDecl").collect();
+    let mut out = Vec::new();
+    for p in params {
+        let name = p.name.strip_suffix(".coerce").unwrap_or(&p.name);
+        let found = if name.is_empty() {
+            decls.get(p.index as usize).copied()
+        } else {
+            decls.iter().copied().find(|d| d.name.as_deref() == Some(name))
+        };
+        let Some(decl) = found else {
+            notes.kernel(kernel, format!("no parameter `{p}` in the source for `__restrict__`; not patched"));
+            continue;
+        };
+        let ty = decl.ty.as_deref().unwrap_or_default();
+        if ty.contains("__restrict") || ty.contains("restrict") {
+            continue;
+        }
+        if !ty.trim_end_matches(" const").trim_end().ends_with('*') {
+            notes.kernel(kernel, format!("parameter `{p}` has type `{ty}`, not a pointer; `__restrict__` not written"));
+            continue;
+        }
+        match decl.loc.as_ref().filter(|l| !l.in_macro && &*l.file == kernel.file && decl.name.is_some()) {
+            Some(l) => out.push(Edit::new(l.offset, l.offset, "__restrict__ ", kernel.symbol, "noalias")),
+            None => notes.kernel(kernel, format!("parameter `{p}` is unnamed or spelled by a macro; `__restrict__` not written")),
+        }
+    }
+    out
+}
