@@ -9,6 +9,7 @@ pub mod codeobj;
 pub mod compile;
 pub mod cubin;
 pub mod cuda;
+pub mod explain;
 pub mod hash;
 pub mod launch;
 pub mod measure;

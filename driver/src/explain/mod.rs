@@ -1,0 +1,5 @@
+//! `regtune explain`: why a kernel needs its registers.
+
+pub mod mir;
+pub mod pressure;
+pub mod ir;
