@@ -3,3 +3,5 @@
 pub mod mir;
 pub mod pressure;
 pub mod ir;
+pub mod timeline;
+pub mod loops;
