@@ -111,7 +111,7 @@ pub fn parse(text: &str) -> Module {
                 continue;
             }
             if let Some(record) = body.strip_prefix("#dbg_") {
-                f.records.extend(dbg_record(record));
+                f.records.extend(dbg_records(record));
             } else if !line.starts_with(' ') {
                 // A block label: `name:` or `"name":`, then maybe `; preds = ...`.
                 let label = body.split(';').next().unwrap_or("").trim().trim_end_matches(':');
@@ -319,15 +319,25 @@ fn result_type(opcode: &str, rest: &str) -> String {
     }
 }
 
-fn dbg_record(record: &str) -> Option<DbgRecord> {
-    let (kind, args) = record.split_once('(')?;
+/// One record per value: `#dbg_value(!DIArgList(i64 %a, i64 %b), !7, ...)`
+/// binds both `a` and `b` to `!7`.
+fn dbg_records(record: &str) -> Vec<DbgRecord> {
+    let Some((kind, args)) = record.split_once('(') else { return vec![] };
     if !matches!(kind, "value" | "declare" | "assign") {
-        return None;
+        return vec![];
     }
     let args = split_top(args, ',');
-    let value = args.first()?.trim().rsplit(' ').next()?.trim_start_matches('%').trim_matches('"').to_string();
-    let variable = md_id(args.get(1)?)?;
-    Some(DbgRecord { declare: kind == "declare", value, variable })
+    let (Some(first), Some(variable)) = (args.first(), args.get(1).and_then(|v| md_id(v))) else { return vec![] };
+    let first = first.trim();
+    let values: Vec<&str> = match first.strip_prefix("!DIArgList") {
+        Some(list) => balanced(list).map(|l| split_top(l, ',')).unwrap_or_default(),
+        None => vec![first],
+    };
+    values
+        .into_iter()
+        .filter_map(|v| v.trim().rsplit(' ').next())
+        .map(|v| DbgRecord { declare: kind == "declare", value: v.trim_start_matches('%').trim_matches('"').to_string(), variable })
+        .collect()
 }
 
 fn metadata(line: &str) -> Option<(u32, Node)> {
@@ -397,7 +407,12 @@ impl Module {
         })
     }
 
-    /// Every local variable and parameter whose scope is `subprogram`.
+    /// The `line:` of a metadata node (a subprogram's first line).
+    pub fn line_of(&self, id: u32) -> Option<u32> {
+        self.metadata.get(&id).and_then(|n| n.num("line")).map(|l| l as u32)
+    }
+
+    /// Every parameter whose scope is `subprogram`, in order.
     pub fn parameters(&self, subprogram: u32) -> Vec<Variable> {
         let mut vars: Vec<Variable> = self
             .metadata
@@ -476,6 +491,28 @@ impl Module {
             .filter_map(|n| n.num("line").map(|l| l as u32))
             .collect();
         Some((*lines.first()?, *lines.get(1).unwrap_or(&lines[0])))
+    }
+}
+
+impl Inst {
+    /// The function a direct call calls (without `@`).
+    pub fn callee(&self) -> Option<&str> {
+        if !matches!(self.opcode.as_str(), "call" | "invoke") {
+            return None;
+        }
+        let at = self.text.find(" @")? + 2;
+        let rest = &self.text[at..];
+        match rest.strip_prefix('"') {
+            Some(q) => q.split('"').next(),
+            None => rest.split('(').next(),
+        }
+    }
+
+    /// A call's arguments as written (`double noundef 2.000000e+00`).
+    pub fn call_args(&self) -> Vec<&str> {
+        let Some(callee) = self.callee() else { return vec![] };
+        let after = self.text.find(callee).map_or("", |i| &self.text[i + callee.len()..]);
+        balanced(after).map(|a| split_top(a, ',').into_iter().map(str::trim).collect()).unwrap_or_default()
     }
 }
 
@@ -565,7 +602,7 @@ entry:
   %1 = tail call i32 @llvm.amdgcn.workitem.id.x(), !dbg !31
   %idx = zext nneg i32 %1 to i64, !dbg !31
   %mul = mul nsw i64 %idx, %n, !dbg !32
-    #dbg_value(i64 %mul, !21, !DIExpression(), !30)
+    #dbg_value(!DIArgList(i64 %mul, i64 %idx), !21, !DIExpression(), !30)
   %gep = getelementptr inbounds double, ptr addrspace(1) %out.coerce, i64 %mul, !dbg !33
   %v = load double, ptr addrspace(1) %gep, align 8, !dbg !33, !tbaa !40
   %s = select i1 true, double %v, double 0.000000e+00
@@ -620,6 +657,10 @@ exit:
         assert_eq!(mul.operands, ["idx", "n"]);
         assert_eq!(f.blocks[0].insts[1].ty, "i64", "zext's result type");
         assert_eq!(f.blocks[0].insts[0].ty, "i32", "a call's return type");
+        assert_eq!(f.blocks[0].insts[0].callee(), Some("llvm.amdgcn.workitem.id.x"));
+        let call = instruction("%c = call contract noundef double @_ZL3powdd(double noundef %40, double noundef 2.000000e+00) #25, !dbg !7");
+        assert_eq!((call.callee(), call.call_args()), (Some("_ZL3powdd"), vec!["double noundef %40", "double noundef 2.000000e+00"]));
+        assert_eq!(call.dbg, Some(7));
         assert_eq!(f.blocks[0].insts[4].ty, "double", "a load's type");
         assert_eq!(f.blocks[0].insts[5].ty, "double", "a select's type");
         assert_eq!(f.blocks[0].insts[6].text, "alloca [64 x i32], align 16, addrspace(5)");
@@ -637,7 +678,7 @@ exit:
         assert_eq!(chain.iter().map(|p| (p.file.as_str(), p.line, p.col)).collect::<Vec<_>>(), [("inc/h.h", 4, 7), ("k.hip", 4, 12)]);
         assert_eq!(m.location(33)[0].file, "k.hip", "through a lexical block");
         let vars = f.variables_of(&m);
-        assert_eq!(vars["mul"][0].name, "pos");
+        assert_eq!((vars["mul"][0].name.as_str(), vars["idx"][0].name.as_str()), ("pos", "pos"));
         let n = &vars["n"][0];
         assert_eq!((n.arg, m.type_name(n.ty.unwrap()).as_str()), (Some(2), "size_t"));
         assert!(m.is_64bit_integer(n.ty.unwrap()));

@@ -159,7 +159,8 @@ impl Liveness<'_> {
         }
         let preds = predecessors(f);
         let mut found = BTreeSet::new();
-        let mut seen = BTreeSet::from([b0]);
+        // The starting block may be reached again around a loop: then all of it counts.
+        let mut seen = BTreeSet::new();
         let mut work: Vec<usize> = preds[b0].clone();
         while let Some(b) = work.pop() {
             if !seen.insert(b) {
@@ -271,8 +272,10 @@ bb.2:
         let v = |i| Reg { class: RegClass::Vgpr, index: i };
         // At the store (instruction 6), v2 was loaded by instruction 1.
         assert_eq!(l.reaching_defs(v(2), 6), [1]);
-        // v5 in the loop: the add itself, or (first trip) the move from v0.
         assert_eq!(l.reaching_defs(v(5), 4), [3]);
+        // Read at the top of the loop: the move before it, or the add around the back edge.
+        let looped = mir::parse(&LOOP.replace("renamable $vgpr5 = V_ADD_U32_e32 1, killed $vgpr5", "V_CMP_GT_I32_e32 11, $vgpr5, implicit-def $vcc, implicit $exec; k.hip:6:1\n  renamable $vgpr5 = V_ADD_U32_e32 1, killed $vgpr5"));
+        assert_eq!(liveness(&looped[0]).reaching_defs(v(5), 3), [2, 4]);
         assert_eq!(l.reaching_defs(v(5), 3), [3], "an instruction that defines the register is its origin");
         // The move copies the kernel input v0, which nothing defines: the move is the origin.
         assert_eq!(l.origins(v(5), 2), [2]);

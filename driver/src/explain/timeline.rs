@@ -74,47 +74,117 @@ pub struct LiveValue {
     pub regs: Vec<String>,
 }
 
-/// IR instructions by location, with the variables their results hold.
+/// IR instructions by location, with the variables their results hold,
+/// and the calls the kernel makes (before inlining) by location.
 pub struct Names {
     sites: HashMap<Vec<(String, u32, u32)>, Vec<Site>>,
+    calls: HashMap<(String, u32, u32), String>,
 }
 
 struct Site {
-    ir_value: String,
     loads: bool,
     variables: Vec<String>,
+    /// What it is when no variable holds it: `u[…]` for a load from `u`,
+    /// `&u[…]` for an address into it, else the IR value's name.
+    label: String,
 }
 
 fn key(chain: &[SourcePos]) -> Vec<(String, u32, u32)> {
     chain.iter().map(|p| (p.file_name().to_string(), p.line, p.col)).collect()
 }
 
+/// How a label names an array: the parameter (`u.coerce` → `u`) or the
+/// local variable that a pointer is based on.
+fn base_of<'a>(f: &'a ir::Function, defs: &HashMap<&str, &'a ir::Inst>, locals: &HashMap<String, String>, mut p: &'a str) -> Option<String> {
+    for _ in 0..16 {
+        if f.params.iter().any(|(n, _)| n == p) {
+            return Some(p.trim_end_matches(".coerce").to_string());
+        }
+        let inst = defs.get(p)?;
+        match inst.opcode.as_str() {
+            "getelementptr" | "addrspacecast" | "bitcast" => p = inst.operands.first()?,
+            "alloca" => return Some(locals.get(p).cloned().unwrap_or_else(|| p.to_string())),
+            _ => return None,
+        }
+    }
+    None
+}
+
 impl Names {
-    pub fn new(module: &ir::Module, f: &ir::Function) -> Names {
+    /// From the kernel `f` of the optimized IR, and the same kernel `before`
+    /// optimization (for its calls).
+    pub fn new(module: &ir::Module, f: &ir::Function, pre: Option<(&ir::Module, &ir::Function)>) -> Names {
         let vars = f.variables_of(module);
+        let defs: HashMap<&str, &ir::Inst> =
+            f.blocks.iter().flat_map(|b| &b.insts).filter_map(|i| Some((i.result.as_deref()?, i))).collect();
+        let locals: HashMap<String, String> = f
+            .records
+            .iter()
+            .filter(|r| r.declare)
+            .filter_map(|r| Some((r.value.clone(), module.variable(r.variable)?.name)))
+            .collect();
         let mut sites: HashMap<_, Vec<Site>> = HashMap::new();
         for inst in f.blocks.iter().flat_map(|b| &b.insts) {
             let (Some(result), Some(dbg)) = (&inst.result, inst.dbg) else { continue };
             let variables = vars.get(result).map(|v| v.iter().map(|v| v.name.clone()).collect()).unwrap_or_default();
+            let base = || inst.operands.first().and_then(|p| base_of(f, &defs, &locals, p));
+            let label = match inst.opcode.as_str() {
+                "load" => base().map(|b| format!("{b}[…]")),
+                "getelementptr" => base().map(|b| format!("&{b}[…]")),
+                _ => None,
+            };
             sites.entry(key(&module.location(dbg))).or_default().push(Site {
-                ir_value: result.clone(),
                 loads: inst.opcode == "load",
                 variables,
+                label: label.unwrap_or_else(|| format!("%{result}")),
             });
         }
-        Names { sites }
+        let mut calls = HashMap::new();
+        if let Some((pm, pf)) = pre {
+            for inst in pf.blocks.iter().flat_map(|b| &b.insts) {
+                let (Some(callee), Some(dbg)) = (inst.callee(), inst.dbg) else { continue };
+                if callee.starts_with("llvm.") {
+                    continue;
+                }
+                if let Some(k) = key(&pm.location(dbg)).pop() {
+                    let name = crate::report::demangle(callee);
+                    let name = crate::report::short_name(&name).rsplit("::").next().unwrap_or(callee).to_string();
+                    calls.insert(k, name);
+                }
+            }
+        }
+        Names { sites, calls }
     }
 
-    /// Variables (if any) and IR value names made at `chain`; a load
-    /// matches loads first, anything else non-loads first.
-    fn lookup(&self, chain: &[SourcePos], loads: bool) -> Option<(Vec<String>, Vec<String>)> {
-        let sites = self.sites.get(&key(chain))?;
-        let same: Vec<&Site> = sites.iter().filter(|s| s.loads == loads).collect();
-        let chosen: Vec<&Site> = if same.is_empty() { sites.iter().collect() } else { same };
+    /// What the value made at `chain` is: the variables it holds (`true`),
+    /// else the call it is part of, else a description of the IR value. A
+    /// load matches IR loads first, anything else non-loads first.
+    fn lookup(&self, chain: &[SourcePos], loads: bool) -> Option<(String, bool)> {
+        let sites = self.sites.get(&key(chain));
+        let chosen: Vec<&Site> = sites.map_or_else(Vec::new, |sites| {
+            let same: Vec<&Site> = sites.iter().filter(|s| s.loads == loads).collect();
+            if same.is_empty() {
+                sites.iter().collect()
+            } else {
+                same
+            }
+        });
         let mut vars: Vec<String> = chosen.iter().flat_map(|s| s.variables.iter().cloned()).collect();
         vars.sort();
         vars.dedup();
-        Some((vars, chosen.iter().map(|s| s.ir_value.clone()).collect()))
+        if !vars.is_empty() {
+            return Some((vars.join(", "), true));
+        }
+        // Inlined code: name the call it came from (`pow() at 103:25`).
+        if chain.len() > 1 {
+            let outer = key(chain).pop()?;
+            if let Some(callee) = self.calls.get(&outer) {
+                return Some((format!("{callee}() at {}:{}", outer.1, outer.2), false));
+            }
+        }
+        let labels: Vec<&str> = chosen.iter().map(|s| s.label.as_str()).collect();
+        // `u[…]` says more than `%12`.
+        labels.iter().find(|l| !l.starts_with('%')).or(labels.iter().find(|l| !l[1..].chars().all(|c| c.is_ascii_digit()))).or(labels.first()).map(|l| (l.to_string(), false))
     }
 }
 
@@ -193,18 +263,24 @@ pub fn build(l: &Liveness<'_>, file: &str, names: Option<&Names>, loops: &[(u32,
 fn live_values(l: &Liveness<'_>, k: usize, line: &[u32], names: Option<&Names>) -> Vec<LiveValue> {
     let mut groups: BTreeMap<(String, u32), LiveValue> = BTreeMap::new();
     for reg in l.occupied[k].iter().filter(|r| r.class != RegClass::Sgpr) {
-        let origins = l.origins(reg, k);
-        let (name, variable, def_line) = match origins.first() {
+        // A value with several definitions (a loop-carried one: its start
+        // value and its update) is named by the most telling one.
+        let named: Vec<(usize, Option<(String, bool)>)> = l
+            .origins(reg, k)
+            .into_iter()
+            .map(|d| (d, names.and_then(|n| n.lookup(&l.instr(d).location, l.instr(d).loads))))
+            .collect();
+        let best = named
+            .iter()
+            .find(|(_, n)| n.as_ref().is_some_and(|n| n.1))
+            .or_else(|| named.iter().find(|(_, n)| n.is_some()))
+            .or(named.first());
+        let (name, variable, def_line) = match best {
             None => ("kernel input (work-item id)".to_string(), false, 0),
-            Some(&d) => {
-                let ins = l.instr(d);
-                let found = names.and_then(|n| n.lookup(&ins.location, ins.loads));
-                let pos = ins.outer().map_or_else(|| format!("line {}", line[d]), |p| format!("{}:{}", p.line, p.col));
-                match found {
-                    Some((vars, _)) if !vars.is_empty() => (vars.join(", "), true, line[d]),
-                    Some((_, values)) => (ir_value_label(&values).unwrap_or(pos), false, line[d]),
-                    None => (format!("value made at {pos}"), false, line[d]),
-                }
+            Some((d, Some((name, variable)))) => (name.clone(), *variable, line[*d]),
+            Some((d, None)) => {
+                let pos = l.instr(*d).outer().map_or_else(|| format!("line {}", line[*d]), |p| format!("{}:{}", p.line, p.col));
+                (format!("value made at {pos}"), false, line[*d])
             }
         };
         let g = groups.entry((name.clone(), def_line)).or_insert(LiveValue {
@@ -220,12 +296,6 @@ fn live_values(l: &Liveness<'_>, k: usize, line: &[u32], names: Option<&Names>) 
     let mut out: Vec<LiveValue> = groups.into_values().collect();
     out.sort_by(|a, b| b.registers.cmp(&a.registers).then(a.line.cmp(&b.line)).then(a.name.cmp(&b.name)));
     out
-}
-
-/// `%arrayidx`-style names say more than `%12`.
-fn ir_value_label(values: &[String]) -> Option<String> {
-    let named = values.iter().find(|v| !v.chars().all(|c| c.is_ascii_digit()));
-    named.or(values.first()).map(|v| format!("%{v}"))
 }
 
 #[cfg(test)]
@@ -273,7 +343,7 @@ entry:
         let f = &mir::parse(MIR)[0];
         let l = pressure::liveness(f);
         let m = ir::parse(IR);
-        let names = Names::new(&m, m.function("k").unwrap());
+        let names = Names::new(&m, m.function("k").unwrap(), None);
         let t = build(&l, "k.hip", Some(&names), &[(3, 8)]);
         assert_eq!(t.vgpr, [4, 6, 8, 8, 4, 0]);
         // The move without a location takes the line before it, in its block.
