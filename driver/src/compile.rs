@@ -113,6 +113,14 @@ impl Unit<'_> {
         run(cmd, self)
     }
 
+    /// Device-only compile to a listing in `out`: assembly (PTX on NVPTX,
+    /// no ptxas), or optimized LLVM IR with `-emit-llvm` among `extra`.
+    pub fn listing(&self, out: &Path, extra: &[&str]) -> Result<Compiled, CompileError> {
+        let mut cmd = self.hip_command()?;
+        cmd.args(extra).arg("-S").arg("-o").arg(out).arg(self.source);
+        run(cmd, self)
+    }
+
     /// Preprocess only, to `out`: the same bytes as the `.hipi` that
     /// [`Unit::build_keeping_temps`] keeps, at a fraction of its cost.
     pub fn preprocess(&self, out: &Path) -> Result<Compiled, CompileError> {

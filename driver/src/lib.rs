@@ -11,6 +11,7 @@ pub mod compile;
 pub mod cost;
 pub mod cubin;
 pub mod cuda;
+pub mod explain;
 pub mod fix;
 pub mod hash;
 pub mod job;

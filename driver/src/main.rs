@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use regtune::output::{self, Format};
 use regtune::target::Arch;
 use regtune::toolchain::Toolchain;
-use regtune::{batch, fix, measure, plugin, report, search, target, tune};
+use regtune::{batch, explain, fix, measure, plugin, report, search, target, tune};
 
 #[derive(Parser)]
 #[command(name = "regtune", version, about = "Rewrite HIP kernels to need fewer registers, verified by the real backend")]
@@ -50,6 +50,9 @@ enum Command {
     /// (or -o FILE); the program's output is its own. Exit status: the program's when it fails; 1 when
     /// nothing could be measured; 2 when measuring could not start (db, tools, nothing to measure).
     Measure(MeasureArgs),
+    /// Why each kernel needs its registers: pressure along its machine code, the values live at
+    /// the peak in source terms, and the register-pressure patterns found in it.
+    Explain(ExplainArgs),
     /// Show which toolchain regtune found, what is missing, and how to fix it.
     Doctor,
     /// Compile through regtune with the tuned decisions (also CMake's compiler launcher); never breaks a build.
@@ -282,6 +285,23 @@ struct MeasureArgs {
 }
 
 #[derive(Args)]
+struct ExplainArgs {
+    #[command(flatten)]
+    inputs: Inputs,
+    /// Only this kernel (its name, as in `report`, or its symbol).
+    #[arg(long, value_name = "NAME")]
+    kernel: Option<String>,
+    #[arg(long, value_enum, default_value_t = explain::Format::Text)]
+    format: explain::Format,
+    /// text and json: write here instead of stdout; html: the directory for the pages [default: .].
+    #[arg(short, long, value_name = "PATH")]
+    output: Option<PathBuf>,
+    /// The decisions db, for what `tune` measured.
+    #[arg(long, value_name = "PATH", default_value = ".regtune/decisions.json")]
+    db: PathBuf,
+}
+
+#[derive(Args)]
 struct MergeArgs {
     /// The dbs to join (each with its batch records beside it, if any).
     #[arg(required = true, value_name = "DB")]
@@ -350,6 +370,7 @@ fn main() -> ExitCode {
                 ExitCode::from(MEASURE_FATAL)
             });
         }
+        Command::Explain(args) => explain(args),
         Command::Doctor => doctor(),
         Command::Cc(args) => {
             let invocation = regtune::wrapper::Invocation::cc(args.mode, args.compiler.map(Into::into), args.db, args.command);
@@ -505,6 +526,21 @@ fn merge(args: MergeArgs) -> Result<ExitCode> {
     }
     output::emit(&batch::render::render(&result, args.format), None)?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn explain(args: ExplainArgs) -> Result<ExitCode> {
+    let archs = args.inputs.archs()?;
+    let db = regtune_decisions::Db::load(&args.db)?;
+    let toolchain = Toolchain::detect_for(&archs)?;
+    let options = explain::Options { kernel: args.kernel.as_deref(), db: &db };
+    let (kernels, failures) = explain::run(&toolchain, &args.inputs.files, &archs, &args.inputs.clang_args, &options);
+    for f in &failures {
+        f.print();
+    }
+    for path in explain::emit(&kernels, args.format, args.output.as_deref())? {
+        println!("wrote {}", path.display());
+    }
+    Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn doctor() -> Result<ExitCode> {

@@ -10,7 +10,7 @@ use super::{Batch, KernelRow, Status};
 use crate::report::short_name;
 
 /// Text and attribute values, escaped for HTML.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -35,9 +35,11 @@ pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision]) -> Resul
             name: String::new(),
             file: String::new(),
             transforms: d.transforms.clone(),
+            reason: None,
             suggested: vec![],
             before: None,
             after: None,
+            measured: None,
         });
     }
     let decisions_file = dir.path().join("decisions.json");

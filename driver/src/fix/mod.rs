@@ -227,15 +227,15 @@ pub fn run(
     let mut patches = Vec::new();
     let mut failures = Vec::new();
     // Each file takes a few compiles (locate, AST, verify): say so on a terminal.
-    let bar = crate::progress::bar(files.len() as u64, "patching");
+    let bar = crate::progress::Progress::new(files.len() as u64, "patching");
     for file in files {
         match fix_file(toolchain, plugin, file, archs, user_args, &db, options) {
             Ok(p) => patches.push(p),
             Err(f) => failures.push(f),
         }
-        bar.inc(1);
+        bar.inc();
     }
-    bar.finish_and_clear();
+    bar.finish();
     Ok((patches, failures))
 }
 
