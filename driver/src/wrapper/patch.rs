@@ -86,7 +86,8 @@ impl Wrapper {
                 }
             };
             if let Some(first) = cached.left_out.first() {
-                eprintln!("regtune: warning: {}: {} kernel(s) not patched ({first}); building the rest patched", source.path, cached.left_out.len());
+                let rest = if cached.patched == original { "compiling it without regtune" } else { "building the rest patched" };
+                eprintln!("regtune: warning: {}: {} kernel(s) not patched ({first}); {rest}", source.path, cached.left_out.len());
             }
             if cached.patched == original {
                 continue;
