@@ -745,7 +745,9 @@ mod tests {
             name: String::new(),
             file: String::new(),
             transforms,
+            reason: None,
             suggested,
+            measured: None,
             before: Some(Usage { vgpr: 99, sgpr_spills: 16, occupancy: 4, ..Usage::default() }),
             after: Some(Usage { vgpr: 82, occupancy: 5, ..Usage::default() }),
         }
@@ -760,6 +762,7 @@ mod tests {
             transforms: Transforms { launch_bounds: Some(256), ..Transforms::default() },
             usage: Usage { vgpr: 162, occupancy: 3, ..Usage::default() },
             message: String::new(),
+            reasons: vec![],
             confirmed: false,
         };
         let suggested = Tuned::Current(entry(Transforms::default(), vec![suggestion]));
