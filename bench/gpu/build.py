@@ -10,6 +10,8 @@ writes bench/gpu/build/ (ignored by git; carried to the GPU machine):
     build/assume/<example>.cubin   + the db of `regtune tune --noalias apply --block-size 256`:
                                    the assumptions that run.py's launches make true
                                    (distinct buffers, 256 threads per block)
+    build/suggested/<example>.cubin  + `regtune tune`'s db with every suggestion confirmed:
+                                   what the default rule holds back, timed
     build/manifest.json            kernels, their tune results, the toolchain
 
     python3 bench/gpu/build.py [--arch sm_90] [--regtune target/debug/regtune]
@@ -24,7 +26,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-CONFIGS = {"tuned": [], "assume": ["--noalias", "apply", "--block-size", "256"]}
+CONFIGS = {"tuned": [], "assume": ["--noalias", "apply", "--block-size", "256"], "suggested": []}
+# Every suggestion of these configs' dbs is confirmed before the build: the
+# GPU then times what each suggestion would do (unroll caps, inexact pow2).
+CONFIRM_ALL = {"suggested"}
 
 
 def cuda_root():
@@ -64,6 +69,14 @@ def main():
         out = subprocess.run([a.regtune, "tune", "--format", "json", "--offload-arch", a.arch, "--db", db] + flags + examples,
                              check=True, capture_output=True, text=True, cwd=REPO)
         tunes[config] = (db, json.loads(out.stdout)["kernels"])
+        if config in CONFIRM_ALL:
+            with open(db) as f:
+                doc = json.load(f)
+            for entry in doc["kernels"].values():
+                for s in entry.get("suggested", []):
+                    s["confirmed"] = True
+            with open(db, "w") as f:
+                json.dump(doc, f, indent=1)
         print(f"{config}: tuned {len(tunes[config][1])} kernels", file=sys.stderr)
 
     kernels = []
@@ -79,7 +92,8 @@ def main():
             tune = {}
             for config, (_, rows) in tunes.items():
                 r = next(x for x in rows if x["symbol"] == row["symbol"])
-                tune[config] = {"applied": r["applied"], "before": r["before"], "after": r["after"], "why": r["why"]}
+                applied = r["applied"] + (r["suggested"] if config in CONFIRM_ALL else [])
+                tune[config] = {"applied": applied, "before": r["before"], "after": r["after"], "why": r["why"]}
             kernels.append({"example": stem, "symbol": row["symbol"], "name": row["name"], "tune": tune, "same_cubin": same})
 
     version = lambda cmd: subprocess.run(cmd, capture_output=True, text=True).stdout.strip().splitlines()

@@ -39,6 +39,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Function.h"
@@ -233,8 +234,14 @@ void regtune_register_unroll_cap(PassBuilder &PB) {
       [](FunctionPassManager &FPM, OptimizationLevel) {
         FPM.addPass(CapBeforeUnroll());
       });
+#if LLVM_VERSION_MAJOR >= 20
   PB.registerOptimizerLastEPCallback(
       [](ModulePassManager &MPM, OptimizationLevel, ThinOrFullLTOPhase) {
+#else
+  // Before LLVM 20 this callback had no LTO phase.
+  PB.registerOptimizerLastEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel) {
+#endif
         MPM.addPass(UncapAfterOptimizer());
       });
 }
