@@ -146,7 +146,7 @@ fn full() -> &'static Full {
 fn every_hip_unit_is_tuned_with_its_own_flags_and_targets() {
     let f = full();
     let s = &f.report["summary"];
-    assert_eq!(s["entries"], 7, "{s}");
+    assert_eq!(s["entries"], 8, "{s}");
     assert_eq!(s["not_hip"], 1, "{s}");
     assert_eq!(s["units"], UNITS, "{s}");
     assert_eq!(s["targets"], json!({ "tuned": TARGETS, "cached": 0, "failed": 0 }), "{s}");
@@ -178,10 +178,12 @@ fn every_hip_unit_is_tuned_with_its_own_flags_and_targets() {
     assert_eq!(sum(&s["occupancy"]["after"]), ks.len() as u64);
     let improved = ks.iter().filter(|k| k["after"]["occupancy"].as_u64() > k["before"]["occupancy"].as_u64()).count();
     assert_eq!(s["improved"], improved);
-    assert!(improved >= 2, "md (sink) and laplacian (waves-per-eu) rise on gfx90a: {s}");
+    assert!(improved >= 1, "md (sink) rises on gfx90a: {s}");
     assert!(s["register_limited"]["before"].as_u64() >= Some(2), "{s}");
     let suggesting = ks.iter().filter(|k| !k["suggested"].as_array().unwrap().is_empty()).count();
     assert_eq!(s["suggestions"]["kernels"], suggesting, "{s}");
+    // Held by default: the Laplacian's cap, LBM's inexact pow2.
+    assert!(s["suggestions"]["unroll_cap"].as_u64() >= Some(1) && s["suggestions"]["pow2"].as_u64() >= Some(1), "{s}");
 
     // The db holds an entry for every kernel row.
     let db = db_kernels(&f.db);
@@ -419,7 +421,7 @@ fn table_and_csv_show_the_summary_and_every_kernel() {
         String::from_utf8(out.stdout).unwrap()
     };
     let table = run("table");
-    assert!(table.starts_with(&format!("{UNITS} HIP units from 7 entries, 1 not HIP; targets: 0 tuned, {TARGETS} cached, 0 failed")), "{table}");
+    assert!(table.starts_with(&format!("{UNITS} HIP units from 8 entries, 1 not HIP; targets: 0 tuned, {TARGETS} cached, 0 failed")), "{table}");
     assert!(table.contains("occupancy (waves/SIMD)") && table.contains("lbm_d3q19_collide_stream"), "{table}");
     let csv = run("csv");
     assert_eq!(csv.lines().count(), 1 + kernels(&f.report).len(), "{csv}");
@@ -436,7 +438,7 @@ fn filter_keeps_only_the_units_whose_path_matches() {
     // Relative to the current directory (the fixture's root), or absolute.
     let doc = batch_ok(&f.root, &f.compile_db, &db, &["--filter", "src/*.hip", "--filter", "*/long_lived.hip"]);
     let s = &doc["summary"];
-    assert_eq!((s["units"].as_u64(), s["filtered_out"].as_u64()), (Some(2), Some(4)), "{s}");
+    assert_eq!((s["units"].as_u64(), s["filtered_out"].as_u64()), (Some(2), Some(5)), "{s}");
     let units: BTreeSet<&str> = doc["units"].as_array().unwrap().iter().map(|u| u["file"].as_str().unwrap()).collect();
     assert!(units.iter().all(|u| u.ends_with("long_lived.hip") || u.ends_with("axpy_named.hip")), "{units:?}");
 }
