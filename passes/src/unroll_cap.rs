@@ -39,7 +39,7 @@
 //! unrolled whole. And a cap bounds unrolling, not what unrolling lets
 //! later passes do: where O3's full unroll turns a private array into
 //! registers or folds a loop away, the capped code is bigger (on no example,
-//! tests/plugin.rs; on 4 of 41 public files, e.g. 72 -> 213 IR
+//! tests/plugin.rs; on 5 of 41 public files, e.g. 72 -> 213 IR
 //! instructions at N = 1 for HPCTrainingExamples' register_usage.hip).
 //!
 //! Why it is legal: unroll factors are hints to LoopUnroll; no unroll
