@@ -161,7 +161,7 @@ fn every_transform_builds_under_llvm_19() {
     let Some(plugin) = common::llvm19_plugin() else { return };
     let llvm = Llvm { clang: "clang-19", opt: "opt-19", plugin };
     for (file, transforms, note) in [
-        ("lbm_d3q19.hip", json!({"pow2": true}), "regtune: pow2 changed"),
+        ("lbm_d3q19.hip", json!({"pow2": true, "pow2_inexact": true}), "regtune: pow2=inexact changed"),
         ("lbm_d3q19.hip", json!({"noalias": [{"index": 1}, {"index": 2}]}), "regtune: noalias changed _Z24lbm_d3q19_collide_stream"),
         ("laplacian3d.hip", json!({"unroll_cap": 2}), "regtune: unroll-cap=2 changed"),
         ("long_lived.hip", json!({"sink": true}), "regtune: sink changed"),

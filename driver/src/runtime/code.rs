@@ -3,9 +3,11 @@
 //! suggested one, kept by `tune` beside the db (they are the very objects
 //! it measured, compiled from the same IR):
 //!
-//!     .regtune/decisions.json                 the db
-//!     .regtune/decisions.code/<input hash>/plain.cubin
-//!     .regtune/decisions.code/<input hash>/<hash of kernel and transforms>.cubin
+//! ```text
+//! .regtune/decisions.json                 the db
+//! .regtune/decisions.code/<input hash>/plain.cubin
+//! .regtune/decisions.code/<input hash>/<hash of kernel and transforms>.cubin
+//! ```
 //!
 //! (`.hsaco` for AMDGPU code objects.)
 
