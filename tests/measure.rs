@@ -159,14 +159,24 @@ fn the_interposer_exports_the_entry_points_its_hosts_call() {
 /// identical and faster, plain when it was slower (the build
 /// bench/gpu/build.py and the wrapper make: clang with the plugin and the db).
 #[test]
-#[ignore = "open: tune no longer decides the Laplacian's unroll cap by default (a suggestion now); the test must confirm it before measuring"]
 fn the_build_follows_the_measurement() {
     use regtune_decisions::measured::{Candidate, Timing};
     use regtune_decisions::Measured;
 
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("decisions.json");
-    regtune().args(["tune", "--offload-arch", "sm_90", "--db"]).arg(&db_path).arg("examples/laplacian3d.hip").assert().success();
+    // The default rule only suggests the Laplacian's cap: confirm it, as a
+    // user does, and tune again so that it is the kernel's decision.
+    let tune = || regtune().args(["tune", "--offload-arch", "sm_90", "--db"]).arg(&db_path).arg("examples/laplacian3d.hip").assert().success();
+    tune();
+    let mut db = Db::load(&db_path).unwrap();
+    for e in db.kernels.values_mut() {
+        for s in &mut e.suggested {
+            s.confirmed = true;
+        }
+    }
+    db.save(&db_path).unwrap();
+    tune();
     let cuda = regtune::cuda::Cuda::detect().unwrap();
     let plugin = regtune::plugin::find().unwrap();
     let registers = |db: &Path| {
