@@ -16,7 +16,7 @@ set -euo pipefail
 # LLVM 19 besides 22: ci/test.sh also builds and tests the pass plugin for
 # it (ROCm compiles with its own LLVM, usually a version or two behind).
 # One line: ci/check-spawned.sh and a test read it.
-packages=(clang-22 clang-tools-22 llvm-22 llvm-22-dev llvm-22-tools lld-22 libamdhip64-dev rocm-device-libs cmake chromium python3-pip strace g++ make clang-19 llvm-19-dev llvm-19-tools)
+packages=(clang-22 clang-tools-22 llvm-22 llvm-22-dev llvm-22-tools lld-22 libamdhip64-dev rocm-device-libs cmake chromium python3-pip strace g++ make git clang-19 llvm-19-dev llvm-19-tools)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -17,8 +17,9 @@ log=$(mktemp)
 trap 'rm -f "$log" "$log".*' EXIT
 # --seccomp-bpf stops only on execve: the traced run keeps its speed.
 # A fresh machine's PATH: the system's, and Rust's (wherever cargo is).
+# /usr/local is empty on a fresh Debian: what is there was put by hand.
 cargo_bin=$(dirname "$(command -v cargo)")
-fresh_path="$cargo_bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+fresh_path="$cargo_bin:/usr/sbin:/usr/bin:/sbin:/bin"
 status=0
 PATH="$fresh_path" strace -f --seccomp-bpf -qq -e trace=execve -e signal=none -o "$log" "$@" || status=$?
 

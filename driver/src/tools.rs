@@ -60,6 +60,7 @@ pub const DEBIAN: &[Tool] = &[
     tool("FileCheck and lit (tests)", "FileCheck", "llvm-22-tools", false),
     tool("cmake (examples/cmake, tests)", "/usr/bin/cmake", "cmake", false),
     tool("make (cmake's generator, tests)", "/usr/bin/make", "make", false),
+    tool("git (tests apply regtune fix's patches)", "/usr/bin/git", "git", false),
     tool("chromium (HTML report tests)", "/usr/bin/chromium", "chromium", false),
     tool("pip (fetches CUDA's wheels)", "/usr/lib/python3/dist-packages/pip/__init__.py", "python3-pip", false),
     tool("clang 19 (the LLVM-19 plugin's tests)", "/usr/lib/llvm-19/bin/clang", "clang-19", false),
