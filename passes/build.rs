@@ -51,6 +51,9 @@ fn main() {
 
     let mut build = cc::Build::new();
     build.cpp(true).files(&sources).warnings(true).extra_warnings(false);
+    // binutils' archiver, which comes with the C toolchain Rust needs: cc
+    // would otherwise take whatever `llvm-ar` happens to be on PATH.
+    build.archiver("ar").ranlib("ranlib");
     for flag in cxxflags.split_whitespace() {
         // llvm-config hands out the flags LLVM itself was built with; keep
         // the ones that matter for ABI and headers, and leave optimisation
