@@ -167,7 +167,15 @@ fn tune_mode_builds_running_at_once_share_one_db_and_lose_no_decision() {
     let mut left: Vec<String> =
         std::fs::read_dir(t.db.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     left.sort();
+    // decisions.code: the candidates `regtune measure` runs, kept by tune.
     assert_eq!(left, ["decisions.code", "decisions.json", "decisions.json.lock"], "no temporary file is left behind");
+    let code = t.db.parent().unwrap().join("decisions.code");
+    for unit in std::fs::read_dir(&code).unwrap() {
+        for f in std::fs::read_dir(unit.unwrap().path()).unwrap() {
+            let name = f.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(name.ends_with(".hsaco") || name.ends_with(".cubin"), "no temporary file in decisions.code: {name}");
+        }
+    }
 }
 
 #[test]

@@ -125,9 +125,10 @@ fn arch_processor(arch: &str) -> &str {
 }
 
 /// A digest of db entries: a unit whose entries someone edited (a confirmed
-/// suggestion) is tuned again.
+/// suggestion) is tuned again. A GPU measurement (`regtune measure`) is no
+/// edit: it is left out.
 pub fn entries_digest(entries: &[&Entry]) -> String {
-    hash::of_parts(entries.iter().map(|e| serde_json::to_vec(e).expect("entry serializes")))
+    hash::of_parts(entries.iter().map(|e| serde_json::to_vec(&Entry { measured: None, ..(*e).clone() }).expect("entry serializes")))
 }
 
 /// Record a finished unit: its decisions into the db, then its record
@@ -180,6 +181,35 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<(Records, usize), DbError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_measurement_is_not_an_edit_a_confirmation_is() {
+        use regtune_decisions::{Measured, Suggestion, Transforms, Usage};
+        let mut e = Entry {
+            symbol: "_Z1kPd".into(),
+            arch: "sm_90".into(),
+            input_hash: "h".into(),
+            name: "k".into(),
+            file: "k.cu".into(),
+            transforms: Transforms { sink: true, ..Default::default() },
+            suggested: vec![Suggestion { transforms: Transforms::default(), usage: Usage::default(), message: String::new(), confirmed: false }],
+            before: None,
+            after: None,
+            measured: None,
+        };
+        let before = entries_digest(&[&e]);
+        e.measured = Some(Measured {
+            device: "gpu".into(),
+            launches: 1,
+            runs: 20,
+            deterministic: true,
+            program_identical: Some(true),
+            candidates: vec![],
+        });
+        assert_eq!(entries_digest(&[&e]), before);
+        e.suggested[0].confirmed = true;
+        assert_ne!(entries_digest(&[&e]), before);
+    }
 
     #[test]
     fn records_sit_beside_the_db() {
