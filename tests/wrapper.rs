@@ -34,7 +34,7 @@ fn wrapper(name: &str, dir: &Path) -> Command {
     c.current_dir(dir);
     for v in [
         "REGTUNE_MODE", "REGTUNE_COMPILER", "REGTUNE_DB", "REGTUNE_VERBOSE", "REGTUNE_PLUGIN", "REGTUNE_WRAPPED",
-        "REGTUNE_DECISIONS", "REGTUNE_INPUT_HASH",
+        "REGTUNE_DECISIONS", "REGTUNE_INPUT_HASH", "REGTUNE_TUNE_ARGS",
     ] {
         c.env_remove(v);
     }
@@ -116,6 +116,8 @@ fn tuned() -> &'static Tuned {
                 let child = wrapper("regtune-hipcc", dir.path())
                     .env("REGTUNE_MODE", "tune")
                     .env("REGTUNE_DB", &db)
+                    // The LBM's pow(x, 2) is inexact: applied only on opt-in.
+                    .env("REGTUNE_TUNE_ARGS", "--pow2 apply")
                     .arg(format!("--offload-arch={}", ARCHS.join(",")))
                     .args(["-O3", "-c"])
                     .arg(&example)
@@ -179,12 +181,13 @@ fn tune_mode_builds_running_at_once_share_one_db_and_lose_no_decision() {
 }
 
 #[test]
-#[ignore = "open: needs an LBM decision, and pow2 of ocml's pow is only suggested by default now; the tune-mode fixture must opt in (--pow2 apply) before this runs again"]
 fn every_example_builds_with_exactly_the_usage_the_tuner_promised() {
     let t = tuned();
     let entries = db_entries(&t.db);
     let changed: Vec<&Value> = entries.iter().filter(|e| e["transforms"].as_object().is_some_and(|m| !m.is_empty())).collect();
-    assert!(changed.len() >= 3, "the examples exercise real decisions: {changed:?}");
+    // The MD kernel's sink, and the LBM's pow2 (opted in above); the
+    // Laplacian's unroll cap trades ILP and is only suggested by default.
+    assert!(changed.len() >= 2, "the examples exercise real decisions: {changed:?}");
     assert!(changed.iter().all(|e| e["after"]["occupancy"].as_u64() > e["before"]["occupancy"].as_u64()));
 
     let mut kernels = 0;
@@ -241,13 +244,12 @@ fn foreign_hipcc(dir: &Path) -> PathBuf {
 }
 
 #[test]
-#[ignore = "open: needs an LBM decision, and pow2 of ocml's pow is only suggested by default now; the tune-mode fixture must opt in (--pow2 apply) before this runs again"]
 fn patch_mode_builds_the_decisions_with_a_compiler_that_cannot_load_the_plugin() {
     let dir = tempfile::tempdir().unwrap();
     let db = tuned_db_copy(dir.path());
     let entries = db_entries(&db);
     let hipcc = foreign_hipcc(dir.path());
-    for name in ["lbm_d3q19.hip", "long_lived.hip", "laplacian3d.hip"] {
+    for name in ["lbm_d3q19.hip", "long_lived.hip"] {
         let object = dir.path().join(name.replace(".hip", ".o"));
         let build = |mode: &str| {
             wrapper("regtune-hipcc", dir.path())
@@ -283,7 +285,7 @@ fn patch_mode_builds_the_decisions_with_a_compiler_that_cannot_load_the_plugin()
         assert!(deps.contains(&example(name).display().to_string()) && !deps.contains("regtune-fix"), "{deps}");
     }
     let log = std::fs::read_to_string(dir.path().join("hipcc.log")).unwrap();
-    assert_eq!(log.lines().filter(|l| l.contains("/regtune-fix")).count(), 3, "each patched copy was compiled:\n{log}");
+    assert_eq!(log.lines().filter(|l| l.contains("/regtune-fix")).count(), 2, "each patched copy was compiled:\n{log}");
     assert!(log.lines().all(|l| !l.contains("-fpass-plugin")), "no plugin reached the compiler:\n{log}");
 }
 
@@ -450,7 +452,6 @@ fn a_corrupted_db_builds_plainly_with_one_warning_line_and_is_left_alone() {
 }
 
 #[test]
-#[ignore = "open: needs an LBM decision, and pow2 of ocml's pow is only suggested by default now; the tune-mode fixture must opt in (--pow2 apply) before this runs again"]
 fn a_plugin_that_cannot_load_builds_plainly_with_one_warning_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = tuned_db_copy(dir.path());
@@ -502,7 +503,6 @@ fn a_plugin_that_cannot_load_builds_plainly_with_one_warning_line() {
 /// the wrapper reads which LLVM it is for, compiles plainly and names the
 /// command that builds the plugin for clang 22, in one line.
 #[test]
-#[ignore = "open: needs an LBM decision, and pow2 of ocml's pow is only suggested by default now; the tune-mode fixture must opt in (--pow2 apply) before this runs again"]
 fn a_plugin_for_another_llvm_builds_plainly_naming_the_fix() {
     let Some(plugin) = common::llvm19_plugin() else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -636,6 +636,12 @@ fn a_failure_of_regtunes_own_adds_one_line_only_when_the_build_succeeds() {
 fn cmake(args: &[&std::ffi::OsStr], dir: &Path, env: &[(&str, &std::ffi::OsStr)]) -> Output {
     let mut c = Command::new("cmake");
     c.current_dir(dir).args(args);
+    if args.first().is_some_and(|a| *a == "-S") {
+        // CMake takes an unversioned `llvm-ar` for a clang it cannot tell
+        // the version of (regtune-hipcc), whichever LLVM that comes from;
+        // binutils' archiver comes with the C toolchain on every machine.
+        c.args(["-DCMAKE_AR=/usr/bin/ar", "-DCMAKE_RANLIB=/usr/bin/ranlib"]);
+    }
     for v in ["REGTUNE_MODE", "REGTUNE_COMPILER", "REGTUNE_DB", "REGTUNE_VERBOSE", "REGTUNE_PLUGIN", "CXX", "CXXFLAGS"] {
         c.env_remove(v);
     }

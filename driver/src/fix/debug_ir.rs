@@ -5,9 +5,11 @@
 //! Two things are read from LLVM's textual IR, nothing else:
 //!   - calls that are gone afterwards (pow2 turned them into multiplies),
 //!     with their `!dbg` location and the exponent they were passed;
-//!   - loops whose unroll property changed, located by the start location
-//!     clang puts in every loop ID when it emits debug info
-//!     (`!{!self, !DILocation(start), !DILocation(end), ...}`).
+//!   - where each function's loops start, from the start location clang
+//!     puts in every loop ID when it emits debug info
+//!     (`!{!self, !DILocation(start), !DILocation(end), ...}`), so the
+//!     unroller's remarks (unrolled.rs) can be tied to the function whose
+//!     source holds the loop.
 //!
 //! So the source edits follow exactly what the passes did, including
 //! their rules about which calls and which functions they may touch.
@@ -23,13 +25,12 @@ pub struct Pos {
     pub col: u32,
 }
 
-/// What `llvm.loop` asks of the unroller.
+/// What a source patch asks of the unroller for one loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unroll {
-    None,
-    Enable,
-    Full,
+    /// `#pragma nounroll`
     Disable,
+    /// `#pragma unroll N`
     Count(u32),
 }
 
@@ -55,20 +56,29 @@ pub struct CallSite {
     pub exponent: Option<f64>,
 }
 
-/// A loop whose unroll property the plugin changed.
+/// A loop whose unrolling the decisions changed (unrolled.rs).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangedLoop {
+    /// The function whose source holds the loop (before inlining).
     pub function: String,
-    /// `None`: the loop carries no start location.
-    pub at: Option<Pos>,
-    pub before: Unroll,
+    pub at: Pos,
+    /// What the source must ask for to unroll it as the decision did.
     pub after: Unroll,
+}
+
+/// A loop's start, in the function whose source holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopStart {
+    pub function: String,
+    pub at: Pos,
 }
 
 #[derive(Debug, Default)]
 pub struct Changes {
     pub removed_calls: Vec<RemovedCall>,
     pub loops: Vec<ChangedLoop>,
+    /// Loops the decisions changed in a way no pragma spells: (where, why).
+    pub unpatchable: Vec<(Pos, String)>,
 }
 
 /// Compare two textual modules.
@@ -98,16 +108,18 @@ pub fn changes(before: &str, after: &str) -> Changes {
                 }
             }
         }
-        let loops_after: Vec<(Option<Pos>, Unroll)> = fa.loops.iter().map(|&id| a.loop_info(id)).collect();
-        for (i, &id) in fb.loops.iter().enumerate() {
-            let (at, before) = b.loop_info(id);
-            // Loops keep their order; a located loop is matched by location.
-            let after = match &at {
-                Some(p) => loops_after.iter().find(|(q, _)| q.as_ref() == Some(p)).map(|(_, u)| *u),
-                None => loops_after.get(i).map(|(_, u)| *u),
-            };
-            if let Some(after) = after.filter(|u| *u != before) {
-                out.loops.push(ChangedLoop { function: fb.name.clone(), at, before, after });
+    }
+    out
+}
+
+/// Where every located loop of `module` starts, by function.
+pub fn loop_starts(module: &str) -> Vec<LoopStart> {
+    let m = Module::parse(module);
+    let mut out = Vec::new();
+    for f in &m.functions {
+        for &id in &f.loops {
+            if let Some(at) = m.loop_start(id) {
+                out.push(LoopStart { function: f.name.clone(), at });
             }
         }
     }
@@ -197,34 +209,14 @@ impl Module {
         Some(if name.starts_with('/') || dir.is_empty() { name } else { format!("{dir}/{name}") })
     }
 
-    /// A loop ID's start location and unroll property.
-    fn loop_info(&self, id: u32) -> (Option<Pos>, Unroll) {
-        let Some(ops) = self.metadata.get(&id).and_then(|t| t.strip_prefix("!{")).map(|t| t.trim_end_matches('}')) else {
-            return (None, Unroll::None);
-        };
-        let mut start = None;
-        let mut unroll = Unroll::None;
-        for op in ops.split(", ").filter_map(node_ref).filter(|&op| op != id) {
-            let Some(node) = self.metadata.get(&op) else { continue };
-            if node.starts_with("!DILocation(") {
-                if start.is_none() {
-                    start = self.pos(Some(op));
-                }
-                continue;
-            }
-            let name = node.strip_prefix("!{!\"").and_then(|t| t.split('"').next()).unwrap_or_default();
-            unroll = match name {
-                "llvm.loop.unroll.disable" => Unroll::Disable,
-                "llvm.loop.unroll.full" => Unroll::Full,
-                "llvm.loop.unroll.enable" => Unroll::Enable,
-                "llvm.loop.unroll.count" => {
-                    let n = node.rsplit(' ').next().map(|v| v.trim_end_matches('}')).and_then(|v| v.parse().ok());
-                    n.map_or(unroll, Unroll::Count)
-                }
-                _ => unroll,
-            };
-        }
-        (start, unroll)
+    /// A loop ID's start location: its first `!DILocation` operand.
+    fn loop_start(&self, id: u32) -> Option<Pos> {
+        let ops = self.metadata.get(&id)?.strip_prefix("!{")?.trim_end_matches('}');
+        ops.split(", ")
+            .filter_map(node_ref)
+            .filter(|&op| op != id)
+            .find(|op| self.metadata.get(op).is_some_and(|n| n.starts_with("!DILocation(")))
+            .and_then(|op| self.pos(Some(op)))
     }
 }
 
@@ -390,13 +382,11 @@ define dso_local amdgpu_kernel void @_Z1kPd(ptr addrspace(1) noundef %x.coerce) 
 "#;
 
     #[test]
-    fn removed_calls_and_changed_loops_are_located() {
-        let after = BEFORE
-            .replace(
-                "  %5 = call contract noundef double @_ZL3powdd(double noundef %4, double noundef 2.000000e+00) #25, !dbg !14\n",
-                "  %5 = fmul contract double %4, %4, !dbg !14\n",
-            )
-            .replace("!34 = !{!\"llvm.loop.unroll.enable\"}", "!34 = !{!\"llvm.loop.unroll.count\", i32 4}");
+    fn removed_calls_and_loop_starts_are_located() {
+        let after = BEFORE.replace(
+            "  %5 = call contract noundef double @_ZL3powdd(double noundef %4, double noundef 2.000000e+00) #25, !dbg !14\n",
+            "  %5 = fmul contract double %4, %4, !dbg !14\n",
+        );
         let c = changes(BEFORE, &after);
         assert_eq!(
             c.removed_calls,
@@ -409,13 +399,8 @@ define dso_local amdgpu_kernel void @_Z1kPd(ptr addrspace(1) noundef %x.coerce) 
             }]
         );
         assert_eq!(
-            c.loops,
-            [ChangedLoop {
-                function: "_Z1kPd".into(),
-                at: Some(Pos { file: "/src/k.hip".into(), line: 8, col: 5 }),
-                before: Unroll::Enable,
-                after: Unroll::Count(4),
-            }]
+            loop_starts(BEFORE),
+            [LoopStart { function: "_Z1kPd".into(), at: Pos { file: "/src/k.hip".into(), line: 8, col: 5 } }]
         );
     }
 

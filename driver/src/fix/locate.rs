@@ -1,18 +1,24 @@
-//! Run what debug_ir.rs compares: the unit's frontend with line tables
-//! (`-gline-tables-only`, optimization off, device libraries linked, as
-//! the plugin's early phase sees it), then the plugin's early phase under
-//! `opt` with the unit's decisions. Line tables change no decision: only
-//! where things are is read from this build.
+//! Run what debug_ir.rs and unrolled.rs compare: the unit's frontend with
+//! line tables (`-gline-tables-only`, optimization off, device libraries
+//! linked, as the plugin's early phase sees it); the plugin's early phase
+//! under `opt` with the unit's decisions (pow2's removed calls); and, when
+//! a decision caps unrolling, that IR through the unit's O3 pipeline and
+//! code generator twice, plainly and with the decisions, for LoopUnroll's
+//! remarks. Line tables change no decision: only where things are is read
+//! from this build.
 
 use std::path::Path;
 use std::process::Command;
 
 use regtune_decisions::{Db, Entry};
 
-use crate::compile::Unit;
+use std::ffi::OsString;
+
+use crate::compile::{self, Unit, Variant};
+use crate::plugin::{DECISIONS_ENV, INPUT_HASH_ENV};
 
 use super::debug_ir::{self, Changes};
-use super::Decision;
+use super::{unrolled, Decision};
 
 /// What the decisions change in the unit, by source position.
 pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision]) -> Result<Changes, String> {
@@ -60,7 +66,26 @@ pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision]) -> Resul
         .env_remove("REGTUNE_INPUT_HASH");
     run(opt, "opt with the pass plugin")?;
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
-    Ok(debug_ir::changes(&read(&before)?, &read(&after)?))
+    let before = read(&before)?;
+    let mut changes = debug_ir::changes(&before, &read(&after)?);
+
+    if decisions.iter().any(|d| d.transforms.unroll_cap.is_some()) {
+        let remarks = |variant: Variant| -> Result<Vec<unrolled::Remark>, String> {
+            let mut variant = variant;
+            variant.args.push("-Rpass=loop-unroll".into());
+            let out = dir.path().join("remarks.o");
+            let compiled = compile::ir_to_object(unit.toolchain, unit.arch, &bc, &out, &variant, unit.user_args).map_err(|e| e.to_string())?;
+            Ok(unrolled::parse(&compiled.stderr))
+        };
+        let plain = remarks(Variant::default())?;
+        let capped = remarks(Variant {
+            args: vec![OsString::from(format!("-fpass-plugin={}", plugin.display()))],
+            env: vec![(DECISIONS_ENV, decisions_file.clone().into_os_string()), (INPUT_HASH_ENV, OsString::new())],
+            deadline: None,
+        })?;
+        (changes.loops, changes.unpatchable) = unrolled::changed(&plain, &capped, &debug_ir::loop_starts(&before));
+    }
+    Ok(changes)
 }
 
 fn run(mut cmd: Command, what: &str) -> Result<(), String> {

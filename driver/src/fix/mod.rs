@@ -20,6 +20,7 @@ pub mod pow2;
 pub mod restrict;
 pub mod sink;
 pub mod unroll;
+pub mod unrolled;
 pub mod write;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -384,6 +385,10 @@ pub fn fix_file(
         let unrolled = move |f: &str| owners(active, skipped, arch, |t| t.unroll_cap.is_some(), f);
         let squared = move |f: &str| owners(active, skipped, arch, |t| t.pow2, f);
         edits.extend(unroll::edits(&source, arch, &c.loops, &unrolled, &mut notes));
+        for (at, why) in &c.unpatchable {
+            let line = ast::same_file(&at.file, path).then_some(at.line);
+            notes.file(line, format!("{why} ({arch}, {}:{})", at.file, at.line));
+        }
         edits.extend(pow2::edits(&source, &c.removed_calls, &squared, &mut notes));
     }
 

@@ -1,7 +1,7 @@
-//! unroll-cap → `#pragma unroll N` (`#pragma nounroll` for a cap of 1) on
-//! exactly the loops the decision changed: those whose `llvm.loop` the
-//! plugin rewrote (debug_ir.rs), found in the AST by the start location
-//! clang gave the loop. An existing `#pragma unroll` on the loop is
+//! unroll-cap → `#pragma unroll K` (`#pragma nounroll`) on exactly the
+//! loops the decision changed, with the factor the capped compile chose
+//! (unrolled.rs), found in the AST by the start location clang gave the
+//! loop. An existing `#pragma unroll` on the loop is
 //! replaced; a loop without one gets the pragma on a line of its own.
 //! Targets that capped one loop differently each get their pragma under
 //! `#if` (edit.rs, `per_target`).
@@ -34,12 +34,8 @@ pub fn edits(
         let pragma = match change.after {
             Unroll::Disable => "#pragma nounroll".to_string(),
             Unroll::Count(n) => format!("#pragma unroll {n}"),
-            _ => continue,
         };
-        let Some(at) = &change.at else {
-            notes.file(None, format!("unroll-cap changed a loop of {} that has no source location; not patched", unit.function_name(&change.function)));
-            continue;
-        };
+        let at = &change.at;
         if !ast::same_file(&at.file, unit.path) {
             notes.file(None, format!("unroll-cap changed a loop at {}:{} (in {}), outside this file; not patched", at.file, at.line, unit.function_name(&change.function)));
             continue;

@@ -9,8 +9,9 @@
 //! Modes (`--mode`, else `REGTUNE_MODE`, else `use`):
 //! - use: apply the db's current decisions for each HIP source through the
 //!   pass plugin; a source without any compiles plainly.
-//! - tune: first run `regtune tune` on a source the db has no current
-//!   decisions for, then build as `use` does.
+//! - tune: first run `regtune tune` (with `$REGTUNE_TUNE_ARGS`, e.g.
+//!   `--pow2 apply`) on a source the db has no current decisions for, then
+//!   build as `use` does.
 //! - patch: build each HIP source from a copy patched with its current
 //!   decisions (`regtune fix`, verified), with the compiler as given and no
 //!   plugin: ROCm's hipcc, or any other (patch.rs).
@@ -54,6 +55,8 @@ use compiler::Compiler;
 pub const MODE_ENV: &str = "REGTUNE_MODE";
 pub const COMPILER_ENV: &str = "REGTUNE_COMPILER";
 pub const DB_ENV: &str = "REGTUNE_DB";
+/// More `regtune tune` options for tune mode, e.g. `--pow2 apply`.
+pub const TUNE_ARGS_ENV: &str = "REGTUNE_TUNE_ARGS";
 /// Relative to the directory the compiler runs in.
 pub const DEFAULT_DB: &str = ".regtune/decisions.json";
 
@@ -335,6 +338,10 @@ impl Wrapper {
     /// (under its lock, so concurrent builds lose nothing), and reload it.
     fn tune(&self, cmd: &CompileCommand, missing: &[&(PathBuf, Arch, String)]) -> Result<Db, String> {
         let regtune = regtune_binary()?;
+        let extra = match std::env::var(TUNE_ARGS_ENV) {
+            Ok(v) => shlex::split(&v).ok_or_else(|| format!("{TUNE_ARGS_ENV} is not a valid shell word list: {v}"))?,
+            Err(_) => vec![],
+        };
         let mut by_source: BTreeMap<&Path, Vec<&Arch>> = BTreeMap::new();
         for (source, arch, _) in missing {
             by_source.entry(source.as_path()).or_default().push(arch);
@@ -348,6 +355,7 @@ impl Wrapper {
             let out = Command::new(&regtune)
                 .args(["tune", "--format", "json", "--offload-arch", &list.join(","), "--db"])
                 .arg(&self.db)
+                .args(&extra)
                 .arg(source)
                 .arg("--")
                 .args(&cmd.device_args)
