@@ -226,6 +226,9 @@ struct PredictArgs {
     /// Write the JSON here instead of stdout.
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
+    /// Keep every candidate's code object here (as `tune` names them), to time them on a GPU.
+    #[arg(long, value_name = "DIR")]
+    code_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -446,7 +449,7 @@ fn predict(args: PredictArgs) -> Result<ExitCode> {
     let toolchain = Toolchain::detect_for(&archs)?;
     let plugin = plugin::find()?;
     let options = args.search.tune_options(false)?;
-    let (doc, failures) = regtune::predict::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options);
+    let (doc, failures) = regtune::predict::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, args.code_dir.as_deref());
     for f in &failures {
         f.print();
     }

@@ -3,16 +3,20 @@
 //!
 //! Per file and target it runs `tune`'s search (writing no db), then
 //! compiles each candidate once more to assembly (PTX on NVPTX) and asks
-//! [`crate::cost`] how fast it would run against the plain build.
+//! [`crate::cost`] how fast it would run against the plain build. With
+//! `--code-dir`, each candidate's code object is kept too (named as `tune`
+//! names them for `regtune measure`, runtime/code.rs), so that the very
+//! code predicted can be timed on a GPU (bench/calibrate).
 
 use std::path::{Path, PathBuf};
 
-use regtune_decisions::{Db, Transforms, Usage};
+use regtune_decisions::{Db, Entry, Transforms, Usage};
 use serde::Serialize;
 
 use crate::cost::{self, Estimate, Machine, Profile};
 use crate::output::Failure;
 use crate::report;
+use crate::runtime::code;
 use crate::session::Session;
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
@@ -34,6 +38,11 @@ pub struct Candidate {
     pub estimate: Estimate,
     /// Plain time over this variant's time: above 1.0, predicted faster.
     pub predicted_speedup: f64,
+    /// The transforms as the db spells them.
+    pub spec: Transforms,
+    /// The candidate's code object (the whole file, this kernel built with
+    /// `spec`), with `--code-dir`.
+    pub code: Option<PathBuf>,
 }
 
 /// Every candidate of every kernel of `file` on `arch`.
@@ -44,6 +53,7 @@ pub fn unit(
     arch: &Arch,
     user_args: &[String],
     options: &Options,
+    code_dir: Option<&Path>,
 ) -> Result<Vec<Candidate>, Failure> {
     let progress = crate::progress::Progress::new(1, "predicting");
     let rows = tune::tune_unit(toolchain, plugin, file, arch, user_args, options, &Db::default(), &progress)?;
@@ -63,6 +73,10 @@ pub fn unit(
         for (t, usage) in variants {
             let profile = if t.is_empty() { plain_profile.clone() } else { profile_of(&t)? };
             let estimate = Estimate::of(&profile, cost::waves(arch, usage.occupancy), &machine);
+            let code = match code_dir {
+                Some(dir) => Some(keep_code(&session, &row.entry, &t, dir)?),
+                None => None,
+            };
             let decision = if t.is_empty() {
                 "plain"
             } else if &t == applied {
@@ -83,10 +97,24 @@ pub fn unit(
                 predicted_speedup: cost::speedup(&plain, &estimate),
                 profile,
                 estimate,
+                spec: t,
+                code,
             });
         }
     }
     Ok(out)
+}
+
+/// Compile `entry`'s kernel with `t` (the rest of the file plain) into
+/// `dir`, unless it is there already.
+fn keep_code(session: &Session<'_>, entry: &Entry, t: &Transforms, dir: &Path) -> Result<PathBuf, Failure> {
+    let dest = code::path(dir, entry, t);
+    if !dest.is_file() {
+        let parent = dest.parent().expect("under the code directory");
+        std::fs::create_dir_all(parent).map_err(|e| Failure::new(format!("cannot write {}: {e}", parent.display())))?;
+        session.save_code_object(&[(entry.symbol.clone(), t.clone())], &dest).map_err(|e| Failure::new(e.to_string()))?;
+    }
+    Ok(dest)
 }
 
 /// `regtune predict`'s document: the machine model and the candidates.
@@ -103,12 +131,13 @@ pub fn run(
     archs: &[Arch],
     user_args: &[String],
     options: &Options,
+    code_dir: Option<&Path>,
 ) -> (Document, Vec<Failure>) {
     let mut doc = Document { machines: archs.iter().map(|a| (a.processor().to_string(), Machine::of(a))).collect(), candidates: vec![] };
     let mut failures = Vec::new();
     for file in files {
         for arch in archs {
-            match unit(toolchain, plugin, file, arch, user_args, options) {
+            match unit(toolchain, plugin, file, arch, user_args, options, code_dir) {
                 Ok(c) => doc.candidates.extend(c),
                 Err(f) => failures.push(f),
             }
