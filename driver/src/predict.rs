@@ -59,20 +59,19 @@ pub fn unit(
     let rows = tune::tune_unit(toolchain, plugin, file, arch, user_args, options, &Db::default(), &progress)?;
     progress.finish();
     let (session, _, _) = Session::start(toolchain, arch, plugin, file, user_args).map_err(|e| Failure::new(e.to_string()))?;
-    let machine = Machine::of(arch);
     let mut out = Vec::new();
     for row in &rows {
         let profile_of =
             |t: &Transforms| tune::profile(&session, &row.report.symbol, t).map_err(|e| Failure::new(e.to_string()));
         let plain_profile = profile_of(&Transforms::default())?;
-        let plain = Estimate::of(&plain_profile, cost::waves(arch, row.before.occupancy), &machine);
+        let plain = cost::estimate(&plain_profile, &row.before, arch);
         let applied = &row.entry.transforms;
         let suggested = row.entry.suggested.first().map(|s| s.transforms.clone());
         let mut variants: Vec<(Transforms, Usage)> = vec![(Transforms::default(), row.before)];
         variants.extend(row.measured.iter().filter_map(|m| Some((m.transforms.clone(), m.usage?))));
         for (t, usage) in variants {
             let profile = if t.is_empty() { plain_profile.clone() } else { profile_of(&t)? };
-            let estimate = Estimate::of(&profile, cost::waves(arch, usage.occupancy), &machine);
+            let estimate = cost::estimate(&profile, &usage, arch);
             let code = match code_dir {
                 Some(dir) => Some(keep_code(&session, &row.entry, &t, dir)?),
                 None => None,

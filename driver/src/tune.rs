@@ -559,7 +559,7 @@ fn predicted_time_ratio(
     let without_usage = if without.is_empty() { base.usage } else { eval(without)? };
     let estimate = |t: &Transforms, u: &Usage| -> Option<cost::Estimate> {
         let p = profile(session, &base.symbol, t).ok()?;
-        Some(cost::Estimate::of(&p, cost::waves(session.arch, u.occupancy), &cost::Machine::of(session.arch)))
+        Some(cost::estimate(&p, u, session.arch))
     };
     let (with, without) = (estimate(t, usage)?, estimate(without, &without_usage)?);
     Some(with.cycles / without.cycles)
