@@ -470,10 +470,11 @@ fn plan_kernel(
 
     // An occupancy target forces a schedule with fewer registers; held back
     // where the cost model sees it give up more latency hiding than the
-    // extra waves bring back. NVPTX: the PTX cannot show what ptxas's
-    // register cap does, so nothing is predicted there.
+    // extra waves bring back. NVPTX: the PTX does not show what ptxas's
+    // register cap does; the model adds the spills ptxas reports
+    // (cost::estimate), which on an H100 is what made such targets slower.
     let mut held_target = None;
-    if let Some(w) = outcome.transforms.waves_per_eu.filter(|w| confirmed.waves_per_eu != Some(*w) && !session.arch.is_nvptx()) {
+    if let Some(w) = outcome.transforms.waves_per_eu.filter(|w| confirmed.waves_per_eu != Some(*w)) {
         let without = Transforms { waves_per_eu: None, ..outcome.transforms.clone() };
         if let Some(time_ratio) = predicted_time_ratio(session, base, (&outcome.transforms, &outcome.usage), &without, &eval) {
             if let Verdict::Hold(_) = verdict::occupancy_target(Evidence::Predicted { time_ratio }) {
