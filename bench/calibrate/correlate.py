@@ -50,6 +50,12 @@ def pearson(a, b):
     return cov / math.sqrt(va * vb) if va and vb else float("nan")
 
 
+def key(row):
+    # NVPTX occupancy targets: "warps-per-sm=N" (predict before it named
+    # them so wrote "waves-per-eu=N").
+    return row["symbol"], tuple(sorted(t.replace("waves-per-eu=", "warps-per-sm=") for t in row["transforms"]))
+
+
 def pairs(predict_docs, measured_docs):
     """(predicted candidate, measured speedup, identical) for every match."""
     out = []
@@ -58,11 +64,11 @@ def pairs(predict_docs, measured_docs):
         measured = {}
         for r in rows:
             if r.get("speedup") is not None:
-                measured[(r["symbol"], tuple(sorted(r["transforms"])))] = r
+                measured[key(r)] = r
         for c in p["candidates"]:
             if not c["transforms"]:
                 continue
-            r = measured.get((c["symbol"], tuple(sorted(c["transforms"]))))
+            r = measured.get(key(c))
             if r:
                 out.append((c, r["speedup"], r.get("identical", True)))
     return out

@@ -90,7 +90,7 @@ pub fn unit(
                 kernel: report::short_name(&row.report.name).to_string(),
                 symbol: row.report.symbol.clone(),
                 arch: arch.processor().to_string(),
-                transforms: t.labels(),
+                transforms: tune::labels(&t, arch, &[]),
                 decision,
                 usage,
                 predicted_speedup: cost::speedup(&plain, &estimate),

@@ -608,7 +608,7 @@ fn occupancy_targets(arch: &Arch, base: &Measured) -> Vec<u32> {
 /// Transform labels as the target names them: on NVPTX an occupancy target
 /// is in warps per SM ("warps-per-sm=48"; the db keeps it as `waves_per_eu`).
 /// noalias on every pointer parameter reads `noalias=all`.
-fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Vec<String> {
+pub(crate) fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Vec<String> {
     let mut labels = t.labels();
     if !every_pointer.is_empty() && t.noalias == every_pointer {
         let first = labels.iter().position(|l| l.starts_with("noalias=")).unwrap_or(labels.len());
