@@ -3,9 +3,10 @@
 //! Every compile that regtune measures goes through here, so the flags that
 //! make the real backend's numbers come out right live in one place.
 //!
-//! NVPTX targets compile as CUDA, in two steps: clang to PTX, then ptxas to
-//! a cubin with the very command clang runs ([`crate::ptxas`]) plus `-v`, whose
-//! report is appended to [`Compiled::stderr`] for [`crate::measure`].
+//! What differs per target (HIP or CUDA flags, how a code object is built
+//! and which intermediate files are kept) is the target's
+//! ([`crate::target::Target`]); NVPTX compiles as CUDA, to PTX and then
+//! through ptxas, whose `-v` report is appended to [`Compiled::stderr`].
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -13,12 +14,12 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::job::{self, JobError};
-use crate::ptxas;
-use crate::target::Arch;
+use crate::target::nvptx::ptxas;
+use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
 
 /// clang's default for HIP; the user's own -O in CLANG_ARGS comes later and wins.
-const DEFAULT_OPT: &str = "-O3";
+pub(crate) const DEFAULT_OPT: &str = "-O3";
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
@@ -88,29 +89,18 @@ impl Unit<'_> {
         self.check_source()?;
         self.toolchain.prepare(self.arch)?;
         let mut cmd = Command::new(&self.toolchain.clang);
-        if self.arch.is_nvptx() {
-            cmd.args(self.toolchain.cuda()?.device_args(self.arch));
-        } else {
-            cmd.args(self.toolchain.hip_device_args(self.arch, self.user_args));
-        }
+        cmd.args(target::of(self.arch).device_args(self.toolchain, self.arch, self.user_args)?);
         cmd.arg(DEFAULT_OPT);
         cmd.args(self.user_args);
         Ok(cmd)
     }
 
-    /// Device-only compile to a code object, with clang's resource-usage
-    /// remarks on stderr (they carry each kernel's source location). NVPTX:
-    /// a cubin, with the `ptxas -v` report on stderr.
+    /// Device-only compile to a code object, with the target's usage report
+    /// on stderr: clang's resource-usage remarks (they carry each kernel's
+    /// source location); NVPTX: a cubin, with the `ptxas -v` report.
     pub fn code_object(&self, out: &Path) -> Result<Compiled, CompileError> {
-        let mut cmd = self.hip_command()?;
-        if self.arch.is_nvptx() {
-            let ptx = out.with_extension("ptx");
-            cmd.arg("-S").arg("-o").arg(&ptx).arg(self.source);
-            let compiled = run(cmd, self)?;
-            return assemble(self.toolchain, self.arch, &ptx, out, self.user_args, compiled, None);
-        }
-        cmd.args(["-c", "-Rpass-analysis=kernel-resource-usage", "-o"]).arg(out).arg(self.source);
-        run(cmd, self)
+        let cmd = self.hip_command()?;
+        target::of(self.arch).code_object(self, cmd, out)
     }
 
     /// Device-only compile to a listing in `out`: assembly (PTX on NVPTX,
@@ -135,50 +125,10 @@ impl Unit<'_> {
     /// from. One compile's worth of work for all three.
     pub fn build_keeping_temps(&self, dir: &Path) -> Result<Temps, CompileError> {
         let object = dir.join("plain.o");
-        let mut cmd = self.hip_command()?;
         // Value names keep kernel parameters recognisable ("noalias=f14");
         // they never change the generated code.
-        if self.arch.is_nvptx() {
-            return self.nvptx_build_keeping_temps(dir, object, cmd);
-        }
-        let compiled = {
-            cmd.args(["-c", "-save-temps=obj", "-fno-discard-value-names", "-Rpass-analysis=kernel-resource-usage", "-o"])
-                .arg(&object)
-                .arg(self.source);
-            run(cmd, self)?
-        };
-        let find = |ext: &str| -> Result<PathBuf, CompileError> {
-            let found = std::fs::read_dir(dir).ok().into_iter().flatten().flatten().map(|e| e.path()).find(|p| {
-                p.extension().is_some_and(|x| x == ext)
-                    && p.file_name().is_some_and(|n| n.to_string_lossy().contains(self.arch.processor()))
-            });
-            found.ok_or_else(|| CompileError::Input {
-                file: dir.join(format!("*.{ext}")),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "clang kept no such intermediate file"),
-            })
-        };
-        Ok(Temps { object, pre_opt_ir: find("bc")?, preprocessed: find("hipi")?, stderr: compiled.stderr })
-    }
-
-    /// NVPTX: `-save-temps` would split the compile into jobs whose last one
-    /// reads IR and so codegens differently (see [`crate::cuda::Cuda::ir_args`]).
-    /// Instead: preprocess, run the frontend alone (device library linked,
-    /// no optimization), and build the object from that IR the way every
-    /// variant is built; that equals the one-step compile.
-    fn nvptx_build_keeping_temps(&self, dir: &Path, object: PathBuf, mut frontend: Command) -> Result<Temps, CompileError> {
-        let stem = self.source.file_stem().map_or_else(|| "unit".into(), |s| s.to_string_lossy().into_owned());
-        let preprocessed = dir.join(format!("{stem}-{}.cui", self.arch.processor()));
-        let pre_opt_ir = dir.join(format!("{stem}-{}.bc", self.arch.processor()));
-        let mut preprocess = self.hip_command()?;
-        preprocess.arg("-E").arg("-o").arg(&preprocessed).arg(self.source);
-        run(preprocess, self)?;
-        frontend
-            .args(["-emit-llvm", "-c", "-Xclang", "-disable-llvm-passes", "-fno-discard-value-names", "-o"])
-            .arg(&pre_opt_ir)
-            .arg(self.source);
-        let front = run(frontend, self)?;
-        let built = ir_to_object(self.toolchain, self.arch, &pre_opt_ir, &object, &Variant::default(), self.user_args)?;
-        Ok(Temps { object, pre_opt_ir, preprocessed, stderr: front.stderr + &built.stderr })
+        let cmd = self.hip_command()?;
+        target::of(self.arch).build_keeping_temps(self, cmd, dir, object)
     }
 }
 
@@ -215,54 +165,19 @@ pub fn ir_to_object(
     variant: &Variant,
     user_args: &[String],
 ) -> Result<Compiled, CompileError> {
-    let mut cmd = Command::new(&toolchain.clang);
-    let extra_args = &variant.args;
-    let listing = extra_args.iter().any(|a| a == "-S");
-    let ptx = out.with_extension("ptx");
-    let empty = out.with_extension("empty.cu");
-    if arch.is_nvptx() {
-        std::fs::write(&empty, "").map_err(|source| CompileError::Input { file: empty.clone(), source })?;
-        cmd.args(toolchain.cuda()?.ir_args(arch, ir)).arg(DEFAULT_OPT).args(user_args).args(extra_args);
-        if listing {
-            cmd.arg("-o").arg(out).arg(&empty);
-        } else {
-            cmd.arg("-S").arg("-o").arg(&ptx).arg(&empty);
-        }
-    } else {
-        cmd.args(toolchain.ir_args(arch)).arg(DEFAULT_OPT).args(extra_args);
-        cmd.arg("-c").arg("-o").arg(out).arg(ir);
-    }
+    target::of(arch).ir_to_object(toolchain, arch, ir, out, variant, user_args)
+}
+
+/// Run a compile of `ir` with the variant's environment, until its deadline.
+pub(crate) fn run_variant(mut cmd: Command, toolchain: &Toolchain, arch: &Arch, ir: &Path, variant: &Variant) -> Result<Compiled, CompileError> {
     for (k, v) in &variant.env {
         cmd.env(k, v);
     }
     let unit = Unit { toolchain, arch, source: ir, user_args: &[] };
-    let compiled = run_until(cmd, &unit, variant.deadline);
-    if arch.is_nvptx() {
-        let _ = std::fs::remove_file(&empty);
-        if !listing {
-            let compiled = compiled.and_then(|c| assemble(toolchain, arch, &ptx, out, user_args, c, variant.deadline));
-            let _ = std::fs::remove_file(&ptx);
-            return compiled;
-        }
-    }
-    compiled
+    run_until(cmd, &unit, variant.deadline)
 }
 
-/// ptxas `ptx` into the cubin `out`, its report after clang's stderr.
-fn assemble(
-    toolchain: &Toolchain,
-    arch: &Arch,
-    ptx: &Path,
-    out: &Path,
-    user_args: &[String],
-    clang: Compiled,
-    deadline: Option<Instant>,
-) -> Result<Compiled, CompileError> {
-    let report = ptxas::assemble(toolchain.cuda()?, arch, ptx, out, user_args, deadline)?;
-    Ok(Compiled { stderr: clang.stderr + &report })
-}
-
-fn run(cmd: Command, unit: &Unit<'_>) -> Result<Compiled, CompileError> {
+pub(crate) fn run(cmd: Command, unit: &Unit<'_>) -> Result<Compiled, CompileError> {
     run_until(cmd, unit, None)
 }
 
@@ -288,6 +203,24 @@ fn run_until(cmd: Command, unit: &Unit<'_>, deadline: Option<Instant>) -> Result
         });
     }
     Ok(Compiled { stderr })
+}
+
+/// The lines of a listing from the first that `starts` to the next that
+/// `ends` (that one kept when `keep_end`): one function's part.
+pub(crate) fn cut(listing: &str, starts: impl Fn(&str) -> bool, ends: impl Fn(&str) -> bool, keep_end: bool) -> String {
+    let mut out = String::new();
+    let mut lines = listing.lines().skip_while(|l| !starts(l));
+    for line in lines.by_ref() {
+        let last = ends(line);
+        if !last || keep_end {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if last {
+            break;
+        }
+    }
+    out
 }
 
 /// clang's stderr less our own resource-usage remarks and their context lines.

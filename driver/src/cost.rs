@@ -63,22 +63,30 @@ pub struct Machine {
 }
 
 impl Machine {
+    /// The target's machine.
     pub fn of(arch: &Arch) -> Machine {
-        if arch.is_nvptx() {
-            return Machine {
-                valu_cycles: 1.0,
-                memory_latency: 600.0,
-                scalar_latency: 0.0,
-                lds_latency: 30.0,
-                alu_latency: 4.0,
-                // L1: 128 B per clock per SM, four sub-partitions.
-                bytes_per_cycle: 32.0,
-                lanes: 32.0,
-                stores_in_vmcnt: false,
-                spill_latency: SPILL_LATENCY,
-                hiding: HIDING,
-            };
+        crate::target::of(arch).machine(arch)
+    }
+
+    /// An NVIDIA SM sub-partition.
+    pub fn nvptx() -> Machine {
+        Machine {
+            valu_cycles: 1.0,
+            memory_latency: 600.0,
+            scalar_latency: 0.0,
+            lds_latency: 30.0,
+            alu_latency: 4.0,
+            // L1: 128 B per clock per SM, four sub-partitions.
+            bytes_per_cycle: 32.0,
+            lanes: 32.0,
+            stores_in_vmcnt: false,
+            spill_latency: SPILL_LATENCY,
+            hiding: HIDING,
         }
+    }
+
+    /// An AMDGPU SIMD (wave64 on gfx9, wave32 on gfx10+).
+    pub fn amdgpu(arch: &Arch) -> Machine {
         let wave32 = arch.processor().starts_with("gfx1");
         Machine {
             valu_cycles: if wave32 { 1.0 } else { 4.0 },
@@ -153,7 +161,7 @@ impl Estimate {
 pub fn estimate(p: &Profile, usage: &regtune_decisions::Usage, arch: &Arch) -> Estimate {
     let m = Machine::of(arch);
     let mut p = p.clone();
-    if arch.is_nvptx() {
+    if !crate::target::of(arch).listing_shows_spills() {
         let weight = if p.code_instructions > 0.0 { (p.instructions / p.code_instructions).max(1.0) } else { 1.0 };
         // ptxas spills whole 32-bit registers at least.
         let (stores, loads) = (f64::from(usage.vgpr_spills) / 4.0, f64::from(usage.sgpr_spills) / 4.0);
@@ -173,21 +181,12 @@ pub fn speedup(plain: &Estimate, variant: &Estimate) -> f64 {
 /// A variant's profile from its listing (AMDGPU assembly or PTX, the
 /// kernel's part alone).
 pub fn profile_of(kernel_listing: &str, arch: &Arch) -> Profile {
-    let m = Machine::of(arch);
-    if arch.is_nvptx() {
-        profile_ptx(kernel_listing, &m)
-    } else {
-        profile_amdgpu(kernel_listing, &m)
-    }
+    crate::target::of(arch).profile(kernel_listing, &Machine::of(arch))
 }
 
 /// Waves per SIMD (or warps per SM sub-partition) at a reported occupancy.
 pub fn waves(arch: &Arch, occupancy: u32) -> f64 {
-    if arch.is_nvptx() {
-        f64::from(occupancy) / 4.0
-    } else {
-        f64::from(occupancy)
-    }
+    crate::target::of(arch).waves(occupancy)
 }
 
 /// One instruction as the simulation needs it.

@@ -6,11 +6,8 @@
 //! is only the CLI.
 
 pub mod batch;
-pub mod codeobj;
 pub mod compile;
 pub mod cost;
-pub mod cubin;
-pub mod cuda;
 pub mod explain;
 pub mod fix;
 pub mod hash;
@@ -18,18 +15,18 @@ pub mod job;
 pub mod launch;
 pub mod limits;
 pub mod measure;
-pub mod nvidia;
-pub mod occupancy;
 pub mod output;
 pub mod plugin;
 pub mod predict;
 pub mod progress;
-pub mod ptxas;
 pub mod report;
 pub mod runtime;
 pub mod search;
 pub mod session;
 pub mod target;
+// The per-target modules at their old paths: the public API stays as it was.
+pub use target::amdgpu::{codeobj, occupancy};
+pub use target::nvptx::{cubin, cuda, nvidia, ptxas};
 pub mod toolchain;
 pub mod tools;
 pub mod tune;

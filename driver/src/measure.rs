@@ -20,11 +20,11 @@ use std::path::Path;
 use regtune_decisions::Usage;
 use serde::Serialize;
 
-use crate::codeobj::{self, KernelMeta};
-use crate::cubin;
-use crate::nvidia::KernelResources as NvResources;
-use crate::occupancy::{KernelAttrs, KernelResources, Limiter};
-use crate::ptxas;
+use crate::target::amdgpu::codeobj::{self, KernelMeta};
+use crate::target::nvptx::cubin;
+use crate::target::nvptx::nvidia::KernelResources as NvResources;
+use crate::target::amdgpu::occupancy::{KernelAttrs, KernelResources, Limiter};
+use crate::target::nvptx::ptxas;
 use crate::target::Arch;
 
 #[derive(Debug, thiserror::Error)]
@@ -114,29 +114,11 @@ pub fn object_file(path: &Path, arch: &Arch) -> Result<Vec<Measured>, MeasureErr
 /// which for NVPTX holds the `ptxas -v` report.
 pub fn object_file_with(path: &Path, arch: &Arch, compiler_output: &str, options: &Options) -> Result<Vec<Measured>, MeasureError> {
     let bytes = std::fs::read(path).map_err(|source| MeasureError::Read { path: path.into(), source })?;
-    if arch.is_nvptx() {
-        let kernels = cubin::read(&bytes).map_err(|source| MeasureError::Cubin { path: path.into(), source })?;
-        let report = ptxas::parse(compiler_output);
-        return kernels
-            .iter()
-            .map(|k| {
-                let info = report
-                    .iter()
-                    .find(|f| f.name == k.name && f.entry)
-                    .ok_or_else(|| MeasureError::NoPtxasReport { path: path.into(), kernel: k.name.clone() })?;
-                Ok(nvptx_kernel(k, info, arch, options))
-            })
-            .collect();
-    }
-    let objects =
-        codeobj::read(&bytes).map_err(|source| MeasureError::CodeObject { path: path.into(), source })?;
-    let object = objects
-        .iter()
-        .find(|o| o.processor() == arch.processor())
-        .ok_or_else(|| MeasureError::NoTarget { path: path.into(), arch: arch.to_string() })?;
-    Ok(object.kernels.iter().map(|k| kernel(k, arch)).collect())
+    crate::target::of(arch).read_usage(path, &bytes, arch, compiler_output, options)
 }
 
+/// One AMDGPU kernel from its code object metadata, occupancy from the
+/// backend's model.
 pub fn kernel(k: &KernelMeta, arch: &Arch) -> Measured {
     let target = arch.target();
     let resources = KernelResources {

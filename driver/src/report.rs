@@ -11,10 +11,10 @@ use rayon::prelude::*;
 use regtune_decisions::Usage;
 use serde::Serialize;
 
-use crate::codeobj;
+use crate::target::amdgpu::codeobj;
 use crate::compile::{self, CompileError, Unit};
 use crate::measure::{self, Measured, NvidiaUsage};
-use crate::occupancy::Limiter;
+use crate::target::amdgpu::occupancy::Limiter;
 use crate::output::{self, Failure, Tabular};
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
@@ -79,7 +79,8 @@ fn one(
     user_args: &[String],
     options: &measure::Options,
 ) -> Result<Vec<KernelReport>, Failure> {
-    let (measured, locations) = if arch.is_nvptx() && codeobj::is_object(file) {
+    let target = crate::target::of(arch);
+    let (measured, locations) = if !target.reads_built_objects() && codeobj::is_object(file) {
         // A cubin keeps no spill counts: those come from ptxas at compile time.
         return Err(Failure::new(format!(
             "{}: NVPTX usage comes from regtune's own compile (ptxas -v); report the source file instead",
@@ -95,12 +96,8 @@ fn one(
         let compiled = unit.code_object(&obj).map_err(compile_failure)?;
         let measured =
             measure::object_file_with(&obj, arch, &compiled.stderr, options).map_err(|e| Failure::new(e.to_string()))?;
-        let locations = if arch.is_nvptx() {
-            let symbols: Vec<String> = measured.iter().map(|m| m.symbol.clone()).collect();
-            compile::source_locations(file, &symbols)
-        } else {
-            compile::remark_locations(&compiled.stderr)
-        };
+        let symbols: Vec<String> = measured.iter().map(|m| m.symbol.clone()).collect();
+        let locations = target.locations(file, &compiled.stderr, &symbols);
         (measured, locations)
     };
     if measured.is_empty() {

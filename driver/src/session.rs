@@ -125,12 +125,8 @@ impl<'a> Session<'a> {
             counter: AtomicUsize::new(0),
             cache: Mutex::new(HashMap::from([((None, vec![]), baseline.clone())])),
         };
-        let locations = if arch.is_nvptx() {
-            let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
-            compile::source_locations(source, &symbols)
-        } else {
-            compile::remark_locations(&temps.stderr)
-        };
+        let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
+        let locations = crate::target::of(arch).locations(source, &temps.stderr, &symbols);
         Ok((session, baseline, locations))
     }
 
@@ -290,8 +286,8 @@ pub struct Inspection {
 /// user's flags, the compiler and the target (NVPTX: and ptxas).
 pub fn input_hash(unit: &Unit<'_>, preprocessed: &[u8]) -> String {
     let mut parts: Vec<&[u8]> = vec![unit.toolchain.version.as_bytes(), unit.arch.name().as_bytes()];
-    let ptxas = if unit.arch.is_nvptx() { unit.toolchain.cuda().ok().map(|c| c.ptxas_version.as_bytes()) } else { None };
-    parts.extend(ptxas);
+    let extra = crate::target::of(unit.arch).hash_inputs(unit.toolchain);
+    parts.extend(extra.iter().map(|e| e.as_bytes()));
     parts.extend(unit.user_args.iter().map(|a| a.as_bytes()));
     parts.push(preprocessed);
     hash::of_parts(parts)

@@ -9,7 +9,7 @@
 //! the 5.2 libraries (gfx942, gfx950, gfx11xx, gfx12xx).
 //!
 //! NVPTX targets (`sm_XX`) use the same clang in CUDA mode with a CUDA
-//! installation ([`crate::cuda`]); the ROCm packages are then not needed.
+//! installation ([`crate::target::nvptx::cuda`]); the ROCm packages are then not needed.
 
 use std::env;
 use std::ffi::OsString;
@@ -17,7 +17,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::cuda::{Cuda, CudaError};
+use crate::target::nvptx::cuda::{Cuda, CudaError};
 use crate::target::Arch;
 use crate::tools;
 
@@ -110,7 +110,7 @@ impl Toolchain {
     /// an AMDGPU target; for NVPTX targets alone, clang 22 and a CUDA
     /// installation suffice (Debian's ROCm packages may be missing).
     pub fn detect_for(archs: &[Arch]) -> Result<Toolchain, ToolchainError> {
-        if archs.iter().any(|a| !a.is_nvptx()) || rocm_root().is_some() {
+        if archs.iter().any(|a| crate::target::of(a).needs_hip()) || rocm_root().is_some() {
             return Toolchain::detect();
         }
         let llvm_bin = Path::new(DEBIAN_LLVM).join("bin");
@@ -129,12 +129,14 @@ impl Toolchain {
     }
 
     /// Make sure everything a device compile for `arch` needs exists on
-    /// disk (Debian: the device-library overlay and the prelude; NVPTX: a
-    /// CUDA installation).
+    /// disk (the target says what: [`crate::target::Target::prepare`]).
     pub fn prepare(&self, arch: &Arch) -> Result<(), ToolchainError> {
-        if arch.is_nvptx() {
-            return self.cuda().map(drop);
-        }
+        crate::target::of(arch).prepare(self, arch)
+    }
+
+    /// HIP's part of [`Toolchain::prepare`]: on Debian, the device-library
+    /// overlay and the prelude; ROCm needs nothing.
+    pub fn prepare_hip(&self, arch: &Arch) -> Result<(), ToolchainError> {
         if self.flavor != Flavor::Debian {
             return Ok(());
         }

@@ -13,16 +13,16 @@ use serde::Serialize;
 
 use crate::limits::Limits;
 use crate::measure::Measured;
-use crate::occupancy::Limiter;
+use crate::target::amdgpu::occupancy::Limiter;
 use crate::output::{self, Failure, Tabular};
 use crate::progress::{Progress, UnitProgress};
 use crate::report::{self, KernelReport};
 use crate::search::{self, Objective, Outcome, Rule, Space};
 use crate::session::{Inspection, Listing, Session};
-use crate::target::Arch;
+use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
 use crate::verdict::{self, Evidence, Verdict};
-use crate::{cost, launch};
+use crate::{compile, cost, launch};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -383,7 +383,7 @@ fn plan_kernel(
         objective: options.objective,
         allow_scratch: options.allow_scratch,
         baseline: base.usage,
-        lane_spills: !session.arch.is_nvptx(),
+        lane_spills: target::of(session.arch).lane_spills(),
     };
     let mut plan = Plan {
         symbol: base.symbol.clone(),
@@ -517,9 +517,7 @@ fn plan_kernel(
                         1.0 / ratio
                     ));
                 }
-                if session.arch.is_nvptx() {
-                    message = message.replace(" VGPRs", " registers");
-                }
+                message = message.replace(" VGPRs", &format!(" {}", target::of(session.arch).registers_word()));
                 suggestion = Some(Proposal { held, transforms: better.transforms, usage: better.usage, reasons, message });
             }
         }
@@ -566,43 +564,14 @@ fn predicted_time_ratio(
     Some(with.cycles / without.cycles)
 }
 
-/// The most occupancy fewer registers could bring: the target's maximum
-/// waves per SIMD on AMDGPU; on NVPTX the warps per SM that the kernel's
-/// block size, shared memory and barriers allow.
+/// The most occupancy fewer registers could bring (the target's model).
 fn occupancy_ceiling(arch: &Arch, base: &Measured) -> u32 {
-    match (arch.nvidia(), &base.nvidia) {
-        (Some(sm), Some(n)) => sm.max_warps(&nvidia_resources(n), n.block_size),
-        (Some(sm), None) => sm.max_warps_per_sm,
-        (None, _) => arch.target().max_waves_per_simd,
-    }
+    target::of(arch).occupancy_ceiling(arch, base)
 }
 
-fn nvidia_resources(n: &crate::measure::NvidiaUsage) -> crate::nvidia::KernelResources {
-    crate::nvidia::KernelResources { regs: n.registers, static_smem: n.shared_bytes, dynamic_smem: 0, barriers: n.barriers }
-}
-
-/// Occupancy steps the register allocator could plausibly reach: each step
-/// above the current one whose register budget is within a third of what
-/// the kernel uses now. On NVPTX the steps are whole blocks of warps; the
-/// plugin turns a step into a register cap (`nvvm.maxnreg`).
+/// Occupancy steps the register allocator could plausibly reach.
 fn occupancy_targets(arch: &Arch, base: &Measured) -> Vec<u32> {
-    let plausible = |budget: u32| 3 * budget >= 2 * base.usage.vgpr;
-    match (arch.nvidia(), &base.nvidia) {
-        (Some(sm), Some(n)) => {
-            let k = nvidia_resources(n);
-            let step = n.block_size.div_ceil(crate::nvidia::WARP_SIZE).max(1);
-            let first = (base.usage.occupancy / step + 1) * step;
-            (first..=sm.max_warps(&k, n.block_size))
-                .step_by(step as usize)
-                .filter(|&w| sm.max_regs_for_warps(&k, n.block_size, w).is_some_and(plausible))
-                .collect()
-        }
-        (Some(_), None) => vec![],
-        (None, _) => {
-            let target = arch.target();
-            (base.usage.occupancy + 1..=target.max_waves_per_simd).filter(|&w| plausible(target.max_vgprs_for_waves(w))).collect()
-        }
-    }
+    target::of(arch).occupancy_targets(arch, base)
 }
 
 /// Transform labels as the target names them: on NVPTX an occupancy target
@@ -615,19 +584,19 @@ pub(crate) fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Ve
         labels.retain(|l| !l.starts_with("noalias="));
         labels.insert(first, "noalias=all".to_string());
     }
-    if !arch.is_nvptx() {
-        return labels;
-    }
-    labels.into_iter().map(|l| l.replace("waves-per-eu=", "warps-per-sm=")).collect()
+    let target = target::of(arch);
+    labels
+        .into_iter()
+        .map(|l| match l.strip_prefix("waves-per-eu=").and_then(|n| n.parse().ok()) {
+            Some(n) => target.occupancy_label(n),
+            None => l,
+        })
+        .collect()
 }
 
 /// What the register column counts.
 fn registers_word(arch: &Arch) -> &'static str {
-    if arch.is_nvptx() {
-        "registers"
-    } else {
-        "VGPRs"
-    }
+    target::of(arch).registers_word()
 }
 
 /// Nothing can beat the plain build: top occupancy and, for `no-spill`,
@@ -664,7 +633,7 @@ fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &
     }
     let (mut what, mut checks) = (Vec::new(), Vec::new());
     if held.pow2_inexact {
-        let library = if arch.is_nvptx() { "libdevice's `pow`" } else { "ocml's `pow`" };
+        let library = target::of(arch).pow_library().0;
         what.push("`pow(x, 2.0)` → `x * x`".to_string());
         checks.push(format!(
             "{library} is not correctly rounded, so results change in the last bit (for ~20% of doubles); \
@@ -675,7 +644,7 @@ fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &
         what.push(format!("capping unrolling at {n}"));
     }
     if let Some(w) = held.waves_per_eu {
-        let target = if arch.is_nvptx() { format!("warps-per-sm={w}") } else { format!("waves-per-eu={w}") };
+        let target = target::of(arch).occupancy_label(w);
         what.push(format!("the occupancy target {target}"));
     }
     if held.unroll_cap.is_some() || held.waves_per_eu.is_some() {
@@ -863,8 +832,11 @@ impl Plan {
 fn diff_listings(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<String, crate::session::SessionError> {
     let tuned = [(symbol.to_string(), t.clone())];
     let mut out = String::new();
-    let asm = if session.arch.is_nvptx() { ptx_function as fn(&str, &str) -> String } else { asm_function };
-    for (kind, extract, label) in [(Listing::Ir, ir_function as fn(&str, &str) -> String, "IR"), (Listing::Asm, asm, "asm")] {
+    let target = target::of(session.arch);
+    let asm = |listing: &str, symbol: &str| target.kernel_listing(listing, symbol);
+    for (kind, extract, label) in
+        [(Listing::Ir, &ir_function as &dyn Fn(&str, &str) -> String, "IR"), (Listing::Asm, &asm as &dyn Fn(&str, &str) -> String, "asm")]
+    {
         let before = extract(&session.listing(&[], kind)?, symbol);
         let after = extract(&session.listing(&tuned, kind)?, symbol);
         let diff = similar::TextDiff::from_lines(&before, &after);
@@ -883,45 +855,16 @@ fn diff_listings(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<
 /// to assembly (PTX on NVPTX).
 pub(crate) fn profile(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<cost::Profile, crate::session::SessionError> {
     let listing = session.listing(&[(symbol.to_string(), t.clone())], Listing::Asm)?;
-    let code = if session.arch.is_nvptx() { ptx_function(&listing, symbol) } else { asm_function(&listing, symbol) };
+    let code = target::of(session.arch).kernel_listing(&listing, symbol);
     Ok(cost::profile_of(&code, session.arch))
-}
-
-/// The `.entry symbol(` ... `}` block of a PTX listing.
-fn ptx_function(listing: &str, symbol: &str) -> String {
-    let start = format!(".entry {symbol}(");
-    cut(listing, |l| l.contains(&start), |l| l == "}", true)
 }
 
 /// The `define ... @symbol(...) { ... }` block of an IR listing.
 fn ir_function(listing: &str, symbol: &str) -> String {
     let start = format!("@{symbol}(");
-    cut(listing, |l| l.starts_with("define") && l.contains(&start), |l| l == "}", true)
+    compile::cut(listing, |l| l.starts_with("define") && l.contains(&start), |l| l == "}", true)
 }
 
-/// The assembly from `symbol:` to its `.Lfunc_end` label.
-fn asm_function(listing: &str, symbol: &str) -> String {
-    let start = format!("{symbol}:");
-    cut(listing, |l| l.starts_with(&start), |l| l.starts_with(".Lfunc_end"), false)
-}
-
-/// The lines from the first that `starts` to the next that `ends` (that
-/// one kept when `keep_end`).
-fn cut(listing: &str, starts: impl Fn(&str) -> bool, ends: impl Fn(&str) -> bool, keep_end: bool) -> String {
-    let mut out = String::new();
-    let mut lines = listing.lines().skip_while(|l| !starts(l));
-    for line in lines.by_ref() {
-        let last = ends(line);
-        if !last || keep_end {
-            out.push_str(line);
-            out.push('\n');
-        }
-        if last {
-            break;
-        }
-    }
-    out
-}
 
 impl Tabular for KernelTuning {
     fn header() -> Vec<&'static str> {
@@ -1006,6 +949,7 @@ mod tests {
         let ir = "define void @a() {\n  ret void\n}\ndefine amdgpu_kernel void @k(ptr %p) #0 {\nentry:\n  ret void\n}\n";
         assert_eq!(ir_function(ir, "k"), "define amdgpu_kernel void @k(ptr %p) #0 {\nentry:\n  ret void\n}\n");
         let asm = "a:\n  s_endpgm\n.Lfunc_end0:\nk:\n  s_load_dword s0\n  s_endpgm\n.Lfunc_end1:\n";
-        assert_eq!(asm_function(asm, "k"), "k:\n  s_load_dword s0\n  s_endpgm\n");
+        let gfx90a = Arch::parse("gfx90a").unwrap();
+        assert_eq!(target::of(&gfx90a).kernel_listing(asm, "k"), "k:\n  s_load_dword s0\n  s_endpgm\n");
     }
 }

@@ -451,7 +451,7 @@ fn pow_calls(cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
             format!("{call} at line{} {}", if lines.len() == 1 { "" } else { "s" }, at.join(", "))
         })
         .collect();
-    let library = if cx.arch.is_nvptx() { "libdevice's" } else { "the device library's (ocml)" };
+    let library = crate::target::of(cx.arch).pow_library().1;
     let squares = sites.iter().all(|s| s.3 == 2.0);
     out.push(Diagnostic {
         kind: Kind::Pow,

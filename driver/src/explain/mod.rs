@@ -29,12 +29,13 @@ use serde::Serialize;
 
 use crate::compile::{self, CompileError, Unit};
 use crate::measure::{self, Measured};
-use crate::occupancy::Limiter;
+use crate::target::amdgpu::occupancy::Limiter;
 use crate::output::{self, Failure};
 use crate::report::{compile_failure, demangle, short_name};
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
-use crate::{codeobj, launch, session};
+use crate::target::amdgpu::codeobj;
+use crate::{launch, session};
 
 pub use diagnose::{Diagnostic, Kind, Tuned};
 pub use timeline::Timeline;
@@ -171,7 +172,7 @@ fn build(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], 
             rayon::join(
                 || unit(user_args).code_object(&plain_obj).map_err(compile_failure).and_then(|c| measured(&plain_obj, c)),
                 || -> Result<Option<(Vec<Measured>, String)>, Failure> {
-                    if arch.is_nvptx() {
+                    if crate::target::of(arch).line_tables_change_code() {
                         return Ok(None);
                     }
                     let c = unit(&line_table_args).code_object(&lt_obj).map_err(compile_failure)?;
@@ -188,22 +189,9 @@ fn build(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], 
         },
     );
     let (plain, stderr) = plain?;
-    let meta = if arch.is_nvptx() {
-        vec![]
-    } else {
-        let bytes = std::fs::read(&plain_obj).map_err(|e| Failure::new(format!("cannot read {}: {e}", plain_obj.display())))?;
-        codeobj::read(&bytes)
-            .map_err(|e| Failure::new(format!("{}: {e}", plain_obj.display())))?
-            .into_iter()
-            .find(|o| o.processor() == arch.processor())
-            .map(|o| o.kernels)
-            .unwrap_or_default()
-    };
-    let locations = if arch.is_nvptx() {
-        compile::source_locations(file, &plain.iter().map(|m| m.symbol.clone()).collect::<Vec<_>>())
-    } else {
-        compile::remark_locations(&stderr)
-    };
+    let target = crate::target::of(arch);
+    let meta = target.kernel_metadata(&plain_obj, arch).map_err(Failure::new)?;
+    let locations = target.locations(file, &stderr, &plain.iter().map(|m| m.symbol.clone()).collect::<Vec<_>>());
     Ok(Builds {
         plain,
         meta,

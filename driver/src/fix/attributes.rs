@@ -23,26 +23,13 @@ pub fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> 
     let mut per_arch: Vec<(&Arch, String)> = Vec::new();
     for d in decisions {
         let t = &d.transforms;
-        let mut parts = Vec::new();
-        let nvptx = d.arch.is_nvptx();
-        match (t.launch_bounds, t.waves_per_eu, nvptx) {
-            (Some(n), Some(w), true) => {
-                let warps_per_block = n.div_ceil(crate::nvidia::WARP_SIZE).max(1);
-                parts.push(format!("__launch_bounds__({n}, {})", w.div_ceil(warps_per_block)));
+        let parts = match crate::target::of(&d.arch).source_attributes(&d.arch, t.launch_bounds, t.waves_per_eu) {
+            Ok(parts) => parts,
+            Err(why) => {
+                notes.kernel(kernel, why);
+                vec![]
             }
-            (None, Some(w), true) => notes.kernel(
-                kernel,
-                format!(
-                    "warps-per-sm={w} on {}: clang 22 has no `__maxnreg__` (nvcc 12.4 does: `__maxnreg__({})`), and `__launch_bounds__` would state a block size; not patched",
-                    d.arch,
-                    crate::nvidia::register_cap_for_warps(w)
-                ),
-            ),
-            (lb, w, _) => {
-                parts.extend(lb.map(|n| format!("__launch_bounds__({n})")));
-                parts.extend(w.map(|w| format!("__attribute__((amdgpu_waves_per_eu({w})))")));
-            }
-        }
+        };
         per_arch.push((&d.arch, parts.join(" ")));
     }
     if per_arch.iter().all(|(_, a)| a.is_empty()) {

@@ -52,10 +52,10 @@ fn absolute(p: &Path) -> PathBuf {
 /// tell, and the interposer checks the two agree.)
 pub fn kernel_params(object: &Path, symbol: &str) -> Vec<Param> {
     let Ok(bytes) = std::fs::read(object) else { return vec![] };
-    let pairs: Option<Vec<(u64, u64)>> = if crate::cubin::is_cubin(&bytes) {
-        crate::cubin::read(&bytes).ok().and_then(|ks| ks.into_iter().find(|k| k.name == symbol)).map(|k| k.params)
+    let pairs: Option<Vec<(u64, u64)>> = if crate::target::nvptx::cubin::is_cubin(&bytes) {
+        crate::target::nvptx::cubin::read(&bytes).ok().and_then(|ks| ks.into_iter().find(|k| k.name == symbol)).map(|k| k.params)
     } else {
-        crate::codeobj::read(&bytes).ok().and_then(|os| os.into_iter().flat_map(|o| o.kernels).find(|k| k.name == symbol)).map(|k| k.args)
+        crate::target::amdgpu::codeobj::read(&bytes).ok().and_then(|os| os.into_iter().flat_map(|o| o.kernels).find(|k| k.name == symbol)).map(|k| k.args)
     };
     pairs.unwrap_or_default().into_iter().map(|(offset, size)| Param { offset, size }).collect()
 }

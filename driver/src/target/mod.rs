@@ -1,12 +1,10 @@
-//! GPU targets: the `--offload-arch` value ([`Arch`]), and what differs
-//! between AMDGPU and NVPTX behind one trait, [`Target`], with one
-//! implementation per target ([`amdgpu`], [`nvptx`]) reached by [`of`].
-//!
-//! A first cut of the seam planned in ARCHITECTURE.md: the trait answers
-//! what needs no stage's code moved yet (device flags, where kernel
-//! locations come from, what the input hash adds, how each knob is spelled).
-//! The stages still branch on `Arch::is_nvptx` until their per-target code
-//! moves behind it.
+//! GPU targets: the `--offload-arch` value ([`Arch`]), and everything that
+//! differs between AMDGPU and NVPTX behind one trait, [`Target`], with one
+//! implementation per target and its own modules in its folder
+//! ([`amdgpu`]: code objects, the backend's occupancy model; [`nvptx`]: CUDA,
+//! ptxas, cubins, NVIDIA's occupancy calculator), reached by [`of`]. The
+//! stages (compile, session, measure, tune, report, explain, fix) ask the
+//! target and never test which one it is.
 
 mod arch;
 pub mod amdgpu;
@@ -14,11 +12,14 @@ pub mod nvptx;
 
 use std::ffi::OsString;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 pub use arch::*;
 
-use crate::compile::Location;
+use crate::compile::{Compiled, CompileError, Location, Temps, Unit, Variant};
+use crate::cost::{Machine, Profile};
+use crate::measure::{self, MeasureError, Measured};
 use crate::toolchain::{Toolchain, ToolchainError};
 
 /// What one GPU target does its own way.
@@ -48,6 +49,74 @@ pub trait Target: fmt::Debug + Sync {
 
     /// How "never more than `threads` threads per block" is spelled.
     fn launch_bounds_spelling(&self, threads: u32) -> Spelling;
+
+    /// The attributes a source patch puts on a kernel for a block size and
+    /// an occupancy target; Err: why the target cannot say it in source.
+    fn source_attributes(&self, arch: &Arch, launch_bounds: Option<u32>, occupancy: Option<u32>) -> Result<Vec<String>, String>;
+
+    /// Whether compiles need the HIP toolchain (ROCm, or Debian's HIP
+    /// packages and device libraries).
+    fn needs_hip(&self) -> bool;
+
+    /// Device-only compile of `unit` (`cmd`: its device command) to its
+    /// code object `out`, with the usage report on stderr.
+    fn code_object(&self, unit: &Unit<'_>, cmd: Command, out: &Path) -> Result<Compiled, CompileError>;
+
+    /// The real build, keeping the preprocessed source and the
+    /// pre-optimization IR the variants start from.
+    fn build_keeping_temps(&self, unit: &Unit<'_>, cmd: Command, dir: &Path, object: PathBuf) -> Result<Temps, CompileError>;
+
+    /// Compile pre-optimization IR through the unit's O3 pipeline and code
+    /// generator (see [`crate::compile::ir_to_object`]).
+    fn ir_to_object(&self, toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, variant: &Variant, user_args: &[String])
+        -> Result<Compiled, CompileError>;
+
+    /// Every kernel's usage in the object `bytes` (read from `path`);
+    /// `compiler_output` is the compile's stderr.
+    fn read_usage(&self, path: &Path, bytes: &[u8], arch: &Arch, compiler_output: &str, options: &measure::Options)
+        -> Result<Vec<Measured>, MeasureError>;
+
+    /// Whether usage can be read back from a built object alone (NVPTX:
+    /// spills come from ptxas at compile time, not from the cubin).
+    fn reads_built_objects(&self) -> bool;
+
+    /// Whether a kernel's own metadata (and line tables, checked not to
+    /// change the numbers) come with the code object: AMDGPU.
+    fn kernel_metadata(&self, object: &Path, arch: &Arch) -> Result<Vec<crate::codeobj::KernelMeta>, String>;
+
+    /// Whether line-table debug info changes the generated code (NVPTX:
+    /// it goes into the PTX that ptxas allocates registers for).
+    fn line_tables_change_code(&self) -> bool;
+
+    /// SGPR spills that land in VGPR lanes (no memory traffic) are
+    /// admissible: AMDGPU.
+    fn lane_spills(&self) -> bool;
+
+    /// The register count's name in reports: "VGPRs", "registers".
+    fn registers_word(&self) -> &'static str;
+
+    /// An occupancy target as labels and messages name it.
+    fn occupancy_label(&self, occupancy: u32) -> String;
+
+    /// The math library whose `pow` pow2 replaces, as tune and explain name it.
+    fn pow_library(&self) -> (&'static str, &'static str);
+
+    /// The most occupancy fewer registers could bring the kernel `base`.
+    fn occupancy_ceiling(&self, arch: &Arch, base: &Measured) -> u32;
+
+    /// Occupancy steps the register allocator could plausibly reach.
+    fn occupancy_targets(&self, arch: &Arch, base: &Measured) -> Vec<u32>;
+
+    /// The kernel's part of a `-S` listing (assembly, PTX).
+    fn kernel_listing(&self, listing: &str, symbol: &str) -> String;
+
+    /// The cost model's machine, a kernel listing's profile, the waves
+    /// sharing one SIMD (or SM sub-partition) at an occupancy, and whether
+    /// the listing shows spills (PTX does not: ptxas makes them).
+    fn machine(&self, arch: &Arch) -> Machine;
+    fn profile(&self, kernel_listing: &str, m: &Machine) -> Profile;
+    fn waves(&self, occupancy: u32) -> f64;
+    fn listing_shows_spills(&self) -> bool;
 }
 
 /// The target that compiles for `arch`.

@@ -1,11 +1,17 @@
 //! AMDGPU through HIP: code objects, clang's resource-usage remarks, waves
 //! per SIMD.
 
+pub mod codeobj;
+pub mod occupancy;
+
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use super::{Arch, Spelling, Target};
-use crate::compile::{self, Location};
+use crate::compile::{self, Compiled, CompileError, Location, Temps, Unit, Variant};
+use crate::cost::{self, Machine, Profile};
+use crate::measure::{self, MeasureError, Measured};
 use crate::toolchain::{Toolchain, ToolchainError};
 
 #[derive(Debug)]
@@ -22,7 +28,7 @@ impl Target for Amdgpu {
 
     /// Debian: the device-library overlay and the prelude; ROCm: nothing.
     fn prepare(&self, toolchain: &Toolchain, arch: &Arch) -> Result<(), ToolchainError> {
-        toolchain.prepare(arch)
+        toolchain.prepare_hip(arch)
     }
 
     fn device_args(&self, toolchain: &Toolchain, arch: &Arch, user_args: &[String]) -> Result<Vec<OsString>, ToolchainError> {
@@ -52,5 +58,130 @@ impl Target for Amdgpu {
             source: Some(format!("__launch_bounds__({threads})")),
             runtime: None,
         }
+    }
+
+    fn source_attributes(&self, _arch: &Arch, launch_bounds: Option<u32>, waves: Option<u32>) -> Result<Vec<String>, String> {
+        let mut parts: Vec<String> = launch_bounds.map(|n| format!("__launch_bounds__({n})")).into_iter().collect();
+        parts.extend(waves.map(|w| format!("__attribute__((amdgpu_waves_per_eu({w})))")));
+        Ok(parts)
+    }
+
+    fn needs_hip(&self) -> bool {
+        true
+    }
+
+    fn code_object(&self, unit: &Unit<'_>, mut cmd: Command, out: &Path) -> Result<Compiled, CompileError> {
+        cmd.args(["-c", "-Rpass-analysis=kernel-resource-usage", "-o"]).arg(out).arg(unit.source);
+        compile::run(cmd, unit)
+    }
+
+    /// `-save-temps=obj`: the object with remarks, the `.hipi` and the
+    /// pre-optimization `.bc` from one compile.
+    fn build_keeping_temps(&self, unit: &Unit<'_>, mut cmd: Command, dir: &Path, object: PathBuf) -> Result<Temps, CompileError> {
+        cmd.args(["-c", "-save-temps=obj", "-fno-discard-value-names", "-Rpass-analysis=kernel-resource-usage", "-o"])
+            .arg(&object)
+            .arg(unit.source);
+        let compiled = compile::run(cmd, unit)?;
+        let find = |ext: &str| -> Result<PathBuf, CompileError> {
+            let found = std::fs::read_dir(dir).ok().into_iter().flatten().flatten().map(|e| e.path()).find(|p| {
+                p.extension().is_some_and(|x| x == ext)
+                    && p.file_name().is_some_and(|n| n.to_string_lossy().contains(unit.arch.processor()))
+            });
+            found.ok_or_else(|| CompileError::Input {
+                file: dir.join(format!("*.{ext}")),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "clang kept no such intermediate file"),
+            })
+        };
+        Ok(Temps { object, pre_opt_ir: find("bc")?, preprocessed: find("hipi")?, stderr: compiled.stderr })
+    }
+
+    fn ir_to_object(&self, toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, variant: &Variant, _user_args: &[String])
+        -> Result<Compiled, CompileError> {
+        let mut cmd = Command::new(&toolchain.clang);
+        cmd.args(toolchain.ir_args(arch)).arg(compile::DEFAULT_OPT).args(&variant.args);
+        cmd.arg("-c").arg("-o").arg(out).arg(ir);
+        compile::run_variant(cmd, toolchain, arch, ir, variant)
+    }
+
+    /// The code object for `arch` in a code object, bundle or host object:
+    /// its metadata note and the backend's occupancy model.
+    fn read_usage(&self, path: &Path, bytes: &[u8], arch: &Arch, _compiler_output: &str, _options: &measure::Options)
+        -> Result<Vec<Measured>, MeasureError> {
+        let objects = codeobj::read(bytes).map_err(|source| MeasureError::CodeObject { path: path.into(), source })?;
+        let object = objects
+            .iter()
+            .find(|o| o.processor() == arch.processor())
+            .ok_or_else(|| MeasureError::NoTarget { path: path.into(), arch: arch.to_string() })?;
+        Ok(object.kernels.iter().map(|k| measure::kernel(k, arch)).collect())
+    }
+
+    fn reads_built_objects(&self) -> bool {
+        true
+    }
+
+    fn kernel_metadata(&self, object: &Path, arch: &Arch) -> Result<Vec<codeobj::KernelMeta>, String> {
+        let bytes = std::fs::read(object).map_err(|e| format!("cannot read {}: {e}", object.display()))?;
+        Ok(codeobj::read(&bytes)
+            .map_err(|e| format!("{}: {e}", object.display()))?
+            .into_iter()
+            .find(|o| o.processor() == arch.processor())
+            .map(|o| o.kernels)
+            .unwrap_or_default())
+    }
+
+    fn line_tables_change_code(&self) -> bool {
+        false
+    }
+
+    fn lane_spills(&self) -> bool {
+        true
+    }
+
+    fn registers_word(&self) -> &'static str {
+        "VGPRs"
+    }
+
+    fn occupancy_label(&self, waves: u32) -> String {
+        format!("waves-per-eu={waves}")
+    }
+
+    fn pow_library(&self) -> (&'static str, &'static str) {
+        ("ocml's `pow`", "the device library's (ocml)")
+    }
+
+    /// The target's maximum waves per SIMD.
+    fn occupancy_ceiling(&self, arch: &Arch, _base: &Measured) -> u32 {
+        arch.target().max_waves_per_simd
+    }
+
+    /// Each step above the current one whose VGPR budget is within a third
+    /// of what the kernel uses now.
+    fn occupancy_targets(&self, arch: &Arch, base: &Measured) -> Vec<u32> {
+        let target = arch.target();
+        (base.usage.occupancy + 1..=target.max_waves_per_simd)
+            .filter(|&w| 3 * target.max_vgprs_for_waves(w) >= 2 * base.usage.vgpr)
+            .collect()
+    }
+
+    /// From `symbol:` to its `.Lfunc_end` label.
+    fn kernel_listing(&self, listing: &str, symbol: &str) -> String {
+        let start = format!("{symbol}:");
+        compile::cut(listing, |l| l.starts_with(&start), |l| l.starts_with(".Lfunc_end"), false)
+    }
+
+    fn machine(&self, arch: &Arch) -> Machine {
+        cost::Machine::amdgpu(arch)
+    }
+
+    fn profile(&self, kernel_listing: &str, m: &Machine) -> Profile {
+        cost::profile_amdgpu(kernel_listing, m)
+    }
+
+    fn waves(&self, occupancy: u32) -> f64 {
+        f64::from(occupancy)
+    }
+
+    fn listing_shows_spills(&self) -> bool {
+        true
     }
 }

@@ -1,11 +1,18 @@
 //! NVPTX through CUDA: PTX, ptxas and cubins, warps per SM.
 
+pub mod cubin;
+pub mod cuda;
+pub mod nvidia;
+pub mod ptxas;
+
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use super::{Arch, Spelling, Target};
-use crate::compile::{self, Location};
-use crate::nvidia;
+use crate::compile::{self, Compiled, CompileError, Location, Temps, Unit, Variant};
+use crate::cost::{self, Machine, Profile};
+use crate::measure::{self, MeasureError, Measured, NvidiaUsage};
 use crate::toolchain::{Toolchain, ToolchainError};
 
 #[derive(Debug)]
@@ -59,4 +66,196 @@ impl Target for Nvptx {
             runtime: None,
         }
     }
+
+    /// An occupancy target is spelled through the block size:
+    /// `__launch_bounds__(threads, blocks per SM)`.
+    fn source_attributes(&self, arch: &Arch, launch_bounds: Option<u32>, warps: Option<u32>) -> Result<Vec<String>, String> {
+        match (launch_bounds, warps) {
+            (Some(n), Some(w)) => {
+                let warps_per_block = n.div_ceil(nvidia::WARP_SIZE).max(1);
+                Ok(vec![format!("__launch_bounds__({n}, {})", w.div_ceil(warps_per_block))])
+            }
+            (None, Some(w)) => Err(format!(
+                "warps-per-sm={w} on {arch}: clang 22 has no `__maxnreg__` (nvcc 12.4 does: `__maxnreg__({})`), and `__launch_bounds__` would state a block size; not patched",
+                nvidia::register_cap_for_warps(w)
+            )),
+            (lb, None) => Ok(lb.map(|n| format!("__launch_bounds__({n})")).into_iter().collect()),
+        }
+    }
+
+    fn needs_hip(&self) -> bool {
+        false
+    }
+
+    /// clang to PTX, then ptxas to a cubin with its `-v` report appended.
+    fn code_object(&self, unit: &Unit<'_>, mut cmd: Command, out: &Path) -> Result<Compiled, CompileError> {
+        let ptx = out.with_extension("ptx");
+        cmd.arg("-S").arg("-o").arg(&ptx).arg(unit.source);
+        let compiled = compile::run(cmd, unit)?;
+        assemble(unit.toolchain, unit.arch, &ptx, out, unit.user_args, compiled, None)
+    }
+
+    /// `-save-temps` would split the compile into jobs whose last one reads
+    /// IR and so codegens differently (see [`cuda::Cuda::ir_args`]).
+    /// Instead: preprocess, run the frontend alone (device library linked,
+    /// no optimization), and build the object from that IR the way every
+    /// variant is built; that equals the one-step compile.
+    fn build_keeping_temps(&self, unit: &Unit<'_>, mut frontend: Command, dir: &Path, object: PathBuf) -> Result<Temps, CompileError> {
+        let stem = unit.source.file_stem().map_or_else(|| "unit".into(), |s| s.to_string_lossy().into_owned());
+        let preprocessed = dir.join(format!("{stem}-{}.cui", unit.arch.processor()));
+        let pre_opt_ir = dir.join(format!("{stem}-{}.bc", unit.arch.processor()));
+        let mut preprocess = unit.device_command()?;
+        preprocess.arg("-E").arg("-o").arg(&preprocessed).arg(unit.source);
+        compile::run(preprocess, unit)?;
+        frontend
+            .args(["-emit-llvm", "-c", "-Xclang", "-disable-llvm-passes", "-fno-discard-value-names", "-o"])
+            .arg(&pre_opt_ir)
+            .arg(unit.source);
+        let front = compile::run(frontend, unit)?;
+        let built = self.ir_to_object(unit.toolchain, unit.arch, &pre_opt_ir, &object, &Variant::default(), unit.user_args)?;
+        Ok(Temps { object, pre_opt_ir, preprocessed, stderr: front.stderr + &built.stderr })
+    }
+
+    /// IR linked into an empty CUDA file's compile (the way clang's own
+    /// one-step compile codegens it), to PTX, then ptxas; with `-S` among
+    /// the variant's arguments, the PTX is the output and ptxas does not run.
+    fn ir_to_object(&self, toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, variant: &Variant, user_args: &[String])
+        -> Result<Compiled, CompileError> {
+        let listing = variant.args.iter().any(|a| a == "-S");
+        let ptx = out.with_extension("ptx");
+        let empty = out.with_extension("empty.cu");
+        std::fs::write(&empty, "").map_err(|source| CompileError::Input { file: empty.clone(), source })?;
+        let mut cmd = Command::new(&toolchain.clang);
+        cmd.args(toolchain.cuda()?.ir_args(arch, ir)).arg(compile::DEFAULT_OPT).args(user_args).args(&variant.args);
+        if listing {
+            cmd.arg("-o").arg(out).arg(&empty);
+        } else {
+            cmd.arg("-S").arg("-o").arg(&ptx).arg(&empty);
+        }
+        let compiled = compile::run_variant(cmd, toolchain, arch, ir, variant);
+        let _ = std::fs::remove_file(&empty);
+        if listing {
+            return compiled;
+        }
+        let compiled = compiled.and_then(|c| assemble(toolchain, arch, &ptx, out, user_args, c, variant.deadline));
+        let _ = std::fs::remove_file(&ptx);
+        compiled
+    }
+
+    /// Registers and stack frame from the cubin, spills, shared memory and
+    /// barriers from ptxas's report, occupancy from NVIDIA's calculator.
+    fn read_usage(&self, path: &Path, bytes: &[u8], arch: &Arch, compiler_output: &str, options: &measure::Options)
+        -> Result<Vec<Measured>, MeasureError> {
+        let kernels = cubin::read(bytes).map_err(|source| MeasureError::Cubin { path: path.into(), source })?;
+        let report = ptxas::parse(compiler_output);
+        kernels
+            .iter()
+            .map(|k| {
+                let info = report
+                    .iter()
+                    .find(|f| f.name == k.name && f.entry)
+                    .ok_or_else(|| MeasureError::NoPtxasReport { path: path.into(), kernel: k.name.clone() })?;
+                Ok(measure::nvptx_kernel(k, info, arch, options))
+            })
+            .collect()
+    }
+
+    fn reads_built_objects(&self) -> bool {
+        false
+    }
+
+    fn kernel_metadata(&self, _object: &Path, _arch: &Arch) -> Result<Vec<crate::codeobj::KernelMeta>, String> {
+        Ok(vec![])
+    }
+
+    fn line_tables_change_code(&self) -> bool {
+        true
+    }
+
+    /// Spills cost memory traffic on NVIDIA GPUs (no register lanes).
+    fn lane_spills(&self) -> bool {
+        false
+    }
+
+    fn registers_word(&self) -> &'static str {
+        "registers"
+    }
+
+    /// Warps per SM (the db keeps it as `waves_per_eu`).
+    fn occupancy_label(&self, warps: u32) -> String {
+        format!("warps-per-sm={warps}")
+    }
+
+    fn pow_library(&self) -> (&'static str, &'static str) {
+        ("libdevice's `pow`", "libdevice's")
+    }
+
+    /// The warps per SM that the kernel's block size, shared memory and
+    /// barriers allow.
+    fn occupancy_ceiling(&self, arch: &Arch, base: &Measured) -> u32 {
+        let sm = sm(arch);
+        match &base.nvidia {
+            Some(n) => sm.max_warps(&resources(n), n.block_size),
+            None => sm.max_warps_per_sm,
+        }
+    }
+
+    /// Whole blocks of warps whose register budget is within a third of
+    /// what the kernel uses now; the plugin turns a step into a register
+    /// cap (`nvvm.maxnreg`).
+    fn occupancy_targets(&self, arch: &Arch, base: &Measured) -> Vec<u32> {
+        let Some(n) = &base.nvidia else { return vec![] };
+        let (sm, k) = (sm(arch), resources(n));
+        let step = n.block_size.div_ceil(nvidia::WARP_SIZE).max(1);
+        let first = (base.usage.occupancy / step + 1) * step;
+        (first..=sm.max_warps(&k, n.block_size))
+            .step_by(step as usize)
+            .filter(|&w| sm.max_regs_for_warps(&k, n.block_size, w).is_some_and(|budget| 3 * budget >= 2 * base.usage.vgpr))
+            .collect()
+    }
+
+    /// The `.entry symbol(` ... `}` block.
+    fn kernel_listing(&self, listing: &str, symbol: &str) -> String {
+        let start = format!(".entry {symbol}(");
+        compile::cut(listing, |l| l.contains(&start), |l| l == "}", true)
+    }
+
+    fn machine(&self, _arch: &Arch) -> Machine {
+        cost::Machine::nvptx()
+    }
+
+    fn profile(&self, kernel_listing: &str, m: &Machine) -> Profile {
+        cost::profile_ptx(kernel_listing, m)
+    }
+
+    /// Warps per SM sub-partition (four per SM).
+    fn waves(&self, occupancy: u32) -> f64 {
+        f64::from(occupancy) / 4.0
+    }
+
+    fn listing_shows_spills(&self) -> bool {
+        false
+    }
+}
+
+fn sm(arch: &Arch) -> &nvidia::Sm {
+    arch.nvidia().expect("an NVPTX arch has an NVIDIA model")
+}
+
+fn resources(n: &NvidiaUsage) -> nvidia::KernelResources {
+    nvidia::KernelResources { regs: n.registers, static_smem: n.shared_bytes, dynamic_smem: 0, barriers: n.barriers }
+}
+
+/// ptxas `ptx` into the cubin `out`, its report after clang's stderr.
+fn assemble(
+    toolchain: &Toolchain,
+    arch: &Arch,
+    ptx: &Path,
+    out: &Path,
+    user_args: &[String],
+    clang: Compiled,
+    deadline: Option<std::time::Instant>,
+) -> Result<Compiled, CompileError> {
+    let report = ptxas::assemble(toolchain.cuda()?, arch, ptx, out, user_args, deadline)?;
+    Ok(Compiled { stderr: clang.stderr + &report })
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use crate::cuda::Cuda;
+use crate::target::nvptx::cuda::Cuda;
 use crate::job::{self, JobError};
 use crate::target::Arch;
 
