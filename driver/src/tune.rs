@@ -513,7 +513,8 @@ fn plan_kernel(
                 let mut message = suggestion_message(&held, &better.transforms, &outcome.usage, &better.usage, &plan.every_pointer, session.arch);
                 if let Some((w, ratio)) = held_target.filter(|(w, _)| held.waves_per_eu == Some(*w)) {
                     message.push_str(&format!(
-                        "; waves-per-eu={w} alone was predicted {:.2}× as fast (its schedule keeps fewer loads in flight)",
+                        "; {} alone was predicted {:.2}× as fast (its schedule keeps fewer loads in flight)",
+                        target::of(session.arch).occupancy_label(w),
                         1.0 / ratio
                     ));
                 }
