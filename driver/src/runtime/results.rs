@@ -142,13 +142,11 @@ pub struct Row {
 pub fn rows(entry: &Entry, m: &Measured) -> Vec<Row> {
     let built = entry.effective();
     let confirmed: Vec<&Transforms> = entry.suggested.iter().filter(|s| s.confirmed).map(|s| &s.transforms).collect();
-    let labels = |t: &Transforms| {
-        let l = t.labels();
-        if entry.arch.starts_with("sm_") {
-            l.into_iter().map(|l| l.replace("waves-per-eu=", "warps-per-sm=")).collect()
-        } else {
-            l
-        }
+    // As tune labels them (NVPTX occupancy targets in warps per SM); an
+    // arch this build cannot parse keeps the db's own labels.
+    let labels = |t: &Transforms| match crate::target::Arch::parse(&entry.arch) {
+        Ok(arch) => crate::tune::labels(t, &arch, &[]),
+        Err(_) => t.labels(),
     };
     m.candidates
         .iter()
