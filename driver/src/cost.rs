@@ -215,7 +215,8 @@ enum MemKind {
 #[derive(Debug, Clone, PartialEq)]
 enum Item {
     Op(Op),
-    Loop { header: String, trips: Option<u64>, body: Vec<Item> },
+    /// `assumed`: the trips taken when the code does not show the count.
+    Loop { header: String, trips: Option<u64>, assumed: f64, body: Vec<Item> },
 }
 
 /// The profile of an AMDGPU kernel from its assembly (the lines from
@@ -319,7 +320,7 @@ fn build(
     to: usize,
     loops: &[(usize, usize)],
     op: &dyn Fn(&str, &str) -> Option<Op>,
-    trips: &dyn Fn(&[(Option<String>, Option<(String, String)>)], usize, usize) -> Option<u64>,
+    trips_fn: &dyn Fn(&[(Option<String>, Option<(String, String)>)], usize, usize) -> Option<u64>,
 ) -> Vec<Item> {
     let mut items = Vec::new();
     let mut i = from;
@@ -327,7 +328,8 @@ fn build(
         if let Some(&(s, e)) = loops.iter().find(|&&(s, e)| s == i && e < to) {
             let inner: Vec<(usize, usize)> = loops.iter().copied().filter(|&(a, b)| a > s && b <= e).collect();
             let header = lines[s].0.clone().unwrap_or_default();
-            items.push(Item::Loop { header, trips: trips(lines, s, e), body: build(lines, s, e + 1, &inner, op, trips) });
+            let (trips, assumed) = (trips_fn(lines, s, e), assumed_trips(lines, s));
+            items.push(Item::Loop { header, trips, assumed, body: build(lines, s, e + 1, &inner, op, trips_fn) });
             i = e + 1;
             continue;
         }
@@ -339,6 +341,34 @@ fn build(
         i += 1;
     }
     items
+}
+
+/// Trips assumed for a loop whose count the code does not show: the
+/// [`UNKNOWN_TRIPS`] iterations of the source loop, shared among the loops
+/// a runtime unroll by K (4 to 64) made of it, so that an unrolled build is not
+/// charged K times the work of a rolled one. The unrolled loop is guarded
+/// by `n < K` just before it (`setp.lt`, `s_cmp_lt`, `v_cmp_gt`...) and runs
+/// UNKNOWN_TRIPS / K times; the remainder loop counts `n & (K - 1)` and runs
+/// UNKNOWN_TRIPS mod K times.
+fn assumed_trips(lines: &[(Option<String>, Option<(String, String)>)], start: usize) -> f64 {
+    const WINDOW: usize = 12;
+    let before = lines[start.saturating_sub(WINDOW)..start].iter().filter_map(|(_, i)| i.as_ref());
+    let constant = |o: &str| -> Vec<i64> { o.split(',').skip(1).filter_map(|a| parse_int(a.trim())).collect() };
+    let mut guess = UNKNOWN_TRIPS;
+    for (m, o) in before {
+        let k = if m.starts_with("setp.") || m.starts_with("s_cmp_") || m.starts_with("v_cmp_") {
+            constant(o).into_iter().find(|&k| (4..=64).contains(&k) && k & (k - 1) == 0).map(|k| (k, false))
+        } else if m.starts_with("and.") || m.starts_with("s_and_b32") || m.starts_with("v_and_b32") {
+            constant(o).into_iter().find(|&k| (3..=63).contains(&k) && (k + 1) & k == 0).map(|k| (k + 1, true))
+        } else {
+            None
+        };
+        if let Some((k, remainder)) = k {
+            let k = k as f64;
+            guess = if remainder { UNKNOWN_TRIPS % k } else { (UNKNOWN_TRIPS / k).max(1.0) };
+        }
+    }
+    guess
 }
 
 /// Bytes a memory mnemonic moves per lane: `global_load_dwordx4` 16,
@@ -549,9 +579,9 @@ fn profile(items: &[Item], m: &Machine, dataflow: bool) -> Profile {
 fn run(items: &[Item], weight: f64, depth: usize, m: &Machine, dataflow: bool, wave: &mut Wave, t: &mut Totals, loops: &mut Vec<Loop>) {
     for item in items {
         match item {
-            Item::Loop { header, trips, body } => {
+            Item::Loop { header, trips, assumed, body } => {
                 loops.push(Loop { header: header.clone(), trips: *trips, depth: depth + 1 });
-                let n = trips.map(|n| n as f64).unwrap_or(UNKNOWN_TRIPS);
+                let n = trips.map(|n| n as f64).unwrap_or(*assumed);
                 let before = wave.clock;
                 run(body, weight * n, depth + 1, m, dataflow, wave, t, loops);
                 wave.clock += (n - 1.0).max(0.0) * (wave.clock - before);
