@@ -114,9 +114,9 @@ impl Inputs {
         };
         let archs = Arch::parse_list(&list)?;
         if let Some(family) = self.target {
-            let want = if family == TargetFamily::Nvptx { target::Vendor::Nvptx } else { target::Vendor::Amdgpu };
-            if let Some(a) = archs.iter().find(|a| a.vendor() != want) {
-                anyhow::bail!("--offload-arch {a} is not a target of --target {}", if want == target::Vendor::Nvptx { "nvptx" } else { "amdgpu" });
+            let want = if family == TargetFamily::Nvptx { "nvptx" } else { "amdgpu" };
+            if let Some(a) = archs.iter().find(|a| target::of(a).family() != want) {
+                anyhow::bail!("--offload-arch {a} is not a target of --target {want}");
             }
         }
         Ok(archs)

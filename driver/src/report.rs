@@ -11,12 +11,10 @@ use rayon::prelude::*;
 use regtune_decisions::Usage;
 use serde::Serialize;
 
-use crate::target::amdgpu::codeobj;
 use crate::compile::{self, CompileError, Unit};
 use crate::measure::{self, Measured, NvidiaUsage};
-use crate::target::amdgpu::occupancy::Limiter;
 use crate::output::{self, Failure, Tabular};
-use crate::target::Arch;
+use crate::target::{self, Arch, Limiter};
 use crate::toolchain::Toolchain;
 
 /// One row of the report; the JSON keys are stable.
@@ -79,14 +77,11 @@ fn one(
     user_args: &[String],
     options: &measure::Options,
 ) -> Result<Vec<KernelReport>, Failure> {
-    let target = crate::target::of(arch);
-    let (measured, locations) = if !target.reads_built_objects() && codeobj::is_object(file) {
-        // A cubin keeps no spill counts: those come from ptxas at compile time.
-        return Err(Failure::new(format!(
-            "{}: NVPTX usage comes from regtune's own compile (ptxas -v); report the source file instead",
-            file.display()
-        )));
-    } else if codeobj::is_object(file) {
+    let target = target::of(arch);
+    let built = target::is_built_object(file);
+    let (measured, locations) = if let (true, Err(why)) = (built, target.reads_built_objects()) {
+        return Err(Failure::new(format!("{}: {why}", file.display())));
+    } else if built {
         // A built object (code object, bundle or host object): read it back.
         (measure::object_file(file, arch).map_err(|e| Failure::new(e.to_string()))?, vec![])
     } else {
@@ -152,7 +147,7 @@ impl Tabular for KernelReport {
             u.sgpr_spills.to_string(),
             u.lds_bytes.to_string(),
             occupancy_cell(u.occupancy, self.nvidia.as_ref()),
-            limiter_name(self.limiter, self.nvidia.is_some()).to_string(),
+            limiter_name(self.limiter, &self.arch),
             self.vgprs_to_next_step.map_or_else(|| "-".to_string(), |n| n.to_string()),
             u.code_bytes.to_string(),
             if self.line == 0 { self.file.clone() } else { format!("{}:{}", self.file, self.line) },
@@ -169,19 +164,9 @@ pub fn occupancy_cell(occupancy: u32, nvidia: Option<&NvidiaUsage>) -> String {
     }
 }
 
-/// The limiter as a table names it, in the vendor's words.
-pub fn limiter_name(limiter: Limiter, nvptx: bool) -> String {
-    if !nvptx {
-        return limiter.to_string();
-    }
-    match limiter {
-        Limiter::Vgpr => "registers",
-        Limiter::Lds => "shared memory",
-        Limiter::WorkgroupSize => "block size",
-        Limiter::Sgpr | Limiter::WavesPerEu => "-",
-        Limiter::None => "-",
-    }
-    .to_string()
+/// The limiter as a table names it, in the words of `arch`'s vendor.
+pub fn limiter_name(limiter: Limiter, arch: &str) -> String {
+    Arch::parse(arch).map_or_else(|_| limiter.to_string(), |a| target::of(&a).limiter_name(limiter))
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::limits::Limits;
 use crate::measure::Measured;
-use crate::target::amdgpu::occupancy::Limiter;
+use crate::target::Limiter;
 use crate::output::{self, Failure, Tabular};
 use crate::progress::{Progress, UnitProgress};
 use crate::report::{self, KernelReport};

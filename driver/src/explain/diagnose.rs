@@ -628,18 +628,13 @@ fn hoisted_loads(cx: &Context<'_>, f: &Function, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Waves per SIMD that a block of `threads` needs resident on one CU (four SIMDs).
-fn waves_per_simd(threads: u32, wave_size: u32) -> u32 {
-    threads.div_ceil(wave_size).div_ceil(4).max(1)
-}
-
 fn no_launch_bounds(cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
-    let (Some(target), Some(max)) = (cx.arch.amdgpu(), cx.max_flat_workgroup_size) else { return };
+    let target = crate::target::of(cx.arch);
+    let cap_for = |threads: u32| target.register_cap_for_block(cx.arch, threads);
+    let (Some(cap), Some(max)) = (cap_for(1024), cx.max_flat_workgroup_size) else { return };
     if max != 0 && max != 1024 {
         return;
     }
-    let ws = cx.arch.wave_size();
-    let cap = target.max_vgprs_for_waves(waves_per_simd(1024, ws));
     let u = cx.usage;
     let at_cap = u.vgpr.max(u.agpr) >= cap;
     if !at_cap && u.vgpr_spills == 0 {
@@ -658,10 +653,10 @@ fn no_launch_bounds(cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
             "add `__launch_bounds__({n})` to the kernel (every launch of it in this file uses {n} threads): the cap becomes {} \
              VGPRs. Occupancy can drop when the kernel then uses more of them; `regtune tune --block-size {n} --objective \
              no-spill` measures both",
-            target.max_vgprs_for_waves(waves_per_simd(n, ws))
+            cap_for(n).unwrap_or(cap)
         ),
         None => "add `__launch_bounds__(N)` with the largest block size your launches use (256 threads: a cap of {} VGPRs)"
-            .replace("{}", &target.max_vgprs_for_waves(waves_per_simd(256, ws)).to_string()),
+            .replace("{}", &cap_for(256).unwrap_or(cap).to_string()),
     };
     out.push(Diagnostic {
         kind: Kind::NoLaunchBounds,
@@ -728,13 +723,6 @@ mod tests {
         assert_eq!(constant("double 0x4000000000000000"), Some(2.0));
         assert_eq!(constant("i32 noundef 3"), Some(3.0));
         assert_eq!(constant("double %x"), None);
-    }
-
-    #[test]
-    fn waves_per_simd_follow_the_block_size() {
-        assert_eq!(waves_per_simd(1024, 64), 4);
-        assert_eq!(waves_per_simd(256, 64), 1);
-        assert_eq!(waves_per_simd(1024, 32), 8);
     }
 
     fn entry(transforms: Transforms, suggested: Vec<Suggestion>) -> Entry {

@@ -29,12 +29,10 @@ use serde::Serialize;
 
 use crate::compile::{self, CompileError, Unit};
 use crate::measure::{self, Measured};
-use crate::target::amdgpu::occupancy::Limiter;
 use crate::output::{self, Failure};
 use crate::report::{compile_failure, demangle, short_name};
-use crate::target::Arch;
+use crate::target::{self, Arch, Limiter};
 use crate::toolchain::Toolchain;
-use crate::target::amdgpu::codeobj;
 use crate::{launch, session};
 
 pub use diagnose::{Diagnostic, Kind, Tuned};
@@ -139,7 +137,8 @@ fn list(files: &[PathBuf]) -> String {
 /// What the four compiles of one file produced.
 struct Builds {
     plain: Vec<Measured>,
-    meta: Vec<codeobj::KernelMeta>,
+    /// Each kernel's largest block size, where the object records one.
+    max_block_sizes: Vec<(String, u32)>,
     locations: Vec<compile::Location>,
     /// The line-tables build: its usage and its machine code (AMDGPU).
     line_tables: Option<(Vec<Measured>, Vec<mir::Function>)>,
@@ -172,7 +171,7 @@ fn build(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], 
             rayon::join(
                 || unit(user_args).code_object(&plain_obj).map_err(compile_failure).and_then(|c| measured(&plain_obj, c)),
                 || -> Result<Option<(Vec<Measured>, String)>, Failure> {
-                    if crate::target::of(arch).line_tables_change_code() {
+                    if target::of(arch).pressure_timeline().is_err() {
                         return Ok(None);
                     }
                     let c = unit(&line_table_args).code_object(&lt_obj).map_err(compile_failure)?;
@@ -189,12 +188,12 @@ fn build(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], 
         },
     );
     let (plain, stderr) = plain?;
-    let target = crate::target::of(arch);
-    let meta = target.kernel_metadata(&plain_obj, arch).map_err(Failure::new)?;
+    let target = target::of(arch);
+    let max_block_sizes = target.max_block_sizes(&plain_obj, arch).map_err(Failure::new)?;
     let locations = target.locations(file, &stderr, &plain.iter().map(|m| m.symbol.clone()).collect::<Vec<_>>());
     Ok(Builds {
         plain,
-        meta,
+        max_block_sizes,
         locations,
         line_tables: line_tables?.map(|(m, dump)| (m, mir::parse(&dump))),
         post: post?,
@@ -221,7 +220,8 @@ fn one(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], op
         let post_fn = b.post.function(&m.symbol);
         let (timeline, no_timeline) = match &b.line_tables {
             None => (None, Some(format!(
-                "no pressure timeline on {arch}: ptxas allocates the registers in SASS, which regtune does not read (PTX registers are virtual)"
+                "no pressure timeline on {arch}: {}",
+                target::of(arch).pressure_timeline().err().unwrap_or_default()
             ))),
             Some((_, functions)) => match functions.iter().find(|f| f.name == m.symbol) {
                 None => (None, Some(format!("the backend printed no machine code for this kernel after `{}`", mir::LAST_PASS))),
@@ -252,7 +252,7 @@ fn one(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], op
             arch,
             symbol: &m.symbol,
             usage: &m.usage,
-            max_flat_workgroup_size: b.meta.iter().find(|k| k.name == m.symbol).map(|k| k.max_flat_workgroup_size),
+            max_flat_workgroup_size: b.max_block_sizes.iter().find(|(k, _)| *k == m.symbol).map(|(_, n)| *n),
             post: &b.post,
             pre: &b.pre,
             launch_block_size: launch::block_size(&source, base_name(&m.symbol)),

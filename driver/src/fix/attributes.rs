@@ -68,11 +68,7 @@ pub fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> 
 
 /// The preprocessor test for compiling device code for `arch`.
 pub fn target_macro(arch: &Arch) -> String {
-    let p = arch.processor();
-    match p.strip_prefix("sm_") {
-        Some(sm) => format!("defined(__CUDA_ARCH__) && __CUDA_ARCH__ == {}0", sm.trim_end_matches(char::is_alphabetic)),
-        None => format!("defined(__{p}__)"),
-    }
+    crate::target::of(arch).device_macro(arch)
 }
 
 /// An attribute of the kind we would add that the kernel already has.

@@ -1,10 +1,18 @@
 //! GPU targets: the `--offload-arch` value ([`Arch`]), and everything that
 //! differs between AMDGPU and NVPTX behind one trait, [`Target`], with one
-//! implementation per target and its own modules in its folder
-//! ([`amdgpu`]: code objects, the backend's occupancy model; [`nvptx`]: CUDA,
-//! ptxas, cubins, NVIDIA's occupancy calculator), reached by [`of`]. The
-//! stages (compile, session, measure, tune, report, explain, fix) ask the
-//! target and never test which one it is.
+//! implementation per target and its own modules in its folder, reached by
+//! [`of`]:
+//!
+//! - [`amdgpu`]: HIP device flags and the device-library overlay
+//!   (`device_libs`), code objects (`codeobj`), the backend's occupancy
+//!   model (`occupancy`), usage from a code object (`usage`);
+//! - [`nvptx`]: the CUDA installation (`cuda`), ptxas and its `-v` report
+//!   (`ptxas`), cubins (`cubin`), NVIDIA's occupancy calculator (`nvidia`),
+//!   usage from a cubin and the report (`usage`).
+//!
+//! The stages (compile, session, measure, search, tune, report, explain,
+//! fix, cost, toolchain, batch, wrapper) ask the target and never test
+//! which one it is.
 
 mod arch;
 pub mod amdgpu;
@@ -16,6 +24,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub use arch::*;
+/// What limits a kernel's occupancy; both targets' models name the same
+/// resources (a table names them in the target's words:
+/// [`Target::limiter_name`]).
+pub use amdgpu::occupancy::Limiter;
 
 use crate::compile::{Compiled, CompileError, Location, Temps, Unit, Variant};
 use crate::cost::{Machine, Profile};
@@ -27,8 +39,11 @@ pub trait Target: fmt::Debug + Sync {
     /// The family as `--target` names it: "amdgpu", "nvptx".
     fn family(&self) -> &'static str;
 
-    /// What an occupancy counts on this target: "waves/SIMD", "warps/SM".
-    fn occupancy_unit(&self) -> &'static str;
+    // --- Device compile and temps -------------------------------------
+
+    /// Whether compiles need the HIP toolchain (ROCm, or Debian's HIP
+    /// packages and device libraries).
+    fn needs_hip(&self) -> bool;
 
     /// Make sure everything a device compile for `arch` needs is on disk.
     fn prepare(&self, toolchain: &Toolchain, arch: &Arch) -> Result<(), ToolchainError>;
@@ -36,27 +51,6 @@ pub trait Target: fmt::Debug + Sync {
     /// The flags of a device-only compile for `arch`, before the
     /// optimization level, the user's flags, the input and the output.
     fn device_args(&self, toolchain: &Toolchain, arch: &Arch, user_args: &[String]) -> Result<Vec<OsString>, ToolchainError>;
-
-    /// What the input hash covers beyond compiler, target, flags and source.
-    fn hash_inputs(&self, toolchain: &Toolchain) -> Vec<String>;
-
-    /// Where each kernel is defined: from the compile's own output, or read
-    /// from the source.
-    fn locations(&self, source: &Path, compiler_output: &str, symbols: &[String]) -> Vec<Location>;
-
-    /// How an occupancy target (waves per SIMD, warps per SM) is spelled.
-    fn occupancy_spelling(&self, occupancy: u32) -> Spelling;
-
-    /// How "never more than `threads` threads per block" is spelled.
-    fn launch_bounds_spelling(&self, threads: u32) -> Spelling;
-
-    /// The attributes a source patch puts on a kernel for a block size and
-    /// an occupancy target; Err: why the target cannot say it in source.
-    fn source_attributes(&self, arch: &Arch, launch_bounds: Option<u32>, occupancy: Option<u32>) -> Result<Vec<String>, String>;
-
-    /// Whether compiles need the HIP toolchain (ROCm, or Debian's HIP
-    /// packages and device libraries).
-    fn needs_hip(&self) -> bool;
 
     /// Device-only compile of `unit` (`cmd`: its device command) to its
     /// code object `out`, with the usage report on stderr.
@@ -71,22 +65,50 @@ pub trait Target: fmt::Debug + Sync {
     fn ir_to_object(&self, toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, variant: &Variant, user_args: &[String])
         -> Result<Compiled, CompileError>;
 
+    /// What the input hash covers beyond compiler, target, flags and source.
+    fn hash_inputs(&self, toolchain: &Toolchain) -> Vec<String>;
+
+    // --- Usage from the built object ----------------------------------
+
     /// Every kernel's usage in the object `bytes` (read from `path`);
     /// `compiler_output` is the compile's stderr.
     fn read_usage(&self, path: &Path, bytes: &[u8], arch: &Arch, compiler_output: &str, options: &measure::Options)
         -> Result<Vec<Measured>, MeasureError>;
 
-    /// Whether usage can be read back from a built object alone (NVPTX:
-    /// spills come from ptxas at compile time, not from the cubin).
-    fn reads_built_objects(&self) -> bool;
+    /// Whether usage can be read back from a built object alone; Err: why
+    /// not, for the user (NVPTX: spills come from ptxas at compile time,
+    /// not from the cubin).
+    fn reads_built_objects(&self) -> Result<(), &'static str>;
 
-    /// Whether a kernel's own metadata (and line tables, checked not to
-    /// change the numbers) come with the code object: AMDGPU.
-    fn kernel_metadata(&self, object: &Path, arch: &Arch) -> Result<Vec<crate::codeobj::KernelMeta>, String>;
+    /// Where each kernel is defined: from the compile's own output, or read
+    /// from the source.
+    fn locations(&self, source: &Path, compiler_output: &str, symbols: &[String]) -> Vec<Location>;
 
-    /// Whether line-table debug info changes the generated code (NVPTX:
-    /// it goes into the PTX that ptxas allocates registers for).
-    fn line_tables_change_code(&self) -> bool;
+    /// Each kernel's largest block size as the object records it (AMDGPU:
+    /// `.max_flat_workgroup_size`); none where the object does not say.
+    fn max_block_sizes(&self, object: &Path, arch: &Arch) -> Result<Vec<(String, u32)>, String>;
+
+    /// Whether explain can show a register-pressure timeline, which needs
+    /// the backend's machine code from a line-tables build with the same
+    /// numbers as the plain one; Err: why not (NVPTX: line tables go into
+    /// the PTX, and ptxas allocates the registers in SASS).
+    fn pressure_timeline(&self) -> Result<(), &'static str>;
+
+    // --- Occupancy model and names ------------------------------------
+
+    /// What an occupancy counts on this target: "waves/SIMD", "warps/SM".
+    fn occupancy_unit(&self) -> &'static str;
+
+    /// The most occupancy fewer registers could bring the kernel `base`.
+    fn occupancy_ceiling(&self, arch: &Arch, base: &Measured) -> u32;
+
+    /// Occupancy steps the register allocator could plausibly reach.
+    fn occupancy_targets(&self, arch: &Arch, base: &Measured) -> Vec<u32>;
+
+    /// The most registers a kernel may use when a block of `threads` must
+    /// fit (AMDGPU: the backend's VGPR cap); None where the backend sets no
+    /// such cap from the block size alone.
+    fn register_cap_for_block(&self, arch: &Arch, threads: u32) -> Option<u32>;
 
     /// SGPR spills that land in VGPR lanes (no memory traffic) are
     /// admissible: AMDGPU.
@@ -95,19 +117,19 @@ pub trait Target: fmt::Debug + Sync {
     /// The register count's name in reports: "VGPRs", "registers".
     fn registers_word(&self) -> &'static str;
 
+    /// What limits occupancy, as a table names it in the vendor's words.
+    fn limiter_name(&self, limiter: Limiter) -> String;
+
     /// An occupancy target as labels and messages name it.
     fn occupancy_label(&self, occupancy: u32) -> String;
 
     /// The math library whose `pow` pow2 replaces, as tune and explain name it.
     fn pow_library(&self) -> (&'static str, &'static str);
 
-    /// The most occupancy fewer registers could bring the kernel `base`.
-    fn occupancy_ceiling(&self, arch: &Arch, base: &Measured) -> u32;
+    // --- Listings and the cost model ----------------------------------
 
-    /// Occupancy steps the register allocator could plausibly reach.
-    fn occupancy_targets(&self, arch: &Arch, base: &Measured) -> Vec<u32>;
-
-    /// The kernel's part of a `-S` listing (assembly, PTX).
+    /// The kernel's part of a `-S` listing (assembly, PTX), for `--diff`
+    /// and the cost model.
     fn kernel_listing(&self, listing: &str, symbol: &str) -> String;
 
     /// The cost model's machine, a kernel listing's profile, the waves
@@ -117,6 +139,28 @@ pub trait Target: fmt::Debug + Sync {
     fn profile(&self, kernel_listing: &str, m: &Machine) -> Profile;
     fn waves(&self, occupancy: u32) -> f64;
     fn listing_shows_spills(&self) -> bool;
+
+    // --- Spellings ----------------------------------------------------
+
+    /// How an occupancy target (waves per SIMD, warps per SM) is spelled.
+    fn occupancy_spelling(&self, occupancy: u32) -> Spelling;
+
+    /// How "never more than `threads` threads per block" is spelled.
+    fn launch_bounds_spelling(&self, threads: u32) -> Spelling;
+
+    /// The attributes a source patch puts on a kernel for a block size and
+    /// an occupancy target; Err: why the target cannot say it in source.
+    fn source_attributes(&self, arch: &Arch, launch_bounds: Option<u32>, occupancy: Option<u32>) -> Result<Vec<String>, String>;
+
+    /// The preprocessor test that holds while device code for `arch`
+    /// compiles (`defined(__gfx90a__)`), for per-target source patches.
+    fn device_macro(&self, arch: &Arch) -> String;
+}
+
+/// Does `path` hold a built object (ELF, an offload bundle) rather than
+/// source? By its first bytes.
+pub fn is_built_object(path: &Path) -> bool {
+    amdgpu::codeobj::is_object(path)
 }
 
 /// The target that compiles for `arch`.

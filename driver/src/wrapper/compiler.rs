@@ -190,7 +190,7 @@ fn stand_in_words(original: &[OsString], cmd: &CompileCommand, lang: &mut (bool,
 }
 
 /// The flags that make Debian's clang-22 build HIP for `archs`, derived
-/// from the device-only flags the tuner uses (`Toolchain::hip_device_args`),
+/// from the device-only flags the tuner uses (the target's `device_args`),
 /// so both always agree. `host_only`: for `--cuda-host-only`.
 pub fn debian_flags(
     toolchain: &Toolchain,
@@ -207,7 +207,7 @@ pub fn debian_flags(
     let mut host_prelude = None;
     for (n, arch) in archs.iter().chain(std::iter::once(&wave64)).enumerate() {
         toolchain.prepare(arch).map_err(|e| e.to_string())?;
-        let args = toolchain.hip_device_args(arch, device_args);
+        let args = crate::target::of(arch).device_args(toolchain, arch, device_args).map_err(|e| e.to_string())?;
         let mut it = args.iter();
         let mut arch_libs = Vec::new();
         while let Some(a) = it.next() {

@@ -103,7 +103,7 @@ pub fn input_hash(
 fn preprocess(toolchain: &Toolchain, arch: &Arch, source: &Path, device_args: &[String]) -> Result<Vec<u8>, HashError> {
     toolchain.prepare(arch)?;
     let out = Command::new(&toolchain.clang)
-        .args(toolchain.hip_device_args(arch, device_args))
+        .args(crate::target::of(arch).device_args(toolchain, arch, device_args)?)
         .arg(TUNER_OPT)
         .args(device_args)
         .args(["-E", "-o", "-"])

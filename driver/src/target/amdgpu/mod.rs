@@ -2,13 +2,15 @@
 //! per SIMD.
 
 pub mod codeobj;
+pub mod device_libs;
 pub mod occupancy;
+pub mod usage;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Arch, Spelling, Target};
+use super::{Arch, Limiter, Spelling, Target};
 use crate::compile::{self, Compiled, CompileError, Location, Temps, Unit, Variant};
 use crate::cost::{self, Machine, Profile};
 use crate::measure::{self, MeasureError, Measured};
@@ -28,11 +30,11 @@ impl Target for Amdgpu {
 
     /// Debian: the device-library overlay and the prelude; ROCm: nothing.
     fn prepare(&self, toolchain: &Toolchain, arch: &Arch) -> Result<(), ToolchainError> {
-        toolchain.prepare_hip(arch)
+        device_libs::prepare(toolchain, arch)
     }
 
     fn device_args(&self, toolchain: &Toolchain, arch: &Arch, user_args: &[String]) -> Result<Vec<OsString>, ToolchainError> {
-        Ok(toolchain.hip_device_args(arch, user_args))
+        Ok(device_libs::device_args(toolchain, arch, user_args))
     }
 
     fn hash_inputs(&self, _toolchain: &Toolchain) -> Vec<String> {
@@ -64,6 +66,10 @@ impl Target for Amdgpu {
         let mut parts: Vec<String> = launch_bounds.map(|n| format!("__launch_bounds__({n})")).into_iter().collect();
         parts.extend(waves.map(|w| format!("__attribute__((amdgpu_waves_per_eu({w})))")));
         Ok(parts)
+    }
+
+    fn device_macro(&self, arch: &Arch) -> String {
+        format!("defined(__{}__)", arch.processor())
     }
 
     fn needs_hip(&self) -> bool {
@@ -98,7 +104,7 @@ impl Target for Amdgpu {
     fn ir_to_object(&self, toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, variant: &Variant, _user_args: &[String])
         -> Result<Compiled, CompileError> {
         let mut cmd = Command::new(&toolchain.clang);
-        cmd.args(toolchain.ir_args(arch)).arg(compile::DEFAULT_OPT).args(&variant.args);
+        cmd.args(device_libs::ir_args(toolchain, arch)).arg(compile::DEFAULT_OPT).args(&variant.args);
         cmd.arg("-c").arg("-o").arg(out).arg(ir);
         compile::run_variant(cmd, toolchain, arch, ir, variant)
     }
@@ -107,30 +113,32 @@ impl Target for Amdgpu {
     /// its metadata note and the backend's occupancy model.
     fn read_usage(&self, path: &Path, bytes: &[u8], arch: &Arch, _compiler_output: &str, _options: &measure::Options)
         -> Result<Vec<Measured>, MeasureError> {
-        let objects = codeobj::read(bytes).map_err(|source| MeasureError::CodeObject { path: path.into(), source })?;
-        let object = objects
-            .iter()
-            .find(|o| o.processor() == arch.processor())
-            .ok_or_else(|| MeasureError::NoTarget { path: path.into(), arch: arch.to_string() })?;
-        Ok(object.kernels.iter().map(|k| measure::kernel(k, arch)).collect())
+        usage::read(path, bytes, arch)
     }
 
-    fn reads_built_objects(&self) -> bool {
-        true
+    fn reads_built_objects(&self) -> Result<(), &'static str> {
+        Ok(())
     }
 
-    fn kernel_metadata(&self, object: &Path, arch: &Arch) -> Result<Vec<codeobj::KernelMeta>, String> {
+    /// `.max_flat_workgroup_size` from the code object's metadata.
+    fn max_block_sizes(&self, object: &Path, arch: &Arch) -> Result<Vec<(String, u32)>, String> {
         let bytes = std::fs::read(object).map_err(|e| format!("cannot read {}: {e}", object.display()))?;
         Ok(codeobj::read(&bytes)
             .map_err(|e| format!("{}: {e}", object.display()))?
             .into_iter()
             .find(|o| o.processor() == arch.processor())
-            .map(|o| o.kernels)
+            .map(|o| o.kernels.into_iter().map(|k| (k.name, k.max_flat_workgroup_size)).collect())
             .unwrap_or_default())
     }
 
-    fn line_tables_change_code(&self) -> bool {
-        false
+    fn pressure_timeline(&self) -> Result<(), &'static str> {
+        Ok(())
+    }
+
+    /// The VGPR cap of a kernel whose block of `threads` must be resident
+    /// on one CU (four SIMDs).
+    fn register_cap_for_block(&self, arch: &Arch, threads: u32) -> Option<u32> {
+        Some(arch.target().max_vgprs_for_waves(waves_per_simd(threads, arch.wave_size())))
     }
 
     fn lane_spills(&self) -> bool {
@@ -139,6 +147,11 @@ impl Target for Amdgpu {
 
     fn registers_word(&self) -> &'static str {
         "VGPRs"
+    }
+
+    /// The backend's own names (`Limiter`'s display).
+    fn limiter_name(&self, limiter: Limiter) -> String {
+        limiter.to_string()
     }
 
     fn occupancy_label(&self, waves: u32) -> String {
@@ -183,5 +196,22 @@ impl Target for Amdgpu {
 
     fn listing_shows_spills(&self) -> bool {
         true
+    }
+}
+
+/// Waves per SIMD that a block of `threads` needs resident on one CU (four SIMDs).
+fn waves_per_simd(threads: u32, wave_size: u32) -> u32 {
+    threads.div_ceil(wave_size).div_ceil(4).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waves_per_simd_follow_the_block_size() {
+        assert_eq!(waves_per_simd(1024, 64), 4);
+        assert_eq!(waves_per_simd(256, 64), 1);
+        assert_eq!(waves_per_simd(1024, 32), 8);
     }
 }

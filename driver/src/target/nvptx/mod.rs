@@ -4,12 +4,13 @@ pub mod cubin;
 pub mod cuda;
 pub mod nvidia;
 pub mod ptxas;
+pub mod usage;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Arch, Spelling, Target};
+use super::{Arch, Limiter, Spelling, Target};
 use crate::compile::{self, Compiled, CompileError, Location, Temps, Unit, Variant};
 use crate::cost::{self, Machine, Profile};
 use crate::measure::{self, MeasureError, Measured, NvidiaUsage};
@@ -83,6 +84,12 @@ impl Target for Nvptx {
         }
     }
 
+    /// `__CUDA_ARCH__` is the compute capability times ten (sm_90a: 900).
+    fn device_macro(&self, arch: &Arch) -> String {
+        let sm = arch.processor().trim_start_matches("sm_");
+        format!("defined(__CUDA_ARCH__) && __CUDA_ARCH__ == {}0", sm.trim_end_matches(char::is_alphabetic))
+    }
+
     fn needs_hip(&self) -> bool {
         false
     }
@@ -146,30 +153,26 @@ impl Target for Nvptx {
     /// barriers from ptxas's report, occupancy from NVIDIA's calculator.
     fn read_usage(&self, path: &Path, bytes: &[u8], arch: &Arch, compiler_output: &str, options: &measure::Options)
         -> Result<Vec<Measured>, MeasureError> {
-        let kernels = cubin::read(bytes).map_err(|source| MeasureError::Cubin { path: path.into(), source })?;
-        let report = ptxas::parse(compiler_output);
-        kernels
-            .iter()
-            .map(|k| {
-                let info = report
-                    .iter()
-                    .find(|f| f.name == k.name && f.entry)
-                    .ok_or_else(|| MeasureError::NoPtxasReport { path: path.into(), kernel: k.name.clone() })?;
-                Ok(measure::nvptx_kernel(k, info, arch, options))
-            })
-            .collect()
+        usage::read(path, bytes, arch, compiler_output, options)
     }
 
-    fn reads_built_objects(&self) -> bool {
-        false
+    /// A cubin keeps no spill counts: those come from ptxas at compile time.
+    fn reads_built_objects(&self) -> Result<(), &'static str> {
+        Err("NVPTX usage comes from regtune's own compile (ptxas -v); report the source file instead")
     }
 
-    fn kernel_metadata(&self, _object: &Path, _arch: &Arch) -> Result<Vec<crate::codeobj::KernelMeta>, String> {
+    /// A cubin records launch bounds, not a block size every launch keeps to.
+    fn max_block_sizes(&self, _object: &Path, _arch: &Arch) -> Result<Vec<(String, u32)>, String> {
         Ok(vec![])
     }
 
-    fn line_tables_change_code(&self) -> bool {
-        true
+    fn pressure_timeline(&self) -> Result<(), &'static str> {
+        Err("ptxas allocates the registers in SASS, which regtune does not read (PTX registers are virtual)")
+    }
+
+    /// Not diagnosed: ptxas's cap depends on the blocks per SM asked for.
+    fn register_cap_for_block(&self, _arch: &Arch, _threads: u32) -> Option<u32> {
+        None
     }
 
     /// Spills cost memory traffic on NVIDIA GPUs (no register lanes).
@@ -179,6 +182,17 @@ impl Target for Nvptx {
 
     fn registers_word(&self) -> &'static str {
         "registers"
+    }
+
+    fn limiter_name(&self, limiter: Limiter) -> String {
+        match limiter {
+            Limiter::Vgpr => "registers",
+            Limiter::Lds => "shared memory",
+            Limiter::WorkgroupSize => "block size",
+            Limiter::Sgpr | Limiter::WavesPerEu => "-",
+            Limiter::None => "-",
+        }
+        .to_string()
     }
 
     /// Warps per SM (the db keeps it as `waves_per_eu`).
