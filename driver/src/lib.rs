@@ -1,9 +1,10 @@
 //! regtune: rewrite GPU kernels so they need fewer registers, and prove each
 //! rewrite with the real backend: AMDGPU (HIP), or NVPTX and ptxas (CUDA).
 //!
-//! Data flows one way: toolchain → compile → codeobj → measure → search/cost →
-//! verdict → tune/report/predict → output. Each stage is one module; `main.rs`
-//! is only the CLI.
+//! Data flows one way: toolchain → compile → measure → search/cost →
+//! verdict → tune/report/predict → output. Each stage is one module; what
+//! differs between AMDGPU and NVPTX is behind [`target::Target`], one folder
+//! per target (ARCHITECTURE.md); `main.rs` is only the CLI.
 
 pub mod batch;
 pub mod compile;
