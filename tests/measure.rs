@@ -37,6 +37,8 @@ fn fake_db(dir: &Path) -> PathBuf {
         suggested: vec![],
         before: None,
         after: None,
+        candidates: vec![],
+        left_out: vec![],
         measured: None,
     };
     for (_, _, path) in code::candidates(&code::dir(&db_path), &entry) {

@@ -7,6 +7,7 @@
 //! per target (ARCHITECTURE.md); `main.rs` is only the CLI.
 
 pub mod batch;
+pub mod candidates;
 pub mod compile;
 pub mod cost;
 pub mod explain;

@@ -22,7 +22,7 @@ use crate::session::{Inspection, Listing, Session};
 use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
 use crate::verdict::{self, Evidence, Verdict};
-use crate::{compile, cost, launch};
+use crate::{candidates, compile, cost, launch};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -84,6 +84,9 @@ pub struct Options {
     /// Where to keep each decided kernel's candidate code objects (plain,
     /// decided, suggested) for `regtune measure`; None: nowhere.
     pub code_dir: Option<PathBuf>,
+    /// Builds per kernel for `regtune measure` to choose from (the decision
+    /// and suggestions count; [`crate::candidates`] adds the rest); 0: none.
+    pub candidates: usize,
 }
 
 /// One kernel's tuning result: the report's keys (with the usage after
@@ -116,6 +119,12 @@ pub struct KernelTuning {
     /// What limited occupancy before tuning (`report.limiter` is after).
     #[serde(skip)]
     pub limiter_before: Limiter,
+    /// The measured search's builds for `regtune measure` (labels), and
+    /// those past `--candidates` or the time budget.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
     /// Every variant compiled for this kernel, for `batch --record-all`.
     #[serde(skip)]
     pub measured: Vec<Measurement>,
@@ -286,8 +295,14 @@ pub fn tune_unit(
             Ok(finish(plan, base, after, arch, location, &file_name, &session, diff))
         })
         .collect::<Result<Vec<KernelTuning>, Failure>>()?;
+    let mut rows = rows;
     if let Some(dir) = &options.code_dir {
         crate::runtime::code::store(&session, rows.iter().map(|r| &r.entry), dir).map_err(session_failure)?;
+        // A re-tune keeps what a GPU measured of code objects that did not change.
+        for row in &mut rows {
+            let old = known.kernels.get(&row.entry.key()).and_then(|e| e.measured.as_ref());
+            row.entry.measured = old.and_then(|m| crate::runtime::code::still_measured(dir, &row.entry, m));
+        }
     }
     Ok(rows)
 }
@@ -355,6 +370,8 @@ struct Plan {
     /// Every pointer parameter, when "noalias on every pointer" was a
     /// candidate: labelled `noalias=all`.
     every_pointer: Vec<Param>,
+    /// Builds for `regtune measure` beside the decision and suggestion.
+    search: candidates::Selection,
 }
 
 fn plan_kernel(
@@ -397,6 +414,7 @@ fn plan_kernel(
         budget_reached: false,
         measured: vec![],
         every_pointer: every_pointer.clone(),
+        search: candidates::Selection::default(),
     };
     if at_best(&rule, occupancy_ceiling(session.arch, base)) {
         return plan;
@@ -409,20 +427,26 @@ fn plan_kernel(
     let inexact_pow2 = inspection.is_none_or(|i| i.pow2_inexact);
     let caps: Vec<u32> = if inspection.is_none_or(|i| i.unroll_cap) { vec![1, 2, 4, 8] } else { vec![] };
     let (noalias_apply, noalias_suggest) = (options.noalias == Noalias::Apply, options.noalias == Noalias::Suggest);
-    // What may be applied without asking: exact rewrites, occupancy
-    // targets, and what the user stated or confirmed.
-    let facts = Space {
+    // The rewrites the user allows: exact ones, and what they stated or
+    // confirmed (no assumption about the caller, no rounding change unasked).
+    let allowed_rewrites = Space {
         pow2: exact_pow2,
         pow2_inexact: inexact_pow2 && (options.pow2 == Pow2::Apply || confirmed.pow2_inexact),
         sink: true,
-        unroll_caps: confirmed.unroll_cap.filter(|_| !caps.is_empty()).into_iter().collect(),
         noalias: if noalias_apply { ranked.clone() } else { confirmed.noalias.clone() },
         noalias_all: if noalias_apply { every_pointer.clone() } else { vec![] },
-        waves,
         launch_bounds: match options.block_size {
             BlockSize::Given(n) => Some(n),
             _ => confirmed.launch_bounds,
         },
+        ..Space::default()
+    };
+    // What may be applied without asking: those rewrites, occupancy
+    // targets, and a confirmed unroll cap.
+    let facts = Space {
+        unroll_caps: confirmed.unroll_cap.filter(|_| !caps.is_empty()).into_iter().collect(),
+        waves,
+        ..allowed_rewrites.clone()
     };
     let log: Mutex<Vec<Measurement>> = Mutex::new(Vec::new());
     let budget_hit = AtomicBool::new(false);
@@ -494,7 +518,7 @@ fn plan_kernel(
     };
     let wider = Space {
         pow2_inexact: allowed.pow2_inexact || (inexact_pow2 && options.pow2 == Pow2::Suggest),
-        unroll_caps: if allowed.unroll_caps.is_empty() { caps } else { allowed.unroll_caps.clone() },
+        unroll_caps: if allowed.unroll_caps.is_empty() { caps.clone() } else { allowed.unroll_caps.clone() },
         noalias: if noalias_suggest { ranked } else { allowed.noalias.clone() },
         noalias_all: if noalias_suggest { every_pointer } else { allowed.noalias_all.clone() },
         launch_bounds: allowed.launch_bounds.or(inferred_block),
@@ -523,9 +547,36 @@ fn plan_kernel(
             }
         }
     }
+    let budget_reached = budget_hit.load(Ordering::Relaxed);
+
+    // The measured search: every occupancy step, alone and with the best
+    // allowed rewrites, and unroll caps, for `regtune measure` to time.
+    if options.candidates > 0 {
+        let mut known_builds = vec![Transforms::default(), outcome.transforms.clone()];
+        known_builds.extend(suggestion.as_ref().map(|p| p.transforms.clone()));
+        known_builds.dedup();
+        let taken = known_builds.iter().filter(|t| !t.is_empty()).count();
+        let known: Vec<String> = known_builds.iter().filter_map(|t| session.kernel_code_hash(&base.symbol, t).ok()).collect();
+        let pool = candidates::Pool {
+            steps: target::of(session.arch).occupancy_steps(session.arch, base),
+            rewrites: search::best_rewrites(&allowed_rewrites, &rule, &eval),
+            unroll_caps: caps.clone(),
+            spill_to_shared: target::of(session.arch).spills_to_shared(base).then(|| Transforms {
+                launch_bounds: match options.block_size {
+                    BlockSize::Given(n) => Some(n),
+                    _ => None,
+                },
+                ..Default::default()
+            }),
+        };
+        let build = |t: &Transforms| Some((eval(t)?, session.kernel_code_hash(&base.symbol, t).ok()?));
+        plan.search = candidates::select(candidates::proposals(&pool), options.candidates.saturating_sub(taken), &known, build, || {
+            tuning.limits.spent()
+        });
+    }
     let measured = log.into_inner().expect("variant log lock");
     plan.variants = measured.len();
-    plan.budget_reached = budget_hit.into_inner();
+    plan.budget_reached = budget_reached;
     plan.reason = verdict::applied_reason(&rule, &base.usage, &outcome.usage);
     plan.outcome = outcome;
     plan.suggestion = suggestion;
@@ -777,6 +828,8 @@ fn finish(
         suggested: suggested_entries,
         before: Some(before_u),
         after: Some(after_u),
+        candidates: plan.search.kept.clone(),
+        left_out: plan.search.left_out.iter().map(|t| labels(t, arch, &plan.every_pointer).join(" + ")).collect(),
         measured: None,
     };
     KernelTuning {
@@ -797,6 +850,8 @@ fn finish(
             .map(|m| labels(&m.transforms, arch, &plan.every_pointer).join(" + "))
             .collect(),
         budget_reached: plan.budget_reached,
+        candidates: plan.search.kept.iter().map(|c| labels(&c.transforms, arch, &plan.every_pointer).join(" + ")).collect(),
+        left_out: entry.left_out.clone(),
         diff,
         limiter_before: base.limiter,
         measured: plan.measured,

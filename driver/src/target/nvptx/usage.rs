@@ -64,6 +64,7 @@ pub fn kernel(k: &cubin::CubinKernel, info: &ptxas::FunctionInfo, arch: &Arch, o
             lds_bytes: info.shared_bytes,
             occupancy: occ.warps,
             code_bytes: k.code_bytes,
+            local_accesses: 0,
         },
         limiter: occ.limiter,
         vgprs_to_next_step: if launchable { sm.regs_to_next_step(&resources, block) } else { None },
