@@ -33,6 +33,15 @@ pub struct Rule {
     pub lane_spills: bool,
 }
 
+/// Local memory is memory: where the final code's local loads and stores
+/// were counted (NVPTX, `Usage::local_accesses`, weighted by loops), they
+/// are the memory traffic, private arrays included; spill bytes alone
+/// would call a variant that moves matrices to local memory inside loops
+/// an improvement.
+fn local_traffic(u: &Usage, b: &Usage) -> Option<(u32, u32)> {
+    (u.local_accesses > 0 || b.local_accesses > 0).then_some((u.local_accesses, b.local_accesses))
+}
+
 impl Rule {
     fn spills(&self, u: &Usage) -> u32 {
         u.vgpr_spills + u.sgpr_spills + if self.allow_scratch { 0 } else { u.scratch_bytes }
@@ -43,6 +52,9 @@ impl Rule {
     /// SGPR spills held in VGPR lanes cost none (an SGPR spill that reaches
     /// memory shows as scratch).
     pub fn memory_spills(&self, u: &Usage) -> u32 {
+        if let Some((local, _)) = local_traffic(u, &self.baseline) {
+            return local;
+        }
         u.vgpr_spills + u.scratch_bytes + if self.lane_spills { 0 } else { u.sgpr_spills }
     }
 
@@ -55,7 +67,8 @@ impl Rule {
         let b = &self.baseline;
         match self.objective {
             Objective::Occupancy => {
-                u.vgpr_spills <= b.vgpr_spills
+                local_traffic(u, b).is_none_or(|(now, before)| now <= before)
+                    && u.vgpr_spills <= b.vgpr_spills
                     && (u.sgpr_spills <= b.sgpr_spills || (self.lane_spills && u.scratch_bytes <= b.scratch_bytes))
                     && (self.allow_scratch || u.scratch_bytes <= b.scratch_bytes)
             }

@@ -552,6 +552,7 @@ fn plan_kernel(
     // The measured search: every occupancy step, alone and with the best
     // allowed rewrites, and unroll caps, for `regtune measure` to time.
     if options.candidates > 0 {
+        tuning.limits.renew();
         let mut known_builds = vec![Transforms::default(), outcome.transforms.clone()];
         known_builds.extend(suggestion.as_ref().map(|p| p.transforms.clone()));
         known_builds.dedup();

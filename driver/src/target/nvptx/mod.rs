@@ -4,6 +4,7 @@ pub mod cubin;
 pub mod cuda;
 pub mod nvidia;
 pub mod ptxas;
+pub mod sass;
 pub mod usage;
 
 use std::ffi::OsString;
