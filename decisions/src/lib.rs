@@ -159,6 +159,9 @@ pub enum Reason {
     ChangesRounding,
     /// It rests on what callers do (noalias, launch bounds): suggested.
     AssumesCaller,
+    /// No GPU has shown that this kind of change never slows a real kernel
+    /// (see the evidence table in the driver): suggested.
+    Unproven,
     /// Already at the target's most occupancy.
     AtBest,
     /// Nothing tried beat the plain compile.
@@ -177,6 +180,7 @@ impl Reason {
             Reason::TradesIlp => "trades-ilp",
             Reason::ChangesRounding => "changes-rounding",
             Reason::AssumesCaller => "assumes-caller",
+            Reason::Unproven => "unproven",
             Reason::AtBest => "at-best",
             Reason::NoGain => "no-gain",
             Reason::LostWhenCombined => "lost-when-combined",

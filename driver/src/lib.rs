@@ -10,6 +10,7 @@ pub mod batch;
 pub mod candidates;
 pub mod compile;
 pub mod cost;
+pub mod evidence;
 pub mod explain;
 pub mod fix;
 pub mod hash;

@@ -22,6 +22,7 @@ use crate::session::{Inspection, Listing, Session};
 use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
 use crate::verdict::{self, Evidence, Verdict};
+use crate::evidence::{self, Class};
 use crate::{candidates, compile, cost, launch};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
@@ -420,7 +421,9 @@ fn plan_kernel(
         return plan;
     }
     let waves = occupancy_targets(session.arch, base);
-    let confirmed: Transforms = previous.map(Entry::tuned).unwrap_or_default();
+    // What the user confirmed in the db (not what an earlier tune decided:
+    // the default changes with the evidence).
+    let confirmed: Transforms = previous.map(|e| Entry { transforms: Transforms::default(), ..e.clone() }.tuned()).unwrap_or_default();
     // Transforms that would change nothing are not tried (no inspection:
     // try everything).
     let exact_pow2 = inspection.is_none_or(|i| i.pow2);
@@ -441,11 +444,15 @@ fn plan_kernel(
         },
         ..Space::default()
     };
-    // What may be applied without asking: those rewrites, occupancy
-    // targets, and a confirmed unroll cap.
+    // What may be applied without asking: the classes a GPU has shown
+    // never to cost more than 2 % on real kernels (crate::evidence), and
+    // what the user asked for or confirmed.
+    let proven = evidence::never_loses;
     let facts = Space {
+        pow2: allowed_rewrites.pow2 && (proven(Class::Pow2) || confirmed.pow2),
+        sink: proven(Class::Sink) || confirmed.sink,
         unroll_caps: confirmed.unroll_cap.filter(|_| !caps.is_empty()).into_iter().collect(),
-        waves,
+        waves: if proven(Class::OccupancyTarget) { waves } else { confirmed.waves_per_eu.into_iter().collect() },
         ..allowed_rewrites.clone()
     };
     let log: Mutex<Vec<Measurement>> = Mutex::new(Vec::new());
@@ -483,7 +490,7 @@ fn plan_kernel(
 
     // Unrolling traded for registers, applied only where it removes the
     // memory traffic of spills or scratch the facts alone leave.
-    if !caps.is_empty() && facts.unroll_caps.is_empty() && rule.memory_spills(&outcome.usage) > 0 {
+    if proven(Class::UnrollCap) && !caps.is_empty() && facts.unroll_caps.is_empty() && rule.memory_spills(&outcome.usage) > 0 {
         let trading = Space { unroll_caps: caps.clone(), ..facts.clone() };
         let traded = search::search(&trading, &rule, &eval);
         if let Verdict::Apply(_) = verdict::trade(&rule, &traded.usage, &outcome.usage, Evidence::Static) {
@@ -517,12 +524,14 @@ fn plan_kernel(
         _ => None,
     };
     let wider = Space {
+        pow2: allowed_rewrites.pow2,
+        sink: allowed_rewrites.sink,
         pow2_inexact: allowed.pow2_inexact || (inexact_pow2 && options.pow2 == Pow2::Suggest),
         unroll_caps: if allowed.unroll_caps.is_empty() { caps.clone() } else { allowed.unroll_caps.clone() },
         noalias: if noalias_suggest { ranked } else { allowed.noalias.clone() },
         noalias_all: if noalias_suggest { every_pointer } else { allowed.noalias_all.clone() },
         launch_bounds: allowed.launch_bounds.or(inferred_block),
-        waves: facts.waves.clone(),
+        waves: occupancy_targets(session.arch, base),
         ..allowed.clone()
     };
     let mut suggestion = None;
@@ -588,9 +597,11 @@ fn plan_kernel(
 /// The part of `t` that `allowed` does not allow: what needs the user.
 fn held_part(t: &Transforms, allowed: &Space) -> Transforms {
     let allowed_noalias = |p: &Param| allowed.noalias.contains(p) || allowed.noalias_all.contains(p);
+    let inexact_held = t.pow2_inexact && !allowed.pow2_inexact;
     Transforms {
-        pow2: t.pow2_inexact && !allowed.pow2_inexact,
-        pow2_inexact: t.pow2_inexact && !allowed.pow2_inexact,
+        pow2: inexact_held || (t.pow2 && !allowed.pow2 && !allowed.pow2_inexact),
+        pow2_inexact: inexact_held,
+        sink: t.sink && !allowed.sink,
         unroll_cap: t.unroll_cap.filter(|c| !allowed.unroll_caps.contains(c)),
         noalias: t.noalias.iter().filter(|p| !allowed_noalias(p)).cloned().collect(),
         launch_bounds: t.launch_bounds.filter(|_| allowed.launch_bounds.is_none()),
@@ -685,6 +696,20 @@ fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &
         effect.push_str(&format!(" with {}", others.join(" + ")));
     }
     let (mut what, mut checks) = (Vec::new(), Vec::new());
+    // Held for speed alone: it computes the same values, but no GPU has
+    // shown it never slows a real kernel.
+    let mut unproven = Vec::new();
+    if held.sink {
+        what.push("moving definitions next to their first use (sink)".to_string());
+        unproven.push(Class::Sink);
+    }
+    if held.pow2 && !held.pow2_inexact {
+        what.push("`pow(x, 2.0)` → `x * x` (exact here)".to_string());
+        unproven.push(Class::Pow2);
+    }
+    for class in unproven {
+        checks.push(format!("it computes the same values, but {} ({}); confirm it after timing the kernel", evidence::summary(class), class.name()));
+    }
     if held.pow2_inexact {
         let library = target::of(arch).pow_library().0;
         what.push("`pow(x, 2.0)` → `x * x`".to_string());
@@ -700,12 +725,14 @@ fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &
         let target = target::of(arch).occupancy_label(w);
         what.push(format!("the occupancy target {target}"));
     }
-    if held.unroll_cap.is_some() || held.waves_per_eu.is_some() {
-        checks.push(
-            "it gives up instruction-level parallelism (unrolling, loads in flight) for occupancy, which every such \
-             trade timed on a GPU so far paid for with speed; confirm it after timing the kernel"
-                .to_string(),
-        );
+    let trades: Vec<Class> = Class::of(held).into_iter().filter(|c| matches!(c, Class::UnrollCap | Class::OccupancyTarget)).collect();
+    if !trades.is_empty() {
+        let shown: Vec<String> = trades.iter().map(|c| format!("{}: {}", c.name(), evidence::summary(*c))).collect();
+        checks.push(format!(
+            "it gives up instruction-level parallelism (unrolling, loads in flight) for occupancy, which can cost speed ({}); \
+             confirm it after timing the kernel",
+            shown.join("; ")
+        ));
     }
     if !held.noalias.is_empty() {
         if !every_pointer.is_empty() && with.noalias == every_pointer {
@@ -725,7 +752,11 @@ fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &
         what.push(format!("`__launch_bounds__({n})`"));
         checks.push(format!("every launch in this file uses {n} threads; confirm no other caller uses more"));
     }
-    format!("{} {effect} — {}", what.join(" and "), checks.join("; "))
+    let mut message = format!("{} {effect} — {}", what.join(" and "), checks.join("; "));
+    if held.unroll_cap.is_some() || held.waves_per_eu.is_some() || held.sink || (held.pow2 && !held.pow2_inexact) {
+        message.push_str("; `regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results");
+    }
+    message
 }
 
 #[allow(clippy::too_many_arguments)]

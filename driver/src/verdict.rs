@@ -97,6 +97,9 @@ pub fn occupancy_target(evidence: Evidence) -> Verdict {
 /// `held` (the parts of it the user has not allowed).
 pub fn held_reasons(held: &Transforms) -> Vec<Reason> {
     let mut reasons = Vec::new();
+    if held.sink || (held.pow2 && !held.pow2_inexact) {
+        reasons.push(Reason::Unproven);
+    }
     if held.pow2_inexact {
         reasons.push(Reason::ChangesRounding);
     }
