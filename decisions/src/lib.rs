@@ -474,10 +474,11 @@ mod tests {
             noalias: vec![Param { index: 13, name: "g14".into() }, Param { index: 2, name: String::new() }],
             waves_per_eu: Some(5),
             launch_bounds: Some(256),
+            spill_to_shared: true,
         };
         assert_eq!(
             t.labels(),
-            ["pow2", "sink", "unroll-cap=4", "noalias=g14", "noalias=#2", "waves-per-eu=5", "launch-bounds=256"]
+            ["pow2", "sink", "unroll-cap=4", "noalias=g14", "noalias=#2", "waves-per-eu=5", "launch-bounds=256", "spill-to-shared"]
         );
         let inexact = Transforms { pow2: true, pow2_inexact: true, ..Default::default() };
         assert_eq!(inexact.labels(), ["pow2=inexact"]);

@@ -33,6 +33,22 @@ pub enum Class {
 }
 
 impl Class {
+    const ALL: [Class; 8] = [
+        Class::Sink,
+        Class::Pow2,
+        Class::Pow2Inexact,
+        Class::UnrollCap,
+        Class::OccupancyTarget,
+        Class::SpillToShared,
+        Class::Noalias,
+        Class::LaunchBounds,
+    ];
+
+    /// The class a record names.
+    pub fn named(name: &str) -> Option<Class> {
+        Class::ALL.into_iter().find(|c| c.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Class::Sink => "sink",
@@ -85,41 +101,57 @@ pub struct Record {
     pub max: f64,
 }
 
-#[derive(Debug, Deserialize)]
-struct Table {
-    records: Vec<Record>,
+/// The evidence a tune follows: the shipped table, or the user's own
+/// (`--evidence FILE`, e.g. from their GPUs: an AMD one, say).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Evidence {
+    /// Where the numbers come from (GPU, programs, date).
+    #[serde(default)]
+    pub source: String,
+    pub records: Vec<Record>,
 }
 
-/// The shipped evidence.
-pub fn records() -> Vec<Record> {
-    let table: Table = serde_json::from_str(include_str!("evidence.json")).expect("evidence.json is valid (tested)");
-    table.records
-}
+impl Evidence {
+    /// The shipped table (`evidence.json`).
+    pub fn shipped() -> Evidence {
+        serde_json::from_str(include_str!("evidence.json")).expect("evidence.json is valid (tested)")
+    }
 
-/// The record of a class, if it was ever timed.
-pub fn record(class: Class) -> Option<Record> {
-    records().into_iter().find(|r| r.class == class.name())
-}
+    /// A table in the same format, from a file.
+    pub fn load(path: &std::path::Path) -> Result<Evidence, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read evidence {}: {e}", path.display()))?;
+        let evidence: Evidence = serde_json::from_str(&text).map_err(|e| format!("evidence {} is not valid: {e}", path.display()))?;
+        if let Some(r) = evidence.records.iter().find(|r| Class::named(&r.class).is_none()) {
+            return Err(format!("evidence {}: unknown class `{}`", path.display(), r.class));
+        }
+        Ok(evidence)
+    }
 
-/// Whether the default build may apply `class` unasked.
-pub fn never_loses(class: Class) -> bool {
-    record(class).is_some_and(|r| proven(&r))
+    /// The record of a class, if it was ever timed.
+    pub fn record(&self, class: Class) -> Option<&Record> {
+        self.records.iter().find(|r| r.class == class.name())
+    }
+
+    /// Whether the default build may apply `class` unasked.
+    pub fn never_loses(&self, class: Class) -> bool {
+        self.record(class).is_some_and(proven)
+    }
+
+    /// One line on what the GPU showed of `class`, for suggestions.
+    pub fn summary(&self, class: Class) -> String {
+        match self.record(class) {
+            Some(r) => format!(
+                "on {} real kernels timed on a GPU it ran {:.2}×–{:.2}× (median {:.2}×)",
+                r.kernels, r.min, r.max, r.median
+            ),
+            None => "no GPU has timed it on real kernels yet".to_string(),
+        }
+    }
 }
 
 /// Enough kernels, and none slower than the tolerance.
 fn proven(r: &Record) -> bool {
     r.kernels >= MIN_KERNELS && r.min >= 1.0 - TOLERANCE
-}
-
-/// One line on what the GPU showed of `class`, for suggestions.
-pub fn summary(class: Class) -> String {
-    match record(class) {
-        Some(r) => format!(
-            "on {} real kernels timed on a GPU it ran {:.2}×–{:.2}× (median {:.2}×)",
-            r.kernels, r.min, r.max, r.median
-        ),
-        None => "no GPU has timed it on real kernels yet".to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -128,23 +160,24 @@ mod tests {
 
     #[test]
     fn the_shipped_table_reads_and_names_known_classes() {
-        let names: Vec<&str> = [
-            Class::Sink,
-            Class::Pow2,
-            Class::Pow2Inexact,
-            Class::UnrollCap,
-            Class::OccupancyTarget,
-            Class::SpillToShared,
-            Class::Noalias,
-            Class::LaunchBounds,
-        ]
-        .iter()
-        .map(|c| c.name())
-        .collect();
-        for r in records() {
-            assert!(names.contains(&r.class.as_str()), "unknown class {}", r.class);
+        for r in Evidence::shipped().records {
+            assert!(Class::named(&r.class).is_some(), "unknown class {}", r.class);
             assert!(r.min <= r.median && r.median <= r.max, "{r:?}");
         }
+    }
+
+    #[test]
+    fn a_users_table_is_checked_and_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.json");
+        std::fs::write(&path, r#"{"records":[{"class":"sink","kernels":9,"min":0.99,"median":1.0,"max":1.3}]}"#).unwrap();
+        let e = Evidence::load(&path).unwrap();
+        assert!(e.never_loses(Class::Sink) && !e.never_loses(Class::Pow2));
+        assert_eq!(e.summary(Class::Sink), "on 9 real kernels timed on a GPU it ran 0.99×–1.30× (median 1.00×)");
+        std::fs::write(&path, r#"{"records":[{"class":"magic","kernels":9,"min":1,"median":1,"max":1}]}"#).unwrap();
+        assert!(Evidence::load(&path).unwrap_err().ends_with("unknown class `magic`"));
+        std::fs::write(&path, "{").unwrap();
+        assert!(Evidence::load(&path).unwrap_err().contains("is not valid"));
     }
 
     #[test]

@@ -212,6 +212,10 @@ struct SearchArgs {
     /// spread over the steps; 0: only the decision and suggestions.
     #[arg(long, value_name = "N", default_value_t = 8)]
     candidates: usize,
+    /// What GPUs showed of each class of transform (JSON, as regtune ships it): the default
+    /// applies unasked only classes that never cost more than 2% there [default: the shipped table].
+    #[arg(long, value_name = "FILE")]
+    evidence: Option<PathBuf>,
 }
 
 /// `LABEL=PATH`, the label made of letters, digits, `-`, `_` and `.`.
@@ -363,6 +367,10 @@ impl SearchArgs {
             time_budget: self.time_budget,
             code_dir: Some(regtune::runtime::code::dir(&self.db)),
             candidates: self.candidates,
+            evidence: match &self.evidence {
+                Some(path) => regtune::evidence::Evidence::load(path).map_err(|e| anyhow::anyhow!(e))?,
+                None => regtune::evidence::Evidence::shipped(),
+            },
         })
     }
 }

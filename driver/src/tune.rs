@@ -21,8 +21,8 @@ use crate::search::{self, Objective, Outcome, Rule, Space};
 use crate::session::{Inspection, Listing, Session};
 use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
-use crate::verdict::{self, Evidence, Verdict};
-use crate::evidence::{self, Class};
+use crate::verdict::{self, Basis, Verdict};
+use crate::evidence::{Class, Evidence};
 use crate::{candidates, compile, cost, launch};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
@@ -88,6 +88,9 @@ pub struct Options {
     /// Builds per kernel for `regtune measure` to choose from (the decision
     /// and suggestions count; [`crate::candidates`] adds the rest); 0: none.
     pub candidates: usize,
+    /// What GPUs showed of each class of transform: the default applies
+    /// unasked only what never lost ([`crate::evidence`]).
+    pub evidence: Evidence,
 }
 
 /// One kernel's tuning result: the report's keys (with the usage after
@@ -447,7 +450,7 @@ fn plan_kernel(
     // What may be applied without asking: the classes a GPU has shown
     // never to cost more than 2 % on real kernels (crate::evidence), and
     // what the user asked for or confirmed.
-    let proven = evidence::never_loses;
+    let proven = |c| options.evidence.never_loses(c);
     let facts = Space {
         pow2: allowed_rewrites.pow2 && (proven(Class::Pow2) || confirmed.pow2),
         sink: proven(Class::Sink) || confirmed.sink,
@@ -493,7 +496,7 @@ fn plan_kernel(
     if proven(Class::UnrollCap) && !caps.is_empty() && facts.unroll_caps.is_empty() && rule.memory_spills(&outcome.usage) > 0 {
         let trading = Space { unroll_caps: caps.clone(), ..facts.clone() };
         let traded = search::search(&trading, &rule, &eval);
-        if let Verdict::Apply(_) = verdict::trade(&rule, &traded.usage, &outcome.usage, Evidence::Static) {
+        if let Verdict::Apply(_) = verdict::trade(&rule, &traded.usage, &outcome.usage, Basis::Static) {
             outcome = traded;
             allowed = trading;
         }
@@ -508,7 +511,7 @@ fn plan_kernel(
     if let Some(w) = outcome.transforms.waves_per_eu.filter(|w| confirmed.waves_per_eu != Some(*w)) {
         let without = Transforms { waves_per_eu: None, ..outcome.transforms.clone() };
         if let Some(time_ratio) = predicted_time_ratio(session, base, (&outcome.transforms, &outcome.usage), &without, &eval) {
-            if let Verdict::Hold(_) = verdict::occupancy_target(Evidence::Predicted { time_ratio }) {
+            if let Verdict::Hold(_) = verdict::occupancy_target(Basis::Predicted { time_ratio }) {
                 held_target = Some((w, time_ratio));
                 allowed.waves.clear();
                 outcome = search::search(&allowed, &rule, &eval);
@@ -543,7 +546,8 @@ fn plan_kernel(
             let held = held_part(&better.transforms, &allowed);
             let reasons = verdict::held_reasons(&held);
             if !held.is_empty() {
-                let mut message = suggestion_message(&held, &better.transforms, &outcome.usage, &better.usage, &plan.every_pointer, session.arch);
+                let mut message =
+                    suggestion_message(&held, &better.transforms, &outcome.usage, &better.usage, &plan.every_pointer, session.arch, &options.evidence);
                 if let Some((w, ratio)) = held_target.filter(|(w, _)| held.waves_per_eu == Some(*w)) {
                     message.push_str(&format!(
                         "; {} alone was predicted {:.2}× as fast (its schedule keeps fewer loads in flight)",
@@ -680,7 +684,15 @@ fn base_name(demangled: &str) -> String {
 
 /// "<what> would reach occupancy N (a → b VGPRs) with <the rest> — <what
 /// to check before confirming>", for the held part of a suggestion.
-fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &Usage, every_pointer: &[Param], arch: &Arch) -> String {
+fn suggestion_message(
+    held: &Transforms,
+    with: &Transforms,
+    now: &Usage,
+    then: &Usage,
+    every_pointer: &[Param],
+    arch: &Arch,
+    evidence: &Evidence,
+) -> String {
     let spills = |u: &Usage| u.vgpr_spills + u.sgpr_spills;
     let mut effect = format!("would reach occupancy {} ({} → {} VGPRs", then.occupancy, now.vgpr, then.vgpr);
     if spills(now) != spills(then) {
@@ -708,7 +720,7 @@ fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &
         unproven.push(Class::Pow2);
     }
     for class in unproven {
-        checks.push(format!("it computes the same values, but {} ({}); confirm it after timing the kernel", evidence::summary(class), class.name()));
+        checks.push(format!("it computes the same values, but {} ({}); confirm it after timing the kernel", evidence.summary(class), class.name()));
     }
     if held.pow2_inexact {
         let library = target::of(arch).pow_library().0;
@@ -727,7 +739,7 @@ fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &
     }
     let trades: Vec<Class> = Class::of(held).into_iter().filter(|c| matches!(c, Class::UnrollCap | Class::OccupancyTarget)).collect();
     if !trades.is_empty() {
-        let shown: Vec<String> = trades.iter().map(|c| format!("{}: {}", c.name(), evidence::summary(*c))).collect();
+        let shown: Vec<String> = trades.iter().map(|c| format!("{}: {}", c.name(), evidence.summary(*c))).collect();
         checks.push(format!(
             "it gives up instruction-level parallelism (unrolling, loads in flight) for occupancy, which can cost speed ({}); \
              confirm it after timing the kernel",
@@ -996,11 +1008,11 @@ mod tests {
         let then = Usage { vgpr: 84, occupancy: 6, ..Default::default() };
         let gfx = Arch::parse("gfx90a").unwrap();
         assert_eq!(
-            suggestion_message(&t, &t, &now, &then, &[], &gfx),
+            suggestion_message(&t, &t, &now, &then, &[], &gfx, &Evidence::shipped()),
             "`__restrict__` on `g14` would reach occupancy 6 (96 → 84 VGPRs) — verify that `g14` never overlaps another argument"
         );
         let with = Transforms { pow2: true, waves_per_eu: Some(6), ..t.clone() };
-        assert!(suggestion_message(&t, &with, &now, &then, &[], &gfx).contains("(96 → 84 VGPRs) with pow2 + waves-per-eu=6 — verify"));
+        assert!(suggestion_message(&t, &with, &now, &then, &[], &gfx, &Evidence::shipped()).contains("(96 → 84 VGPRs) with pow2 + waves-per-eu=6 — verify"));
     }
 
     #[test]
@@ -1011,21 +1023,21 @@ mod tests {
         let then = Usage { vgpr: 82, occupancy: 5, ..Default::default() };
         let pow2 = Transforms { pow2: true, pow2_inexact: true, ..Default::default() };
         assert_eq!(
-            suggestion_message(&pow2, &pow2, &now, &then, &[], &gfx),
+            suggestion_message(&pow2, &pow2, &now, &then, &[], &gfx, &Evidence::shipped()),
             "`pow(x, 2.0)` → `x * x` would reach occupancy 5 (99 → 82 VGPRs, spills 16 → 0) — ocml's `pow` is not \
              correctly rounded, so results change in the last bit (for ~20% of doubles); accept that, or build with \
              -ffast-math or -fapprox-func"
         );
-        assert!(suggestion_message(&pow2, &pow2, &now, &then, &[], &sm).contains("libdevice's `pow`"));
+        assert!(suggestion_message(&pow2, &pow2, &now, &then, &[], &sm, &Evidence::shipped()).contains("libdevice's `pow`"));
         let cap = Transforms { unroll_cap: Some(1), ..Default::default() };
         let with = Transforms { waves_per_eu: Some(6), ..cap.clone() };
-        let m = suggestion_message(&cap, &with, &now, &then, &[], &gfx);
+        let m = suggestion_message(&cap, &with, &now, &then, &[], &gfx, &Evidence::shipped());
         assert!(m.starts_with("capping unrolling at 1 would reach occupancy 5 (99 → 82 VGPRs, spills 16 → 0) with waves-per-eu=6 — it gives up instruction-level parallelism"), "{m}");
-        let both = suggestion_message(&with, &with, &now, &then, &[], &gfx);
+        let both = suggestion_message(&with, &with, &now, &then, &[], &gfx, &Evidence::shipped());
         assert!(both.starts_with("capping unrolling at 1 and the occupancy target waves-per-eu=6 would reach occupancy 5"), "{both}");
         let all: Vec<Param> = (0..3).map(|i| Param { index: i, name: format!("p{i}") }).collect();
         let restrict = Transforms { noalias: all.clone(), ..Default::default() };
-        let m = suggestion_message(&restrict, &restrict, &now, &then, &all, &gfx);
+        let m = suggestion_message(&restrict, &restrict, &now, &then, &all, &gfx, &Evidence::shipped());
         assert!(m.starts_with("`__restrict__` on every pointer parameter (nvcc's --restrict) would reach"), "{m}");
         assert!(m.ends_with("verify that no two pointer arguments ever overlap"), "{m}");
         assert_eq!(labels(&restrict, &gfx, &all), ["noalias=all"]);
