@@ -214,7 +214,7 @@ struct SearchArgs {
     candidates: usize,
     /// What GPUs showed of each class of transform (JSON, as regtune ships it): the default
     /// applies unasked only classes that never cost more than 2% there [default: the shipped table].
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "REGTUNE_EVIDENCE")]
     evidence: Option<PathBuf>,
 }
 
