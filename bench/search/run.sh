@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The measured search on the development corpus, GPU half: each program
-# bench/search/build.py planned runs once plainly (its own output and
-# timers), then once under `regtune measure`, which replays the first two
-# launches of every kernel with every candidate tune kept and every hand-
-# sweep build (--compare), interleaved, and byte-compares each with plain.
+# bench/search/build.py planned runs once under `regtune measure`, which
+# replays the first two launches of every kernel with every candidate tune
+# kept and every hand-sweep build (--compare), interleaved, and byte-
+# compares each with plain; the program's own output is kept beside.
 #
 #   bench/search/run.sh     # from the repository root; results in $OUT (default bench/search/out)
 #
@@ -45,16 +45,14 @@ print("compare=(" + " ".join(shlex.quote("--compare=" + c.split("=", 1)[0] + "="
 print("envs=(" + " ".join(shlex.quote(f"{k}={v}") for k, v in p.get("env", {}).items()) + ")")
 PY
 )"
-  t0=$(date +%s.%N)
-  (cd "$cwd" && env "${envs[@]}" timeout 120 "$ROOT/$binary" "${args[@]}" > "$OUT/$prog.plain.out" 2>&1)
-  rc_plain=$?
   t1=$(date +%s.%N)
-  (cd "$cwd" && env "${envs[@]}" timeout 240 "$R" measure --db "$ROOT/$db" --launches 2 --runs 10 --budget "$BUDGET" \
-    "${compare[@]}" --format json -o "$OUT/$prog.measure.json" -- "$ROOT/$binary" "${args[@]}" > "$OUT/$prog.measured.out" 2> "$OUT/$prog.measure.stderr")
+  (cd "$cwd" && env "${envs[@]}" timeout 300 "$R" measure --db "$ROOT/$db" --launches 2 --runs 10 --budget "$BUDGET" \
+    --keep "$OUT/keep-$prog" "${compare[@]}" --format json -o "$OUT/$prog.measure.json" -- "$ROOT/$binary" "${args[@]}" \
+    > "$OUT/$prog.measured.out" 2> "$OUT/$prog.measure.stderr")
   rc=$?
   t2=$(date +%s.%N)
-  awk -v p="$prog" -v a="$rc_plain" -v b="$rc" -v t0="$t0" -v t1="$t1" -v t2="$t2" \
-    'BEGIN { printf "%s: plain rc %s %.1f s, measure rc %s %.1f s\n", p, a, t1 - t0, b, t2 - t1 }' | tee -a "$OUT/summary.txt"
+  rm -f "$OUT/keep-$prog/plan.json"
+  awk -v p="$prog" -v b="$rc" -v t1="$t1" -v t2="$t2" 'BEGIN { printf "%s: measure rc %s %.1f s\n", p, b, t2 - t1 }' | tee -a "$OUT/summary.txt"
   pack
 done
 pack

@@ -22,6 +22,7 @@ pub struct Limits {
     pub budget: Duration,
     deadline: Mutex<Instant>,
     reached: AtomicBool,
+    renewed: AtomicBool,
 }
 
 impl Limits {
@@ -31,13 +32,22 @@ impl Limits {
         let scaled = |factor: f64| Duration::from_secs_f64(plain_seconds * factor);
         let variant = variant.unwrap_or_else(|| scaled(VARIANT_TIMEOUT_FACTOR).max(MIN_VARIANT_TIMEOUT));
         let budget = budget.unwrap_or_else(|| scaled(BUDGET_FACTOR));
-        Limits { variant, budget, deadline: Mutex::new(started + budget), reached: AtomicBool::new(false) }
+        Limits {
+            variant,
+            budget,
+            deadline: Mutex::new(started + budget),
+            reached: AtomicBool::new(false),
+            renewed: AtomicBool::new(false),
+        }
     }
 
     /// A second budget, from now, for the builds `regtune measure` will
-    /// time: the search's own may be spent by then.
+    /// time: the search's own may be spent by then. Once per file: the
+    /// kernels that reach it later share it.
     pub fn renew(&self) {
-        *self.deadline.lock().expect("deadline lock") = Instant::now() + self.budget;
+        if !self.renewed.swap(true, Ordering::Relaxed) {
+            *self.deadline.lock().expect("deadline lock") = Instant::now() + self.budget;
+        }
     }
 
     fn deadline(&self) -> Instant {
@@ -96,5 +106,10 @@ mod tests {
         assert!(spent.reached());
         spent.renew();
         assert!(!spent.spent(), "a renewed budget starts now");
+        let once = Limits::new(Instant::now() - Duration::from_secs(2), 1.0, None, Some(Duration::from_millis(50)));
+        once.renew();
+        std::thread::sleep(Duration::from_millis(60));
+        once.renew();
+        assert!(once.spent(), "a file's budget is renewed once, not per kernel");
     }
 }
