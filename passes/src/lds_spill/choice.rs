@@ -13,6 +13,12 @@ use std::cmp::Reverse;
 /// one more to gain anything.
 pub(super) const MIN_GAIN: u64 = 2;
 
+/// A candidate must be live across at least this many instructions (on all
+/// paths together): defined far from its uses. A shorter range the
+/// backend's scheduler can shorten by itself, and a reload right after the
+/// store only adds LDS latency.
+pub(super) const MIN_SPAN: usize = 16;
+
 /// The kernel as the pressure estimate sees it. Values are numbered
 /// `0..regs.len()`; a value of 0 registers is not tracked.
 #[derive(Debug, Default)]
@@ -59,13 +65,15 @@ pub(super) struct Choice {
     pub(super) peak_after: u64,
 }
 
-/// Choose up to `slots` words of values to spill: greedily the candidate
-/// live across the most instructions at the current peak (ties: the
-/// cheaper store and reloads, then the earlier value), recomputing the
-/// peak after each; then drop those whose spill does not lower the final
-/// peak, and keep the rest only if they lower it by [`MIN_GAIN`].
+/// Choose up to `slots` words of values to spill among the candidates live
+/// across [`MIN_SPAN`] instructions or more: greedily the one live across
+/// the most instructions at the current peak (ties: the cheaper store and
+/// reloads, then the earlier value), recomputing the peak after each; then
+/// drop those whose spill does not lower the final peak, and keep the rest
+/// only if they lower it by [`MIN_GAIN`].
 pub(super) fn choose(model: &Model, candidates: &[Candidate], slots: u32) -> Choice {
     let live_out = live_out_sets(model);
+    let far = live_across(model, &live_out, candidates, |_, _| true);
     let mut spilled = BitSet::new(model.regs.len());
     let peak_before = peak(&pressures(model, &live_out, &spilled));
     let mut chosen: Vec<usize> = Vec::new();
@@ -73,9 +81,9 @@ pub(super) fn choose(model: &Model, candidates: &[Candidate], slots: u32) -> Cho
     loop {
         let pressure = pressures(model, &live_out, &spilled);
         let top = peak(&pressure);
-        let covered = coverage(model, &live_out, &pressure, top, candidates);
+        let covered = live_across(model, &live_out, candidates, |b, k| pressure[b][k] == top);
         let best = (0..candidates.len())
-            .filter(|&c| !chosen.contains(&c) && used + candidates[c].slots <= slots && covered[c] > 0)
+            .filter(|&c| far[c] >= MIN_SPAN && !chosen.contains(&c) && used + candidates[c].slots <= slots && covered[c] > 0)
             .max_by_key(|&c| (covered[c], Reverse(candidates[c].cost), Reverse(candidates[c].value)));
         let Some(c) = best else { break };
         chosen.push(c);
@@ -211,25 +219,37 @@ fn peak(pressure: &[Vec<u64>]) -> u64 {
     pressure.iter().flatten().copied().max().unwrap_or(0)
 }
 
-/// For each candidate, at how many instructions of pressure `top` it is
-/// live across (live into the instruction and not read by it).
-fn coverage(model: &Model, live_out: &[BitSet], pressure: &[Vec<u64>], top: u64, candidates: &[Candidate]) -> Vec<usize> {
+/// For each candidate, at how many of the instructions `counted(block,
+/// point)` picks it is live across (live into the instruction and not read
+/// by it).
+fn live_across(
+    model: &Model,
+    live_out: &[BitSet],
+    candidates: &[Candidate],
+    counted: impl Fn(usize, usize) -> bool,
+) -> Vec<usize> {
+    let n = model.regs.len();
+    let mut of_value = vec![usize::MAX; n];
+    let mut mask = BitSet::new(n);
+    for (c, cand) in candidates.iter().enumerate() {
+        of_value[cand.value] = c;
+        mask.insert(cand.value);
+    }
     let mut counts = vec![0; candidates.len()];
-    let none = BitSet::new(model.regs.len());
     let mut ignored = Vec::new();
-    // The pressures are already known: the walk only needs the live sets.
+    // Only the live sets matter here, not what is spilled.
     walk(
         model,
         live_out,
-        &none,
+        &BitSet::new(n),
         |b, k, live, _| {
-            if pressure[b][k] != top {
+            if !counted(b, k) {
                 return;
             }
             let uses = &model.blocks[b].points[k].uses;
-            for (c, cand) in candidates.iter().enumerate() {
-                if live.contains(cand.value) && !uses.contains(&cand.value) {
-                    counts[c] += 1;
+            for v in live.and(&mask) {
+                if !uses.contains(&v) {
+                    counts[of_value[v]] += 1;
                 }
             }
         },
@@ -277,10 +297,25 @@ impl BitSet {
     }
 
     fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.words.iter().enumerate().flat_map(|(w, &bits)| {
-            (0..64).filter(move |i| bits & (1 << i) != 0).map(move |i| w * 64 + i)
-        })
+        self.words.iter().enumerate().flat_map(|(w, &bits)| ones(w, bits))
     }
+
+    /// The members of both sets.
+    fn and<'a>(&'a self, other: &'a BitSet) -> impl Iterator<Item = usize> + 'a {
+        self.words.iter().zip(&other.words).enumerate().flat_map(|(w, (&a, &b))| ones(w, a & b))
+    }
+}
+
+/// The value numbers of the set bits of word `w`.
+fn ones(w: usize, mut bits: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if bits == 0 {
+            return None;
+        }
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        Some(w * 64 + i)
+    })
 }
 
 #[cfg(test)]
@@ -316,33 +351,34 @@ mod tests {
 
     #[test]
     fn long_lived_values_across_the_peak_are_chosen() {
-        let model = straight_line(3, 10);
+        let model = straight_line(3, 20);
         let candidates: Vec<Candidate> = (0..3).map(candidate).collect();
         let choice = choose(&model, &candidates, 8);
         assert_eq!(choice.chosen, vec![0, 1, 2]);
-        assert_eq!(choice.peak_before, 13);
-        assert_eq!(choice.peak_after, 10);
+        // 3 long + 20 short values live into the sum, plus its result.
+        assert_eq!(choice.peak_before, 24);
+        assert_eq!(choice.peak_after, 21);
     }
 
     #[test]
     fn at_most_the_given_slots() {
-        let model = straight_line(3, 10);
+        let model = straight_line(3, 20);
         let candidates: Vec<Candidate> = (0..3).map(candidate).collect();
         let choice = choose(&model, &candidates, 2);
         assert_eq!(choice.chosen, vec![0, 1]);
-        assert_eq!(choice.peak_after, 11);
+        assert_eq!(choice.peak_after, 22);
     }
 
     #[test]
     fn one_register_does_not_pay_for_the_address() {
-        let model = straight_line(3, 10);
+        let model = straight_line(3, 20);
         let choice = choose(&model, &[candidate(0)], 8);
-        assert_eq!(choice, Choice { chosen: vec![], peak_before: 13, peak_after: 13 });
+        assert_eq!(choice, Choice { chosen: vec![], peak_before: 24, peak_after: 24 });
     }
 
     #[test]
     fn a_wide_value_needs_two_slots() {
-        let mut model = straight_line(3, 10);
+        let mut model = straight_line(3, 20);
         model.regs[0] = 2;
         let wide = Candidate { value: 0, slots: 2, cost: 2 };
         // Two slots left after value 1: value 0 fits, value 2 does not.
@@ -353,15 +389,23 @@ mod tests {
 
     #[test]
     fn values_not_live_across_the_peak_are_left_alone() {
-        // The short values are only live inside the region.
-        let model = straight_line(3, 10);
-        let candidates: Vec<Candidate> = (3..13).map(candidate).collect();
+        // The short values are read at the peak, not live across it.
+        let model = straight_line(3, 20);
+        let candidates: Vec<Candidate> = (3..23).map(candidate).collect();
+        assert!(choose(&model, &candidates, 8).chosen.is_empty());
+    }
+
+    #[test]
+    fn values_used_soon_after_their_definition_are_left_alone() {
+        // Only 5 short values: the long ones span 8 instructions.
+        let model = straight_line(3, 5);
+        let candidates: Vec<Candidate> = (0..3).map(candidate).collect();
         assert!(choose(&model, &candidates, 8).chosen.is_empty());
     }
 
     #[test]
     fn cheaper_accesses_win_a_tie() {
-        let model = straight_line(3, 10);
+        let model = straight_line(3, 20);
         let dear = Candidate { value: 0, slots: 1, cost: 64 };
         let choice = choose(&model, &[dear, candidate(1), candidate(2)], 2);
         assert_eq!(choice.chosen, vec![1, 2]);
@@ -373,7 +417,7 @@ mod tests {
         // b1: phi 2; def 3 uses 2; many short values; terminator reads 3 for the phi -> b1, b2
         // b2: uses 0
         let mut regs = vec![1; 4];
-        let shorts: Vec<usize> = (4..12).collect();
+        let shorts: Vec<usize> = (4..20).collect();
         regs.extend(shorts.iter().map(|_| 1));
         let sink = regs.len();
         regs.push(1);
@@ -391,7 +435,7 @@ mod tests {
         };
         let live_out = live_out_sets(&model);
         assert!(live_out[0].contains(0) && live_out[1].contains(0), "0 is live through the loop");
-        assert!(live_out[1].contains(3), "3 flows around the back edge");
+        assert!(!live_out[1].contains(3), "3 is read for the phi by the terminator, not live into the header");
         assert!(!live_out[1].contains(2), "the phi is redefined each iteration");
         // 0 and 3 are both live across the loop's peak; one alone gains 1.
         let both = [candidate(0), candidate(3)];
