@@ -233,8 +233,9 @@ const UNIFORM_INTRINSICS: &[&str] = &[
 
 /// The values the AMDGPU backend keeps in scalar registers, by a simple
 /// uniformity estimate: integer and pointer results of arithmetic, casts,
-/// GEPs and selects whose operands are all scalar (kernel parameters,
-/// constants, other scalar values), the intrinsics above, and non-volatile
+/// GEPs, selects and generic pure intrinsics (`llvm.umin`) whose operands
+/// are all scalar (kernel parameters, constants, other scalar values), the
+/// intrinsics above, and non-volatile
 /// loads from constant memory (address spaces 4 and 6) at a scalar
 /// address. PHIs, float arithmetic (VALU on gfx9) and everything else are
 /// vector values. `order` lists the instructions (indices into `insts`)
@@ -265,8 +266,13 @@ pub(super) fn scalar_values<'ctx>(
             }
             InstructionOpcode::Call => {
                 let name = direct_callee(inst).map(|f| f.get_name().to_string_lossy().into_owned()).unwrap_or_default();
+                // Target intrinsics may read the lane (workitem ids, mbcnt):
+                // only generic ones are functions of their operands alone.
                 UNIFORM_INTRINSICS.iter().any(|p| name.starts_with(p))
-                    || (int_or_pointer && llvm::is_pure_intrinsic_call(inst) && operands_scalar())
+                    || (int_or_pointer
+                        && !name.starts_with("llvm.amdgcn.")
+                        && llvm::is_pure_intrinsic_call(inst)
+                        && operands_scalar())
             }
             op if computes_from_operands(op) => int_or_pointer && operands_scalar(),
             _ => false,

@@ -72,9 +72,12 @@ pub(super) fn rewrite<'ctx>(module: &Module<'ctx>, kernel: FunctionValue<'ctx>, 
     let zero = i32_type.const_zero();
     // &array[0][tid]: this thread's word of slot 0.
     let base = in_bounds_gep(&builder, array_type, array.as_pointer_value(), &[zero, zero, tid], "regtune.lds.slot0")?;
+    // Where each store goes, found before any is made: spilled PHIs of a
+    // block are stored in their order, after the block's last PHI.
+    let anchors: Vec<InstructionValue<'ctx>> = spills.iter().map(|s| store_anchor(s.value)).collect::<Option<_>>()?;
     let slots = Slots { builder, slot_type, base, i32_type };
-    for s in spills {
-        slots.spill(s)?;
+    for (s, anchor) in spills.iter().zip(anchors) {
+        slots.spill(s, anchor)?;
     }
     Some(())
 }
@@ -123,6 +126,16 @@ fn call<'ctx>(module: &Module<'ctx>, b: &Builder<'ctx>, name: &str) -> Option<Ba
     b.build_call(f, &[], "").ok()?.try_as_basic_value().basic()
 }
 
+/// The instruction a value's store goes before: the one after the
+/// definition, or after all PHIs for a PHI.
+fn store_anchor(value: InstructionValue<'_>) -> Option<InstructionValue<'_>> {
+    if value.get_opcode() == InstructionOpcode::Phi {
+        value.get_parent()?.get_instructions().find(|i| i.get_opcode() != InstructionOpcode::Phi)
+    } else {
+        value.get_next_instruction()
+    }
+}
+
 /// Stores and reloads of one thread's slots.
 struct Slots<'ctx> {
     builder: Builder<'ctx>,
@@ -133,18 +146,13 @@ struct Slots<'ctx> {
 }
 
 impl<'ctx> Slots<'ctx> {
-    /// Store the value after its definition; reload it before each use.
-    fn spill(&self, s: &Spill<'ctx>) -> Option<()> {
+    /// Store the value before `anchor` (just after its definition); reload
+    /// it before each use.
+    fn spill(&self, s: &Spill<'ctx>, anchor: InstructionValue<'ctx>) -> Option<()> {
         let value = BasicValueEnum::try_from(s.value.as_any_value_enum()).ok()?;
         let me = s.value.as_value_ref();
         let users = llvm::users(Def::Inst(s.value));
-        // After the definition, or after all PHIs for a PHI.
-        let after = if s.value.get_opcode() == InstructionOpcode::Phi {
-            s.value.get_parent()?.get_instructions().find(|i| i.get_opcode() != InstructionOpcode::Phi)?
-        } else {
-            s.value.get_next_instruction()?
-        };
-        self.builder.position_before(&after);
+        self.builder.position_before(&anchor);
         self.store(value, s)?;
         let name = match s.value.get_name().map(|n| n.to_string_lossy().into_owned()) {
             Some(n) if !n.is_empty() => format!("{n}.reload"),
