@@ -19,9 +19,12 @@
 //!      most registers at any instruction.
 //!   2. Choice (`choice.rs`). Candidates: `i32`, `i64`, `float`, `double`
 //!      and pointer values of 32 or 64 bits (1 or 2 slots; no non-integral
-//!      pointers), read at no more than 3 places (each PHI incoming block
-//!      is one), computed from something other than constants (thread ids
-//!      are free to recompute), not read by a convergent call (see below).
+//!      pointers), not allocas, read at no more than 3 places (each PHI
+//!      incoming block is one) and none unreachable, not a pure intrinsic
+//!      of constants (thread ids and special registers are free to reread),
+//!      not read by a convergent call (see below), and defined far from
+//!      their uses: live across 16 instructions or more (a shorter range
+//!      the backend's scheduler can shorten itself).
 //!      Greedily, the candidate live across the most instructions at the
 //!      current peak goes next (each frees one register per slot; ties: its
 //!      store and reloads weighted by 8 per loop level, then program order),
@@ -50,9 +53,12 @@
 //! execution of the definition: the value SSA gives the use. Loads and
 //! stores copy bits (NaN payloads, poison). So no barrier is needed, and
 //! barriers or other convergent calls may lie between a definition and its
-//! uses. The accesses are volatile: codegen at -O3 runs GVN, which forwards
-//! a plain store to its reload and undoes the spill (tests/lit/lds-spill/
-//! codegen.ll); volatile costs ordering against other memory accesses.
+//! uses. The accesses are volatile, which changes nothing of this (the
+//! memory is the thread's own) but keeps them: codegen at -O3 runs GVN,
+//! which forwards a plain store to its reload and so undoes the spill (on
+//! tests/lit/lds-spill/codegen.ll with plain accesses, llc-22 -O3 leaves no
+//! ds_read and the original 32 VGPRs; volatile: 8 ds_read, 24 VGPRs). The
+//! cost: they stay in order with the kernel's other memory accesses.
 //!
 //! Refused, with a note on stderr under REGTUNE_VERBOSE:
 //!   - no promised block size (the array is sized by it);
@@ -60,8 +66,9 @@
 //!     64 KiB (AMDGPU LDS) or 48 KiB (NVPTX static shared memory);
 //!   - dynamic shared memory in the module (sized only at launch);
 //!   - EH, `invoke`, `callbr` (no plain "after the definition"), `optnone`,
-//!     more than 50 000 instructions; AMDGPU outside HSA (no dispatch
-//!     packet); a kernel that already has its array.
+//!     more than 50 000 instructions or 5 000 blocks; AMDGPU outside HSA
+//!     (no dispatch packet); a kernel that already has its array (the pass
+//!     ran).
 //! Never spilled: a value a convergent call reads. A reload runs with the
 //! lanes active at the use, and cross-lane operations (`readlane`, DPP,
 //! `shfl.sync`) may read lanes that are inactive there, whose registers the
@@ -237,8 +244,10 @@ impl<'ctx> Body<'ctx> {
                 continue;
             }
             let Some(slots) = legality::slots_for(inst, &non_integral) else { continue };
-            // Made from constants alone (a thread id): cheaper to recompute.
-            if llvm::sources(inst).iter().all(|s| matches!(s, Source::Other)) {
+            // A pure intrinsic of constants (a thread id, a special
+            // register): cheaper to recompute, and the backend keeps its
+            // source register anyway.
+            if llvm::is_pure_intrinsic_call(inst) && llvm::sources(inst).iter().all(|s| matches!(s, Source::Other)) {
                 continue;
             }
             let users = llvm::users(Def::Inst(inst));
