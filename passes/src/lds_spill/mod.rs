@@ -69,6 +69,7 @@
 //!     more than 50 000 instructions or 5 000 blocks; AMDGPU outside HSA
 //!     (no dispatch packet); a kernel that already has its array (the pass
 //!     ran).
+//!
 //! Never spilled: a value a convergent call reads. A reload runs with the
 //! lanes active at the use, and cross-lane operations (`readlane`, DPP,
 //! `shfl.sync`) may read lanes that are inactive there, whose registers the
