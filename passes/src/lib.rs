@@ -2,9 +2,10 @@
 //! that runs them inside `opt` and `clang`.
 //!
 //! One module per transform, each opening with what it does, why it is legal
-//! and the `opt` command that runs it alone (the two largest are folders,
+//! and the `opt` command that runs it alone (the largest are folders,
 //! split the way LLVM splits such passes: `sink/` into legality, placement
-//! and profitability, `noalias/` into the transform and the ranking):
+//! and profitability, `noalias/` into the transform and the ranking,
+//! `lds_spill/` into legality, choice and the rewrite):
 //!
 //! | pass name                         | module          |
 //! |-----------------------------------|-----------------|
@@ -15,6 +16,7 @@
 //! | `regtune-noalias-rank`            | [`noalias`]     |
 //! | `regtune-sink`                    | [`sink`]        |
 //! | `regtune-spill-to-shared`         | [`spill_to_shared`] |
+//! | `regtune-lds-spill<N>`            | [`lds_spill`]   |
 //! | `regtune-apply[<early\|late>]`    | [`apply`]       |
 //!
 //! [`spec`] parses those names, [`run_pass`] dispatches them, [`ir`] holds
@@ -40,6 +42,7 @@ pub mod apply;
 pub mod ffi;
 pub mod inspect;
 pub mod ir;
+pub mod lds_spill;
 pub mod noalias;
 pub mod occupancy;
 pub mod only_kernel;
@@ -89,6 +92,7 @@ pub fn run_pass(module: &Module<'_>, pass: &PassSpec, options: &RunOptions) -> b
         }
         PassSpec::Sink => sink::run(&ir::defined_functions(module)),
         PassSpec::SpillToShared => spill_to_shared::run(module),
+        PassSpec::LdsSpill(slots) => lds_spill::run(module, *slots),
         PassSpec::Apply(phase) => apply::run(module, *phase, options),
     }
 }
