@@ -45,6 +45,7 @@ import importlib.util
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tarfile
@@ -220,30 +221,41 @@ def abs_flags(flags):
 
 # ---------------------------------------------------------------- the hand sweep
 
-def sweep_program(name, entry, arch, jobs):
+def sweep_program(name, entry, arch, jobs, cuda):
     """Each kernel file's device code as a cubin, plainly and with
-    -Xcuda-ptxas --maxrregcount=R for every R of SWEEP. A cubin identical to
-    one already written for the same file is not written again: its entry
-    names the first one's path."""
+    --maxrregcount=R for every R of SWEEP. What `clang++-22 --cuda-device-only
+    -c FILE -Xcuda-ptxas --maxrregcount=R` does, faster: clang once to PTX,
+    then ptxas with the flags clang's driver gives it (clang -###), once per R;
+    the cubins are the same bytes. A cubin identical to one already written
+    for the same file is not written again: its entry names the first one."""
     here = os.path.join(ROOT, name)
     sweep_dir = os.path.join(here, "sweep")
     if os.path.isdir(sweep_dir):
         shutil.rmtree(sweep_dir)
     os.makedirs(sweep_dir)
+    units = [u for u in entry["units"] if u.get("kernels")]
+    ptx = {}
+    for unit in units:
+        flags = unit["flags"]
+        assert flags[:3] == ["clang++-22", "-x", "cuda"]
+        ptx[unit["file"]] = os.path.join(sweep_dir, tu_stem(unit, entry) + ".ptx")
+        unit["sweep_ptx_command"] = flags[:3] + ["--cuda-device-only", "-S"] + flags[3:] + ["-c", unit["file"], "-o", "PTX"]
+        unit["sweep_ptxas_command"] = [os.path.join(cuda, "bin", "ptxas"), "-m64", "-O3", "--gpu-name", arch, "--output-file", "CUBIN",
+                                       "PTX", "--maxrregcount=R"]
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(lambda u: run(abs_flags(u["sweep_ptx_command"][:-4]) + ["-c", os.path.join(REPO, u["file"]), "-o", ptx[u["file"]]]),
+                      units))
     jobs_list = []
-    for unit in entry["units"]:
-        if not unit.get("kernels"):
-            continue
+    for unit in units:
         stem = tu_stem(unit, entry)
-        flags = abs_flags(unit["flags"])
-        assert flags[:2] == ["clang++-22", "-x"]
-        device = flags[:3] + ["--cuda-device-only"] + flags[3:]
         for r in ["plain"] + SWEEP:
             out = os.path.join(sweep_dir, f"{stem}.{'plain' if r == 'plain' else f'r{r}'}.cubin")
-            extra = [] if r == "plain" else ["-Xcuda-ptxas", f"--maxrregcount={r}"]
-            jobs_list.append((unit, r, out, device + extra + ["-c", os.path.join(REPO, unit["file"]), "-o", out]))
+            cmd = [x.replace("CUBIN", out).replace("PTX", ptx[unit["file"]]) for x in unit["sweep_ptxas_command"][:-1]]
+            jobs_list.append((unit, r, out, cmd + ([] if r == "plain" else [f"--maxrregcount={r}"])))
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         list(pool.map(lambda j: run(j[3]), jobs_list))
+    for f in ptx.values():
+        os.remove(f)
     seen = {}
     for unit, r, out, _ in jobs_list:
         data = open(out, "rb").read()
@@ -256,6 +268,38 @@ def sweep_program(name, entry, arch, jobs):
         else:
             seen[key] = out
         unit.setdefault("sweep", {})["plain" if r == "plain" else str(r)] = rel(out)
+
+
+def cubin_registers(path):
+    """{kernel symbol: registers} from a cubin's .nv.info (EIATTR_REGCOUNT),
+    to see which R of the sweep changed which kernel."""
+    d = open(path, "rb").read()
+    shoff, = struct.unpack_from("<Q", d, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", d, 0x3a)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", d, shoff + i * shentsize) for i in range(shnum)]
+
+    def cstr(off):
+        return d[off:d.index(b"\0", off)].decode()
+    named = {cstr(secs[shstrndx][4] + s[0]): s for s in secs}
+    symtab = named[".symtab"]
+    strtab = secs[symtab[6]][4]
+    syms = [cstr(strtab + struct.unpack_from("<I", d, symtab[4] + i * 24)[0]) for i in range(symtab[5] // 24)]
+    out, info = {}, named[".nv.info"]
+    off, end = info[4], info[4] + info[5]
+    while off + 4 <= end:
+        fmt, attr, size = struct.unpack_from("<BBH", d, off)
+        if fmt == 0x04 and attr == 0x2F:  # EIFMT_SVAL, EIATTR_REGCOUNT: symbol index, registers
+            idx, regs = struct.unpack_from("<II", d, off + 4)
+            out[syms[idx]] = regs
+        off += 4 + (size if fmt == 0x04 else 0)
+    return out
+
+
+def annotate_sweep(entry):
+    """Each kernel file's sweep: the registers of every kernel in each cubin."""
+    for unit in entry["units"]:
+        if unit.get("sweep"):
+            unit["sweep_registers"] = {r: cubin_registers(os.path.join(REPO, path)) for r, path in unit["sweep"].items()}
 
 
 def tu_stem(unit, entry):
@@ -492,7 +536,7 @@ def main():
                 entry = build_program(name, table[name], cuda, a.arch, a.jobs)
                 entry["built"] = True
                 if not a.no_sweep:
-                    sweep_program(name, entry, a.arch, a.jobs)
+                    sweep_program(name, entry, a.arch, a.jobs, cuda)
                 programs[name] = entry
                 print(f"{name}: built", file=sys.stderr)
             except (subprocess.CalledProcessError, RuntimeError, OSError) as e:
@@ -510,6 +554,8 @@ def main():
         if not entry or not entry.get("built"):
             continue
         unpack(name)
+        if a.command in ["build", "summary"]:
+            annotate_sweep(entry)
         if regtune and a.command in ["build", "summary"]:
             entry["kernels"], failures = report_program(regtune, entry, a.arch)
             for f in failures:
