@@ -7,12 +7,14 @@
 // clang only the device overloads exist and host code that calls min or max
 // on integers or floats fails to compile ("no matching function for call to
 // 'min'"). These are nvcc's host overloads (same argument and result types);
-// clang tells host from device overloads by their attributes.
+// clang tells host from device overloads by their attributes (spelled out:
+// regtune recompiles device bitcode with the same flags, without the CUDA
+// wrapper that defines __host__).
 #pragma once
 #if defined(__clang__) && defined(__CUDA__) && defined(__cplusplus)
-#define REGTUNE_COMPAT_MINMAX(T, U, R)                                                                                 \
-  static inline __host__ R min(const T a, const U b) { return (R)a < (R)b ? (R)a : (R)b; }                           \
-  static inline __host__ R max(const T a, const U b) { return (R)a > (R)b ? (R)a : (R)b; }
+#define REGTUNE_COMPAT_MINMAX(T, U, R)                                                                  \
+  static inline __attribute__((host)) R min(const T a, const U b) { return (R)a < (R)b ? (R)a : (R)b; } \
+  static inline __attribute__((host)) R max(const T a, const U b) { return (R)a > (R)b ? (R)a : (R)b; }
 REGTUNE_COMPAT_MINMAX(int, int, int)
 REGTUNE_COMPAT_MINMAX(unsigned int, unsigned int, unsigned int)
 REGTUNE_COMPAT_MINMAX(int, unsigned int, unsigned int)
