@@ -455,16 +455,29 @@ fn a_missing_compile_db_is_one_line_naming_it() {
     let db = dir.path().join("db.json");
     let gone = dir.path().join("nowhere/compile_commands.json");
     let out = batch(dir.path(), &gone, &db, &[]);
-    assert_eq!(out.status.code(), Some(101));
+    assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr_of(&out),
         format!("error: cannot read compilation database {}: No such file or directory (os error 2)\n", gone.display())
     );
     // A build directory without one names the file it looked for.
     let out = batch(dir.path(), dir.path(), &db, &[]);
-    assert_eq!(out.status.code(), Some(101));
+    assert_eq!(out.status.code(), Some(2));
     assert!(stderr_of(&out).contains(&format!("{}: No such file", dir.path().join("compile_commands.json").display())));
     assert!(!db.exists(), "nothing written");
+}
+
+/// Issue 23: `batch -p /nonexistent` exited 101, which scripts read as a panic.
+#[test]
+fn a_nonexistent_build_dir_is_a_usage_error_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = regtune(dir.path()).args(["batch", "-p", "/nonexistent"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr_of(&out),
+        "error: cannot read compilation database /nonexistent: No such file or directory (os error 2)\n"
+    );
+    assert!(out.stdout.is_empty());
 }
 
 #[test]
@@ -478,7 +491,7 @@ fn a_malformed_compile_db_is_one_line_naming_it() {
     ] {
         std::fs::write(&path, text).unwrap();
         let out = batch(dir.path(), &path, &db, &[]);
-        assert_eq!(out.status.code(), Some(101));
+        assert_eq!(out.status.code(), Some(2));
         assert_eq!(stderr_of(&out), format!("error: compilation database {} {cause}\n", path.display()));
     }
 }

@@ -29,8 +29,8 @@ enum Command {
     /// Tune every HIP translation unit in a compile_commands.json, each with its own flags and targets.
     ///
     /// Exit status: 0 when every unit was tuned or unchanged; N (at most 100) when N translation
-    /// units failed, the rest being tuned and recorded; 101 when nothing could run (a missing or
-    /// malformed compile_commands.json or db, no toolchain).
+    /// units failed, the rest being tuned and recorded; 2 when nothing could run (a missing or
+    /// malformed compile_commands.json or db, no toolchain), as for any usage error.
     Batch(BatchArgs),
     /// Write the db's decisions as a source patch (a unified diff) that any compiler builds: hipcc, nvcc.
     ///
@@ -340,8 +340,9 @@ impl SearchArgs {
     }
 }
 
-/// `batch`'s exit status when nothing could run.
-const BATCH_FATAL: u8 = 101;
+/// `batch`'s exit status when nothing could run: a usage error's, as clap's
+/// own (101 is Rust's panic status, which scripts read as a crash).
+const BATCH_FATAL: u8 = 2;
 /// `measure`'s exit status when measuring could not start.
 const MEASURE_FATAL: u8 = 2;
 
@@ -515,7 +516,7 @@ fn batch(args: BatchArgs) -> Result<ExitCode> {
         output::emit(&batch::html::page(&result), Some(path))?;
     }
     output::emit(&batch::render::render(&result, args.format), args.output.as_deref())?;
-    // The exit status counts failed translation units; 101 is kept for "nothing ran".
+    // The exit status counts failed translation units; BATCH_FATAL says "nothing ran".
     Ok(ExitCode::from(result.failed_units().min(100) as u8))
 }
 
