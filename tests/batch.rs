@@ -480,6 +480,24 @@ fn a_nonexistent_build_dir_is_a_usage_error_exit_2() {
     assert!(out.stdout.is_empty());
 }
 
+/// Issue 23: the db is checked (readable, valid, writable directory) before any unit is tuned.
+#[test]
+fn a_db_that_cannot_be_saved_stops_batch_before_tuning() {
+    let dir = tempfile::tempdir().unwrap();
+    let compile_db = write_compile_db(dir.path(), &[small_unit(dir.path(), "axpy", &["gfx90a"])]);
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "[").unwrap();
+    for (db, message) in [
+        (broken.clone(), format!("decisions db {} is not valid JSON: EOF while parsing a list at line 1 column 1", broken.display())),
+        ("/proc/regtune-db.json".into(), "cannot write decisions db /proc/regtune-db.json: No such file or directory (os error 2)".to_string()),
+    ] {
+        let out = batch(dir.path(), &compile_db, &db, &[]);
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(stderr_of(&out), format!("error: {message}\n"));
+        assert!(out.stdout.is_empty(), "nothing was tuned");
+    }
+}
+
 #[test]
 fn a_malformed_compile_db_is_one_line_naming_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -406,12 +406,15 @@ fn report(args: ReportArgs) -> Result<ExitCode> {
 
 fn tune(args: TuneArgs) -> Result<ExitCode> {
     let archs = args.inputs.archs()?;
+    // A db that cannot be read, parsed or saved stops the run before any compile.
+    // One line naming the db and the cause; no cause chain after it.
+    let known = regtune_decisions::Db::load_for_update(&args.search.db).map_err(|e| anyhow::anyhow!("{e}"))?;
     let toolchain = Toolchain::detect_for(&archs)?;
     let plugin = plugin::find()?;
     plugin::check_version(&plugin, &toolchain.clang, &toolchain.version)?;
     let options = args.search.tune_options(args.diff)?;
     let (rows, mut failures) =
-        tune::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, &args.search.db);
+        tune::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, &known, &args.search.db);
     if let Some(path) = &args.patch {
         let options = fix::Options { db: args.search.db.clone(), with_suggestions: false };
         match fix::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options) {

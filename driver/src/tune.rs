@@ -148,7 +148,11 @@ pub enum VariantStatus {
     BudgetReached,
 }
 
-/// Tune every kernel of every file on every target, and update the db.
+/// Tune every kernel of every file on every target, and update the db at
+/// `db_path`. `confirmed` is that db as loaded (and checked writable,
+/// [`Db::load_for_update`]) before anything compiled: confirmed
+/// suggestions in it are applied.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     toolchain: &Toolchain,
     plugin: &Path,
@@ -156,15 +160,15 @@ pub fn run(
     archs: &[Arch],
     user_args: &[String],
     options: &Options,
+    confirmed: &Db,
     db_path: &Path,
 ) -> (Vec<KernelTuning>, Vec<Failure>) {
-    let confirmed = Db::load(db_path).unwrap_or_default();
     let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
     let progress = Progress::new(jobs.len() as u64, "tuning");
     let results: Vec<Result<Vec<KernelTuning>, Failure>> = jobs
         .par_iter()
         .map(|(file, arch)| {
-            let r = tune_unit(toolchain, plugin, file, arch, user_args, options, &confirmed, &progress).and_then(|rows| {
+            let r = tune_unit(toolchain, plugin, file, arch, user_args, options, confirmed, &progress).and_then(|rows| {
                 if rows.is_empty() {
                     Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())))
                 } else {

@@ -266,7 +266,7 @@ pub fn run(toolchain: &Toolchain, plugin: &Path, compile_db: &Path, options: &Op
     let compile_db = compile_db::locate(compile_db);
     let parsed = compile_db::load(&compile_db)?;
     // A db we could not write to would lose every result: stop before tuning.
-    let known = Db::load(&options.db)?;
+    let known = Db::load_for_update(&options.db)?;
     let records = Records::load(&records::path_for(&options.db));
     let recorder = match &options.record_all {
         Some(path) => Some(Mutex::new(BufWriter::new(
