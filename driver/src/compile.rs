@@ -57,6 +57,32 @@ impl CompileError {
     }
 }
 
+/// Preprocessor options (their separate forms; the joined ones start with
+/// them): they read headers or define macros for the frontend run, and a
+/// compile of its IR has no source for them. Longer names first, so
+/// `-include-pch` is not read as `-include` `-pch`.
+const FRONTEND_ONLY: &[&str] = &["-include-pch", "-include", "-imacros", "-isystem", "-iquote", "-idirafter", "-I", "-D", "-U"];
+
+/// The user's flags for a compile of pre-optimization IR: without the
+/// frontend-only ones. NVPTX compiles IR as an empty CUDA file made without
+/// CUDA's headers (`-nocudainc`), where `-include hdr.h` of a header that
+/// includes `<cuda_runtime.h>` would fail (issue 23).
+pub(crate) fn backend_args(user_args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(user_args.len());
+    let mut args = user_args.iter();
+    while let Some(a) = args.next() {
+        match FRONTEND_ONLY.iter().find(|f| a.starts_with(**f)) {
+            // The separate form takes the next argument with it.
+            Some(f) if a == f => {
+                args.next();
+            }
+            Some(_) => {}
+            None => out.push(a.clone()),
+        }
+    }
+    out
+}
+
 /// What one clang run left behind.
 pub struct Compiled {
     /// clang's stderr: warnings and, when asked for, resource-usage remarks
@@ -340,6 +366,17 @@ k.hip:7:3: warning: unused variable 'q' [-Wunused-variable]
     7 |   int q;
       |       ^
 ";
+
+    #[test]
+    fn frontend_only_flags_stay_with_the_frontend() {
+        let args: Vec<String> = [
+            "-include", "hdr.h", "-imacros", "m.h", "-includeother.h", "-include-pch", "p.pch", "-I", "inc", "-Iinc2",
+            "-DX=1", "-D", "Y", "-UZ", "-isystem", "sys", "-O2", "-ffast-math", "-Xcuda-ptxas", "-v", "-std=c++17",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(backend_args(&args), ["-O2", "-ffast-math", "-Xcuda-ptxas", "-v", "-std=c++17"]);
+    }
 
     #[test]
     fn locations_come_from_function_name_remarks() {
