@@ -33,6 +33,11 @@ pub enum CompileError {
     /// Stopped at its deadline, with everything it had started.
     #[error("{} ran past its time limit on {} for {arch} ({seconds:.1} s) and was stopped", tool.display(), file.display())]
     TimedOut { tool: PathBuf, file: PathBuf, arch: String, seconds: f64 },
+    /// lld's diagnostics are in `diagnostics`.
+    #[error("the device link (lld) of {} for {arch} failed ({status})", file.display())]
+    Link { file: PathBuf, arch: String, status: String, diagnostics: String },
+    #[error("relocatable device code (-fgpu-rdc) is not supported for {arch}: {why}")]
+    NoRdc { arch: String, why: &'static str },
     #[error(transparent)]
     Toolchain(#[from] crate::toolchain::ToolchainError),
     #[error(transparent)]
@@ -48,7 +53,9 @@ impl CompileError {
 
     pub fn diagnostics(&self) -> Option<&str> {
         match self {
-            CompileError::Failed { diagnostics, .. } if !diagnostics.trim().is_empty() => Some(diagnostics),
+            CompileError::Failed { diagnostics, .. } | CompileError::Link { diagnostics, .. } if !diagnostics.trim().is_empty() => {
+                Some(diagnostics)
+            }
             CompileError::Ptxas(ptxas::PtxasError::Failed { diagnostics, .. }) if !diagnostics.trim().is_empty() => {
                 Some(diagnostics)
             }
@@ -158,6 +165,15 @@ impl Unit<'_> {
     }
 }
 
+/// What a device link writes: the code object, or one listing of the
+/// whole program (assembly, optimized IR).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emit {
+    Object,
+    Asm,
+    Ir,
+}
+
 /// What [`Unit::build_keeping_temps`] leaves behind.
 pub struct Temps {
     pub object: PathBuf,
@@ -205,6 +221,22 @@ pub(crate) fn run_variant(mut cmd: Command, toolchain: &Toolchain, arch: &Arch, 
 
 pub(crate) fn run(cmd: Command, unit: &Unit<'_>) -> Result<Compiled, CompileError> {
     run_until(cmd, unit, None)
+}
+
+/// Run a tool other than clang (lld) on `file`'s behalf, until its deadline;
+/// its failure is a [`CompileError::Link`].
+pub(crate) fn run_tool(cmd: Command, tool: PathBuf, arch: &Arch, file: &Path, deadline: Option<Instant>) -> Result<Compiled, CompileError> {
+    let done = job::run(cmd, deadline).map_err(|e| match e {
+        JobError::Spawn(source) => CompileError::Spawn { tool: tool.clone(), source },
+        JobError::TimedOut(after) => {
+            CompileError::TimedOut { tool: tool.clone(), file: file.into(), arch: arch.to_string(), seconds: after.as_secs_f64() }
+        }
+    })?;
+    let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
+    if !done.status.success() {
+        return Err(CompileError::Link { file: file.into(), arch: arch.to_string(), status: done.status.to_string(), diagnostics: stderr });
+    }
+    Ok(Compiled { stderr })
 }
 
 fn run_until(cmd: Command, unit: &Unit<'_>, deadline: Option<Instant>) -> Result<Compiled, CompileError> {

@@ -405,6 +405,9 @@ fn report(args: ReportArgs) -> Result<ExitCode> {
 }
 
 fn tune(args: TuneArgs) -> Result<ExitCode> {
+    if args.patch.is_some() {
+        regtune::rdc::unsupported("tune --patch", &args.inputs.clang_args).map_err(anyhow::Error::msg)?;
+    }
     let archs = args.inputs.archs()?;
     // A db that cannot be read, parsed or saved stops the run before any compile.
     // One line naming the db and the cause; no cause chain after it.
@@ -449,6 +452,7 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
 }
 
 fn predict(args: PredictArgs) -> Result<ExitCode> {
+    regtune::rdc::unsupported("predict", &args.inputs.clang_args).map_err(anyhow::Error::msg)?;
     let archs = args.inputs.archs()?;
     let toolchain = Toolchain::detect_for(&archs)?;
     let plugin = plugin::find()?;
@@ -536,6 +540,7 @@ fn merge(args: MergeArgs) -> Result<ExitCode> {
 }
 
 fn explain(args: ExplainArgs) -> Result<ExitCode> {
+    regtune::rdc::unsupported("explain", &args.inputs.clang_args).map_err(anyhow::Error::msg)?;
     let archs = args.inputs.archs()?;
     let db = regtune_decisions::Db::load(&args.db)?;
     let toolchain = Toolchain::detect_for(&archs)?;

@@ -143,12 +143,18 @@ fn read_elf(bytes: &[u8]) -> Result<CodeObject, CodeObjectError> {
     let header = elf::FileHeader64::<LE>::parse(bytes)?;
     let endian = header.endian()?;
     let sections = header.sections(endian, bytes)?;
-    let mut object = None;
+    let mut object: Option<CodeObject> = None;
     for section in sections.iter() {
         let Some(mut notes) = section.notes(endian, bytes)? else { continue };
         while let Some(note) = notes.next()? {
             if note.name() == b"AMDGPU" && note.n_type(endian) == NT_AMDGPU_METADATA {
-                object = Some(parse_metadata(note.desc())?);
+                let found = parse_metadata(note.desc())?;
+                // A device link of several LTO partitions (-fgpu-rdc) keeps
+                // one note per partition, each with its kernels.
+                match object.as_mut() {
+                    Some(o) => o.kernels.extend(found.kernels),
+                    None => object = Some(found),
+                }
             }
         }
     }
