@@ -236,6 +236,14 @@ fn the_wrapper_builds_rdc_in_tune_mode_and_tunes_what_one_file_can_tell() {
     let symbols: Vec<&str> = doc["kernels"].as_object().unwrap().values().map(|e| e["symbol"].as_str().unwrap()).collect();
     assert_eq!(symbols, [DRIFT]);
     assert!(dir.path().join("md_rdc").is_file());
+    // A -fgpu-rdc object holds bitcode, not a code object: said so, not "not an ELF file".
+    let out = regtune("regtune", dir.path()).args(["report", "md_step.o"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "error: md_step.o: its device code is relocatable (-fgpu-rdc) bitcode, which only the device link turns into a code object: \
+         report the linked program, or the sources with `-- -fgpu-rdc`\n"
+    );
 }
 
 #[test]

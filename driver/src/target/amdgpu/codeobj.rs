@@ -25,6 +25,9 @@ pub enum CodeObjectError {
     Compressed,
     #[error("malformed AMDGPU metadata: {0}")]
     Metadata(String),
+    /// A `-fgpu-rdc` object: its device part is bitcode for the link step.
+    #[error("its device code is relocatable (-fgpu-rdc) bitcode, which only the device link turns into a code object: report the linked program, or the sources with `-- -fgpu-rdc`")]
+    Relocatable,
 }
 
 /// One kernel's entry in the code-object metadata.
@@ -104,6 +107,9 @@ pub fn read(bytes: &[u8]) -> Result<Vec<CodeObject>, CodeObjectError> {
     let mut out = Vec::new();
     for section in sections.iter() {
         let name = sections.section_name(endian, section)?;
+        if name.starts_with(b"__CLANG_OFFLOAD_BUNDLE__hip-amdgcn") {
+            return Err(CodeObjectError::Relocatable);
+        }
         if name == b".hip_fatbin" {
             let data = section.data(endian, bytes).map_err(|_| CodeObjectError::Bundle)?;
             // The section may be padded before the bundle starts.
