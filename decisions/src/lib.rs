@@ -383,7 +383,7 @@ fn check_writable(path: &Path) -> Result<(), DbError> {
         }
     }
     if !dir.is_dir() {
-        return Err(err(std::io::Error::new(std::io::ErrorKind::Other, format!("{} is not a directory", dir.display()))));
+        return Err(err(std::io::Error::other(format!("{} is not a directory", dir.display()))));
     }
     // A file of our own rather than tempfile's, whose error would name it.
     let probe = dir.join(format!(".regtune-write-check-{}", std::process::id()));

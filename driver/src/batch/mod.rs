@@ -291,7 +291,7 @@ pub fn run(toolchain: &Toolchain, plugin: &Path, compile_db: &Path, options: &Op
     };
     let jobs: Vec<(&Unit, String)> = units.iter().flat_map(|u| archs_of(u).into_iter().map(move |a| (u, a))).collect();
     // -fgpu-rdc units are device-linked, per target, with every -fgpu-rdc unit of the codebase.
-    let (linked, alone): (Vec<(&Unit, String)>, Vec<(&Unit, String)>) = jobs.into_iter().partition(|(u, _)| rdc::enabled(&u.args));
+    let (linked, alone): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|(u, _)| rdc::enabled(&u.args));
     let ctx = Context { toolchain, plugin, options, fingerprint: options.fingerprint(), known, records, recorder };
     let progress = Progress::new((alone.len() + linked.len()) as u64, "batch");
     let mut results: Vec<(UnitStatus, Vec<KernelRow>)> = alone
