@@ -281,3 +281,34 @@ fn cmake_builds_the_rdc_example_and_batch_tunes_it_across_files() {
         assert_eq!(built[key], force["after"][key], "{key}");
     }
 }
+
+#[test]
+fn batch_names_a_kernel_whose_callee_no_unit_defines_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let md_step = example("md_step.hip");
+    let entry = serde_json::json!([{
+        "directory": dir.path(),
+        "file": md_step,
+        "arguments": ["clang++-22", "-O3", "-x", "hip", "--offload-arch=gfx90a", "-fgpu-rdc", "-c", md_step, "-o", "md_step.o"],
+    }]);
+    std::fs::write(dir.path().join("compile_commands.json"), entry.to_string()).unwrap();
+    let db = dir.path().join("db.json");
+    for run in ["first", "second"] {
+        let out = regtune("regtune", dir.path()).args(["batch", "--format", "json", "-p", "."]).arg("--db").arg(&db).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{run}: one unit failed");
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "error: compile_commands.json entry 1 ({} for gfx90a): kernel md_rdc_force_kick calls \
+                 `thermostat_scale(double, double, double, double)`, defined in no -fgpu-rdc unit of the compilation database; \
+                 not tuned\n",
+                md_step.display()
+            ),
+            "{run}"
+        );
+        let rows = kernels(&out);
+        assert_eq!((rows.len(), rows[0]["symbol"].as_str()), (1, Some(DRIFT)), "{run}: the other kernel is tuned");
+    }
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
+    assert_eq!(doc["kernels"].as_object().unwrap().len(), 1, "the drift kernel's entry is kept");
+}

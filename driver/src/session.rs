@@ -5,6 +5,8 @@
 //! others once it has placed the decisions, see passes/src/only_kernel.rs);
 //! the kept sets together compile the whole file. Every variant compile may
 //! have a deadline. Results are cached, so no variant compiles twice.
+//! With `-fgpu-rdc` ([`Session::start_linked`]) each build is the file's
+//! bitcode device-linked with the other files' ([`crate::rdc`]).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
