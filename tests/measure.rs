@@ -37,6 +37,8 @@ fn fake_db(dir: &Path) -> PathBuf {
         suggested: vec![],
         before: None,
         after: None,
+        candidates: vec![],
+        left_out: vec![],
         measured: None,
     };
     for (_, _, path) in code::candidates(&code::dir(&db_path), &entry) {
@@ -210,8 +212,8 @@ fn the_build_follows_the_measurement() {
         deterministic: true,
         program_identical: Some(true),
         candidates: vec![
-            Candidate { transforms: Transforms::default(), time: Some(Timing { median_ms: 0.3272, spread_ms: 0.0014 }), identical: true, error: None },
-            Candidate { transforms: entry.transforms.clone(), time: Some(Timing { median_ms: decided_ms, spread_ms: 0.0014 }), identical: true, error: None },
+            Candidate { transforms: Transforms::default(), time: Some(Timing { median_ms: 0.3272, spread_ms: 0.0014 }), identical: true, error: None, code: None },
+            Candidate { transforms: entry.transforms.clone(), time: Some(Timing { median_ms: decided_ms, spread_ms: 0.0014 }), identical: true, error: None, code: None },
         ],
     };
     for (decided_ms, want) in [(0.3441, plain), (0.30, decided)] {

@@ -72,6 +72,10 @@ pub struct Transforms {
     pub waves_per_eu: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub launch_bounds: Option<u32>,
+    /// Spill registers to shared memory (LDS) before local memory (scratch).
+    /// NVPTX: ptxas's `enable_smem_spilling`, which needs a block size.
+    #[serde(skip_serializing_if = "is_false")]
+    pub spill_to_shared: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -103,6 +107,9 @@ impl Transforms {
         if let Some(b) = self.launch_bounds {
             out.push(format!("launch-bounds={b}"));
         }
+        if self.spill_to_shared {
+            out.push("spill-to-shared".to_string());
+        }
         out
     }
 }
@@ -119,6 +126,16 @@ pub struct Usage {
     pub lds_bytes: u32,
     pub occupancy: u32,
     pub code_bytes: u64,
+    /// Local-memory loads and stores of the final code (NVPTX: `LDL`/`STL`
+    /// in the SASS, spills and private arrays alike), each weighted by the
+    /// loops around it: what a variant that "removes spills" must not add.
+    /// Zero where not read (AMDGPU counts scratch in `scratch_bytes`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub local_accesses: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Why a kernel got what it got, machine-readable (`"reason"` in JSON and
@@ -142,6 +159,9 @@ pub enum Reason {
     ChangesRounding,
     /// It rests on what callers do (noalias, launch bounds): suggested.
     AssumesCaller,
+    /// No GPU has shown that this kind of change never slows a real kernel
+    /// (see the evidence table in the driver): suggested.
+    Unproven,
     /// Already at the target's most occupancy.
     AtBest,
     /// Nothing tried beat the plain compile.
@@ -160,6 +180,7 @@ impl Reason {
             Reason::TradesIlp => "trades-ilp",
             Reason::ChangesRounding => "changes-rounding",
             Reason::AssumesCaller => "assumes-caller",
+            Reason::Unproven => "unproven",
             Reason::AtBest => "at-best",
             Reason::NoGain => "no-gain",
             Reason::LostWhenCombined => "lost-when-combined",
@@ -196,9 +217,26 @@ pub struct Entry {
     /// The usage the tuner measured with `transforms`: the build's promise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<Usage>,
+    /// More builds for `regtune measure` to time: one per occupancy step
+    /// (a register cap, spilling or not), with and without the rewrites
+    /// tune found, and unroll caps. Each is allowed as it is (no assumption
+    /// about the caller, no rounding the user did not accept): a
+    /// measurement may choose it, a build without one never applies it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<Candidate>,
+    /// Candidates past the limit (`--candidates N`), by label.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
     /// Times and identity on a GPU, from `regtune measure`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,
+}
+
+/// One build of the measured search (see [`Entry::candidates`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub transforms: Transforms,
+    pub usage: Usage,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -224,8 +262,33 @@ impl Entry {
     pub fn effective(&self) -> Transforms {
         let tuned = self.tuned();
         let Some(m) = &self.measured else { return tuned };
-        let confirmed = self.suggested.iter().filter(|s| s.confirmed).map(|s| &s.transforms);
-        m.choose([&tuned, &self.transforms].into_iter().chain(confirmed)).unwrap_or(tuned)
+        m.choose(self.allowed().iter()).unwrap_or(tuned)
+    }
+
+    /// Every build a measurement may choose: the decision (with what the
+    /// user confirmed), confirmed suggestions and the search's candidates.
+    pub fn allowed(&self) -> Vec<Transforms> {
+        let confirmed = self.suggested.iter().filter(|s| s.confirmed).map(|s| s.transforms.clone());
+        let search = self.candidates.iter().map(|c| c.transforms.clone());
+        let mut all = vec![self.tuned(), self.transforms.clone()];
+        for t in confirmed.chain(search) {
+            if !all.contains(&t) {
+                all.push(t);
+            }
+        }
+        all
+    }
+
+    /// The usage tune recorded for a build of this kernel, if it built it.
+    pub fn usage_of(&self, t: &Transforms) -> Option<Usage> {
+        if t.is_empty() {
+            return self.before;
+        }
+        if *t == self.transforms {
+            return self.after;
+        }
+        let suggested = self.suggested.iter().find(|s| &s.transforms == t).map(|s| s.usage);
+        suggested.or_else(|| self.candidates.iter().find(|c| &c.transforms == t).map(|c| c.usage))
     }
 
     /// The decided transforms plus any suggestion the user confirmed in the
@@ -240,6 +303,7 @@ impl Entry {
             t.unroll_cap = c.unroll_cap.or(t.unroll_cap);
             t.waves_per_eu = c.waves_per_eu.or(t.waves_per_eu);
             t.launch_bounds = c.launch_bounds.or(t.launch_bounds);
+            t.spill_to_shared |= c.spill_to_shared;
             for p in &c.noalias {
                 if !t.noalias.contains(p) {
                     t.noalias.push(p.clone());
@@ -309,15 +373,26 @@ impl Db {
         })
     }
 
-    /// Insert or replace an entry. A measurement of the entry it replaces
-    /// stays when it measured the same candidates (a re-tune that decided
-    /// the same); otherwise it is stale and dropped.
-    pub fn insert(&mut self, mut entry: Entry) {
+    /// Insert or replace an entry as it is, its measurement included: the
+    /// tuner, which sees the code objects, decides which measurement still
+    /// holds (see `regtune tune`).
+    pub fn insert(&mut self, entry: Entry) {
+        self.kernels.insert(entry.key(), entry);
+    }
+
+    /// Join an entry from another db: a measurement of the entry it
+    /// replaces stays when the newcomer has none and offers the same
+    /// candidates; otherwise it is stale and dropped.
+    pub fn join(&mut self, mut entry: Entry) {
         if entry.measured.is_none() {
             if let Some(old) = self.kernels.get(&entry.key()) {
-                if old.transforms == entry.transforms
-                    && old.suggested.iter().map(|s| &s.transforms).eq(entry.suggested.iter().map(|s| &s.transforms))
-                {
+                let builds = |e: &Entry| {
+                    let mut all = vec![e.transforms.clone()];
+                    all.extend(e.suggested.iter().map(|s| s.transforms.clone()));
+                    all.extend(e.candidates.iter().map(|c| c.transforms.clone()));
+                    all
+                };
+                if builds(old) == builds(&entry) {
                     entry.measured = old.measured.clone();
                 }
             }
@@ -418,6 +493,8 @@ mod tests {
             suggested: vec![],
             before: None,
             after: Some(Usage { vgpr: 96, occupancy: 5, ..Default::default() }),
+            candidates: vec![],
+            left_out: vec![],
             measured: None,
         }
     }
@@ -432,10 +509,11 @@ mod tests {
             noalias: vec![Param { index: 13, name: "g14".into() }, Param { index: 2, name: String::new() }],
             waves_per_eu: Some(5),
             launch_bounds: Some(256),
+            spill_to_shared: true,
         };
         assert_eq!(
             t.labels(),
-            ["pow2", "sink", "unroll-cap=4", "noalias=g14", "noalias=#2", "waves-per-eu=5", "launch-bounds=256"]
+            ["pow2", "sink", "unroll-cap=4", "noalias=g14", "noalias=#2", "waves-per-eu=5", "launch-bounds=256", "spill-to-shared"]
         );
         let inexact = Transforms { pow2: true, pow2_inexact: true, ..Default::default() };
         assert_eq!(inexact.labels(), ["pow2=inexact"]);
@@ -512,12 +590,14 @@ mod tests {
             time: Some(measured::Timing { median_ms: 1.0, spread_ms: 0.01 }),
             identical: true,
             error: None,
+            code: None,
         };
         let others = cands.iter().map(|(t, ms, identical)| measured::Candidate {
             transforms: (*t).clone(),
             time: Some(measured::Timing { median_ms: *ms, spread_ms: 0.01 }),
             identical: *identical,
             error: None,
+            code: None,
         });
         Measured {
             device: "gpu".into(),
@@ -558,16 +638,20 @@ mod tests {
     }
 
     #[test]
-    fn a_retune_keeps_a_measurement_of_the_same_candidates_only() {
+    fn joining_keeps_a_measurement_of_the_same_candidates_only() {
         let mut db = Db::default();
         let mut e = entry("_Z1kPf", "h");
         e.measured = Some(measured_with(&[]));
+        db.join(e.clone());
+        db.join(entry("_Z1kPf", "h"));
+        assert!(db.kernels[&e.key()].measured.is_some());
+        let mut more = entry("_Z1kPf", "h");
+        more.candidates = vec![Candidate { transforms: Transforms { waves_per_eu: Some(6), ..Default::default() }, usage: Usage::default() }];
+        db.join(more);
+        assert!(db.kernels[&e.key()].measured.is_none(), "another candidate: stale");
+        // insert replaces as it is: the tuner decided what still holds.
         db.insert(e.clone());
         db.insert(entry("_Z1kPf", "h"));
-        assert!(db.kernels[&e.key()].measured.is_some());
-        let mut other = entry("_Z1kPf", "h");
-        other.transforms.sink = true;
-        db.insert(other);
         assert!(db.kernels[&e.key()].measured.is_none());
     }
 
@@ -591,6 +675,21 @@ mod tests {
         let broken = dir.path().join("broken.json");
         std::fs::write(&broken, "{").unwrap();
         assert!(matches!(Db::load_for_update(&broken), Err(DbError::Parse { .. })));
+    }
+
+    #[test]
+    fn a_measurement_may_choose_a_search_candidate_the_static_rule_never_applies() {
+        let mut e = entry("_Z1kPf", "h");
+        e.transforms = Transforms::default();
+        let step = Transforms { waves_per_eu: Some(40), ..Default::default() };
+        let cap = Transforms { unroll_cap: Some(2), ..Default::default() };
+        e.candidates = vec![Candidate { transforms: step.clone(), usage: Usage::default() }, Candidate { transforms: cap.clone(), usage: Usage::default() }];
+        assert!(e.effective().is_empty(), "no measurement: the decision (plain)");
+        e.measured = Some(measured_with(&[(&step, 0.83, true), (&cap, 0.9, true)]));
+        assert_eq!(e.effective(), step);
+        e.measured = Some(measured_with(&[(&step, 0.83, false), (&cap, 0.9, true)]));
+        assert_eq!(e.effective(), cap, "the fastest identical one");
+        assert_eq!(e.usage_of(&step), Some(Usage::default()));
     }
 
     #[test]

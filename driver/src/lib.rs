@@ -7,8 +7,10 @@
 //! per target (ARCHITECTURE.md); `main.rs` is only the CLI.
 
 pub mod batch;
+pub mod candidates;
 pub mod compile;
 pub mod cost;
+pub mod evidence;
 pub mod explain;
 pub mod fix;
 pub mod hash;

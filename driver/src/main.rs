@@ -207,6 +207,28 @@ struct SearchArgs {
     /// results so far [default: 8× the file's plain compile].
     #[arg(long, value_name = "SECONDS", value_parser = seconds)]
     time_budget: Option<std::time::Duration>,
+    /// Builds per kernel kept for `regtune measure` to time (the decision and suggestions count):
+    /// each occupancy step's register cap, alone and with the rewrites found, and unroll caps,
+    /// spread over the steps; 0: only the decision and suggestions.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    candidates: usize,
+    /// What GPUs showed of each class of transform (JSON, as regtune ships it): the default
+    /// applies unasked only classes that never cost more than 2% there [default: the shipped table].
+    #[arg(long, value_name = "FILE", env = "REGTUNE_EVIDENCE")]
+    evidence: Option<PathBuf>,
+}
+
+/// `LABEL=PATH`, the label made of letters, digits, `-`, `_` and `.`.
+fn labelled_path(s: &str) -> Result<(String, PathBuf), String> {
+    let (label, path) = s.split_once('=').ok_or_else(|| format!("`{s}` is not LABEL=CODE_OBJECT"))?;
+    if label.is_empty() || !label.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        return Err(format!("`{label}` is not a label: use letters, digits, `-`, `_` and `.`"));
+    }
+    let path = PathBuf::from(path);
+    if !path.is_file() {
+        return Err(format!("{}: no such file", path.display()));
+    }
+    Ok((label.to_string(), path))
 }
 
 /// A positive number of seconds.
@@ -271,6 +293,14 @@ struct MeasureArgs {
     /// Timed runs of each candidate per launch, interleaved (after one untimed run whose bytes are compared).
     #[arg(long, value_name = "K", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
+    /// Seconds of replay per kernel, over its launches: fewer runs (at least three) when its
+    /// candidates would take longer.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "5")]
+    budget: Option<std::time::Duration>,
+    /// Also time your own build of the kernels, e.g. one compiled with -maxrregcount=64: reported
+    /// beside the candidates as `compare:LABEL`, never chosen. Repeatable.
+    #[arg(long, value_name = "LABEL=CODE_OBJECT", value_parser = labelled_path)]
+    compare: Vec<(String, PathBuf)>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Write the report here instead of stderr.
@@ -336,6 +366,11 @@ impl SearchArgs {
             variant_timeout: self.variant_timeout,
             time_budget: self.time_budget,
             code_dir: Some(regtune::runtime::code::dir(&self.db)),
+            candidates: self.candidates,
+            evidence: match &self.evidence {
+                Some(path) => regtune::evidence::Evidence::load(path).map_err(|e| anyhow::anyhow!(e))?,
+                None => regtune::evidence::Evidence::shipped(),
+            },
         })
     }
 }
@@ -363,6 +398,8 @@ fn main() -> ExitCode {
                 db: args.db,
                 launches: args.launches,
                 runs: args.runs,
+                budget: args.budget.map_or(0.0, |d| d.as_secs_f64()),
+                compare: args.compare,
                 format: args.format,
                 output: args.output,
                 dry_run: args.dry_run,

@@ -214,6 +214,8 @@ impl<'a> Session<'a> {
                 suggested: vec![],
                 before: None,
                 after: None,
+                candidates: vec![],
+                left_out: vec![],
                 measured: None,
             });
         }
@@ -281,6 +283,16 @@ impl<'a> Session<'a> {
         self.objects.lock().expect("objects lock").entry(key.1.clone()).or_insert(obj);
         self.cache.lock().expect("cache lock").insert(key, measured.clone());
         Ok(measured)
+    }
+
+    /// A hash of the code object of `symbol` built alone with `transforms`
+    /// (built now if it was not): equal hashes, identical code.
+    pub fn kernel_code_hash(&self, symbol: &str, transforms: &Transforms) -> Result<String, SessionError> {
+        self.measure_kernel(symbol, transforms, None)?;
+        let key = vec![(symbol.to_string(), transforms.clone())];
+        let path = self.objects.lock().expect("objects lock").get(&key).cloned().expect("a measured build keeps its object");
+        let bytes = std::fs::read(&path).map_err(|e| SessionError::Io(format!("cannot read {}: {e}", path.display())))?;
+        Ok(crate::hash::of_parts([bytes.as_slice()]))
     }
 
     /// Write the code object of a variant to `dest`: the one already

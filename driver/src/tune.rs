@@ -21,9 +21,10 @@ use crate::search::{self, Objective, Outcome, Rule, Space};
 use crate::session::{Inspection, Listing, Session};
 use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
-use crate::verdict::{self, Evidence, Verdict};
+use crate::verdict::{self, Basis, Verdict};
+use crate::evidence::{Class, Evidence};
 use crate::rdc::{self, LinkSet};
-use crate::{compile, cost, launch};
+use crate::{candidates, compile, cost, launch};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -85,6 +86,12 @@ pub struct Options {
     /// Where to keep each decided kernel's candidate code objects (plain,
     /// decided, suggested) for `regtune measure`; None: nowhere.
     pub code_dir: Option<PathBuf>,
+    /// Builds per kernel for `regtune measure` to choose from (the decision
+    /// and suggestions count; [`crate::candidates`] adds the rest); 0: none.
+    pub candidates: usize,
+    /// What GPUs showed of each class of transform: the default applies
+    /// unasked only what never lost ([`crate::evidence`]).
+    pub evidence: Evidence,
 }
 
 /// One kernel's tuning result: the report's keys (with the usage after
@@ -117,6 +124,12 @@ pub struct KernelTuning {
     /// What limited occupancy before tuning (`report.limiter` is after).
     #[serde(skip)]
     pub limiter_before: Limiter,
+    /// The measured search's builds for `regtune measure` (labels), and
+    /// those past `--candidates` or the time budget.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
     /// Every variant compiled for this kernel, for `batch --record-all`.
     #[serde(skip)]
     pub measured: Vec<Measurement>,
@@ -372,8 +385,14 @@ fn tune_session(
             Ok(finish(plan, base, after, arch, location, &file_name, session, diff))
         })
         .collect::<Result<Vec<KernelTuning>, Failure>>()?;
+    let mut rows = rows;
     if let Some(dir) = &options.code_dir {
         crate::runtime::code::store(session, rows.iter().map(|r| &r.entry), dir).map_err(session_failure)?;
+        // A re-tune keeps what a GPU measured of code objects that did not change.
+        for row in &mut rows {
+            let old = known.kernels.get(&row.entry.key()).and_then(|e| e.measured.as_ref());
+            row.entry.measured = old.and_then(|m| crate::runtime::code::still_measured(dir, &row.entry, m));
+        }
     }
     Ok(rows)
 }
@@ -441,6 +460,8 @@ struct Plan {
     /// Every pointer parameter, when "noalias on every pointer" was a
     /// candidate: labelled `noalias=all`.
     every_pointer: Vec<Param>,
+    /// Builds for `regtune measure` beside the decision and suggestion.
+    search: candidates::Selection,
 }
 
 fn plan_kernel(
@@ -483,32 +504,45 @@ fn plan_kernel(
         budget_reached: false,
         measured: vec![],
         every_pointer: every_pointer.clone(),
+        search: candidates::Selection::default(),
     };
     if at_best(&rule, occupancy_ceiling(session.arch, base)) {
         return plan;
     }
     let waves = occupancy_targets(session.arch, base);
-    let confirmed: Transforms = previous.map(Entry::tuned).unwrap_or_default();
+    // What the user confirmed in the db (not what an earlier tune decided:
+    // the default changes with the evidence).
+    let confirmed: Transforms = previous.map(|e| Entry { transforms: Transforms::default(), ..e.clone() }.tuned()).unwrap_or_default();
     // Transforms that would change nothing are not tried (no inspection:
     // try everything).
     let exact_pow2 = inspection.is_none_or(|i| i.pow2);
     let inexact_pow2 = inspection.is_none_or(|i| i.pow2_inexact);
     let caps: Vec<u32> = if inspection.is_none_or(|i| i.unroll_cap) { vec![1, 2, 4, 8] } else { vec![] };
     let (noalias_apply, noalias_suggest) = (options.noalias == Noalias::Apply, options.noalias == Noalias::Suggest);
-    // What may be applied without asking: exact rewrites, occupancy
-    // targets, and what the user stated or confirmed.
-    let facts = Space {
+    // The rewrites the user allows: exact ones, and what they stated or
+    // confirmed (no assumption about the caller, no rounding change unasked).
+    let allowed_rewrites = Space {
         pow2: exact_pow2,
         pow2_inexact: inexact_pow2 && (options.pow2 == Pow2::Apply || confirmed.pow2_inexact),
         sink: true,
-        unroll_caps: confirmed.unroll_cap.filter(|_| !caps.is_empty()).into_iter().collect(),
         noalias: if noalias_apply { ranked.clone() } else { confirmed.noalias.clone() },
         noalias_all: if noalias_apply { every_pointer.clone() } else { vec![] },
-        waves,
         launch_bounds: match options.block_size {
             BlockSize::Given(n) => Some(n),
             _ => confirmed.launch_bounds,
         },
+        ..Space::default()
+    };
+    // What may be applied without asking: the classes a GPU has shown
+    // never to cost more than 2 % on real kernels (crate::evidence), and
+    // what the user asked for or confirmed.
+    let proven = |c| options.evidence.never_loses(c);
+    let facts = Space {
+        pow2: allowed_rewrites.pow2 && (proven(Class::Pow2) || confirmed.pow2),
+        sink: proven(Class::Sink) || confirmed.sink,
+        unroll_caps: confirmed.unroll_cap.filter(|_| !caps.is_empty()).into_iter().collect(),
+        waves: if proven(Class::OccupancyTarget) { waves } else { confirmed.waves_per_eu.into_iter().collect() },
+        ..allowed_rewrites.clone()
     };
     let log: Mutex<Vec<Measurement>> = Mutex::new(Vec::new());
     let budget_hit = AtomicBool::new(false);
@@ -545,10 +579,10 @@ fn plan_kernel(
 
     // Unrolling traded for registers, applied only where it removes the
     // memory traffic of spills or scratch the facts alone leave.
-    if !caps.is_empty() && facts.unroll_caps.is_empty() && rule.memory_spills(&outcome.usage) > 0 {
+    if proven(Class::UnrollCap) && !caps.is_empty() && facts.unroll_caps.is_empty() && rule.memory_spills(&outcome.usage) > 0 {
         let trading = Space { unroll_caps: caps.clone(), ..facts.clone() };
         let traded = search::search(&trading, &rule, &eval);
-        if let Verdict::Apply(_) = verdict::trade(&rule, &traded.usage, &outcome.usage, Evidence::Static) {
+        if let Verdict::Apply(_) = verdict::trade(&rule, &traded.usage, &outcome.usage, Basis::Static) {
             outcome = traded;
             allowed = trading;
         }
@@ -563,7 +597,7 @@ fn plan_kernel(
     if let Some(w) = outcome.transforms.waves_per_eu.filter(|w| confirmed.waves_per_eu != Some(*w)) {
         let without = Transforms { waves_per_eu: None, ..outcome.transforms.clone() };
         if let Some(time_ratio) = predicted_time_ratio(session, base, (&outcome.transforms, &outcome.usage), &without, &eval) {
-            if let Verdict::Hold(_) = verdict::occupancy_target(Evidence::Predicted { time_ratio }) {
+            if let Verdict::Hold(_) = verdict::occupancy_target(Basis::Predicted { time_ratio }) {
                 held_target = Some((w, time_ratio));
                 allowed.waves.clear();
                 outcome = search::search(&allowed, &rule, &eval);
@@ -579,12 +613,14 @@ fn plan_kernel(
         _ => None,
     };
     let wider = Space {
+        pow2: allowed_rewrites.pow2,
+        sink: allowed_rewrites.sink,
         pow2_inexact: allowed.pow2_inexact || (inexact_pow2 && options.pow2 == Pow2::Suggest),
-        unroll_caps: if allowed.unroll_caps.is_empty() { caps } else { allowed.unroll_caps.clone() },
+        unroll_caps: if allowed.unroll_caps.is_empty() { caps.clone() } else { allowed.unroll_caps.clone() },
         noalias: if noalias_suggest { ranked } else { allowed.noalias.clone() },
         noalias_all: if noalias_suggest { every_pointer } else { allowed.noalias_all.clone() },
         launch_bounds: allowed.launch_bounds.or(inferred_block),
-        waves: facts.waves.clone(),
+        waves: occupancy_targets(session.arch, base),
         ..allowed.clone()
     };
     let mut suggestion = None;
@@ -596,7 +632,8 @@ fn plan_kernel(
             let held = held_part(&better.transforms, &allowed);
             let reasons = verdict::held_reasons(&held);
             if !held.is_empty() {
-                let mut message = suggestion_message(&held, &better.transforms, &outcome.usage, &better.usage, &plan.every_pointer, session.arch);
+                let mut message =
+                    suggestion_message(&held, &better.transforms, &outcome.usage, &better.usage, &plan.every_pointer, session.arch, &options.evidence);
                 if let Some((w, ratio)) = held_target.filter(|(w, _)| held.waves_per_eu == Some(*w)) {
                     message.push_str(&format!(
                         "; {} alone was predicted {:.2}× as fast (its schedule keeps fewer loads in flight)",
@@ -609,9 +646,37 @@ fn plan_kernel(
             }
         }
     }
+    let budget_reached = budget_hit.load(Ordering::Relaxed);
+
+    // The measured search: every occupancy step, alone and with the best
+    // allowed rewrites, and unroll caps, for `regtune measure` to time.
+    if options.candidates > 0 {
+        tuning.limits.renew();
+        let mut known_builds = vec![Transforms::default(), outcome.transforms.clone()];
+        known_builds.extend(suggestion.as_ref().map(|p| p.transforms.clone()));
+        known_builds.dedup();
+        let taken = known_builds.iter().filter(|t| !t.is_empty()).count();
+        let known: Vec<String> = known_builds.iter().filter_map(|t| session.kernel_code_hash(&base.symbol, t).ok()).collect();
+        let pool = candidates::Pool {
+            steps: target::of(session.arch).occupancy_steps(session.arch, base),
+            rewrites: search::best_rewrites(&allowed_rewrites, &rule, &eval),
+            unroll_caps: caps.clone(),
+            spill_to_shared: target::of(session.arch).spills_to_shared(base).then(|| Transforms {
+                launch_bounds: match options.block_size {
+                    BlockSize::Given(n) => Some(n),
+                    _ => None,
+                },
+                ..Default::default()
+            }),
+        };
+        let build = |t: &Transforms| Some((eval(t)?, session.kernel_code_hash(&base.symbol, t).ok()?));
+        plan.search = candidates::select(candidates::proposals(&pool), options.candidates.saturating_sub(taken), &known, build, || {
+            tuning.limits.spent()
+        });
+    }
     let measured = log.into_inner().expect("variant log lock");
     plan.variants = measured.len();
-    plan.budget_reached = budget_hit.into_inner();
+    plan.budget_reached = budget_reached;
     plan.reason = verdict::applied_reason(&rule, &base.usage, &outcome.usage);
     plan.outcome = outcome;
     plan.suggestion = suggestion;
@@ -622,9 +687,11 @@ fn plan_kernel(
 /// The part of `t` that `allowed` does not allow: what needs the user.
 fn held_part(t: &Transforms, allowed: &Space) -> Transforms {
     let allowed_noalias = |p: &Param| allowed.noalias.contains(p) || allowed.noalias_all.contains(p);
+    let inexact_held = t.pow2_inexact && !allowed.pow2_inexact;
     Transforms {
-        pow2: t.pow2_inexact && !allowed.pow2_inexact,
-        pow2_inexact: t.pow2_inexact && !allowed.pow2_inexact,
+        pow2: inexact_held || (t.pow2 && !allowed.pow2 && !allowed.pow2_inexact),
+        pow2_inexact: inexact_held,
+        sink: t.sink && !allowed.sink,
         unroll_cap: t.unroll_cap.filter(|c| !allowed.unroll_caps.contains(c)),
         noalias: t.noalias.iter().filter(|p| !allowed_noalias(p)).cloned().collect(),
         launch_bounds: t.launch_bounds.filter(|_| allowed.launch_bounds.is_none()),
@@ -703,7 +770,15 @@ fn base_name(demangled: &str) -> String {
 
 /// "<what> would reach occupancy N (a → b VGPRs) with <the rest> — <what
 /// to check before confirming>", for the held part of a suggestion.
-fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &Usage, every_pointer: &[Param], arch: &Arch) -> String {
+fn suggestion_message(
+    held: &Transforms,
+    with: &Transforms,
+    now: &Usage,
+    then: &Usage,
+    every_pointer: &[Param],
+    arch: &Arch,
+    evidence: &Evidence,
+) -> String {
     let spills = |u: &Usage| u.vgpr_spills + u.sgpr_spills;
     let mut effect = format!("would reach occupancy {} ({} → {} VGPRs", then.occupancy, now.vgpr, then.vgpr);
     if spills(now) != spills(then) {
@@ -719,6 +794,20 @@ fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &
         effect.push_str(&format!(" with {}", others.join(" + ")));
     }
     let (mut what, mut checks) = (Vec::new(), Vec::new());
+    // Held for speed alone: it computes the same values, but no GPU has
+    // shown it never slows a real kernel.
+    let mut unproven = Vec::new();
+    if held.sink {
+        what.push("moving definitions next to their first use (sink)".to_string());
+        unproven.push(Class::Sink);
+    }
+    if held.pow2 && !held.pow2_inexact {
+        what.push("`pow(x, 2.0)` → `x * x` (exact here)".to_string());
+        unproven.push(Class::Pow2);
+    }
+    for class in unproven {
+        checks.push(format!("it computes the same values, but {} ({}); confirm it after timing the kernel", evidence.summary(class), class.name()));
+    }
     if held.pow2_inexact {
         let library = target::of(arch).pow_library().0;
         what.push("`pow(x, 2.0)` → `x * x`".to_string());
@@ -734,12 +823,14 @@ fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &
         let target = target::of(arch).occupancy_label(w);
         what.push(format!("the occupancy target {target}"));
     }
-    if held.unroll_cap.is_some() || held.waves_per_eu.is_some() {
-        checks.push(
-            "it gives up instruction-level parallelism (unrolling, loads in flight) for occupancy, which every such \
-             trade timed on a GPU so far paid for with speed; confirm it after timing the kernel"
-                .to_string(),
-        );
+    let trades: Vec<Class> = Class::of(held).into_iter().filter(|c| matches!(c, Class::UnrollCap | Class::OccupancyTarget)).collect();
+    if !trades.is_empty() {
+        let shown: Vec<String> = trades.iter().map(|c| format!("{}: {}", c.name(), evidence.summary(*c))).collect();
+        checks.push(format!(
+            "it gives up instruction-level parallelism (unrolling, loads in flight) for occupancy, which can cost speed ({}); \
+             confirm it after timing the kernel",
+            shown.join("; ")
+        ));
     }
     if !held.noalias.is_empty() {
         if !every_pointer.is_empty() && with.noalias == every_pointer {
@@ -759,7 +850,11 @@ fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &
         what.push(format!("`__launch_bounds__({n})`"));
         checks.push(format!("every launch in this file uses {n} threads; confirm no other caller uses more"));
     }
-    format!("{} {effect} — {}", what.join(" and "), checks.join("; "))
+    let mut message = format!("{} {effect} — {}", what.join(" and "), checks.join("; "));
+    if held.unroll_cap.is_some() || held.waves_per_eu.is_some() || held.sink || (held.pow2 && !held.pow2_inexact) {
+        message.push_str("; `regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results");
+    }
+    message
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -863,6 +958,8 @@ fn finish(
         suggested: suggested_entries,
         before: Some(before_u),
         after: Some(after_u),
+        candidates: plan.search.kept.clone(),
+        left_out: plan.search.left_out.iter().map(|t| labels(t, arch, &plan.every_pointer).join(" + ")).collect(),
         measured: None,
     };
     KernelTuning {
@@ -883,6 +980,8 @@ fn finish(
             .map(|m| labels(&m.transforms, arch, &plan.every_pointer).join(" + "))
             .collect(),
         budget_reached: plan.budget_reached,
+        candidates: plan.search.kept.iter().map(|c| labels(&c.transforms, arch, &plan.every_pointer).join(" + ")).collect(),
+        left_out: entry.left_out.clone(),
         diff,
         limiter_before: base.limiter,
         measured: plan.measured,
@@ -995,11 +1094,11 @@ mod tests {
         let then = Usage { vgpr: 84, occupancy: 6, ..Default::default() };
         let gfx = Arch::parse("gfx90a").unwrap();
         assert_eq!(
-            suggestion_message(&t, &t, &now, &then, &[], &gfx),
+            suggestion_message(&t, &t, &now, &then, &[], &gfx, &Evidence::shipped()),
             "`__restrict__` on `g14` would reach occupancy 6 (96 → 84 VGPRs) — verify that `g14` never overlaps another argument"
         );
         let with = Transforms { pow2: true, waves_per_eu: Some(6), ..t.clone() };
-        assert!(suggestion_message(&t, &with, &now, &then, &[], &gfx).contains("(96 → 84 VGPRs) with pow2 + waves-per-eu=6 — verify"));
+        assert!(suggestion_message(&t, &with, &now, &then, &[], &gfx, &Evidence::shipped()).contains("(96 → 84 VGPRs) with pow2 + waves-per-eu=6 — verify"));
     }
 
     #[test]
@@ -1010,21 +1109,21 @@ mod tests {
         let then = Usage { vgpr: 82, occupancy: 5, ..Default::default() };
         let pow2 = Transforms { pow2: true, pow2_inexact: true, ..Default::default() };
         assert_eq!(
-            suggestion_message(&pow2, &pow2, &now, &then, &[], &gfx),
+            suggestion_message(&pow2, &pow2, &now, &then, &[], &gfx, &Evidence::shipped()),
             "`pow(x, 2.0)` → `x * x` would reach occupancy 5 (99 → 82 VGPRs, spills 16 → 0) — ocml's `pow` is not \
              correctly rounded, so results change in the last bit (for ~20% of doubles); accept that, or build with \
              -ffast-math or -fapprox-func"
         );
-        assert!(suggestion_message(&pow2, &pow2, &now, &then, &[], &sm).contains("libdevice's `pow`"));
+        assert!(suggestion_message(&pow2, &pow2, &now, &then, &[], &sm, &Evidence::shipped()).contains("libdevice's `pow`"));
         let cap = Transforms { unroll_cap: Some(1), ..Default::default() };
         let with = Transforms { waves_per_eu: Some(6), ..cap.clone() };
-        let m = suggestion_message(&cap, &with, &now, &then, &[], &gfx);
+        let m = suggestion_message(&cap, &with, &now, &then, &[], &gfx, &Evidence::shipped());
         assert!(m.starts_with("capping unrolling at 1 would reach occupancy 5 (99 → 82 VGPRs, spills 16 → 0) with waves-per-eu=6 — it gives up instruction-level parallelism"), "{m}");
-        let both = suggestion_message(&with, &with, &now, &then, &[], &gfx);
+        let both = suggestion_message(&with, &with, &now, &then, &[], &gfx, &Evidence::shipped());
         assert!(both.starts_with("capping unrolling at 1 and the occupancy target waves-per-eu=6 would reach occupancy 5"), "{both}");
         let all: Vec<Param> = (0..3).map(|i| Param { index: i, name: format!("p{i}") }).collect();
         let restrict = Transforms { noalias: all.clone(), ..Default::default() };
-        let m = suggestion_message(&restrict, &restrict, &now, &then, &all, &gfx);
+        let m = suggestion_message(&restrict, &restrict, &now, &then, &all, &gfx, &Evidence::shipped());
         assert!(m.starts_with("`__restrict__` on every pointer parameter (nvcc's --restrict) would reach"), "{m}");
         assert!(m.ends_with("verify that no two pointer arguments ever overlap"), "{m}");
         assert_eq!(labels(&restrict, &gfx, &all), ["noalias=all"]);

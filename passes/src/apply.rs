@@ -47,7 +47,7 @@ use regtune_decisions::{Db, Transforms};
 use crate::pow2::Rounding;
 use crate::spec::{Occupancy, Phase};
 use crate::{
-    ir, noalias, occupancy, only_kernel, pow2, sink, unroll_cap, RunOptions, DECISIONS_ENV, INPUT_HASH_ENV, VERBOSE_ENV,
+    ir, noalias, occupancy, only_kernel, pow2, sink, spill_to_shared, unroll_cap, RunOptions, DECISIONS_ENV, INPUT_HASH_ENV, VERBOSE_ENV,
 };
 
 /// The largest work-group AMDGPU supports (and the largest CUDA block).
@@ -101,6 +101,12 @@ fn apply_early<'ctx>(module: &Module<'ctx>, db: &Db, input_hash: Option<&str>) -
         let occ = Occupancy { waves_per_eu: t.waves_per_eu, max_block: t.launch_bounds };
         if occ != Occupancy::default() {
             changed |= noted("occupancy", &[kernel], occupancy::apply(kernel, &occ));
+        }
+    }
+    // After occupancy: the pragma needs the block size it promised.
+    for (kernel, t) in plan.decided() {
+        if t.spill_to_shared {
+            changed |= noted("spill-to-shared", &[kernel], spill_to_shared::apply(module, kernel));
         }
     }
     for (pow2, functions) in plan.agreed(pow2_rounding) {

@@ -14,6 +14,7 @@
 //! | `regtune-noalias<P;...>`          | [`noalias`]     |
 //! | `regtune-noalias-rank`            | [`noalias`]     |
 //! | `regtune-sink`                    | [`sink`]        |
+//! | `regtune-spill-to-shared`         | [`spill_to_shared`] |
 //! | `regtune-apply[<early\|late>]`    | [`apply`]       |
 //!
 //! [`spec`] parses those names, [`run_pass`] dispatches them, [`ir`] holds
@@ -45,6 +46,7 @@ pub mod only_kernel;
 pub mod pow2;
 pub mod sink;
 pub mod spec;
+pub mod spill_to_shared;
 pub mod unroll_cap;
 
 use std::io::Write;
@@ -86,6 +88,7 @@ pub fn run_pass(module: &Module<'_>, pass: &PassSpec, options: &RunOptions) -> b
             false
         }
         PassSpec::Sink => sink::run(&ir::defined_functions(module)),
+        PassSpec::SpillToShared => spill_to_shared::run(module),
         PassSpec::Apply(phase) => apply::run(module, *phase, options),
     }
 }

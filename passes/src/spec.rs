@@ -33,6 +33,7 @@ pub enum PassSpec {
     NoaliasRank,
     Inspect,
     Sink,
+    SpillToShared,
     Apply(Phase),
 }
 
@@ -107,6 +108,7 @@ pub fn parse(text: &str) -> Result<Option<PassSpec>, SpecError> {
         "regtune-noalias-rank" => no_params(PassSpec::NoaliasRank),
         "regtune-inspect" => no_params(PassSpec::Inspect),
         "regtune-sink" => no_params(PassSpec::Sink),
+        "regtune-spill-to-shared" => no_params(PassSpec::SpillToShared),
         "regtune-unroll-cap" => {
             let p = params.ok_or_else(|| err("expected regtune-unroll-cap<N>".into()))?;
             let n = positive(p).map_err(|r| err(format!("unroll cap {r}")))?;

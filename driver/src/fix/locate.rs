@@ -45,6 +45,8 @@ pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision]) -> Resul
             suggested: vec![],
             before: None,
             after: None,
+            candidates: vec![],
+            left_out: vec![],
             measured: None,
         });
     }

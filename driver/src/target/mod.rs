@@ -129,6 +129,15 @@ pub trait Target: fmt::Debug + Sync {
     /// Occupancy steps the register allocator could plausibly reach.
     fn occupancy_targets(&self, arch: &Arch, base: &Measured) -> Vec<u32>;
 
+    /// Whether the backend can spill this kernel's registers to shared
+    /// memory (a `spill_to_shared` candidate): NVPTX where the block size
+    /// is known (launch bounds, `--block-size`).
+    fn spills_to_shared(&self, base: &Measured) -> bool;
+
+    /// Every occupancy step above the kernel's that a register cap reaches,
+    /// whether or not the backend must spill there: the measured search's.
+    fn occupancy_steps(&self, arch: &Arch, base: &Measured) -> Vec<u32>;
+
     /// The most registers a kernel may use when a block of `threads` must
     /// fit (AMDGPU: the backend's VGPR cap); None where the backend sets no
     /// such cap from the block size alone.

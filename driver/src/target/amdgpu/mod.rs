@@ -190,6 +190,16 @@ impl Target for Amdgpu {
             .collect()
     }
 
+    /// Not yet: the LDS demotion pass is not written.
+    fn spills_to_shared(&self, _base: &Measured) -> bool {
+        false
+    }
+
+    /// `amdgpu-waves-per-eu` reaches every step: the backend spills to fit.
+    fn occupancy_steps(&self, arch: &Arch, base: &Measured) -> Vec<u32> {
+        (base.usage.occupancy + 1..=arch.target().max_waves_per_simd).collect()
+    }
+
     /// From `symbol:` to its `.Lfunc_end` label.
     fn kernel_listing(&self, listing: &str, symbol: &str) -> String {
         let start = format!("{symbol}:");

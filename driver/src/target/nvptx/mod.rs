@@ -4,6 +4,7 @@ pub mod cubin;
 pub mod cuda;
 pub mod nvidia;
 pub mod ptxas;
+pub mod sass;
 pub mod usage;
 
 use std::ffi::OsString;
@@ -228,6 +229,25 @@ impl Target for Nvptx {
             .collect()
     }
 
+    /// ptxas's `enable_smem_spilling` sizes its area by the block, so it
+    /// needs one that every launch keeps to.
+    fn spills_to_shared(&self, base: &Measured) -> bool {
+        base.nvidia.as_ref().is_some_and(|n| n.block_size_from != measure::BlockSizeFrom::Default)
+    }
+
+    /// Whole blocks of warps up to what the block size and shared memory
+    /// allow, where the register cap is one ptxas takes (16 or more).
+    fn occupancy_steps(&self, arch: &Arch, base: &Measured) -> Vec<u32> {
+        let Some(n) = &base.nvidia else { return vec![] };
+        let (sm, k) = (sm(arch), resources(n));
+        let step = n.block_size.div_ceil(nvidia::WARP_SIZE).max(1);
+        let first = (base.usage.occupancy / step + 1) * step;
+        (first..=sm.max_warps(&k, n.block_size))
+            .step_by(step as usize)
+            .filter(|&w| sm.max_regs_for_warps(&k, n.block_size, w).is_some_and(|budget| budget >= MIN_REGISTER_CAP))
+            .collect()
+    }
+
     /// The `.entry symbol(` ... `}` block.
     fn kernel_listing(&self, listing: &str, symbol: &str) -> String {
         let start = format!(".entry {symbol}(");
@@ -251,6 +271,10 @@ impl Target for Nvptx {
         false
     }
 }
+
+/// The smallest register cap the measured search asks ptxas for: below
+/// it ptxas ignores the cap or cannot allocate.
+const MIN_REGISTER_CAP: u32 = 16;
 
 fn sm(arch: &Arch) -> &nvidia::Sm {
     arch.nvidia().expect("an NVPTX arch has an NVIDIA model")
