@@ -487,16 +487,47 @@ fn a_missing_compile_db_is_one_line_naming_it() {
     let db = dir.path().join("db.json");
     let gone = dir.path().join("nowhere/compile_commands.json");
     let out = batch(dir.path(), &gone, &db, &[]);
-    assert_eq!(out.status.code(), Some(101));
+    assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr_of(&out),
         format!("error: cannot read compilation database {}: No such file or directory (os error 2)\n", gone.display())
     );
     // A build directory without one names the file it looked for.
     let out = batch(dir.path(), dir.path(), &db, &[]);
-    assert_eq!(out.status.code(), Some(101));
+    assert_eq!(out.status.code(), Some(2));
     assert!(stderr_of(&out).contains(&format!("{}: No such file", dir.path().join("compile_commands.json").display())));
     assert!(!db.exists(), "nothing written");
+}
+
+/// Issue 23: `batch -p /nonexistent` exited 101, which scripts read as a panic.
+#[test]
+fn a_nonexistent_build_dir_is_a_usage_error_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = regtune(dir.path()).args(["batch", "-p", "/nonexistent"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr_of(&out),
+        "error: cannot read compilation database /nonexistent: No such file or directory (os error 2)\n"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+/// Issue 23: the db is checked (readable, valid, writable directory) before any unit is tuned.
+#[test]
+fn a_db_that_cannot_be_saved_stops_batch_before_tuning() {
+    let dir = tempfile::tempdir().unwrap();
+    let compile_db = write_compile_db(dir.path(), &[small_unit(dir.path(), "axpy", &["gfx90a"])]);
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "[").unwrap();
+    for (db, message) in [
+        (broken.clone(), format!("decisions db {} is not valid JSON: EOF while parsing a list at line 1 column 1", broken.display())),
+        ("/proc/regtune-db.json".into(), "cannot write decisions db /proc/regtune-db.json: No such file or directory (os error 2)".to_string()),
+    ] {
+        let out = batch(dir.path(), &compile_db, &db, &[]);
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(stderr_of(&out), format!("error: {message}\n"));
+        assert!(out.stdout.is_empty(), "nothing was tuned");
+    }
 }
 
 #[test]
@@ -528,7 +559,7 @@ fn a_malformed_compile_db_is_one_line_naming_it() {
     ] {
         std::fs::write(&path, text).unwrap();
         let out = batch(dir.path(), &path, &db, &[]);
-        assert_eq!(out.status.code(), Some(101));
+        assert_eq!(out.status.code(), Some(2));
         assert_eq!(stderr_of(&out), format!("error: compilation database {} {cause}\n", path.display()));
     }
 }

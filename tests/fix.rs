@@ -338,6 +338,7 @@ fn apply_writes_every_file_or_none_and_bad_input_is_one_line() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(text(&out.stderr).lines().count(), 1, "{}", text(&out.stderr));
     assert!(text(&out.stderr).starts_with(&format!("error: decisions db {} is not valid JSON", bad.display())), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "checked before anything compiled: no patch");
 
     // A build the db has no decisions for (other flags): said, and an empty patch.
     let out = regtune(dir.path()).args(["fix", "--db"]).arg(&db).args(["cases.hip", "--", "-DOTHER"]).output().unwrap();

@@ -217,6 +217,8 @@ fn bad_input_is_one_line_and_the_program_never_runs() {
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{ not json").unwrap();
     check(&bad, "is not valid JSON");
+    // The measurements are written back: a db that cannot be saved stops it first (issue 23).
+    check(Path::new("/proc/regtune-db.json"), "cannot write decisions db /proc/regtune-db.json: No such file or directory (os error 2)");
     let db = fake_db(dir.path());
     std::fs::remove_dir_all(code::dir(&db)).unwrap();
     check(&db, "has no candidate code objects for step(double*) (sm_90)");

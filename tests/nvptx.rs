@@ -407,6 +407,27 @@ fn tune_on_sm_90_raises_occupancy_and_never_makes_a_kernel_worse() {
     assert_eq!(lap["suggestion_reasons"], serde_json::json!(["trades-ilp"]), "{lap}");
 }
 
+/// Issue 23: `-include hdr.h` (a header that includes `<cuda_runtime.h>`)
+/// and `-imacros` reached the compile of the frontend's IR, an empty CUDA
+/// file made with `-nocudainc`, and failed there. They are the frontend's.
+#[test]
+fn frontend_only_flags_do_not_reach_the_compile_of_the_ir() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hdr.h"), "#include <cuda_runtime.h>\n#define SCALE 2.0f\n").unwrap();
+    std::fs::write(dir.path().join("macros.h"), "#define SCALE2 3.0f\n").unwrap();
+    let file = dir.path().join("axpy.cu");
+    std::fs::write(&file, "__global__ void axpy(float a, const float* x, float* y, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = SCALE * SCALE2 * a * x[i] + y[i];\n}\n").unwrap();
+    let flags = ["--", "-include", "hdr.h", "-imacros", "macros.h"];
+    let mut tune = regtune();
+    tune.current_dir(dir.path()).args(["tune", "--format", "json", "--offload-arch", "sm_90", "--db", "db.json", "axpy.cu"]).args(flags);
+    let tuned = json(&mut tune);
+    let mut report = regtune();
+    report.current_dir(dir.path()).args(["report", "--format", "json", "--offload-arch", "sm_90", "axpy.cu"]).args(flags);
+    let reported = json(&mut report);
+    assert_eq!(tuned.len(), 1);
+    assert_eq!(tuned[0]["before"], reported[0]["usage"], "the variants' plain build is the frontend's");
+}
+
 #[test]
 fn a_plugin_build_with_the_db_gives_exactly_the_promised_usage_on_sm_90() {
     let (dir, rows) = tuned();

@@ -565,7 +565,6 @@ fn commands_regtune_has_no_part_in_reach_the_compiler_exactly_as_given() {
         &["-O2", "-c", "main.cpp", "-o", "main.o"],
         &["-c", "util.c"],
         &["--offload-arch=gfx90a", "-E", "k.hip"],
-        &["--offload-arch=gfx90a", "-fgpu-rdc", "-O3", "-c", "k.hip"],
         &["--version"],
         &["--offload-arch=gfx90a", "@more.rsp"],
     ];

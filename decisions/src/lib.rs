@@ -342,6 +342,15 @@ impl Db {
         Db::parse(&text, path)
     }
 
+    /// Load a db this run will write: readable, valid, and in a directory
+    /// it can write (or create). Checked before any work, so a long tune
+    /// never ends in a save that fails.
+    pub fn load_for_update(path: &Path) -> Result<Db, DbError> {
+        let db = Db::load(path)?;
+        check_writable(path)?;
+        Ok(db)
+    }
+
     fn parse(text: &str, path: &Path) -> Result<Db, DbError> {
         let db: Db = serde_json::from_str(text)
             .map_err(|source| DbError::Parse { path: path.into(), source })?;
@@ -429,6 +438,32 @@ impl Db {
         // The lock is released when `lock` is dropped.
         Ok(out)
     }
+}
+
+/// Can `path` be saved? Its directory, or the nearest ancestor that exists
+/// (`save` creates the rest), takes a temporary file.
+fn check_writable(path: &Path) -> Result<(), DbError> {
+    let err = |source| DbError::Write { path: path.into(), source };
+    let mut dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    while !dir.exists() {
+        match dir.parent() {
+            Some(up) if !up.as_os_str().is_empty() => dir = up,
+            _ => {
+                dir = Path::new(".");
+                break;
+            }
+        }
+    }
+    if !dir.is_dir() {
+        return Err(err(std::io::Error::other(format!("{} is not a directory", dir.display()))));
+    }
+    // A file of our own rather than tempfile's, whose error would name it.
+    let probe = dir.join(format!(".regtune-write-check-{}", std::process::id()));
+    File::options().write(true).create(true).truncate(true).open(&probe).map_err(err)?;
+    fs::remove_file(&probe).map_err(err)
 }
 
 fn lock_path(path: &Path) -> PathBuf {
@@ -618,6 +653,28 @@ mod tests {
         db.insert(e.clone());
         db.insert(entry("_Z1kPf", "h"));
         assert!(db.kernels[&e.key()].measured.is_none());
+    }
+
+    #[test]
+    fn a_db_to_update_is_checked_for_a_writable_directory_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("new/sub/db.json");
+        assert_eq!(Db::load_for_update(&fresh).unwrap(), Db::default());
+        assert!(!dir.path().join("new").exists(), "checking creates nothing");
+        let file = dir.path().join("plain.txt");
+        std::fs::write(&file, "").unwrap();
+        let under_a_file = file.join("db.json");
+        let e = Db::load_for_update(&under_a_file).unwrap_err();
+        assert_eq!(e.to_string(), format!("cannot read decisions db {}: Not a directory (os error 20)", under_a_file.display()));
+        let gone = file.join("sub/db.json");
+        let e = Db::load_for_update(&gone).unwrap_err();
+        assert_eq!(e.to_string(), format!("cannot read decisions db {}: Not a directory (os error 20)", gone.display()));
+        // A directory nobody can write to, root included.
+        let e = Db::load_for_update(Path::new("/proc/regtune-db.json")).unwrap_err();
+        assert_eq!(e.to_string(), "cannot write decisions db /proc/regtune-db.json: No such file or directory (os error 2)");
+        let broken = dir.path().join("broken.json");
+        std::fs::write(&broken, "{").unwrap();
+        assert!(matches!(Db::load_for_update(&broken), Err(DbError::Parse { .. })));
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod output;
 pub mod plugin;
 pub mod predict;
 pub mod progress;
+pub mod rdc;
 pub mod report;
 pub mod runtime;
 pub mod search;

@@ -29,8 +29,8 @@ enum Command {
     /// Tune every HIP translation unit in a compile_commands.json, each with its own flags and targets.
     ///
     /// Exit status: 0 when every unit was tuned or unchanged; N (at most 100) when N translation
-    /// units failed, the rest being tuned and recorded; 101 when nothing could run (a missing or
-    /// malformed compile_commands.json or db, no toolchain).
+    /// units failed, the rest being tuned and recorded; 2 when nothing could run (a missing or
+    /// malformed compile_commands.json or db, no toolchain), as for any usage error.
     Batch(BatchArgs),
     /// Write the db's decisions as a source patch (a unified diff) that any compiler builds: hipcc, nvcc.
     ///
@@ -375,8 +375,9 @@ impl SearchArgs {
     }
 }
 
-/// `batch`'s exit status when nothing could run.
-const BATCH_FATAL: u8 = 101;
+/// `batch`'s exit status when nothing could run: a usage error's, as clap's
+/// own (101 is Rust's panic status, which scripts read as a crash).
+const BATCH_FATAL: u8 = 2;
 /// `measure`'s exit status when measuring could not start.
 const MEASURE_FATAL: u8 = 2;
 
@@ -441,13 +442,19 @@ fn report(args: ReportArgs) -> Result<ExitCode> {
 }
 
 fn tune(args: TuneArgs) -> Result<ExitCode> {
+    if args.patch.is_some() {
+        regtune::rdc::unsupported("tune --patch", &args.inputs.clang_args).map_err(anyhow::Error::msg)?;
+    }
     let archs = args.inputs.archs()?;
+    // A db that cannot be read, parsed or saved stops the run before any compile.
+    // One line naming the db and the cause; no cause chain after it.
+    let known = regtune_decisions::Db::load_for_update(&args.search.db).map_err(|e| anyhow::anyhow!("{e}"))?;
     let toolchain = Toolchain::detect_for(&archs)?;
     let plugin = plugin::find()?;
     plugin::check_version(&plugin, &toolchain.clang, &toolchain.version)?;
     let options = args.search.tune_options(args.diff)?;
     let (rows, mut failures) =
-        tune::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, &args.search.db);
+        tune::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, &known, &args.search.db);
     if let Some(path) = &args.patch {
         let options = fix::Options { db: args.search.db.clone(), with_suggestions: false };
         match fix::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options) {
@@ -482,6 +489,7 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
 }
 
 fn predict(args: PredictArgs) -> Result<ExitCode> {
+    regtune::rdc::unsupported("predict", &args.inputs.clang_args).map_err(anyhow::Error::msg)?;
     let archs = args.inputs.archs()?;
     let toolchain = Toolchain::detect_for(&archs)?;
     let plugin = plugin::find()?;
@@ -552,7 +560,7 @@ fn batch(args: BatchArgs) -> Result<ExitCode> {
         output::emit(&batch::html::page(&result), Some(path))?;
     }
     output::emit(&batch::render::render(&result, args.format), args.output.as_deref())?;
-    // The exit status counts failed translation units; 101 is kept for "nothing ran".
+    // The exit status counts failed translation units; BATCH_FATAL says "nothing ran".
     Ok(ExitCode::from(result.failed_units().min(100) as u8))
 }
 
@@ -569,6 +577,7 @@ fn merge(args: MergeArgs) -> Result<ExitCode> {
 }
 
 fn explain(args: ExplainArgs) -> Result<ExitCode> {
+    regtune::rdc::unsupported("explain", &args.inputs.clang_args).map_err(anyhow::Error::msg)?;
     let archs = args.inputs.archs()?;
     let db = regtune_decisions::Db::load(&args.db)?;
     let toolchain = Toolchain::detect_for(&archs)?;

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::limits::Limits;
 use crate::measure::Measured;
 use crate::target::Limiter;
-use crate::output::{self, Failure, Tabular};
+use crate::output::{Failure, Tabular};
 use crate::progress::{Progress, UnitProgress};
 use crate::report::{self, KernelReport};
 use crate::search::{self, Objective, Outcome, Rule, Space};
@@ -23,6 +23,7 @@ use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
 use crate::verdict::{self, Basis, Verdict};
 use crate::evidence::{Class, Evidence};
+use crate::rdc::{self, LinkSet};
 use crate::{candidates, compile, cost, launch};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
@@ -161,7 +162,11 @@ pub enum VariantStatus {
     BudgetReached,
 }
 
-/// Tune every kernel of every file on every target, and update the db.
+/// Tune every kernel of every file on every target, and update the db at
+/// `db_path`. `confirmed` is that db as loaded (and checked writable,
+/// [`Db::load_for_update`]) before anything compiled: confirmed
+/// suggestions in it are applied.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     toolchain: &Toolchain,
     plugin: &Path,
@@ -169,27 +174,36 @@ pub fn run(
     archs: &[Arch],
     user_args: &[String],
     options: &Options,
+    confirmed: &Db,
     db_path: &Path,
 ) -> (Vec<KernelTuning>, Vec<Failure>) {
-    let confirmed = Db::load(db_path).unwrap_or_default();
     let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
     let progress = Progress::new(jobs.len() as u64, "tuning");
-    let results: Vec<Result<Vec<KernelTuning>, Failure>> = jobs
+    // -fgpu-rdc: every file compiled once per target, to link with the others.
+    let sets = rdc::link_sets(toolchain, files, archs, user_args);
+    let results: Vec<(Vec<KernelTuning>, Vec<Failure>)> = jobs
         .par_iter()
         .map(|(file, arch)| {
-            let r = tune_unit(toolchain, plugin, file, arch, user_args, options, &confirmed, &progress).and_then(|rows| {
-                if rows.is_empty() {
-                    Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())))
-                } else {
-                    Ok(rows)
-                }
-            });
+            let r = match sets.iter().find(|(a, _)| a.name() == arch.name()) {
+                Some((_, Ok(set))) => tune_in_set(toolchain, plugin, set, file, files.len() > 1, options, confirmed, &progress),
+                Some((_, Err(f))) => (vec![], vec![f.clone()]),
+                None => match tune_unit(toolchain, plugin, file, arch, user_args, options, confirmed, &progress) {
+                    Ok(rows) if rows.is_empty() => (vec![], vec![no_kernels(file, arch)]),
+                    Ok(rows) => (rows, vec![]),
+                    Err(f) => (vec![], vec![f]),
+                },
+            };
             progress.inc();
             r
         })
         .collect();
     progress.finish();
-    let (rows, mut failures) = output::partition(results);
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for (r, f) in results {
+        rows.extend(r);
+        failures.extend(f);
+    }
     if !rows.is_empty() {
         let saved = Db::update(db_path, |db| {
             for row in &rows {
@@ -201,6 +215,36 @@ pub fn run(
         }
     }
     (rows, failures)
+}
+
+fn no_kernels(file: &Path, arch: &Arch) -> Failure {
+    Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display()))
+}
+
+/// One file of a link set: its kernels tuned, and one failure per kernel
+/// whose callees no file defines. With other files linked in, a file
+/// without kernels is a library of device functions, not a failure.
+#[allow(clippy::too_many_arguments)]
+fn tune_in_set(
+    toolchain: &Toolchain,
+    plugin: &Path,
+    set: &LinkSet,
+    file: &Path,
+    linked_with_others: bool,
+    options: &Options,
+    known: &Db,
+    progress: &Progress,
+) -> (Vec<KernelTuning>, Vec<Failure>) {
+    if let Err(f) = set.unit(file) {
+        return (vec![], vec![f]);
+    }
+    let mut failures = set.unresolved_failures(file, rdc::Given::Files { command: "tune", done: "tuned" });
+    match tune_linked(toolchain, plugin, set, file, options, known, progress) {
+        Ok(rows) if rows.is_empty() && failures.is_empty() && !linked_with_others => failures.push(no_kernels(file, &set.arch)),
+        Ok(rows) => return (rows, failures),
+        Err(f) => failures.insert(0, f),
+    }
+    (vec![], failures)
 }
 
 fn session_failure(e: crate::session::SessionError) -> Failure {
@@ -233,6 +277,48 @@ pub fn tune_unit(
     };
     let (session, baseline, locations) =
         Session::start_with(toolchain, arch, plugin, file, user_args, measure_options).map_err(session_failure)?;
+    tune_session(&session, baseline, locations, started, options, known, progress, &line)
+}
+
+/// One `-fgpu-rdc` unit of `set`: its kernels measured through the device
+/// link with the other units; those whose callees no unit defines are not
+/// here ([`crate::rdc::LinkSet::unresolved_failures`] names them).
+pub fn tune_linked(
+    toolchain: &Toolchain,
+    plugin: &Path,
+    set: &crate::rdc::LinkSet,
+    file: &Path,
+    options: &Options,
+    known: &Db,
+    progress: &Progress,
+) -> Result<Vec<KernelTuning>, Failure> {
+    let started = Instant::now();
+    let line = progress.unit(format!("{} {}", file.display(), set.arch.processor()));
+    let measure_options = crate::measure::Options {
+        block_size: match options.block_size {
+            BlockSize::Given(n) => Some(n),
+            _ => None,
+        },
+    };
+    let (session, baseline, locations) =
+        Session::start_linked(toolchain, plugin, set, file, measure_options).map_err(session_failure)?;
+    tune_session(&session, baseline, locations, started, options, known, progress, &line)
+}
+
+/// The search, the joint verification and the rows, once the session's
+/// plain build is measured.
+#[allow(clippy::too_many_arguments)]
+fn tune_session(
+    session: &Session<'_>,
+    baseline: Vec<Measured>,
+    locations: Vec<crate::compile::Location>,
+    started: Instant,
+    options: &Options,
+    known: &Db,
+    progress: &Progress,
+    line: &UnitProgress<'_>,
+) -> Result<Vec<KernelTuning>, Failure> {
+    let (file, arch) = (session.source, session.arch);
     if baseline.is_empty() {
         return Ok(vec![]);
     }
@@ -241,7 +327,7 @@ pub fn tune_unit(
     let inspections = session.inspect().map_err(session_failure)?;
     let source = std::fs::read_to_string(file).unwrap_or_default();
 
-    let tuning = Tuning { session: &session, options, limits: &limits, line: &line };
+    let tuning = Tuning { session, options, limits: &limits, line };
     let mut plans: Vec<Plan> = baseline
         .par_iter()
         .map(|base| {
@@ -292,16 +378,16 @@ pub fn tune_unit(
             let after = finals.iter().find(|m| m.symbol == plan.symbol).cloned().unwrap_or_else(|| base.clone());
             let location = locations.iter().find(|l| l.symbol == plan.symbol);
             let diff = if options.diff && !plan.outcome.transforms.is_empty() {
-                Some(diff_listings(&session, &plan.symbol, &plan.outcome.transforms).map_err(session_failure)?)
+                Some(diff_listings(session, &plan.symbol, &plan.outcome.transforms).map_err(session_failure)?)
             } else {
                 None
             };
-            Ok(finish(plan, base, after, arch, location, &file_name, &session, diff))
+            Ok(finish(plan, base, after, arch, location, &file_name, session, diff))
         })
         .collect::<Result<Vec<KernelTuning>, Failure>>()?;
     let mut rows = rows;
     if let Some(dir) = &options.code_dir {
-        crate::runtime::code::store(&session, rows.iter().map(|r| &r.entry), dir).map_err(session_failure)?;
+        crate::runtime::code::store(session, rows.iter().map(|r| &r.entry), dir).map_err(session_failure)?;
         // A re-tune keeps what a GPU measured of code objects that did not change.
         for row in &mut rows {
             let old = known.kernels.get(&row.entry.key()).and_then(|e| e.measured.as_ref());

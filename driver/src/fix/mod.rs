@@ -224,6 +224,7 @@ pub fn run(
     user_args: &[String],
     options: &Options,
 ) -> Result<(Vec<FilePatch>, Vec<Failure>), Failure> {
+    crate::rdc::unsupported("fix", user_args).map_err(Failure::new)?;
     let db = Db::load(&options.db).map_err(|e| Failure::new(e.to_string()))?;
     let mut patches = Vec::new();
     let mut failures = Vec::new();

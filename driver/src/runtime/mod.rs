@@ -88,7 +88,8 @@ fn describe(program: &[OsString]) -> String {
 /// Run the program under measurement and report. Errors are one line;
 /// bad input (db, tools, nothing to measure) stops before the program runs.
 pub fn run(o: &Options) -> Result<ExitCode, String> {
-    let db = Db::load(&o.db).map_err(|e| e.to_string())?;
+    // The measurements go back into the db: it must be writable before the program runs.
+    let db = Db::load_for_update(&o.db).map_err(|e| e.to_string())?;
     let tools = Tools::find()?;
     let code_dir = code::dir(&o.db);
     let settings = plan::Settings {

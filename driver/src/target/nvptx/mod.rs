@@ -134,7 +134,7 @@ impl Target for Nvptx {
         let empty = out.with_extension("empty.cu");
         std::fs::write(&empty, "").map_err(|source| CompileError::Input { file: empty.clone(), source })?;
         let mut cmd = Command::new(&toolchain.clang);
-        cmd.args(toolchain.cuda()?.ir_args(arch, ir)).arg(compile::DEFAULT_OPT).args(user_args).args(&variant.args);
+        cmd.args(toolchain.cuda()?.ir_args(arch, ir)).arg(compile::DEFAULT_OPT).args(compile::backend_args(user_args)).args(&variant.args);
         if listing {
             cmd.arg("-o").arg(out).arg(&empty);
         } else {
