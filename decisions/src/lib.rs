@@ -76,6 +76,11 @@ pub struct Transforms {
     /// NVPTX: ptxas's `enable_smem_spilling`, which needs a block size.
     #[serde(skip_serializing_if = "is_false")]
     pub spill_to_shared: bool,
+    /// Keep up to N words per thread of long-lived values in LDS across the
+    /// register-pressure peak (the plugin's `regtune-lds-spill<N>`, both
+    /// targets); needs a block size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lds_spill: Option<u32>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -109,6 +114,9 @@ impl Transforms {
         }
         if self.spill_to_shared {
             out.push("spill-to-shared".to_string());
+        }
+        if let Some(n) = self.lds_spill {
+            out.push(format!("lds-spill={n}"));
         }
         out
     }
@@ -304,6 +312,7 @@ impl Entry {
             t.waves_per_eu = c.waves_per_eu.or(t.waves_per_eu);
             t.launch_bounds = c.launch_bounds.or(t.launch_bounds);
             t.spill_to_shared |= c.spill_to_shared;
+            t.lds_spill = c.lds_spill.or(t.lds_spill);
             for p in &c.noalias {
                 if !t.noalias.contains(p) {
                     t.noalias.push(p.clone());
@@ -510,10 +519,11 @@ mod tests {
             waves_per_eu: Some(5),
             launch_bounds: Some(256),
             spill_to_shared: true,
+            lds_spill: Some(8),
         };
         assert_eq!(
             t.labels(),
-            ["pow2", "sink", "unroll-cap=4", "noalias=g14", "noalias=#2", "waves-per-eu=5", "launch-bounds=256", "spill-to-shared"]
+            ["pow2", "sink", "unroll-cap=4", "noalias=g14", "noalias=#2", "waves-per-eu=5", "launch-bounds=256", "spill-to-shared", "lds-spill=8"]
         );
         let inexact = Transforms { pow2: true, pow2_inexact: true, ..Default::default() };
         assert_eq!(inexact.labels(), ["pow2=inexact"]);

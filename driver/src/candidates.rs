@@ -26,12 +26,21 @@ pub struct Pool {
     /// known): what a step needs besides `spill_to_shared` (the launch
     /// bounds the user stated, or nothing when the source has them).
     pub spill_to_shared: Option<Transforms>,
+    /// Where regtune's LDS spill can run (a block size is known): the
+    /// same, with its slots set (`lds_spill`).
+    pub lds_spill: Option<Transforms>,
 }
 
+/// Words per thread the LDS spill may take at a step: what the pass needs
+/// to lower a peak by a step's worth of registers on the examples
+/// (8 slots: 32 → 24 VGPRs), in a tenth of the 64 KiB at 256 threads.
+pub const LDS_SLOTS: u32 = 8;
+
 /// Every candidate, the most worth measuring first: the rewrites alone;
-/// then per step, in [`spread`] order, the register cap alone, with
-/// spilling to shared memory, and with the rewrites; the unroll caps come
-/// after the nearest and the farthest step.
+/// then per step, in [`spread`] order, the register cap alone, with the
+/// backend's spilling to shared memory, with regtune's LDS spill, and with
+/// the rewrites; the unroll caps come after the nearest and the farthest
+/// step.
 pub fn proposals(pool: &Pool) -> Vec<Transforms> {
     let at = |w: u32, with_rewrites: bool| {
         let base = if with_rewrites { pool.rewrites.clone() } else { Transforms::default() };
@@ -45,6 +54,9 @@ pub fn proposals(pool: &Pool) -> Vec<Transforms> {
         out.push(at(w, false));
         if let Some(extra) = &pool.spill_to_shared {
             out.push(Transforms { waves_per_eu: Some(w), spill_to_shared: true, ..extra.clone() });
+        }
+        if let Some(extra) = &pool.lds_spill {
+            out.push(Transforms { waves_per_eu: Some(w), ..extra.clone() });
         }
         if !pool.rewrites.is_empty() {
             out.push(at(w, true));
@@ -136,7 +148,7 @@ mod tests {
     #[test]
     fn steps_come_alone_and_with_the_rewrites_and_unroll_caps_after_two_steps() {
         let sink = Transforms { sink: true, ..Default::default() };
-        let pool = Pool { steps: vec![5, 6, 8], rewrites: sink.clone(), unroll_caps: vec![1, 2], spill_to_shared: None };
+        let pool = Pool { steps: vec![5, 6, 8], rewrites: sink.clone(), unroll_caps: vec![1, 2], ..Default::default() };
         let labels: Vec<String> = proposals(&pool).iter().map(|t| t.labels().join("+")).collect();
         assert_eq!(
             labels,
@@ -152,9 +164,10 @@ mod tests {
                 "sink+waves-per-eu=6"
             ]
         );
-        let shared = Pool { steps: vec![40], spill_to_shared: Some(Transforms::default()), ..Default::default() };
+        let lds = Transforms { lds_spill: Some(LDS_SLOTS), ..Default::default() };
+        let shared = Pool { steps: vec![40], spill_to_shared: Some(Transforms::default()), lds_spill: Some(lds), ..Default::default() };
         let labels: Vec<String> = proposals(&shared).iter().map(|t| t.labels().join("+")).collect();
-        assert_eq!(labels, ["waves-per-eu=40", "waves-per-eu=40+spill-to-shared"]);
+        assert_eq!(labels, ["waves-per-eu=40", "waves-per-eu=40+spill-to-shared", "waves-per-eu=40+lds-spill=8"]);
         let caps_only = Pool { unroll_caps: vec![4], ..Default::default() };
         assert_eq!(proposals(&caps_only), [Transforms { unroll_cap: Some(4), ..Default::default() }]);
         let one_step = Pool { steps: vec![7], unroll_caps: vec![8], ..Default::default() };

@@ -28,18 +28,20 @@ pub enum Class {
     UnrollCap,
     OccupancyTarget,
     SpillToShared,
+    LdsSpill,
     Noalias,
     LaunchBounds,
 }
 
 impl Class {
-    const ALL: [Class; 8] = [
+    const ALL: [Class; 9] = [
         Class::Sink,
         Class::Pow2,
         Class::Pow2Inexact,
         Class::UnrollCap,
         Class::OccupancyTarget,
         Class::SpillToShared,
+        Class::LdsSpill,
         Class::Noalias,
         Class::LaunchBounds,
     ];
@@ -57,6 +59,7 @@ impl Class {
             Class::UnrollCap => "unroll-cap",
             Class::OccupancyTarget => "occupancy-target",
             Class::SpillToShared => "spill-to-shared",
+            Class::LdsSpill => "lds-spill",
             Class::Noalias => "noalias",
             Class::LaunchBounds => "launch-bounds",
         }
@@ -79,6 +82,9 @@ impl Class {
         }
         if t.spill_to_shared {
             v.push(Class::SpillToShared);
+        }
+        if t.lds_spill.is_some() {
+            v.push(Class::LdsSpill);
         }
         if !t.noalias.is_empty() {
             v.push(Class::Noalias);

@@ -184,6 +184,7 @@ fn union(a: &Transforms, b: &Transforms) -> Option<Transforms> {
         waves_per_eu: pick(a.waves_per_eu, b.waves_per_eu).ok()?,
         launch_bounds: pick(a.launch_bounds, b.launch_bounds).ok()?,
         spill_to_shared: a.spill_to_shared || b.spill_to_shared,
+        lds_spill: pick(a.lds_spill, b.lds_spill).ok()?,
     })
 }
 
@@ -223,6 +224,9 @@ fn without_each(t: &Transforms, space: &Space) -> Vec<Transforms> {
     }
     if t.spill_to_shared {
         push(&|c| c.spill_to_shared = false);
+    }
+    if t.lds_spill.is_some() {
+        push(&|c| c.lds_spill = None);
     }
     v
 }

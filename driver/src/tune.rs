@@ -657,17 +657,21 @@ fn plan_kernel(
         known_builds.dedup();
         let taken = known_builds.iter().filter(|t| !t.is_empty()).count();
         let known: Vec<String> = known_builds.iter().filter_map(|t| session.kernel_code_hash(&base.symbol, t).ok()).collect();
+        // Spilling to shared memory needs the block size every launch keeps
+        // to: the source's launch bounds, or the user's --block-size.
+        let target = target::of(session.arch);
+        let stated = match options.block_size {
+            BlockSize::Given(n) => Some(n),
+            _ => None,
+        };
+        let shared_spill = (stated.is_some() || target.promised_block(base).is_some())
+            .then(|| Transforms { launch_bounds: stated, ..Default::default() });
         let pool = candidates::Pool {
             steps: target::of(session.arch).occupancy_steps(session.arch, base),
             rewrites: search::best_rewrites(&allowed_rewrites, &rule, &eval),
             unroll_caps: caps.clone(),
-            spill_to_shared: target::of(session.arch).spills_to_shared(base).then(|| Transforms {
-                launch_bounds: match options.block_size {
-                    BlockSize::Given(n) => Some(n),
-                    _ => None,
-                },
-                ..Default::default()
-            }),
+            spill_to_shared: shared_spill.clone().filter(|_| target.backend_spills_to_shared()),
+            lds_spill: shared_spill.map(|t| Transforms { lds_spill: Some(candidates::LDS_SLOTS), ..t }),
         };
         let build = |t: &Transforms| Some((eval(t)?, session.kernel_code_hash(&base.symbol, t).ok()?));
         plan.search = candidates::select(candidates::proposals(&pool), options.candidates.saturating_sub(taken), &known, build, || {

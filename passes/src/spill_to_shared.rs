@@ -70,13 +70,15 @@ pub fn apply<'ctx>(module: &Module<'ctx>, kernel: FunctionValue<'ctx>) -> bool {
     builder.build_indirect_call(fn_type, asm, &[], "").is_ok()
 }
 
-/// The block size promised to the backend, if any.
+/// The block size promised to the backend, if any: the product of
+/// `maxntid`'s dimensions ("16,16" is 256 threads).
 fn max_block(kernel: FunctionValue<'_>) -> Option<u32> {
     #[cfg(feature = "llvm19")]
     if let Some(n) = crate::ffi::nvvm::annotation(kernel, "maxntidx") {
         return u32::try_from(n).ok();
     }
-    ir::string_attribute(kernel, crate::occupancy::NVVM_MAXNTID)?.split(',').next()?.trim().parse().ok()
+    let dims = ir::string_attribute(kernel, crate::occupancy::NVVM_MAXNTID)?;
+    dims.split(',').map(|d| d.trim().parse::<u32>().ok()).product()
 }
 
 /// The pragma is already there (the pass ran, or the user wrote it).

@@ -129,10 +129,13 @@ pub trait Target: fmt::Debug + Sync {
     /// Occupancy steps the register allocator could plausibly reach.
     fn occupancy_targets(&self, arch: &Arch, base: &Measured) -> Vec<u32>;
 
-    /// Whether the backend can spill this kernel's registers to shared
-    /// memory (a `spill_to_shared` candidate): NVPTX where the block size
-    /// is known (launch bounds, `--block-size`).
-    fn spills_to_shared(&self, base: &Measured) -> bool;
+    /// Whether the backend itself can spill registers to shared memory
+    /// (a `spill_to_shared` candidate, given a promised block size): NVPTX.
+    fn backend_spills_to_shared(&self) -> bool;
+
+    /// The block size every launch of the kernel keeps to, as far as the
+    /// compile shows (launch bounds in the source; `--block-size`).
+    fn promised_block(&self, base: &Measured) -> Option<u32>;
 
     /// Every occupancy step above the kernel's that a register cap reaches,
     /// whether or not the backend must spill there: the measured search's.

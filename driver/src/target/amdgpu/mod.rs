@@ -190,9 +190,15 @@ impl Target for Amdgpu {
             .collect()
     }
 
-    /// Not yet: the LDS demotion pass is not written.
-    fn spills_to_shared(&self, _base: &Measured) -> bool {
+    /// No: the backend spills to scratch (regtune's `lds-spill` pass
+    /// moves values to LDS instead).
+    fn backend_spills_to_shared(&self) -> bool {
         false
+    }
+
+    /// Not read from the code object here: `--block-size` says it.
+    fn promised_block(&self, _base: &Measured) -> Option<u32> {
+        None
     }
 
     /// `amdgpu-waves-per-eu` reaches every step: the backend spills to fit.

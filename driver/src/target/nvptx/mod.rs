@@ -229,10 +229,14 @@ impl Target for Nvptx {
             .collect()
     }
 
-    /// ptxas's `enable_smem_spilling` sizes its area by the block, so it
-    /// needs one that every launch keeps to.
-    fn spills_to_shared(&self, base: &Measured) -> bool {
-        base.nvidia.as_ref().is_some_and(|n| n.block_size_from != measure::BlockSizeFrom::Default)
+    /// ptxas's `enable_smem_spilling` (it sizes its area by the block).
+    fn backend_spills_to_shared(&self) -> bool {
+        true
+    }
+
+    /// Launch bounds (`.maxntid`) or `--block-size`.
+    fn promised_block(&self, base: &Measured) -> Option<u32> {
+        base.nvidia.as_ref().filter(|n| n.block_size_from != measure::BlockSizeFrom::Default).map(|n| n.block_size)
     }
 
     /// Whole blocks of warps up to what the block size and shared memory
