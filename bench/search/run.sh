@@ -12,14 +12,18 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=bench/search/build
+# Everything goes to $WORK; $OUT gets the packed results and the summary
+# (a GPU machine may bring back only a few files).
 OUT=${OUT:-bench/search/out}
-mkdir -p "$OUT"
+WORK=${WORK:-$OUT/work}
+mkdir -p "$OUT" "$WORK"
 OUT=$(cd "$OUT" && pwd)
+WORK=$(cd "$WORK" && pwd)
 ROOT=$PWD
 export REGTUNE_CUPTI=$ROOT/$B/lib/libcupti.so.12
 R=$ROOT/$B/bin/regtune
 BUDGET=${BUDGET:-4}
-nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader > "$OUT/gpu.txt" 2>&1
+nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader > "$WORK/gpu.txt" 2>&1
 
 # Programs packed by corpus.py travel as tar.xz: unpack those not yet here.
 for t in bench/calibrate/build/corpus/*.tar.xz; do
@@ -29,11 +33,13 @@ for t in bench/calibrate/build/corpus/*.tar.xz; do
 done
 
 pack() {
-  tar -czf "$OUT/search-out.tar.gz.tmp" -C "$OUT" --exclude 'search-out.tar.gz*' . \
+  tar -czf "$OUT/search-out.tar.gz.tmp" -C "$WORK" . \
     -C "$ROOT/$B" $(cd "$ROOT/$B" && ls -d */db/decisions.json 2>/dev/null) && mv "$OUT/search-out.tar.gz.tmp" "$OUT/search-out.tar.gz"
+  cp "$WORK/summary.txt" "$OUT/summary.txt" 2>/dev/null
 }
 
-for prog in $(python3 -c "import json; print(' '.join(json.load(open('$B/plan.json'))))"); do
+# PROGRAMS="a b" measures those alone (a GPU call of ten minutes may not hold them all).
+for prog in ${PROGRAMS:-$(python3 -c "import json; print(' '.join(json.load(open('$B/plan.json'))))")}; do
   eval "$(python3 - "$prog" <<'PY'
 import json, shlex, sys
 p = json.load(open("bench/search/build/plan.json"))[sys.argv[1]]
@@ -47,12 +53,12 @@ PY
 )"
   t1=$(date +%s.%N)
   (cd "$cwd" && env "${envs[@]}" timeout 300 "$R" measure --db "$ROOT/$db" --launches 2 --runs 10 --budget "$BUDGET" \
-    --keep "$OUT/keep-$prog" "${compare[@]}" --format json -o "$OUT/$prog.measure.json" -- "$ROOT/$binary" "${args[@]}" \
-    > "$OUT/$prog.measured.out" 2> "$OUT/$prog.measure.stderr")
+    --keep "$WORK/keep-$prog" "${compare[@]}" --format json -o "$WORK/$prog.measure.json" -- "$ROOT/$binary" "${args[@]}" \
+    > "$WORK/$prog.measured.out" 2> "$WORK/$prog.measure.stderr")
   rc=$?
   t2=$(date +%s.%N)
-  rm -f "$OUT/keep-$prog/plan.json"
-  awk -v p="$prog" -v b="$rc" -v t1="$t1" -v t2="$t2" 'BEGIN { printf "%s: measure rc %s %.1f s\n", p, b, t2 - t1 }' | tee -a "$OUT/summary.txt"
+  rm -f "$WORK/keep-$prog/plan.json"
+  awk -v p="$prog" -v b="$rc" -v t1="$t1" -v t2="$t2" 'BEGIN { printf "%s: measure rc %s %.1f s\n", p, b, t2 - t1 }' | tee -a "$WORK/summary.txt"
   pack
 done
 pack
