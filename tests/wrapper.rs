@@ -818,3 +818,72 @@ fn a_missing_toolchain_program_is_named_with_its_package_and_the_exit_code_is_th
         );
     }
 }
+
+/// The loop README's "Measured search" gives a project (issue 25): build in
+/// tune mode (the default evidence: nothing decided unasked, every
+/// candidate kept), run the project's program under `regtune measure`
+/// (here what it writes into the db: this machine has no GPU), rebuild in
+/// use mode: the build applies the candidate the GPU kept, one the static
+/// rule never applies.
+#[test]
+fn cmake_measured_loop_builds_what_the_gpu_kept() {
+    use regtune_decisions::measured::{Candidate, Timing};
+    use regtune_decisions::{Db, Measured, Transforms};
+
+    plugin_is_built();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("decisions.json");
+    let build = dir.path().join("build");
+    let project = repo().join("examples/cmake");
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let none = repo().join("tests/fixtures/evidence-none.json");
+    let configure = cmake(
+        &[&os("-S"), project.as_os_str(), &os("-B"), build.as_os_str(), &os("-DCMAKE_EXPORT_COMPILE_COMMANDS=ON")],
+        dir.path(),
+        &[("CXX", bin("regtune-hipcc").as_os_str())],
+    );
+    ok(&configure, "cmake configure");
+    let tune = [("REGTUNE_MODE", os("tune")), ("REGTUNE_DB", db.clone().into_os_string()), ("REGTUNE_EVIDENCE", none.into_os_string())];
+    let tune: Vec<(&str, &std::ffi::OsStr)> = tune.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
+    ok(&cmake(&[&os("--build"), build.as_os_str(), &os("-j2")], dir.path(), &tune), "cmake --build (tune mode)");
+
+    // Nothing decided unasked; MD's sink is a candidate, kept for measure.
+    let md = |db: &Db| db.kernels.values().find(|e| e.symbol.starts_with("_Z16md_lj_force_kick") && e.arch == "gfx90a").cloned().unwrap();
+    let entry = md(&Db::load(&db).unwrap());
+    assert!(entry.transforms.is_empty(), "{:?}", entry.transforms);
+    let sink = Transforms { sink: true, ..Default::default() };
+    let candidate = entry.candidates.iter().find(|c| c.transforms == sink).expect("sink is a candidate").clone();
+    assert!(candidate.usage.vgpr < entry.before.unwrap().vgpr);
+    let dry = wrapper("regtune", dir.path()).args(["measure", "--dry-run", "--db"]).arg(&db).args(["--", "true"]).output().unwrap();
+    assert!(text(&dry.stderr).lines().any(|l| l.starts_with(&format!("would measure {}", entry.symbol)) && l.contains("sink")), "{}", text(&dry.stderr));
+
+    // What `regtune measure -- ./md_program` writes when sink runs 1.38x
+    // faster with the same bytes (its H100 figure, README "Runtime truth").
+    let timing = |ms: f64| Some(Timing { median_ms: ms, spread_ms: 0.002 });
+    let measured = Measured {
+        device: "NVIDIA H100 80GB HBM3 (sm_90, driver 580.159.04)".into(),
+        launches: 2,
+        runs: 10,
+        deterministic: true,
+        program_identical: Some(true),
+        candidates: vec![
+            Candidate { transforms: Transforms::default(), time: timing(0.614), identical: true, error: None, code: None },
+            Candidate { transforms: sink.clone(), time: timing(0.444), identical: true, error: None, code: None },
+        ],
+    };
+    Db::update(&db, |d| d.kernels.get_mut(&entry.key()).unwrap().measured = Some(measured)).unwrap();
+    assert_eq!(md(&Db::load(&db).unwrap()).effective(), sink);
+
+    // Use mode: the rebuilt object holds the kept candidate's code.
+    let rebuilt = cmake(
+        &[&os("--build"), build.as_os_str(), &os("--clean-first")],
+        dir.path(),
+        &[("REGTUNE_MODE", os("use").as_os_str()), ("REGTUNE_DB", db.as_os_str())],
+    );
+    ok(&rebuilt, "cmake --build --clean-first (use mode)");
+    let object = cmake_objects(&build)["long_lived"].clone();
+    let built = read_back(&object, "gfx90a");
+    let usage = built.get(&entry.symbol).expect("md_lj_force_kick built");
+    assert_eq!(usage["vgpr"].as_u64(), Some(u64::from(candidate.usage.vgpr)), "the build applies the measured candidate");
+    assert_eq!(usage["occupancy"].as_u64(), Some(u64::from(candidate.usage.occupancy)));
+}

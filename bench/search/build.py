@@ -56,14 +56,18 @@ def tune(regtune, name, program, candidates, evidence):
 
 def compare_builds(program, db):
     """The hand sweep's cubins that differ from plain for some kernel of
-    the db, as `--compare` takes them: `r<R>-<unit>=PATH`."""
+    the db, as `--compare` takes them: `r<R>-<unit>=PATH`; and the sweep's
+    own plain build, `rplain-<unit>`, a control: the same code as regtune's
+    plain candidate from another module, so it must time as plain does."""
     kernels = {e["symbol"] for e in json.load(open(db))["kernels"].values()} if os.path.isfile(db) else set()
     out = []
     for i, unit in enumerate(program["units"]):
         regs = unit.get("sweep_registers", {})
         plain = regs.get("plain", {})
         for r, path in unit.get("sweep", {}).items():
-            if r.isdigit() and any(s in regs.get(r, {}) and regs[r][s] != plain.get(s) for s in kernels):
+            if r == "plain" and any(s in plain for s in kernels):
+                out.append(f"rplain-{i}={path}")
+            elif r.isdigit() and any(s in regs.get(r, {}) for s in kernels):
                 out.append(f"r{r}-{i}={path}")
     return out
 

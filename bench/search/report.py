@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Tables from a bench/search GPU run (run.sh's $OUT, unpacked):
 
+  - per kernel, a control: the hand sweep's own plain build (the same code
+    as regtune's plain candidate, from another module), which must time as
+    plain does;
   - per class of transform, alone on a kernel, identical results only: how
     many candidates, min, median and max speedup over plain; with
     --evidence, the table the default build follows (driver/src/evidence.json);
@@ -115,7 +118,8 @@ def main():
         if plain is None or plain.get("median_ms") is None:
             continue
         ours = [r for r in rs if not r["candidate"].startswith("compare:") and r["candidate"] != "plain"]
-        sweep = [r for r in rs if r["candidate"].startswith("compare:")]
+        sweep = [r for r in rs if r["candidate"].startswith("compare:r") and not r["candidate"].startswith("compare:rplain")]
+        control = next((r for r in rs if r["candidate"].startswith("compare:rplain")), None)
         for r in ours:
             c = class_of(r["transforms"], r.get("spills"), plain.get("spills"), None, None)
             if c is None or r.get("speedup") is None:
@@ -136,6 +140,7 @@ def main():
             "sweep_best": best_sweep["candidate"].split(":", 1)[1].split("-")[0] if best_sweep else "-",
             "sweep_speedup": best_sweep["speedup"] if best_sweep else None,
             "candidates": len(ours), "sweep_builds": len(sweep),
+            "control": control.get("speedup") if control else None,
         })
 
     lines = [f"GPU: {device}", ""]
@@ -154,12 +159,13 @@ def main():
         s, prog, kernel, cand = min(xs)
         lines.append(f"- {c}: {s:.3f}× {prog} {kernel} ({cand})")
 
-    lines += ["", "| program | kernel | regs | warps/SM | plain ms | noise | best -maxrregcount | its speedup | regtune kept | its speedup | identical |",
-              "|---|---|---:|---:|---:|---:|---|---:|---|---:|---|"]
+    lines += ["", "| program | kernel | regs | warps/SM | plain ms | noise | control | best -maxrregcount | its speedup | regtune kept | its speedup | identical |",
+              "|---|---|---:|---:|---:|---:|---:|---|---:|---|---:|---|"]
     for t in table:
         sw = f"{t['sweep_speedup']:.3f}×" if t["sweep_speedup"] else "-"
+        ctl = f"{t['control']:.3f}×" if t["control"] else "-"
         lines.append(f"| {t['program']} | {t['kernel']} | {t['registers']} | {t['occupancy']} | {t['plain_ms']:.4f} | "
-                     f"{100 * (t['noise'] or 0):.1f}% | {t['sweep_best']} | {sw} | {t['kept']} | {t['kept_speedup']:.3f}× | "
+                     f"{100 * (t['noise'] or 0):.1f}% | {ctl} | {t['sweep_best']} | {sw} | {t['kept']} | {t['kept_speedup']:.3f}× | "
                      f"{'yes' if t['kept_identical'] else 'NO'} |")
     touched = [t for t in table if t["kept"] != "plain"]
     # The sweep's best for a kernel is at least plain (a user keeps plain when no cap helps).
