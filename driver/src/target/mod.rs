@@ -137,11 +137,12 @@ pub trait Target: fmt::Debug + Sync {
     /// compile shows (launch bounds in the source; `--block-size`).
     fn promised_block(&self, base: &Measured) -> Option<u32>;
 
-    /// The kernel's own occupancy step and every step above it that a
-    /// register cap reaches, whether or not the backend must spill there:
-    /// the measured search's. (A cap at the kernel's own step changes no
-    /// occupancy, but the backend schedules for it: on an H100 such caps
-    /// ran up to 5 % faster on real kernels.)
+    /// Every occupancy step a register cap reaches, lowest first: the
+    /// measured search's. Above the kernel's own step the backend may have
+    /// to spill; at and below it the cap gives the backend registers it
+    /// did not take (ptxas's own target for an uncapped kernel is often
+    /// 40 registers: on an H100 caps of 56 to 168 ran such kernels up to
+    /// 6 % faster, at lower occupancy).
     fn occupancy_steps(&self, arch: &Arch, base: &Measured) -> Vec<u32>;
 
     /// The most registers a kernel may use when a block of `threads` must

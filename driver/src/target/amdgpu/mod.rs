@@ -202,8 +202,8 @@ impl Target for Amdgpu {
     }
 
     /// `amdgpu-waves-per-eu` reaches every step: the backend spills to fit.
-    fn occupancy_steps(&self, arch: &Arch, base: &Measured) -> Vec<u32> {
-        (base.usage.occupancy.max(1)..=arch.target().max_waves_per_simd).collect()
+    fn occupancy_steps(&self, arch: &Arch, _base: &Measured) -> Vec<u32> {
+        (1..=arch.target().max_waves_per_simd).collect()
     }
 
     /// From `symbol:` to its `.Lfunc_end` label.

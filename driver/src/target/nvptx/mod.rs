@@ -245,8 +245,7 @@ impl Target for Nvptx {
         let Some(n) = &base.nvidia else { return vec![] };
         let (sm, k) = (sm(arch), resources(n));
         let step = n.block_size.div_ceil(nvidia::WARP_SIZE).max(1);
-        let own = (base.usage.occupancy / step).max(1) * step;
-        (own..=sm.max_warps(&k, n.block_size))
+        (step..=sm.max_warps(&k, n.block_size))
             .step_by(step as usize)
             .filter(|&w| sm.max_regs_for_warps(&k, n.block_size, w).is_some_and(|budget| budget >= MIN_REGISTER_CAP))
             .collect()
