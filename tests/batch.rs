@@ -537,12 +537,13 @@ fn a_bad_evidence_file_is_one_line_naming_it_and_nothing_runs() {
     let compile_db = write_compile_db(root, &[small_unit(root, "axpy", &["gfx90a"])]);
     let db = root.join("db.json");
     let gone = root.join("no-such-evidence.json");
+    // Nothing could run: a usage error's status, as for a bad compile db.
     let out = batch(root, &compile_db, &db, &["--evidence", gone.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(101), "{}", stderr_of(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
     assert_eq!(stderr_of(&out), format!("error: cannot read evidence {}: No such file or directory (os error 2)\n", gone.display()));
     // From the environment too.
     let out = regtune(root).env("REGTUNE_EVIDENCE", &gone).arg("batch").arg("-p").arg(&compile_db).arg("--db").arg(&db).output().unwrap();
-    assert_eq!(out.status.code(), Some(101), "{}", stderr_of(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
     assert_eq!(stderr_of(&out), format!("error: cannot read evidence {}: No such file or directory (os error 2)\n", gone.display()));
     assert!(out.stdout.is_empty());
     assert!(!db.exists(), "nothing tuned, nothing written");

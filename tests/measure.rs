@@ -150,13 +150,14 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
     // The candidates, as the db keeps them and tune prints them.
     let names: Vec<String> = entry.candidates.iter().map(|c| sm_90_name(&c.transforms)).collect();
     assert_eq!(labels(&row["candidates"]), names);
-    assert!(entry.left_out.is_empty() && row.get("left_out").is_none(), "all fit in 8: {:?}", entry.left_out);
-    assert!(entry.candidates.len() + entry.suggested.len() <= 8, "--candidates 8 counts the suggestion: {names:?}");
+    assert_eq!(labels(&row["left_out"]), entry.left_out);
+    // --candidates 8 (the default) counts the suggestion; what is left out
+    // is left out only once the 8 are full.
+    let kept = entry.candidates.len() + entry.suggested.len();
+    assert!(kept <= 8 && (entry.left_out.is_empty() || kept == 8), "{names:?}, left out {:?}", entry.left_out);
     let steps: Vec<&regtune_decisions::Candidate> = entry.candidates.iter().filter(|c| c.transforms.waves_per_eu.is_some()).collect();
     assert!(steps.len() >= 3, "several occupancy steps: {names:?}");
-    for c in &steps {
-        assert!(c.usage.occupancy > before.occupancy, "each step above the plain build's occupancy: {c:?}");
-    }
+    assert!(steps.iter().any(|c| c.usage.occupancy > before.occupancy), "a step above the plain build's occupancy: {steps:?}");
     assert!(steps.iter().any(|c| c.usage.vgpr_spills > 0 && c.usage.local_accesses > 0), "a step that spills is still a candidate: {steps:?}");
     assert!(steps.iter().any(|c| c.transforms.waves_per_eu == Some(64)), "the highest step: {names:?}");
     assert!(entry.candidates.iter().any(|c| c.transforms.unroll_cap.is_some()), "unroll caps: {names:?}");
@@ -188,7 +189,7 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
     assert_eq!(few_names, names[..2], "the same first candidates");
     assert_eq!(labels(&few_row["candidates"]), few_names);
     assert_eq!(labels(&few_row["left_out"]), few.left_out);
-    for name in &names[2..] {
+    for name in names[2..].iter().chain(&entry.left_out) {
         assert!(few.left_out.contains(name), "{name} left out: {:?}", few.left_out);
     }
     let stored = std::fs::read_dir(code::dir(&few_path).join(&few.input_hash)).unwrap().count();
