@@ -6,8 +6,8 @@
 // real MD codes run 2^20 particles with 24 neighbours each). Built
 // plainly: no regtune anywhere in it.
 //
-//   app                   run all six phases
-//   app NAME...           run these (laplacian3d, launch_bounds_spill, lbm_d3q19, long_lived, private_array, md_production)
+//   app                   run all seven phases
+//   app NAME...           run these (laplacian3d, launch_bounds_spill, lbm_d3q19, long_lived, private_array, kalman_private, md_production)
 //   app --exit-early      run laplacian3d, then exit with status 3 before the rest
 #include <cstdint>
 #include <cstdio>
@@ -23,6 +23,7 @@ int example_laplacian3d();
 int example_launch_bounds_spill();
 int example_lbm_d3q19();
 int example_private_array();
+int example_kalman_private();
 
 // One MD step on 2^20 particles in a periodic box, 0..24 neighbours each
 // drawn at random (as bench/gpu/run.py's case), from a fixed seed.
@@ -93,6 +94,7 @@ static const struct {
     {"lbm_d3q19", example_lbm_d3q19},
     {"long_lived", example_long_lived},
     {"private_array", example_private_array},
+    {"kalman_private", example_kalman_private},
     {"md_production", md_production},
 };
 

@@ -177,6 +177,28 @@ def main():
               f"at least the sweep's per-kernel best (within 2%): {len(at_least)} of {len(table)}; "
               f"sweep's per-kernel best, geomean over all: {geomean([sweep_best(t) for t in table]):.3f}×, "
               f"regtune's: {geomean([t['kept_speedup'] for t in table]):.3f}×"]
+    # Spilling to shared memory (issue 26): at each step where both were
+    # built, the register cap alone, with ptxas's spill to shared memory,
+    # and with regtune's LDS spill.
+    shared = []
+    for (prog, symbol), rs in sorted(kernels.items()):
+        steps = {}
+        for r in rs:
+            labels = r["transforms"]
+            step = next((l for l in labels if l.startswith("warps-per-sm=") or l.startswith("waves-per-eu=")), None)
+            rest = sorted(l for l in labels if l != step and not l.startswith("launch-bounds="))
+            if step and rest in ([], ["spill-to-shared"]) or step and len(rest) == 1 and rest[0].startswith("lds-spill="):
+                kind = "cap" if not rest else ("smem" if rest == ["spill-to-shared"] else "lds")
+                steps.setdefault(step, {})[kind] = r
+        for step, k in steps.items():
+            if "cap" in k and ("smem" in k or "lds" in k) and (k["cap"].get("spills") or 0) > 0:
+                cell = lambda kind: (f"{k[kind]['speedup']:.3f}×{'' if k[kind]['identical'] else ' (differs)'} ({k[kind].get('spills')})"
+                                     if kind in k and k[kind].get("speedup") else "-")
+                shared.append(f"| {prog} | {rs[0]['kernel']} | {step} | {cell('cap')} | {cell('smem')} | {cell('lds')} |")
+    if shared:
+        lines += ["", "Where a cap spills: speedup over plain (spilled bytes or registers the compile reports):", "",
+                  "| program | kernel | step | cap alone | + ptxas spill-to-shared | + regtune lds-spill=8 |", "|---|---|---|---:|---:|---:|"]
+        lines += shared
     cost = replay_cost(a.out)
     if cost:
         secs = [c["seconds"] for c in cost.values()]
