@@ -59,7 +59,79 @@ def load(out):
         for r in doc["kernels"]:
             r["program"] = prog
             rows.append(r)
+    # A measure run stopped at its time limit writes no report: its kept
+    # events still hold every launch replayed before that.
+    for keep in sorted(glob.glob(os.path.join(out, "keep-*"))):
+        prog = os.path.basename(keep)[len("keep-"):]
+        if not os.path.exists(os.path.join(out, prog + ".measure.json")):
+            rows += rows_from_events(prog, keep, os.path.join(out, prog, "db", "decisions.json"))
     return rows, notes
+
+
+def rows_from_events(prog, keep, db_path):
+    """Report rows from an interposer's events.jsonl, as measure makes
+    them: per candidate the sum over launches of each launch's median."""
+    entries = {e["symbol"]: e for e in json.load(open(db_path))["kernels"].values()} if os.path.exists(db_path) else {}
+    launches = {}
+    for line in open(os.path.join(keep, "events.jsonl")):
+        e = json.loads(line)
+        if e.get("event") == "measured":
+            launches.setdefault(e["symbol"], []).append(e)
+    rows = []
+    for symbol, ls in launches.items():
+        entry = entries.get(symbol, {})
+        usage = {"+".join(sorted(l for l in c_labels(c["transforms"]))): c["usage"] for c in entry.get("candidates", [])}
+        per = {}
+        for l in ls:
+            for c in l["replayed"]["candidates"]:
+                p = per.setdefault(c["name"], {"median": 0.0, "spread": 0.0, "identical": True, "n": 0})
+                t = sorted(c["times_ms"])
+                if t:
+                    p["median"] += statistics.median(t)
+                    q = lambda f: t[min(len(t) - 1, int(f * (len(t) - 1)))]
+                    p["spread"] += q(0.75) - q(0.25)
+                p["identical"] &= c["identical"] and l["replayed"]["deterministic"]
+                p["n"] += 1
+        plain = per.get("plain")
+        for name, p in per.items():
+            labels = [] if name == "plain" else name.split(" + ")
+            u = usage.get("+".join(sorted(labels)), entry.get("before") if name == "plain" else {}) or {}
+            rows.append({"program": prog, "kernel": entry.get("name", symbol).split("(")[0], "symbol": symbol, "candidate": name,
+                         "transforms": labels, "registers": u.get("vgpr"), "spills": (u.get("vgpr_spills") or 0) + (u.get("sgpr_spills") or 0),
+                         "occupancy": u.get("occupancy"), "median_ms": p["median"], "spread_ms": p["spread"],
+                         "speedup": plain["median"] / p["median"] if plain and p["median"] else None,
+                         "identical": p["identical"] and p["n"] == len(ls), "built": False, "device": ls[0]["device"]})
+    # What Entry::effective keeps: the fastest allowed candidate, identical
+    # and faster than plain beyond both spreads (suggestions need the user).
+    for symbol in launches:
+        mine = [r for r in rows if r["symbol"] == symbol]
+        plain = next((r for r in mine if r["candidate"] == "plain"), None)
+        ok = [r for r in mine if plain and r["candidate"] not in ("plain",) and not r["candidate"].startswith(("compare:", "suggested"))
+              and r["identical"] and plain["median_ms"] - r["median_ms"] > r["spread_ms"] + plain["spread_ms"]]
+        best = min(ok, key=lambda r: r["median_ms"], default=plain)
+        if best:
+            best["built"] = True
+    return rows
+
+
+def c_labels(t):
+    """A db transforms object's labels, as NVPTX reports name them."""
+    out = []
+    if t.get("pow2"):
+        out.append("pow2=inexact" if t.get("pow2_inexact") else "pow2")
+    if t.get("sink"):
+        out.append("sink")
+    if t.get("unroll_cap"):
+        out.append(f"unroll-cap={t['unroll_cap']}")
+    if t.get("waves_per_eu"):
+        out.append(f"warps-per-sm={t['waves_per_eu']}")
+    if t.get("launch_bounds"):
+        out.append(f"launch-bounds={t['launch_bounds']}")
+    if t.get("spill_to_shared"):
+        out.append("spill-to-shared")
+    if t.get("lds_spill"):
+        out.append(f"lds-spill={t['lds_spill']}")
+    return out
 
 
 def dbs(out):
@@ -144,16 +216,18 @@ def main():
         })
 
     lines = [f"GPU: {device}", ""]
-    lines.append("| class (alone on a kernel) | candidates | min | median | max | different bytes |")
-    lines.append("|---|---:|---:|---:|---:|---:|")
+    lines.append("| class (alone on a kernel) | candidates | kernels | min | median | max | different bytes |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|")
     records = []
     for c in sorted(set(classes) | set(differs)):
         xs = sorted(s for s, *_ in classes.get(c, []))
         if xs:
-            lines.append(f"| {c} | {len(xs)} | {xs[0]:.3f}× | {statistics.median(xs):.3f}× | {xs[-1]:.3f}× | {len(differs.get(c, []))} |")
-            records.append({"class": c, "kernels": len(xs), "min": round(xs[0], 3), "median": round(statistics.median(xs), 3), "max": round(xs[-1], 3)})
+            lines.append(f"| {c} | {len(xs)} | {len({(p, k) for _, p, k, _ in classes[c]})} | {xs[0]:.3f}× | {statistics.median(xs):.3f}× | {xs[-1]:.3f}× | {len(differs.get(c, []))} |")
+            distinct = len({(prog, kernel) for _, prog, kernel, _ in classes[c]})
+            records.append({"class": c, "kernels": distinct, "candidates": len(xs), "min": round(xs[0], 3),
+                            "median": round(statistics.median(xs), 3), "max": round(xs[-1], 3)})
         else:
-            lines.append(f"| {c} | 0 | - | - | - | {len(differs.get(c, []))} |")
+            lines.append(f"| {c} | 0 | 0 | - | - | - | {len(differs.get(c, []))} |")
     lines += ["", "Worst of each class:"]
     for c, xs in sorted(classes.items()):
         s, prog, kernel, cand = min(xs)

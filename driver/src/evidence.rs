@@ -101,7 +101,10 @@ impl Class {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Record {
     pub class: String,
+    /// Distinct kernels, and the candidates of the class timed on them.
     pub kernels: u32,
+    #[serde(default)]
+    pub candidates: u32,
     pub min: f64,
     pub median: f64,
     pub max: f64,
@@ -188,7 +191,7 @@ mod tests {
 
     #[test]
     fn a_class_is_proven_by_enough_kernels_none_of_them_slower_than_two_percent() {
-        let r = |kernels, min| Record { class: "sink".into(), kernels, min, median: 1.0, max: 1.4 };
+        let r = |kernels, min| Record { class: "sink".into(), kernels, candidates: kernels, min, median: 1.0, max: 1.4 };
         assert!(proven(&r(12, 0.985)));
         assert!(!proven(&r(12, 0.97)), "one kernel 3 % slower");
         assert!(!proven(&r(3, 1.1)), "too few kernels");
