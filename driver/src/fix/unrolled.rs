@@ -137,9 +137,11 @@ fn describe(u: &Unrolled) -> String {
 }
 
 /// Debug info names a file as `directory/filename`; clang prints the
-/// filename as it was given, which may be relative.
+/// filename as it was given, which may be relative (`../common/k.h`).
 fn same_file(debug_info: &str, printed: &str) -> bool {
-    debug_info == printed || debug_info.ends_with(&format!("/{}", printed.trim_start_matches("./")))
+    debug_info == printed
+        || debug_info.ends_with(&format!("/{}", printed.trim_start_matches("./")))
+        || super::ast::canonical(debug_info) == super::ast::canonical(printed)
 }
 
 #[cfg(test)]
