@@ -14,7 +14,7 @@
 //! So the source edits follow exactly what the passes did, including
 //! their rules about which calls and which functions they may touch.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A source position as debug info gives it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -79,6 +79,9 @@ pub struct Changes {
     pub loops: Vec<ChangedLoop>,
     /// Loops the decisions changed in a way no pragma spells: (where, why).
     pub unpatchable: Vec<(Pos, String)>,
+    /// Each function's direct callees, before any inlining: which kernels
+    /// reach the code a change is in.
+    pub callees: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// Compare two textual modules.
@@ -110,6 +113,29 @@ pub fn changes(before: &str, after: &str) -> Changes {
         }
     }
     out
+}
+
+/// Each function's direct callees in `module`.
+pub fn callees(module: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let m = Module::parse(module);
+    m.functions.iter().map(|f| (f.name.clone(), f.calls.iter().map(|c| c.callee.clone()).collect())).collect()
+}
+
+/// `from` is `to`, or calls it, directly or not.
+pub fn reaches(callees: &BTreeMap<String, BTreeSet<String>>, from: &str, to: &str) -> bool {
+    let mut seen = BTreeSet::from([from]);
+    let mut todo = vec![from];
+    while let Some(f) = todo.pop() {
+        if f == to {
+            return true;
+        }
+        for c in callees.get(f).into_iter().flatten() {
+            if seen.insert(c) {
+                todo.push(c);
+            }
+        }
+    }
+    false
 }
 
 /// Where every located loop of `module` starts, by function.
@@ -409,6 +435,13 @@ define dso_local amdgpu_kernel void @_Z1kPd(ptr addrspace(1) noundef %x.coerce) 
         let without_forwarder = BEFORE.lines().filter(|l| !l.contains("_ZL3powdd(double noundef %0") && !l.contains("@__ocml")).collect::<Vec<_>>().join("\n");
         assert!(changes(BEFORE, BEFORE).removed_calls.is_empty());
         assert!(changes(BEFORE, &without_forwarder).removed_calls.is_empty());
+    }
+
+    #[test]
+    fn kernels_reach_what_they_call() {
+        let g = callees(BEFORE);
+        assert!(reaches(&g, "_Z1kPd", "__ocml_pow_f64"));
+        assert!(!reaches(&g, "_ZL3powdd", "_Z1kPd"));
     }
 
     #[test]

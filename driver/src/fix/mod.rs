@@ -457,6 +457,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
 
     // What each unit's kernels came to.
     let mut patch = Patch::default();
+    let units_decisions: Vec<Decision> = units.iter().flat_map(|u| u.decisions.iter().cloned()).collect();
     let expressed: BTreeSet<&String> = edits.iter().flat_map(|e| e.kernels.iter()).collect();
     for u in &mut units {
         let mut kernels = Vec::new();
@@ -464,11 +465,12 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
         for d in u.active() {
             let group = groups.iter().find(|g| g.has(&d.symbol));
             let donor = group.and_then(|g| g.donor_for(&d.symbol));
-            let blocked = u.notes.blocked.get(&d.symbol).map(|b| format!("; it needs edits fix does not make: {}", b.join("; ")));
+            // An edit fix may not make comes first: it is the cause.
+            let blocked = u.notes.blocked.get(&d.symbol).map(|b| format!("it needs an edit fix does not make ({}); ", b.join("; ")));
             let outcome = if let Some(why) = dropped.get(&d.symbol) {
-                Outcome::Dropped(format!("{why}{}", blocked.unwrap_or_default()))
+                Outcome::Dropped(format!("{}{why}", blocked.unwrap_or_default()))
             } else if !expressed.contains(&d.symbol) && donor.is_none() {
-                Outcome::Dropped(format!("nothing of it could be written in the source (see the notes){}", blocked.unwrap_or_default()))
+                Outcome::Dropped(format!("{}nothing of it could be written in the source (see the notes)", blocked.unwrap_or_default()))
             } else {
                 Outcome::Verified
             };
@@ -488,7 +490,11 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 after: if donor.is_some() { measured.or(d.promised) } else { d.promised },
                 outcome,
                 elsewhere: if verified { elsewhere } else { vec![] },
-                instead: donor.map(|o| group.map(|g| g.labels(o)).unwrap_or_default()),
+                instead: donor.zip(group).map(|(o, g)| {
+                    let theirs = units_decisions.iter().find(|x| x.symbol == o && x.arch == d.arch).map(|x| x.transforms.clone()).unwrap_or_default();
+                    let t = shared::patched_with(g, &theirs, &d.transforms);
+                    if t.is_empty() { "nothing".to_string() } else { t.labels().join(" + ") }
+                }),
             });
         }
         let mut notes = std::mem::take(&mut u.notes.lines);
@@ -518,10 +524,10 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
 /// edits disagree are left out (into `dropped`), unless the edits are whole
 /// lines that targets asked for differently, which go under `#if`.
 fn assemble(units: &[Planned], files: &Files, groups: &[Group], dropped: &mut BTreeMap<String, String>) -> Vec<Edit> {
-    let takes_other = |k: &String| groups.iter().any(|g| g.donor_for(k).is_some());
+    let takes_other = |k: &String, what: &str| groups.iter().any(|g| g.donor_for(k).is_some() && !shared::keeps_own(g, what));
     let mut raw: Vec<Edit> = units.iter().flat_map(|u| u.edits.iter().cloned()).collect();
     loop {
-        raw.retain(|e| !e.kernels.iter().any(|k| dropped.contains_key(k) || takes_other(k)));
+        raw.retain(|e| !e.kernels.iter().any(|k| dropped.contains_key(k) || takes_other(k, &e.what)));
         let (mut edits, conflicts) = edit::merge(raw.clone());
         let mut unresolved = Vec::new();
         let mut by_range: BTreeMap<(Arc<str>, usize, usize, String), Vec<Edit>> = BTreeMap::new();

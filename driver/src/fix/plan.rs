@@ -180,9 +180,9 @@ pub fn plan(ctx: &Context<'_>, path: &Path, files: &mut Files) -> Result<Planned
         }
     }
     for (arch, c) in &changes {
-        let (active, skipped) = (&active, &skipped);
-        let unrolled = move |f: &str| owners(active, skipped, arch, |t| t.unroll_cap.is_some(), f);
-        let squared = move |f: &str| owners(active, skipped, arch, |t| t.pow2, f);
+        let (active, skipped, callees) = (&active, &skipped, &c.callees);
+        let unrolled = move |f: &str| owners(active, skipped, callees, arch, |t| t.unroll_cap.is_some(), f);
+        let squared = move |f: &str| owners(active, skipped, callees, arch, |t| t.pow2, f);
         edits.extend(unroll::edits(&source, arch, &c.loops, &unrolled, &mut notes));
         for (at, why) in &c.unpatchable {
             let file = ast::canonical(&at.file);
@@ -207,6 +207,7 @@ pub fn plan(ctx: &Context<'_>, path: &Path, files: &mut Files) -> Result<Planned
 fn owners(
     active: &[&Decision],
     skipped: &BTreeMap<String, String>,
+    callees: &BTreeMap<String, BTreeSet<String>>,
     arch: &Arch,
     wants: fn(&Transforms) -> bool,
     function: &str,
@@ -216,7 +217,7 @@ fn owners(
     match here.iter().find(|d| d.symbol == function) {
         Some(d) => vec![d.symbol.clone()],
         None if active.iter().any(|d| d.symbol == function) => vec![],
-        None => here.iter().map(|d| d.symbol.clone()).collect(),
+        None => here.iter().filter(|d| debug_ir::reaches(callees, &d.symbol, function)).map(|d| d.symbol.clone()).collect(),
     }
 }
 

@@ -6,7 +6,8 @@
 //! that is right for every one (exactly its own promise where it is its
 //! own decision, nothing worse than its own promise where it is not), and
 //! when none is, none of them is patched and the report says what each
-//! try gave.
+//! try gave. A macro's expansions each take their attributes on a
+//! declaration of their own (attributes.rs): only the rest must agree.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -56,7 +57,12 @@ impl Group {
     /// when none is left.
     pub fn reject(&mut self, symbol: &str, why: &str) -> bool {
         if let Some(donor) = self.chosen().map(|c| c[0].clone()) {
-            self.tried.push(format!("with {}'s {}, {} gives {why}", name(&donor), self.labels(&donor), name(symbol)));
+            // "the plain build of the patched files on gfx90a gives X" reads "K on gfx90a gives X" here.
+            let what = match why.strip_prefix("the plain build of the patched files on ") {
+                Some(rest) => format!("{} on {rest}", name(symbol)),
+                None => format!("{}: {why}", name(symbol)),
+            };
+            self.tried.push(format!("with {}'s {}, {what}", name(&donor), self.labels(&donor)));
             self.choice += 1;
         }
         self.choice < self.candidates.len()
@@ -78,13 +84,35 @@ impl Group {
     pub fn labels(&self, symbol: &str) -> String {
         let mut out: Vec<String> = Vec::new();
         for t in self.decisions.get(symbol).into_iter().flatten() {
-            let l = t.as_ref().map_or_else(|| "nothing".to_string(), |t| t.labels().join(" + "));
+            let l = t.as_ref().filter(|t| !t.is_empty()).map_or_else(|| "nothing".to_string(), |t| t.labels().join(" + "));
             if !out.contains(&l) {
                 out.push(l);
             }
         }
         out.join(" / ")
     }
+}
+
+/// What of a decision lands in the text the group shares.
+fn shared_part(what: &str, t: &Transforms) -> Transforms {
+    match what {
+        "macro" => Transforms { waves_per_eu: None, launch_bounds: None, ..t.clone() },
+        _ => t.clone(),
+    }
+}
+
+/// The decision a member that takes `donor`'s is patched with.
+pub fn patched_with(group: &Group, donor: &Transforms, own: &Transforms) -> Transforms {
+    let mut t = shared_part(group.what, donor);
+    if group.what == "macro" {
+        (t.waves_per_eu, t.launch_bounds) = (own.waves_per_eu, own.launch_bounds);
+    }
+    t
+}
+
+/// Whether a member that takes another's decision keeps this edit of its own.
+pub fn keeps_own(group: &Group, what: &str) -> bool {
+    group.what == "macro" && what == "occupancy"
 }
 
 fn name(symbol: &str) -> String {
@@ -102,7 +130,7 @@ pub fn groups(units: &[Planned], archs: &[Arch], skipped: &dyn Fn(&str) -> bool)
             }
             let per_arch = archs
                 .iter()
-                .map(|a| u.active().find(|d| &d.symbol == symbol && &d.arch == a).map(|d| d.transforms.clone()))
+                .map(|a| u.active().find(|d| &d.symbol == symbol && &d.arch == a).map(|d| shared_part(what, &d.transforms)))
                 .collect();
             decisions.insert(symbol.clone(), per_arch);
             by_body.entry(body.clone()).or_insert((what, vec![])).1.push(symbol.clone());
@@ -152,12 +180,13 @@ mod tests {
         let mut g = group();
         assert_eq!(g.donor_for("_Z1kIdEvPT_"), Some("_Z1kIfEvPT_"));
         assert_eq!(g.donor_for("_Z1kIfEvPT_"), None);
-        assert!(g.reject("_Z1kIdEvPT_", "occupancy 5 where it was 6"));
+        assert!(g.reject("_Z1kIdEvPT_", "the plain build of the patched files on gfx90a gives occupancy 5 where it was 6"));
         assert_eq!(g.chosen().unwrap(), ["_Z1kIdEvPT_".to_string()]);
         assert!(!g.reject("_Z1kIfEvPT_", "VGPRs 40 where the tuner measured 38"));
         assert!(g.chosen().is_none());
         let why = g.reason();
         assert!(why.starts_with("the template's instantiations decided differently (void k<float>: pow2; "), "{why}");
-        assert!(why.contains("with void k<float>'s pow2, void k<double> gives occupancy 5 where it was 6; "), "{why}");
+        assert!(why.contains("with void k<float>'s pow2, void k<double> on gfx90a gives occupancy 5 where it was 6; "), "{why}");
+        assert!(why.ends_with("with void k<double>'s waves-per-eu=6, void k<float>: VGPRs 40 where the tuner measured 38"), "{why}");
     }
 }
