@@ -7,6 +7,7 @@
 //! optimization records. Line tables change no decision: only where things are is read
 //! from this build.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
@@ -21,7 +22,8 @@ use super::debug_ir::{self, Changes};
 use super::{unrolled, Decision};
 
 /// What the decisions change in the unit, by source position.
-pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision]) -> Result<Changes, String> {
+/// `uncapped`: the unit's kernels that cap nothing on this target.
+pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision], uncapped: &BTreeSet<String>) -> Result<Changes, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
     let bc = dir.path().join("lines.bc");
     let mut front = unit.device_command().map_err(|e| e.to_string())?;
@@ -87,7 +89,7 @@ pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision]) -> Resul
             env: vec![(DECISIONS_ENV, decisions_file.clone().into_os_string()), (INPUT_HASH_ENV, OsString::new())],
             deadline: None,
         }, "capped")?;
-        (changes.loops, changes.unpatchable) = unrolled::changed(&plain, &capped, &debug_ir::loop_starts(&before), &changes.callees);
+        (changes.loops, changes.unpatchable) = unrolled::changed(&plain, &capped, &debug_ir::loop_starts(&before), &changes.callees, uncapped);
     }
     Ok(changes)
 }

@@ -383,6 +383,12 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
     let mut dropped: BTreeMap<String, String> = BTreeMap::new();
     for u in &units {
         dropped.extend(u.skipped.iter().map(|(k, v)| (k.clone(), v.clone())));
+        // Nothing to write: nothing to verify either.
+        for d in u.active() {
+            if !u.edits.iter().any(|e| e.kernels.contains(&d.symbol)) {
+                dropped.entry(d.symbol.clone()).or_insert_with(|| "nothing of it could be written in the source (see the notes)".into());
+            }
+        }
     }
     let mut groups = shared::groups(&units, build.archs, &|s| dropped.contains_key(s));
     let mut found = verify::Found::default();
@@ -470,7 +476,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
             let outcome = if let Some(why) = dropped.get(&d.symbol) {
                 Outcome::Dropped(format!("{}{why}", blocked.unwrap_or_default()))
             } else if !expressed.contains(&d.symbol) && donor.is_none() {
-                Outcome::Dropped(format!("{}nothing of it could be written in the source (see the notes)", blocked.unwrap_or_default()))
+                Outcome::Dropped(format!("{}its edits were left out", blocked.unwrap_or_default()))
             } else {
                 Outcome::Verified
             };

@@ -121,7 +121,9 @@ pub fn plan(ctx: &Context<'_>, path: &Path, files: &mut Files) -> Result<Planned
         let here: Vec<&Decision> = active.iter().copied().filter(|d| &d.arch == arch).collect();
         if here.iter().any(|d| d.transforms.pow2 || d.transforms.unroll_cap.is_some()) {
             let unit = Unit { toolchain: ctx.toolchain, arch, source: path, user_args: ctx.user_args };
-            let c = locate::changes(&unit, ctx.plugin, &here).map_err(|e| Failure::new(format!("{}: {e}", path.display())))?;
+            let uncapped: BTreeSet<String> =
+                planned.decisions.iter().filter(|d| &d.arch == arch && d.transforms.unroll_cap.is_none()).map(|d| d.symbol.clone()).collect();
+            let c = locate::changes(&unit, ctx.plugin, &here, &uncapped).map_err(|e| Failure::new(format!("{}: {e}", path.display())))?;
             changes.push((arch, c));
         }
     }

@@ -142,12 +142,13 @@ fn rewrite(source: &Source<'_>, site: &CallSite, removed: usize, notes: &mut Not
             return vec![];
         };
         match square(&nodes, i, &text[a..b]) {
-            // The helper cannot be declared ahead of a macro's expansions from inside it.
-            Some(t) if !t.contains(HELPER_NAME) => out.push((f.clone(), start, end, t)),
-            _ => {
-                notes.file(&shown, Some(line), "pow2: the macro squares an expression, which would need a helper; not patched".into());
+            // The helper goes above the macro's definition, ahead of every expansion.
+            Some(t) if t.contains(HELPER_NAME) && macro_definition(text, start).is_none() => {
+                notes.file(&shown, Some(line), "pow2: the macro squares an expression, and its definition is not found to define the helper above; not patched".into());
                 return vec![];
             }
+            Some(t) => out.push((f.clone(), start, end, t)),
+            None => return vec![],
         }
     }
     out
@@ -184,9 +185,13 @@ fn is_square_call(call: &Node) -> bool {
 }
 
 /// Where the helper goes for a use at `offset` of `file`: above the
-/// outermost declaration around it, from the line it starts.
+/// outermost declaration around it, from the line it starts; in a macro's
+/// definition, above the `#define`.
 fn helper_at(source: &Source<'_>, file: &str, offset: usize) -> Option<usize> {
     let text = source.files.text(file)?;
+    if let Some(define) = macro_definition(text, offset) {
+        return Some(edit::above_comments(text, define));
+    }
     let begin = source
         .nodes
         .iter()
@@ -197,6 +202,22 @@ fn helper_at(source: &Source<'_>, file: &str, offset: usize) -> Option<usize> {
         .map(|(b, _)| b.offset)
         .min()?;
     Some(edit::above_comments(text, edit::line_start(text, begin)))
+}
+
+/// The start of the `#define` whose (continued) lines hold `offset`, if one does.
+fn macro_definition(text: &str, offset: usize) -> Option<usize> {
+    let mut start = edit::line_start(text, offset);
+    loop {
+        let line = text[start..edit::line_end(text, start)].trim_start();
+        if let Some(rest) = line.strip_prefix('#') {
+            return rest.trim_start().starts_with("define").then_some(start);
+        }
+        // The line above continues into this one?
+        if start == 0 || !text[..start - 1].trim_end_matches('\r').ends_with('\\') {
+            return None;
+        }
+        start = edit::line_start(text, start - 1);
+    }
 }
 
 /// The call begins at `offset`, or its callee's name does (`std::pow`),
@@ -299,6 +320,15 @@ mod tests {
         assert!(!parens(&op("-", lit(), call()), &[1]));
         let unary = Node { kind: "UnaryOperator".into(), opcode: Some("-".into()), inner: vec![call()], ..Default::default() };
         assert!(parens(&unary, &[0]));
+    }
+
+    #[test]
+    fn a_macro_s_definition_is_found_from_any_of_its_lines() {
+        let text = "int a;\n#define K(n) \\\n  void n() { \\\n    pow(x, 2); }\nK(k)\n";
+        let call = text.find("pow").unwrap();
+        assert_eq!(macro_definition(text, call), Some(7));
+        assert_eq!(macro_definition(text, text.find("K(k)").unwrap()), None);
+        assert_eq!(macro_definition(text, 0), None);
     }
 
     #[test]

@@ -115,30 +115,33 @@ pub fn changed(
     capped: &[Remark],
     starts: &[LoopStart],
     callees: &BTreeMap<String, BTreeSet<String>>,
+    uncapped: &BTreeSet<String>,
 ) -> (Vec<ChangedLoop>, Vec<(Pos, String)>) {
-    // A loop in one kernel (the function it was unrolled in).
-    type Key = (String, u32, u32, String);
-    let mut by_loop: BTreeMap<Key, (Vec<Unrolled>, Vec<Unrolled>)> = BTreeMap::new();
+    // A loop by the function whose source holds it: a record in function F
+    // (a kernel, or a helper unrolled before it was inlined) belongs to the
+    // holders at its place that F reaches, so a template's instantiations,
+    // which share every loop's place, stay apart. Copies in kernels that
+    // cap nothing are the same in both compiles, and say nothing.
+    let mut by_loop: BTreeMap<(Pos, String), (Vec<Unrolled>, Vec<Unrolled>)> = BTreeMap::new();
     for (remarks, capped_side) in [(plain, false), (capped, true)] {
-        for r in remarks {
-            let entry = by_loop.entry((r.file.clone(), r.line, r.col, r.function.clone())).or_default();
-            if capped_side { &mut entry.1 } else { &mut entry.0 }.push(r.what);
+        for r in remarks.iter().filter(|r| !uncapped.contains(&r.function)) {
+            let holders = starts
+                .iter()
+                .filter(|s| s.at.line == r.line && s.at.col == r.col && same_file(&s.at.file, &r.file))
+                .filter(|s| debug_ir::reaches(callees, &r.function, &s.function));
+            for h in holders {
+                let entry = by_loop.entry((h.at.clone(), h.function.clone())).or_default();
+                if capped_side { &mut entry.1 } else { &mut entry.0 }.push(r.what);
+            }
         }
     }
     let (mut loops, mut unpatchable) = (Vec::new(), Vec::new());
-    for ((file, line, col, kernel), (mut before, mut after)) in by_loop {
+    for ((at, holder), (mut before, mut after)) in by_loop {
         before.sort();
         after.sort();
         if before == after {
             continue;
         }
-        // The functions whose source holds the loop, among those the kernel reaches.
-        let holders: Vec<&LoopStart> = starts
-            .iter()
-            .filter(|s| s.at.line == line && s.at.col == col && same_file(&s.at.file, &file))
-            .filter(|s| debug_ir::reaches(callees, &kernel, &s.function))
-            .collect();
-        let Some(first) = holders.first() else { continue };
         let mut kinds = after.clone();
         kinds.dedup();
         let pragma = match kinds.as_slice() {
@@ -150,19 +153,14 @@ pub fn changed(
             [Unrolled::Fully(n)] => Unroll::Count(*n),
             _ => {
                 let what: Vec<String> = kinds.iter().map(describe).collect();
-                unpatchable.push((
-                    first.at.clone(),
-                    format!("unroll-cap unrolled the copies of this loop differently ({}); no one pragma spells that, not patched", what.join(", ")),
-                ));
+                let why = format!("unroll-cap unrolled the copies of this loop differently ({}); no one pragma spells that, not patched", what.join(", "));
+                if !unpatchable.iter().any(|(p, _)| *p == at) {
+                    unpatchable.push((at, why));
+                }
                 continue;
             }
         };
-        for h in holders {
-            let change = ChangedLoop { function: h.function.clone(), at: h.at.clone(), after: pragma };
-            if !loops.contains(&change) {
-                loops.push(change);
-            }
-        }
+        loops.push(ChangedLoop { function: holder, at, after: pragma });
     }
     (loops, unpatchable)
 }
@@ -217,6 +215,8 @@ mod tests {
             ("FullyUnrolled", 50, K, 8),
             ("FullyUnrolled", 60, "_Z1tIfEvPT_", 16),
             ("FullyUnrolled", 60, "_Z1tIdEvPT_", 16),
+            ("FullyUnrolled", 70, "_Z6helperPf", 3),
+            ("FullyUnrolled", 70, "_Z5otherPf", 3),
         ])
     }
 
@@ -231,7 +231,7 @@ mod tests {
     #[test]
     fn records_are_read_with_their_place_and_function() {
         let r = parse(&plain());
-        assert_eq!(r.len(), 9);
+        assert_eq!(r.len(), 11);
         assert_eq!(r[0], Remark { file: "examples/k, 2.hip".into(), line: 12, col: 5, function: K.into(), what: Unrolled::Fully(16) });
         assert_eq!(r[1].what, Unrolled::By(8));
         assert_eq!(parse(&records(&[("Peeled", 3, K, 2)]))[0].what, Unrolled::Peeled(2));
@@ -246,6 +246,8 @@ mod tests {
             ("PartialUnrolled", 40, K, 2),
             ("Peeled", 50, K, 1),
             ("FullyUnrolled", 60, "_Z1tIdEvPT_", 16),
+            ("PartialUnrolled", 70, "_Z6helperPf", 2),
+            ("FullyUnrolled", 70, "_Z5otherPf", 3),
         ]);
         let starts = [
             start(K, 12),
@@ -255,20 +257,24 @@ mod tests {
             start(K, 50),
             start("_Z1tIfEvPT_", 60),
             start("_Z1tIdEvPT_", 60),
+            start("_Z6helperPf", 70),
         ];
-        let (loops, unpatchable) = changed(&parse(&plain()), &parse(&capped), &starts, &graph());
+        let uncapped = BTreeSet::from(["_Z1tIdEvPT_".to_string(), "_Z5otherPf".to_string()]);
+        let (loops, unpatchable) = changed(&parse(&plain()), &parse(&capped), &starts, &graph(), &uncapped);
         let got: Vec<(&str, u32, Unroll)> = loops.iter().map(|l| (l.function.as_str(), l.at.line, l.after)).collect();
         // 12: partial 4; 20: not unrolled, in the helper the kernel calls;
         // 30: fewer copies, nothing to ask; 50: only peeled, so not unrolled;
-        // 60: a template's loop, left rolled in the float instantiation only.
-        // 40: two copies unrolled differently.
+        // 60: a template's loop, left rolled in the float instantiation only;
+        // 70: the helper's own copy by 2, the copy in a kernel that caps
+        // nothing unchanged. 40: two copies unrolled differently.
         assert_eq!(
             got,
             [
                 ("_Z1kPf", 12, Unroll::Count(4)),
                 ("_Z6helperPf", 20, Unroll::Disable),
                 ("_Z1kPf", 50, Unroll::Disable),
-                ("_Z1tIfEvPT_", 60, Unroll::Disable)
+                ("_Z1tIfEvPT_", 60, Unroll::Disable),
+                ("_Z6helperPf", 70, Unroll::Count(2)),
             ]
         );
         assert_eq!(unpatchable.len(), 1);
@@ -279,6 +285,6 @@ mod tests {
     #[test]
     fn identical_records_change_nothing() {
         let starts = [start(K, 12)];
-        assert_eq!(changed(&parse(&plain()), &parse(&plain()), &starts, &graph()), (vec![], vec![]));
+        assert_eq!(changed(&parse(&plain()), &parse(&plain()), &starts, &graph(), &BTreeSet::new()), (vec![], vec![]));
     }
 }
