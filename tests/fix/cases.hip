@@ -14,7 +14,8 @@ __global__ void scale_sq(T* x, const T* y, int n)
 template __global__ void scale_sq<float>(float*, const float*, int);
 template __global__ void scale_sq<double>(double*, const double*, int);
 
-// A kernel a macro defines: nothing in it can be edited.
+// A kernel a macro defines: its square is written in the macro, through
+// the helper (the argument is not a plain name), defined above the macro.
 #define SQUARE_KERNEL(name) \
     __global__ void name(double* p) { p[threadIdx.x] = pow(p[threadIdx.x], 2.0); }
 SQUARE_KERNEL(from_macro)

@@ -196,6 +196,23 @@ pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
         .to_string()
 }
 
+/// An edit of `[start, end)` to `new` inside a macro's line that ends in
+/// an aligned `\`: (its end, its text), taking in the spaces before the
+/// `\` so that it stays in its column where the spaces allow.
+pub fn aligned(text: &str, start: usize, end: usize, new: &str) -> (usize, String) {
+    let line = &text[end..line_end(text, end)];
+    let body = line.trim_end_matches(['\n', '\r']);
+    let Some(before_slash) = body.strip_suffix('\\') else { return (end, new.to_string()) };
+    let spaces = before_slash.len() - before_slash.trim_end_matches(' ').len();
+    let grown = new.len() as isize - (end - start) as isize;
+    if spaces == 0 || line_start(text, start) != line_start(text, end) {
+        return (end, new.to_string());
+    }
+    let pad = (spaces as isize - grown).max(1) as usize;
+    let kept = &before_slash[..before_slash.len() - spaces];
+    (end + kept.len() + spaces, format!("{new}{kept}{}", " ".repeat(pad)))
+}
+
 /// The start of the line holding `offset`.
 pub fn line_start(text: &str, offset: usize) -> usize {
     text[..offset].rfind('\n').map_or(0, |i| i + 1)
@@ -307,6 +324,19 @@ mod tests {
         let d = unified_diff("k.hip", "a\nb\n", "a\nc\n");
         assert!(d.starts_with("--- a/k.hip\n+++ b/k.hip\n@@ -1,2 +1,2 @@\n"), "{d}");
         assert_eq!(unified_diff("k.hip", "a\n", "a\n"), "");
+    }
+
+    #[test]
+    fn a_macro_s_backslash_keeps_its_column() {
+        let text = "#define K \\\n    y = pow(x, 2.0);     \\\n";
+        let (start, end) = (text.find("pow").unwrap(), text.find(';').unwrap());
+        let (end, new) = aligned(text, start, end, "x * x");
+        let patched = format!("{}{new}{}", &text[..start], &text[end..]);
+        assert_eq!(patched, "#define K \\\n    y = x * x;           \\\n");
+        assert_eq!(patched.lines().nth(1).unwrap().len(), text.lines().nth(1).unwrap().len());
+        // No room: one space is kept.
+        let (end, new) = aligned(text, start, start, "_Pragma(\"nounroll\") long long long ");
+        assert!(format!("{}{new}{}", &text[..start], &text[end..]).ends_with("2.0); \\\n"));
     }
 
     #[test]

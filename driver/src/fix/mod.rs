@@ -515,6 +515,11 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
             }
         }
         notes.extend(found.side_effects.iter().filter(|n| n.starts_with(&format!("{}: ", u.path.display()))).cloned());
+        for g in &groups {
+            if let Some(s) = g.settled().filter(|_| u.active().any(|d| g.has(&d.symbol))) {
+                notes.push(format!("{}: note: {s}", u.path.display()));
+            }
+        }
         patch.units.push(UnitReport { path: u.path.clone(), kernels, notes });
     }
     for (path, patched) in changes {

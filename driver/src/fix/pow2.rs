@@ -147,7 +147,10 @@ fn rewrite(source: &Source<'_>, site: &CallSite, removed: usize, notes: &mut Not
                 notes.file(&shown, Some(line), "pow2: the macro squares an expression, and its definition is not found to define the helper above; not patched".into());
                 return vec![];
             }
-            Some(t) => out.push((f.clone(), start, end, t)),
+            Some(t) => {
+                let (end, t) = edit::aligned(text, start, end, &t);
+                out.push((f.clone(), start, end, t))
+            }
             None => return vec![],
         }
     }

@@ -68,6 +68,14 @@ impl Group {
         self.choice < self.candidates.len()
     }
 
+    /// The decision kept after others were tried, and how those came out.
+    pub fn settled(&self) -> Option<String> {
+        let donor = self.chosen()?.first()?;
+        (!self.tried.is_empty()).then(|| {
+            format!("the {} of {} takes {}'s {} (tried before it: {})", self.what, self.members().map(|m| name(m)).collect::<Vec<_>>().join(", "), name(donor), self.labels(donor), self.tried.join("; "))
+        })
+    }
+
     /// Why none of the members is patched.
     pub fn reason(&self) -> String {
         let decided: Vec<String> = self.candidates.iter().map(|c| format!("{}: {}", name(&c[0]), self.labels(&c[0]))).collect();

@@ -114,7 +114,8 @@ fn in_macro(
         return None;
     }
     let spelled = pragma(after).replacen("#pragma ", "", 1);
-    Some((at.file.clone(), at.offset, at.offset, format!("_Pragma(\"{spelled}\") ")))
+    let (end, text) = edit::aligned(text, at.offset, at.offset, &format!("_Pragma(\"{spelled}\") "));
+    Some((at.file.clone(), at.offset, end, text))
 }
 
 /// The line of the loop's `#pragma unroll`/`#pragma nounroll`, replaced.
