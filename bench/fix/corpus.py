@@ -11,16 +11,18 @@ that land in a verified patch. The sources come from read-only git mirrors
 
     python3 bench/fix/corpus.py [--dest /tmp/regtune-fix-corpus] [--arch gfx90a sm_90]
         [--only bfs lavaMD] [--regtune target/debug/regtune] [--mirrors /work/.mirror]
-        [--tune-flags "--pow2 apply --noalias apply"] [--with-suggestions]
+        [--tune-flags "--pow2 apply --noalias apply --block-size auto"]
 
 Every program is tuned as its build compiles it (its flags, from its own
 directory). CUDA programs build for sm_90 as CUDA and for gfx90a as HIP
 through compat/ (cuda.h and friends include <hip/hip_runtime.h> and name
 CUDA's runtime calls as HIP's), as bench/corpus/corpus.sh does. tune's
-defaults apply few decisions (unroll caps and noalias are suggestions, pow2
-too unless asked), so by default tune runs with `--pow2 apply --noalias
-apply`, and `--with-suggestions` also counts the confirmed-by-fix
-suggestions (`regtune fix --with-suggestions`).
+defaults apply few decisions (unroll caps are suggestions, noalias and
+pow2 too unless asked), so tune runs with `--pow2 apply --noalias apply
+--block-size auto` (a block size inferred from the launches, which NVPTX
+occupancy targets need to be spelled), and fix runs twice: on the
+decisions, and with `--with-suggestions` (each kernel's suggestion as the
+user would confirm it). Both shares are printed.
 """
 
 import argparse
@@ -40,41 +42,66 @@ RODINIA = "yuhc+gpu-rodinia"
 SAMPLES = "NVIDIA+cuda-samples"
 HPC = "amd+HPCTrainingExamples"
 
-# program: (mirror, directory in it, the unit (relative to that directory,
-# compiled from where it lies), flags, targets). Every one keeps kernels or
-# the device code they inline in a file the unit includes.
+# program: (mirror, directories to extract, the unit (compiled from its own
+# directory), flags, targets). Every one keeps kernels, or the device code
+# they inline, in a file the unit includes. CUDA programs build for sm_90
+# and, through compat/, for gfx90a; HIP ones for gfx90a.
+SAMPLES_COMMON = "Common"
 PROGRAMS = {
     # Rodinia (CUDA): kernels in `#include "kernel.cu"` and friends.
-    "bfs": (RODINIA, "cuda/bfs", "bfs.cu", [], ["sm_90", "gfx90a"]),
-    "backprop": (RODINIA, "cuda/backprop", "backprop_cuda.cu", [], ["sm_90", "gfx90a"]),
-    "nw": (RODINIA, "cuda/nw", "needle.cu", [], ["sm_90", "gfx90a"]),
-    "srad_v1": (RODINIA, "cuda/srad/srad_v1", "main.cu", [], ["sm_90", "gfx90a"]),
-    "srad_v2": (RODINIA, "cuda/srad/srad_v2", "srad.cu", [], ["sm_90", "gfx90a"]),
-    "lavaMD": (RODINIA, "cuda/lavaMD", "kernel/kernel_gpu_cuda_wrapper.cu", [], ["sm_90", "gfx90a"]),
-    "b+tree": (RODINIA, "cuda/b+tree", "kernel/kernel_gpu_cuda_wrapper.cu", [], ["sm_90", "gfx90a"]),
-    "b+tree_2": (RODINIA, "cuda/b+tree", "kernel/kernel_gpu_cuda_wrapper_2.cu", [], ["sm_90", "gfx90a"]),
-    "hotspot3D": (RODINIA, "cuda/hotspot3D", "3D.cu", [], ["sm_90", "gfx90a"]),
-    "heartwall": (RODINIA, "cuda/heartwall", "main.cu", [], ["sm_90", "gfx90a"]),
-    "myocyte": (RODINIA, "cuda/myocyte", "main.cu", [], ["sm_90", "gfx90a"]),
-    "dwt2d_fdwt97": (RODINIA, "cuda/dwt2d", "dwt_cuda/fdwt97.cu", [], ["sm_90", "gfx90a"]),
-    "dwt2d_rdwt53": (RODINIA, "cuda/dwt2d", "dwt_cuda/rdwt53.cu", [], ["sm_90", "gfx90a"]),
-    "streamcluster": (RODINIA, "cuda/streamcluster", "streamcluster_cuda.cu", [], ["sm_90", "gfx90a"]),
+    "bfs": (RODINIA, ["cuda/bfs"], "cuda/bfs/bfs.cu", [], ["sm_90", "gfx90a"]),
+    "backprop": (RODINIA, ["cuda/backprop"], "cuda/backprop/backprop_cuda.cu", [], ["sm_90", "gfx90a"]),
+    "nw": (RODINIA, ["cuda/nw"], "cuda/nw/needle.cu", [], ["sm_90", "gfx90a"]),
+    "srad_v1": (RODINIA, ["cuda/srad/srad_v1"], "cuda/srad/srad_v1/main.cu", [], ["sm_90", "gfx90a"]),
+    "srad_v2": (RODINIA, ["cuda/srad/srad_v2"], "cuda/srad/srad_v2/srad.cu", [], ["sm_90", "gfx90a"]),
+    "lavaMD": (RODINIA, ["cuda/lavaMD"], "cuda/lavaMD/kernel/kernel_gpu_cuda_wrapper.cu", [], ["sm_90", "gfx90a"]),
+    "b+tree": (RODINIA, ["cuda/b+tree"], "cuda/b+tree/kernel/kernel_gpu_cuda_wrapper.cu", [], ["sm_90", "gfx90a"]),
+    "b+tree_2": (RODINIA, ["cuda/b+tree"], "cuda/b+tree/kernel/kernel_gpu_cuda_wrapper_2.cu", [], ["sm_90", "gfx90a"]),
+    "hotspot3D": (RODINIA, ["cuda/hotspot3D"], "cuda/hotspot3D/3D.cu", [], ["sm_90"]),
+    "heartwall": (RODINIA, ["cuda/heartwall"], "cuda/heartwall/main.cu", ["-I./AVI"], ["sm_90", "gfx90a"]),
+    "myocyte": (RODINIA, ["cuda/myocyte"], "cuda/myocyte/main.cu", [], ["sm_90", "gfx90a"]),
+    "dwt2d_fdwt97": (RODINIA, ["cuda/dwt2d"], "cuda/dwt2d/dwt_cuda/fdwt97.cu", [], ["sm_90", "gfx90a"]),
+    "dwt2d_rdwt97": (RODINIA, ["cuda/dwt2d"], "cuda/dwt2d/dwt_cuda/rdwt97.cu", [], ["sm_90", "gfx90a"]),
+    "dwt2d_fdwt53": (RODINIA, ["cuda/dwt2d"], "cuda/dwt2d/dwt_cuda/fdwt53.cu", [], ["sm_90", "gfx90a"]),
+    "dwt2d_rdwt53": (RODINIA, ["cuda/dwt2d"], "cuda/dwt2d/dwt_cuda/rdwt53.cu", [], ["sm_90", "gfx90a"]),
+    "streamcluster": (RODINIA, ["cuda/streamcluster"], "cuda/streamcluster/streamcluster_cuda.cu", [], ["sm_90"]),
     # NVIDIA's samples (CUDA): kernels in `_kernel.cuh` headers.
-    "BlackScholes": (SAMPLES, "Samples/5_Domain_Specific/BlackScholes", "BlackScholes.cu", ["-I../../../Common"], ["sm_90"]),
-    "dct8x8": (SAMPLES, "Samples/2_Concepts_and_Techniques/dct8x8", "dct8x8.cu", ["-I../../../Common"], ["sm_90"]),
-    "eigenvalues": (SAMPLES, "Samples/2_Concepts_and_Techniques/eigenvalues", "bisect_large.cu", ["-I../../../Common"], ["sm_90"]),
-    "FDTD3d": (SAMPLES, "Samples/5_Domain_Specific/FDTD3d", "src/FDTD3dGPU.cu", ["-I../../../../Common", "-Iinc"], ["sm_90"]),
-    "HSOpticalFlow": (SAMPLES, "Samples/5_Domain_Specific/HSOpticalFlow", "flowCUDA.cu", ["-I../../../Common"], ["sm_90"]),
-    "particles": (SAMPLES, "Samples/2_Concepts_and_Techniques/particles", "particleSystem_cuda.cu", ["-I../../../Common"], ["sm_90"]),
-    "sortingNetworks": (SAMPLES, "Samples/2_Concepts_and_Techniques/sortingNetworks", "bitonicSort.cu", ["-I../../../Common"], ["sm_90"]),
-    "threadFenceReduction": (SAMPLES, "Samples/2_Concepts_and_Techniques/threadFenceReduction", "threadFenceReduction.cu", ["-I../../../Common"], ["sm_90"]),
-    "fastWalshTransform": (SAMPLES, "Samples/5_Domain_Specific/fastWalshTransform", "fastWalshTransform.cu", ["-I../../../Common"], ["sm_90"]),
-    "recursiveGaussian": (SAMPLES, "Samples/5_Domain_Specific/recursiveGaussian", "recursiveGaussian_cuda.cu", ["-I../../../Common"], ["sm_90"]),
+    **{
+        name: (SAMPLES, [directory, SAMPLES_COMMON], f"{directory}/{unit}", ["-I" + "../" * directory.count("/") + "../Common"], ["sm_90"])
+        for name, directory, unit in [
+            ("BlackScholes", "Samples/5_Domain_Specific/BlackScholes", "BlackScholes.cu"),
+            ("dct8x8", "Samples/2_Concepts_and_Techniques/dct8x8", "dct8x8.cu"),
+            ("eigenvalues", "Samples/2_Concepts_and_Techniques/eigenvalues", "bisect_large.cu"),
+            ("eigenvalues_small", "Samples/2_Concepts_and_Techniques/eigenvalues", "bisect_small.cu"),
+            ("HSOpticalFlow", "Samples/5_Domain_Specific/HSOpticalFlow", "flowCUDA.cu"),
+            ("particles", "Samples/2_Concepts_and_Techniques/particles", "particleSystem_cuda.cu"),
+            ("sortingNetworks", "Samples/2_Concepts_and_Techniques/sortingNetworks", "bitonicSort.cu"),
+            ("threadFenceReduction", "Samples/2_Concepts_and_Techniques/threadFenceReduction", "threadFenceReduction.cu"),
+            ("fastWalshTransform", "Samples/5_Domain_Specific/fastWalshTransform", "fastWalshTransform.cu"),
+            ("recursiveGaussian", "Samples/5_Domain_Specific/recursiveGaussian", "recursiveGaussian_cuda.cu"),
+            ("Mandelbrot", "Samples/5_Domain_Specific/Mandelbrot", "Mandelbrot_cuda.cu"),
+            ("imageDenoising", "Samples/2_Concepts_and_Techniques/imageDenoising", "imageDenoising.cu"),
+            ("stereoDisparity", "Samples/5_Domain_Specific/stereoDisparity", "stereoDisparity.cu"),
+            ("MonteCarlo", "Samples/5_Domain_Specific/MonteCarloMultiGPU", "MonteCarlo_kernel.cu"),
+            ("dwtHaar1D", "Samples/5_Domain_Specific/dwtHaar1D", "dwtHaar1D.cu"),
+            ("scalarProd", "Samples/2_Concepts_and_Techniques/scalarProd", "scalarProd.cu"),
+        ]
+    },
+    "FDTD3d": (SAMPLES, ["Samples/5_Domain_Specific/FDTD3d", SAMPLES_COMMON], "Samples/5_Domain_Specific/FDTD3d/src/FDTD3dGPU.cu",
+               ["-I../../../../Common", "-I../inc"], ["sm_90"]),
     # AMD's training examples (HIP): kernels and templates in headers.
-    "transpose": (HPC, "HIP/transpose", "transpose_timed.cpp", [], ["gfx90a", "sm_90"]),
-    "laplacian_k4": (HPC, "rocm-blogs-codes/finite-difference", "laplacian.cpp", ["-O3", "-std=c++17", "-DDOUBLE", "-include", "kernel4.hpp"], ["gfx90a", "sm_90"]),
-    "laplacian_k7": (HPC, "rocm-blogs-codes/finite-difference", "laplacian.cpp", ["-O3", "-std=c++17", "-DDOUBLE", "-include", "kernel7.hpp"], ["gfx90a", "sm_90"]),
-    "seismic_stencils": (HPC, "rocm-blogs-codes/seismic-stencils/parts-1-2-3", "stencils.cpp", ["-O3", "-std=c++17", "-DRADIUS=4", "-DVEC_EXP=2"], ["gfx90a"]),
+    "laplacian_k1": (HPC, ["rocm-blogs-codes/finite-difference"], "rocm-blogs-codes/finite-difference/laplacian.cpp",
+                     ["-O3", "-std=c++17", "-DDOUBLE"], ["gfx90a"]),
+    **{
+        f"laplacian_k{k}": (HPC, ["rocm-blogs-codes/finite-difference"], "rocm-blogs-codes/finite-difference/laplacian.cpp",
+                            ["-O3", "-std=c++17", "-DDOUBLE", "-DKERNEL", "-include", f"kernel{k}.hpp"], ["gfx90a"])
+        for k in range(2, 8)
+    },
+    "seismic_stencils": (HPC, ["rocm-blogs-codes/seismic-stencils/parts-1-2-3"], "rocm-blogs-codes/seismic-stencils/parts-1-2-3/stencils.cpp",
+                         ["-O3", "-std=c++17", "-DRADIUS=4", "-DVEC_EXP=2"], ["gfx90a"]),
+    "seismic_stencils_r2": (HPC, ["rocm-blogs-codes/seismic-stencils/parts-1-2-3"], "rocm-blogs-codes/seismic-stencils/parts-1-2-3/stencils.cpp",
+                            ["-O3", "-std=c++17", "-DRADIUS=2", "-DVEC_EXP=1"], ["gfx90a"]),
+    "transpose": (HPC, ["HIP/transpose"], "HIP/transpose/transpose_tiled.cpp", [], ["gfx90a"]),
 }
 
 SOURCES = (".c", ".h", ".cu", ".cuh", ".cpp", ".hpp", ".hip", ".inc")
@@ -143,11 +170,12 @@ def run(cmd, cwd, log):
     return out
 
 
-def extract(git_dir, subdir, dest):
-    """The source files under `subdir` at HEAD (blobs the mirror lacks are skipped)."""
+def extract(git_dir, dirs, dest):
+    """The source files under `dirs` at HEAD, at their paths in the
+    repository (blobs the mirror lacks are skipped)."""
     if os.path.isdir(dest):
         shutil.rmtree(dest)
-    listed = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "HEAD", subdir],
+    listed = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "HEAD", "--", *dirs],
                             check=True, capture_output=True, text=True).stdout
     for line in listed.splitlines():
         meta, path = line.split("\t", 1)
@@ -157,7 +185,7 @@ def extract(git_dir, subdir, dest):
         blob = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "blob", obj], capture_output=True)
         if blob.returncode != 0:
             continue
-        out = os.path.join(dest, os.path.relpath(path, subdir))
+        out = os.path.join(dest, path)
         os.makedirs(os.path.dirname(out), exist_ok=True)
         with open(out, "wb") as f:
             f.write(blob.stdout)
@@ -196,8 +224,7 @@ def main():
     p.add_argument("--regtune", default=os.path.join(REPO, "target", "debug", "regtune"))
     p.add_argument("--arch", nargs="*", default=["gfx90a", "sm_90"])
     p.add_argument("--only", nargs="*", help="programs (default: all)")
-    p.add_argument("--tune-flags", default="--pow2 apply --noalias apply")
-    p.add_argument("--with-suggestions", action="store_true", help="fix --with-suggestions: count the suggestions too")
+    p.add_argument("--tune-flags", default="--pow2 apply --noalias apply --block-size auto")
     a = p.parse_args()
 
     regtune = os.path.abspath(a.regtune)
@@ -213,7 +240,7 @@ def main():
             f.write('#include "cuda_to_hip.h"\n')
 
     results = []
-    for name, (repo, subdir, unit, flags, archs) in PROGRAMS.items():
+    for name, (repo, dirs, unit, flags, archs) in PROGRAMS.items():
         if a.only and name not in a.only:
             continue
         git_dir = os.path.join(a.mirrors, repo, "repo")
@@ -224,7 +251,7 @@ def main():
             if arch not in a.arch:
                 continue
             root = os.path.join(dest, "src", f"{name}.{arch}")
-            extract(git_dir, subdir, root)
+            extract(git_dir, dirs, root)
             if not os.path.isfile(os.path.join(root, unit)):
                 print(f"{name}: {unit} is not in the mirror; skipped", file=sys.stderr)
                 continue
@@ -234,53 +261,63 @@ def main():
             if unit.endswith(".cu") and arch.startswith("gfx"):
                 extra += ["-I" + compat, "-include", os.path.join(compat, "cuda_to_hip.h")]
             db = os.path.join(dest, f"{name}.{arch}.db.json")
-            patch = os.path.join(dest, f"{name}.{arch}.patch")
-            for f in (db, patch):
-                if os.path.exists(f):
-                    os.remove(f)
+            if os.path.exists(db):
+                os.remove(db)
+            row = {"program": name, "arch": arch, "unit": unit, "flags": extra}
             with open(os.path.join(dest, f"{name}.{arch}.log"), "w") as log:
                 t0 = time.time()
                 tune = run([regtune, "tune", "--offload-arch", arch, *shlex.split(a.tune_flags), "--db", db, file, "--", *extra], cwd, log)
-                t1 = time.time()
-                fix_cmd = [regtune, "fix", "--offload-arch", arch, "--db", db, "-o", patch]
-                if a.with_suggestions:
-                    fix_cmd.append("--with-suggestions")
-                fix = run(fix_cmd + [file, "--", *extra], cwd, log)
-                t2 = time.time()
-                # The patch applies to the sources as they are (git apply --check).
-                applies = None
-                if os.path.exists(patch) and "+++ b/" in open(patch).read():
-                    applies = run(["git", "apply", "--check", patch], cwd, log).returncode == 0
-            kernels = summary_lines(fix.stderr)
-            if fix.returncode == 2 and tune.returncode == 0:
-                # fix failed outright: every decision the db holds is left out.
-                why = "fix failed: " + (fix.stderr.strip().splitlines() or ["?"])[-1]
-                entries = json.load(open(db))["kernels"].values() if os.path.exists(db) else []
-                kernels = [(e["name"], e["arch"], False, why) for e in entries if decided(e, a.with_suggestions)]
-            row = {
-                "program": name, "arch": arch, "unit": unit, "flags": extra,
-                "tune_exit": tune.returncode, "fix_exit": fix.returncode,
-                "decisions": len(kernels), "in_patch": sum(1 for k in kernels if k[2]),
-                "left_out": [{"kernel": k[0], "why": k[3]} for k in kernels if not k[2]],
-                "patch_applies": applies, "tune_s": round(t1 - t0, 1), "fix_s": round(t2 - t1, 1),
-                "verdict": fix.stderr.strip().splitlines()[-1] if fix.stderr.strip() else "",
-            }
-            if tune.returncode != 0:
-                row["error"] = (tune.stderr.strip().splitlines() or ["?"])[-1]
+                row["tune_exit"], row["tune_s"] = tune.returncode, round(time.time() - t0, 1)
+                if tune.returncode != 0:
+                    row["error"] = (tune.stderr.strip().splitlines() or ["?"])[-1]
+                # Each way fix reads the db: the decisions, then the suggestions too.
+                for mode, extra_fix in (("decisions", []), ("with_suggestions", ["--with-suggestions"])):
+                    patch = os.path.join(dest, f"{name}.{arch}.{mode}.patch")
+                    if os.path.exists(patch):
+                        os.remove(patch)
+                    t1 = time.time()
+                    fix = run([regtune, "fix", "--offload-arch", arch, "--db", db, "-o", patch, *extra_fix, file, "--", *extra], cwd, log)
+                    kernels = summary_lines(fix.stderr)
+                    if fix.returncode == 2 and tune.returncode == 0:
+                        # fix failed outright: every decision the db holds is left out.
+                        why = "fix failed: " + (fix.stderr.strip().splitlines() or ["?"])[-1]
+                        entries = json.load(open(db))["kernels"].values() if os.path.exists(db) else []
+                        kernels = [(e["name"], e["arch"], False, why) for e in entries if decided(e, bool(extra_fix))]
+                    # The patch applies to the sources as they are.
+                    applies = None
+                    if os.path.exists(patch) and "+++ b/" in open(patch).read():
+                        applies = run(["git", "apply", "--check", patch], cwd, log).returncode == 0
+                    row[mode] = {
+                        "fix_exit": fix.returncode, "fix_s": round(time.time() - t1, 1),
+                        "decisions": len(kernels), "in_patch": sum(1 for k in kernels if k[2]),
+                        "left_out": [{"kernel": k[0], "why": k[3]} for k in kernels if not k[2]],
+                        "files": sorted(set(re.findall(r"^\+\+\+ b/(.*)$", open(patch).read(), re.M))) if os.path.exists(patch) else [],
+                        "patch_applies": applies,
+                        "verdict": fix.stderr.strip().splitlines()[-1] if fix.stderr.strip() else "",
+                    }
             results.append(row)
-            state = "tune failed: " + row["error"] if tune.returncode else f"{row['in_patch']}/{row['decisions']} in the patch (fix exit {fix.returncode})"
+            if tune.returncode:
+                state = "tune failed: " + row["error"]
+            else:
+                d, w = row["decisions"], row["with_suggestions"]
+                state = (f"decisions {d['in_patch']}/{d['decisions']} in the patch (exit {d['fix_exit']}); "
+                         f"with suggestions {w['in_patch']}/{w['decisions']} (exit {w['fix_exit']}); files {w['files'] or d['files']}")
             print(f"{name:22} {arch:7} {state}", flush=True)
 
     with open(os.path.join(dest, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
-    decided = sum(r["decisions"] for r in results)
-    verified = sum(r["in_patch"] for r in results)
     built = [r for r in results if r["tune_exit"] == 0]
-    print(f"\n{len(built)} of {len(results)} program builds tuned; {decided} decisions, {verified} in a verified patch"
-          + (f" ({100.0 * verified / decided:.1f}%)" if decided else ""))
-    for r in results:
-        for k in r["left_out"]:
-            print(f"  left out: {r['program']} {r['arch']} {k['kernel']}: {k['why']}")
+    print(f"\n{len(built)} of {len(results)} program builds tuned ({a.tune_flags})")
+    for mode in ("decisions", "with_suggestions"):
+        decided_n = sum(r[mode]["decisions"] for r in built)
+        verified = sum(r[mode]["in_patch"] for r in built)
+        programs = sum(1 for r in built if r[mode]["decisions"])
+        share = f" ({100.0 * verified / decided_n:.1f}%)" if decided_n else ""
+        print(f"fix {'--with-suggestions' if mode != 'decisions' else '(decisions only)'}: {decided_n} decisions in {programs} program builds, "
+              f"{verified} in a verified patch{share}")
+        for r in built:
+            for k in r[mode]["left_out"]:
+                print(f"  left out: {r['program']} {r['arch']} {k['kernel']}: {k['why']}")
 
 
 if __name__ == "__main__":

@@ -335,6 +335,16 @@ impl Kernel<'_> {
     }
 }
 
+/// A decision as the tuner labels it on `arch` (its occupancy target in
+/// the target's words: `warps-per-sm=44` on NVPTX).
+pub fn labels(t: &Transforms, arch: &Arch) -> Vec<String> {
+    let target = crate::target::of(arch);
+    let mut out = Transforms { waves_per_eu: None, launch_bounds: None, ..t.clone() }.labels();
+    out.extend(t.waves_per_eu.map(|w| target.occupancy_label(w)));
+    out.extend(t.launch_bounds.map(|n| format!("launch-bounds={n}")));
+    out
+}
+
 /// Patch every file; a unit that fails is reported and the others still
 /// come back.
 pub fn run(
@@ -491,7 +501,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 name: report::short_name(&report::demangle(&d.symbol)).to_string(),
                 symbol: d.symbol.clone(),
                 arch: d.arch.to_string(),
-                applied: d.transforms.labels(),
+                applied: labels(&d.transforms, &d.arch),
                 before: d.before,
                 after: if donor.is_some() { measured.or(d.promised) } else { d.promised },
                 outcome,
@@ -499,7 +509,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 instead: donor.zip(group).map(|(o, g)| {
                     let theirs = units_decisions.iter().find(|x| x.symbol == o && x.arch == d.arch).map(|x| x.transforms.clone()).unwrap_or_default();
                     let t = shared::patched_with(g, &theirs, &d.transforms);
-                    if t.is_empty() { "nothing".to_string() } else { t.labels().join(" + ") }
+                    if t.is_empty() { "nothing".to_string() } else { labels(&t, &d.arch).join(" + ") }
                 }),
             });
         }

@@ -24,8 +24,9 @@ use super::plan::Planned;
 pub struct Group {
     /// "template" or "macro".
     pub what: &'static str,
-    /// The members' decisions, per target, by symbol.
+    /// The members' decisions, per target (`archs`), by symbol.
     decisions: BTreeMap<String, Vec<Option<Transforms>>>,
+    archs: Vec<Arch>,
     /// The candidates: the members that decided each, most first.
     candidates: Vec<Vec<String>>,
     choice: usize,
@@ -91,8 +92,8 @@ impl Group {
     /// A member's decision as the tuner labels it, every target's joined.
     pub fn labels(&self, symbol: &str) -> String {
         let mut out: Vec<String> = Vec::new();
-        for t in self.decisions.get(symbol).into_iter().flatten() {
-            let l = t.as_ref().filter(|t| !t.is_empty()).map_or_else(|| "nothing".to_string(), |t| t.labels().join(" + "));
+        for (t, arch) in self.decisions.get(symbol).into_iter().flatten().zip(&self.archs) {
+            let l = t.as_ref().filter(|t| !t.is_empty()).map_or_else(|| "nothing".to_string(), |t| super::labels(t, arch).join(" + "));
             if !out.contains(&l) {
                 out.push(l);
             }
@@ -159,7 +160,7 @@ pub fn groups(units: &[Planned], archs: &[Arch], skipped: &dyn Fn(&str) -> bool)
         // Most members first; among equals, in the order they came.
         candidates.sort_by_key(|c| std::cmp::Reverse(c.len()));
         let decisions = members.iter().map(|m| (m.clone(), decisions[m].clone())).collect();
-        out.push(Group { what, decisions, candidates, choice: 0, tried: vec![] });
+        out.push(Group { what, decisions, archs: archs.to_vec(), candidates, choice: 0, tried: vec![] });
     }
     out
 }
@@ -177,6 +178,7 @@ mod tests {
                 ("_Z1kIfEvPT_".to_string(), vec![Some(pow2)]),
                 ("_Z1kIdEvPT_".to_string(), vec![Some(waves)]),
             ]),
+            archs: vec![Arch::parse("gfx90a").unwrap()],
             candidates: vec![vec!["_Z1kIfEvPT_".into()], vec!["_Z1kIdEvPT_".into()]],
             choice: 0,
             tried: vec![],
