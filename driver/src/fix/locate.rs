@@ -69,7 +69,8 @@ pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision], uncapped
     run(opt, "opt with the pass plugin")?;
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
     let before = read(&before)?;
-    let mut changes = debug_ir::changes(&before, &read(&after)?);
+    let after = read(&after)?;
+    let mut changes = debug_ir::changes(&before, &after);
     changes.callees = debug_ir::callees(&before);
 
     if decisions.iter().any(|d| d.transforms.unroll_cap.is_some()) {
@@ -90,6 +91,13 @@ pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision], uncapped
             deadline: None,
         }, "capped")?;
         (changes.loops, changes.unpatchable) = unrolled::changed(&plain, &capped, &debug_ir::loop_starts(&before), &changes.callees, uncapped);
+        // A cap of 1 marks every loop: each gets its `nounroll`.
+        for s in debug_ir::disabled_loops(&before, &after) {
+            let known = changes.loops.iter().any(|l| l.function == s.function && l.at == s.at) || changes.unpatchable.iter().any(|(p, _)| *p == s.at);
+            if !known {
+                changes.loops.push(debug_ir::ChangedLoop { function: s.function, at: s.at, after: debug_ir::Unroll::Disable });
+            }
+        }
     }
     Ok(changes)
 }

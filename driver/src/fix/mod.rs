@@ -421,18 +421,26 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
             }
         };
         let changed: BTreeSet<Arc<str>> = changes.iter().map(|(p, _)| p.clone()).collect();
-        let promise = |symbol: &str| {
-            if dropped.contains_key(symbol) {
-                let before = units.iter().flat_map(|u| &u.decisions).find(|d| d.symbol == symbol).and_then(|d| d.before);
-                return Promise::NoWorseThan(before);
-            }
-            match groups.iter().any(|g| g.donor_for(symbol).is_some()) {
-                true => Promise::NoWorseThan(units.iter().flat_map(|u| &u.decisions).find(|d| d.symbol == symbol).and_then(|d| d.promised)),
-                false => Promise::Exact,
+        // Each decision held to its promise; one left out, or taking another's
+        // (a shared definition), to nothing worse than it was or was promised.
+        let promise = |d: &Decision| {
+            if dropped.contains_key(&d.symbol) {
+                Promise::NoWorseThan(d.before)
+            } else if groups.iter().any(|g| g.donor_for(&d.symbol).is_some()) {
+                Promise::NoWorseThan(d.promised)
+            } else {
+                Promise::Exact
             }
         };
         let edited = |symbol: &str| edits.iter().any(|e| e.kernels.contains(symbol));
-        found = verify::check(build, &units, &changed, &overlay, &promise, &edited);
+        found = verify::check(build, &units, &changed, &overlay, &promise);
+        // A unit the patched files break: the edits it reads go.
+        for (i, why) in &found.broken {
+            let reads = &units[*i].reads;
+            for k in edits.iter().filter(|e| reads.contains(&e.file)).flat_map(|e| e.kernels.iter()) {
+                found.wrong.entry(k.clone()).or_insert_with(|| why.clone());
+            }
+        }
         if found.wrong.is_empty() {
             break (edits, changes);
         }

@@ -69,7 +69,12 @@ pub fn parse(yaml: &str) -> Vec<Remark> {
             Some("Peeled") => count("- PeelCount:").map(Unrolled::Peeled),
             _ => None,
         };
-        let (Some(what), Some(function), Some(at)) = (what, field("Function:"), field("DebugLoc:")) else { continue };
+        // A long flow mapping goes on over lines: `{ File: 'k.cuh', Line: 72,\n   Column: 13 }`.
+        let at = doc.find("DebugLoc:").and_then(|i| {
+            let rest = &doc[i + "DebugLoc:".len()..];
+            Some(rest[..rest.find('}')? + 1].split_whitespace().collect::<Vec<_>>().join(" "))
+        });
+        let (Some(what), Some(function), Some(at)) = (what, field("Function:"), at) else { continue };
         let Some((file, line, col)) = debug_loc(&at) else { continue };
         if line > 0 {
             out.push(Remark { file, line, col, function, what });
@@ -187,8 +192,9 @@ mod tests {
 
     /// One record per loop copy, as clang 22 writes them.
     fn record(name: &str, line: u32, function: &str, arg: &str, n: u32) -> String {
+        // As clang writes a long one: the mapping goes on over two lines.
         format!(
-            "--- !Passed\nPass:            loop-unroll\nName:            {name}\nDebugLoc:        {{ File: 'examples/k, 2.hip', Line: {line}, Column: 5 }}\nFunction:        {function}\nArgs:\n  - String:          'x '\n  - {arg}:     '{n}'\n...\n"
+            "--- !Passed\nPass:            loop-unroll\nName:            {name}\nDebugLoc:        {{ File: 'examples/k, 2.hip', Line: {line}, \n                   Column: 5 }}\nFunction:        {function}\nArgs:\n  - String:          'x '\n  - {arg}:     '{n}'\n...\n"
         )
     }
 

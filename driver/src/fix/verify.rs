@@ -20,6 +20,7 @@ use crate::toolchain::Toolchain;
 
 use super::overlay::Overlay;
 use super::plan::Planned;
+use super::Decision;
 
 /// How the units build.
 pub struct Build<'a> {
@@ -46,18 +47,13 @@ pub struct Found {
     pub usage: BTreeMap<(String, String), Usage>,
     /// Kernels that decided nothing and changed, not for the worse.
     pub side_effects: Vec<String>,
+    /// Units the patched files do not compile: (unit, the error).
+    pub broken: Vec<(usize, String)>,
 }
 
 /// Rebuild every unit that reads one of `changed` with `overlay`, holding
-/// each decided kernel to `promise(symbol, its decision's promise)`.
-pub fn check(
-    build: &Build<'_>,
-    units: &[Planned],
-    changed: &BTreeSet<Arc<str>>,
-    overlay: &Overlay,
-    promise: &dyn Fn(&str) -> Promise,
-    edited: &dyn Fn(&str) -> bool,
-) -> Found {
+/// each decided kernel to `promise(its decision)`.
+pub fn check(build: &Build<'_>, units: &[Planned], changed: &BTreeSet<Arc<str>>, overlay: &Overlay, promise: &dyn Fn(&Decision) -> Promise) -> Found {
     let mut found = Found::default();
     for (i, u) in units.iter().enumerate() {
         if u.reads.is_disjoint(changed) {
@@ -67,10 +63,7 @@ pub fn check(
             let measured = match measure(build, u, arch, overlay, i) {
                 Ok(m) => m,
                 Err(e) => {
-                    // It does not compile: none of its edits can be kept.
-                    for d in u.decisions.iter().filter(|d| edited(&d.symbol)) {
-                        found.wrong.entry(d.symbol.clone()).or_insert_with(|| format!("the patched files do not compile for {arch}: {e}"));
-                    }
+                    found.broken.push((i, format!("the patched files do not compile for {arch} ({}): {e}", u.path.display())));
                     continue;
                 }
             };
@@ -79,7 +72,7 @@ pub fn check(
             }
             for d in u.decisions.iter().filter(|d| &d.arch == arch) {
                 let got = measured.iter().find(|m| m.symbol == d.symbol).map(|m| m.usage);
-                let problem = match (d.transforms.is_empty(), promise(&d.symbol)) {
+                let problem = match (d.transforms.is_empty(), promise(d)) {
                     (true, _) => worse(got, d.promised),
                     (false, Promise::Exact) => mismatch(got, d.promised),
                     (false, Promise::NoWorseThan(u)) => worse(got, u),
