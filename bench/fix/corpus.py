@@ -101,7 +101,6 @@ PROGRAMS = {
                          ["-O3", "-std=c++17", "-DRADIUS=4", "-DVEC_EXP=2"], ["gfx90a"]),
     "seismic_stencils_r2": (HPC, ["rocm-blogs-codes/seismic-stencils/parts-1-2-3"], "rocm-blogs-codes/seismic-stencils/parts-1-2-3/stencils.cpp",
                             ["-O3", "-std=c++17", "-DRADIUS=2", "-DVEC_EXP=1"], ["gfx90a"]),
-    "transpose": (HPC, ["HIP/transpose"], "HIP/transpose/transpose_tiled.cpp", [], ["gfx90a"]),
 }
 
 SOURCES = (".c", ".h", ".cu", ".cuh", ".cpp", ".hpp", ".hip", ".inc")
