@@ -41,6 +41,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 RODINIA = "yuhc+gpu-rodinia"
 SAMPLES = "NVIDIA+cuda-samples"
 HPC = "amd+HPCTrainingExamples"
+PARBOIL = "yuhc+gpu-parboil"
 
 # program: (mirror, directories to extract, the unit (compiled from its own
 # directory), flags, targets). Every one keeps kernels, or the device code
@@ -65,6 +66,15 @@ PROGRAMS = {
     "dwt2d_fdwt53": (RODINIA, ["cuda/dwt2d"], "cuda/dwt2d/dwt_cuda/fdwt53.cu", [], ["sm_90", "gfx90a"]),
     "dwt2d_rdwt53": (RODINIA, ["cuda/dwt2d"], "cuda/dwt2d/dwt_cuda/rdwt53.cu", [], ["sm_90", "gfx90a"]),
     "streamcluster": (RODINIA, ["cuda/streamcluster"], "cuda/streamcluster/streamcluster_cuda.cu", [], ["sm_90"]),
+    # Parboil (CUDA): kernels in an included `.cu`, parboil.h from common/.
+    **{
+        f"parboil_{name}": (PARBOIL, [f"benchmarks/{name}/src/cuda", "common/include"], f"benchmarks/{name}/src/cuda/{unit}",
+                            ["-I../../../../common/include"], ["sm_90", "gfx90a"])
+        for name, unit in [
+            ("bfs", "main.cu"), ("lbm", "lbm.cu"), ("mri-gridding", "CUDA_interface.cu"), ("mri-q", "main.cu"),
+            ("sgemm", "main.cu"), ("spmv", "main.cu"), ("stencil", "main.cu"), ("tpacf", "main.cu"),
+        ]
+    },
     # NVIDIA's samples (CUDA): kernels in `_kernel.cuh` headers.
     **{
         name: (SAMPLES, [directory, SAMPLES_COMMON], f"{directory}/{unit}", ["-I" + "../" * directory.count("/") + "../Common"], ["sm_90"])

@@ -72,6 +72,9 @@ fn include_dirs(args: &[String]) -> Vec<PathBuf> {
 
 /// One file a unit reads.
 pub struct File {
+    /// The absolute names clang reaches it by (before links are resolved):
+    /// where the verifying build must find its patched text.
+    pub names: Vec<String>,
     /// Its name as the diff and the notes give it: relative to the current
     /// directory when below it.
     pub shown: String,
@@ -95,7 +98,11 @@ impl Files {
         for (name, system) in line_markers(preprocessed) {
             let path = ast::canonical(&name);
             read.insert(path.clone());
-            if self.by_path.contains_key(&path) {
+            let absolute = absolute(&name);
+            if let Some(f) = self.by_path.get_mut(&path) {
+                if !f.names.contains(&absolute) {
+                    f.names.push(absolute);
+                }
                 continue;
             }
             let refused = if Path::new(&*path).is_absolute() { project.refuses(Path::new(&*path), system) } else { Some("not a file".into()) };
@@ -106,7 +113,8 @@ impl Files {
                     Err(e) => (None, Some(format!("cannot be read as text ({e})"))),
                 },
             };
-            self.by_path.insert(path.clone(), File { shown: shown(&path), text, refused });
+            let names = if absolute == *path { vec![absolute] } else { vec![path.to_string(), absolute] };
+            self.by_path.insert(path.clone(), File { names, shown: shown(&path), text, refused });
         }
         read
     }
@@ -124,6 +132,11 @@ impl Files {
         }
     }
 
+    /// Every name clang reaches `path` by.
+    pub fn names(&self, path: &str) -> Vec<String> {
+        self.by_path.get(path).map_or_else(|| vec![path.to_string()], |f| f.names.clone())
+    }
+
     /// The name to show for `path`.
     pub fn shown(&self, path: &str) -> String {
         self.by_path.get(path).map_or_else(|| path.to_string(), |f| f.shown.clone())
@@ -134,6 +147,23 @@ impl Files {
 pub fn shown(path: &str) -> String {
     let cwd = std::env::current_dir().ok().and_then(|d| std::fs::canonicalize(d).ok()).unwrap_or_default();
     Path::new(path).strip_prefix(&cwd).map_or_else(|_| path.to_string(), |p| p.display().to_string())
+}
+
+/// `name` made absolute against the current directory, `.` and `..`
+/// taken out by their text (as clang's file-system overlay looks names up).
+fn absolute(name: &str) -> String {
+    let joined = std::env::current_dir().unwrap_or_default().join(name);
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out.display().to_string()
 }
 
 /// The files named by the line markers of a preprocessed unit
@@ -180,6 +210,13 @@ mod tests {
             got.into_iter().collect::<Vec<_>>(),
             [("./inc/a \"b\".h".to_string(), false), ("/usr/include/hip/x.h".to_string(), true), ("k.hip".to_string(), false)]
         );
+    }
+
+    #[test]
+    fn names_are_made_absolute_by_their_text() {
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(absolute("./inc/../k.h"), cwd.join("k.h").display().to_string());
+        assert_eq!(absolute("/a/./b/../c.h"), "/a/c.h");
     }
 
     #[test]

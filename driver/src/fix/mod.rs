@@ -110,6 +110,8 @@ pub struct FileChange {
     pub path: PathBuf,
     /// As the diff names it: relative to the current directory when below it.
     pub shown: String,
+    /// Every absolute name clang reaches it by.
+    pub names: Vec<String>,
     pub original: String,
     pub patched: String,
 }
@@ -411,7 +413,9 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
             break (edits, changes);
         }
         rounds += 1;
-        let overlay = match Overlay::new(changes.iter().map(|(p, t)| (&**p, t.as_str()))) {
+        // Each patched text under every name clang reaches its file by.
+        let named: Vec<(String, &str)> = changes.iter().flat_map(|(p, t)| files.names(p).into_iter().map(move |n| (n, t.as_str()))).collect();
+        let overlay = match Overlay::new(named.iter().map(|(n, t)| (n.as_str(), *t))) {
             Ok(o) => o,
             Err(e) => {
                 for k in edits.iter().flat_map(|e| e.kernels.iter()) {
@@ -542,7 +546,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
     }
     for (path, patched) in changes {
         let original = files.text(&path).unwrap_or_default().to_string();
-        patch.files.push(FileChange { path: PathBuf::from(&*path), shown: files.shown(&path), original, patched });
+        patch.files.push(FileChange { path: PathBuf::from(&*path), shown: files.shown(&path), names: files.names(&path), original, patched });
     }
     patch.files.sort_by(|a, b| a.shown.cmp(&b.shown));
     patch

@@ -40,8 +40,8 @@ pub struct Patched {
 #[derive(Serialize, Deserialize)]
 struct Cached {
     patched: String,
-    /// The other files it edits (headers, included `.cu` files): (canonical
-    /// path, patched text).
+    /// The other files it edits (headers, included `.cu` files): (each
+    /// absolute name clang reaches one by, its patched text).
     #[serde(default)]
     others: Vec<(String, String)>,
     /// Kernels left out of the patch, and why.
@@ -184,7 +184,7 @@ fn make_patch(
         .files
         .iter()
         .filter(|f| Some(&f.path) != own.as_ref())
-        .map(|f| (f.path.display().to_string(), f.patched.clone()))
+        .flat_map(|f| f.names.iter().map(|n| (n.clone(), f.patched.clone())))
         .collect();
     Ok(Cached { patched, others, left_out })
 }
