@@ -34,9 +34,12 @@ enum Command {
     Batch(BatchArgs),
     /// Write the db's decisions as a source patch (a unified diff) that any compiler builds: hipcc, nvcc.
     ///
-    /// Every kernel's edits are verified by a plain build of the patched file (no plugin) against the
-    /// usage the tuner measured; a kernel that misses it is left out and named. Exit status: 0 when
-    /// every decided kernel is in the patch; 2 when some are not; 1 on an error (nothing written).
+    /// The edits go where the code is: the kernel's file, the headers and `.cu` files it includes
+    /// (under the inputs' directories and -I paths; never a system header). Every unit that reads a
+    /// patched file is rebuilt plainly (no plugin) against the usage the tuner measured; a kernel
+    /// that misses it is left out and named. Exit status: 0 when there was nothing to patch or
+    /// every decision is in the patch; 1 when a decision could not be expressed; 2 on an error
+    /// (nothing written).
     Fix(FixArgs),
     /// Join the decisions dbs (and batch records) of shards into one, and report on them.
     Merge(MergeArgs),
