@@ -315,10 +315,11 @@ fn patch_mode_builds_the_headers_the_patch_edits_under_their_own_names() {
     let plain = read_back(&object, "gfx90a");
     let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
     let dslash = doc["kernels"].as_object_mut().unwrap().values_mut().find(|e| e["name"].as_str().unwrap().starts_with("dslash")).unwrap();
+    let symbol = dslash["symbol"].as_str().unwrap().to_string();
     let suggestion = &mut dslash["suggested"][0];
     assert!(suggestion["transforms"]["unroll_cap"].is_u64(), "{suggestion}");
     suggestion["confirmed"] = Value::Bool(true);
-    let (symbol, promised) = (dslash["symbol"].as_str().unwrap().to_string(), suggestion["usage"].clone());
+    let promised = suggestion["usage"].clone();
     std::fs::write(&db, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     let before: Vec<String> = ["main.hip", "inc/dslash.h", "inc/su3.h"].iter().map(|f| std::fs::read_to_string(project.join(f)).unwrap()).collect();
 

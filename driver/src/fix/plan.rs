@@ -85,13 +85,13 @@ pub fn plan(ctx: &Context<'_>, path: &Path, files: &mut Files) -> Result<Planned
             .values()
             .filter(|e| e.arch == arch.processor() && e.input_hash == hash)
             .map(|e| {
-                let mut d = Decision {
-                    symbol: e.symbol.clone(),
-                    arch: arch.clone(),
-                    transforms: e.effective(),
-                    promised: e.after,
-                    before: e.before,
+                let transforms = e.effective();
+                // A suggestion the user confirmed in the db is promised its own measurement.
+                let promised = match transforms == e.transforms {
+                    true => e.after,
+                    false => e.suggested.iter().find(|s| s.transforms == transforms).map(|s| s.usage).or(e.after),
                 };
+                let mut d = Decision { symbol: e.symbol.clone(), arch: arch.clone(), transforms, promised, before: e.before };
                 if ctx.options.with_suggestions {
                     if let Some(s) = e.suggested.iter().find(|s| !s.confirmed) {
                         d.transforms = s.transforms.clone();
