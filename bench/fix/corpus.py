@@ -345,10 +345,10 @@ def main():
             verified = sum(r[mode]["in_patch"] for r in rows)
             programs = sum(1 for r in rows if r[mode]["decisions"])
             # Not about where the code is: no source spelling exists (clang 22).
-            unspellable = sum(1 for r in rows for k in r[mode]["left_out"] if k.get("unspellable"))
+            no_spelling = sum(1 for r in rows for k in r[mode]["left_out"] if k.get("unspellable"))
             share = f" ({100.0 * verified / decided_n:.1f}%)" if decided_n else ""
-            rest = decided_n - unspellable
-            spellable = f"; of the {rest} with a source spelling, {100.0 * verified / rest:.1f}%" if unspellable and rest else ""
+            rest = decided_n - no_spelling
+            spellable = f"; of the {rest} with a source spelling, {100.0 * verified / rest:.1f}%" if no_spelling and rest else ""
             print(f"  {arch:7} {decided_n} decisions in {programs} program builds, {verified} in a verified patch{share}{spellable}")
         for r in built:
             for k in r[mode]["left_out"]:
