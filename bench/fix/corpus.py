@@ -48,8 +48,7 @@ PARBOIL = "yuhc+gpu-parboil"
 # or the device code they inline, in a file the unit includes. CUDA programs
 # build for sm_90 and, through compat/, for gfx90a; HIP ones for gfx90a.
 # An NVPTX occupancy target has no source spelling without a block size
-# (clang 22 has no `__maxnreg__`): where every launch of a unit uses one
-# block size, the `_bs` entries state it, as `__launch_bounds__` would.
+# (clang 22 has no `__maxnreg__`); the summary counts those apart.
 SAMPLES_COMMON = "Common"
 PROGRAMS = {
     # Rodinia (CUDA): kernels in `#include "kernel.cu"` and friends.
@@ -78,13 +77,6 @@ PROGRAMS = {
             ("sgemm", "main.cu"), ("spmv", "main.cu"), ("stencil", "main.cu"), ("tpacf", "main.cu"),
         ]
     },
-    "parboil_lbm_bs": (PARBOIL, ["benchmarks/lbm/src/cuda", "common/include"], "benchmarks/lbm/src/cuda/lbm.cu",
-                       ["-I../../../../common/include"], ["sm_90"], ["--block-size", "120"]),
-    "parboil_sgemm_bs": (PARBOIL, ["benchmarks/sgemm/src/cuda", "common/include"], "benchmarks/sgemm/src/cuda/main.cu",
-                         ["-I../../../../common/include"], ["sm_90"], ["--block-size", "128"]),
-    "imageDenoising_bs": (SAMPLES, ["Samples/2_Concepts_and_Techniques/imageDenoising", SAMPLES_COMMON],
-                          "Samples/2_Concepts_and_Techniques/imageDenoising/imageDenoising.cu", ["-I../../../Common"], ["sm_90"],
-                          ["--block-size", "64"]),
     # NVIDIA's samples (CUDA): kernels in `_kernel.cuh` headers.
     **{
         name: (SAMPLES, [directory, SAMPLES_COMMON], f"{directory}/{unit}", ["-I" + "../" * directory.count("/") + "../Common"], ["sm_90"])
@@ -336,7 +328,7 @@ def main():
     with open(os.path.join(dest, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     built = [r for r in results if r["tune_exit"] == 0]
-    print(f"\n{len(built)} of {len(results)} program builds tuned ({a.tune_flags}; `_bs` entries: their block size instead of auto)")
+    print(f"\n{len(built)} of {len(results)} program builds tuned ({a.tune_flags})")
     for mode in ("decisions", "with_suggestions"):
         print(f"fix {'--with-suggestions' if mode != 'decisions' else '(decisions only)'}:")
         for arch in a.arch + ["all"]:
