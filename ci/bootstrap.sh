@@ -10,7 +10,9 @@
 # measure` and building CUDA programs, CUPTI (include/cupti*.h,
 # lib64/libcupti.so.12), the CUDA runtime libraries (lib64/libcudart*) and
 # bin/fatbinary (from CUDA 13.0's nvcc wheel: 12.9's has only ptxas), which
-# clang runs to link CUDA programs.
+# clang runs to link CUDA programs; and bin/nvdisasm (CUDA 13.2's wheel, the
+# oldest on PyPI; it reads 12.9's cubins), from which regtune counts the
+# local-memory loads and stores of the final code.
 set -euo pipefail
 
 # LLVM 19 besides 22: ci/test.sh also builds and tests the pass plugin for
@@ -107,11 +109,13 @@ PY
 }
 
 # CUPTI (regtune measure's interposer subscribes to its launch callbacks),
-# cudart and fatbinary (to build CUDA programs), into an assembled CUDA directory.
+# cudart and fatbinary (to build CUDA programs), nvdisasm (the final code's
+# local-memory accesses), into an assembled CUDA directory.
 cuda_extras_wheels=(
   "nvidia-cuda-cupti-cu12==12.9.79"
   "nvidia-cuda-runtime-cu12==12.9.79"
   "nvidia-cuda-nvcc==13.0.88"
+  "nvidia-cuda-nvdisasm==13.2.86"
 )
 
 install_cuda_extras() {
@@ -120,11 +124,11 @@ install_cuda_extras() {
   # A real toolkit has its own (extras/CUPTI, lib64).
   [ "$dir" = "$cuda_dir" ] || return 0
   if [ -f "$dir/lib64/libcupti.so.12" ] && [ -f "$dir/include/cupti.h" ] && [ -f "$dir/lib64/libcudart_static.a" ] &&
-    [ -x "$dir/bin/fatbinary" ]; then
-    echo "regtune bootstrap: CUPTI, cudart and fatbinary present ($dir)"
+    [ -x "$dir/bin/fatbinary" ] && [ -x "$dir/bin/nvdisasm" ]; then
+    echo "regtune bootstrap: CUPTI, cudart, fatbinary and nvdisasm present ($dir)"
     return 0
   fi
-  echo "regtune bootstrap: adding CUPTI, cudart and fatbinary to $dir"
+  echo "regtune bootstrap: adding CUPTI, cudart, fatbinary and nvdisasm to $dir"
   local work
   work=$(mktemp -d)
   trap 'rm -rf "$work"' RETURN
@@ -140,8 +144,9 @@ shutil.copytree(os.path.join(nv, "cuda_cupti", "include"), os.path.join(out, "in
 os.makedirs(os.path.join(out, "lib64"), exist_ok=True)
 for lib in ["cuda_cupti/lib/libcupti.so.12", "cuda_runtime/lib/libcudart.so.12", "cuda_runtime/lib/libcudart_static.a"]:
     shutil.copy(os.path.join(nv, lib), os.path.join(out, "lib64"))
-shutil.copy(os.path.join(nv, "cu13", "bin", "fatbinary"), os.path.join(out, "bin"))
-os.chmod(os.path.join(out, "bin", "fatbinary"), 0o755)
+for tool in ["fatbinary", "nvdisasm"]:
+    shutil.copy(os.path.join(nv, "cu13", "bin", tool), os.path.join(out, "bin"))
+    os.chmod(os.path.join(out, "bin", tool), 0o755)
 for name, target in [("libcupti.so", "libcupti.so.12"), ("libcudart.so", "libcudart.so.12")]:
     link = os.path.join(out, "lib64", name)
     if not os.path.lexists(link):

@@ -13,13 +13,22 @@ use std::process::Output;
 use std::sync::OnceLock;
 
 use assert_cmd::Command;
-use common::{examples, repo};
+use common::{evidence_all_proven, examples, repo};
 use serde_json::{json, Value};
 
 fn regtune(dir: &Path) -> Command {
     let mut cmd = Command::cargo_bin("regtune").unwrap();
     cmd.current_dir(dir);
+    // Only the evidence a test passes.
+    cmd.env_remove("REGTUNE_EVIDENCE");
     cmd
+}
+
+/// `--evidence` with every class proven: the full run decides what the
+/// default decided before it followed GPU evidence (the MD kernel's sink),
+/// and every run over its db tunes under the same table.
+fn proven() -> String {
+    evidence_all_proven().to_str().unwrap().to_string()
 }
 
 /// `regtune batch -p COMPILE_DB --format json --db DB EXTRA...`.
@@ -111,8 +120,20 @@ fn codebase(root: &Path) -> PathBuf {
     write_compile_db(root, &entries)
 }
 
-const UNITS: u64 = 7; // six examples and the small unit
-const TARGETS: u64 = 8; // the small unit twice
+/// The compile_commands entries: every example, the small unit and the C++ file.
+fn entries() -> u64 {
+    examples().len() as u64 + 2
+}
+
+/// The HIP units: every example and the small unit.
+fn units() -> u64 {
+    examples().len() as u64 + 1
+}
+
+/// The targets tuned: the small unit twice.
+fn targets() -> u64 {
+    examples().len() as u64 + 2
+}
 
 /// One full run over the codebase, shared by the tests that read it.
 struct Full {
@@ -136,7 +157,7 @@ fn full() -> &'static Full {
             &root,
             &compile_db,
             &db,
-            &["--html", html.to_str().unwrap(), "--record-all", variants.to_str().unwrap()],
+            &["--evidence", &proven(), "--html", html.to_str().unwrap(), "--record-all", variants.to_str().unwrap()],
         );
         Full { root, compile_db, db, html, variants, report }
     })
@@ -146,10 +167,10 @@ fn full() -> &'static Full {
 fn every_hip_unit_is_tuned_with_its_own_flags_and_targets() {
     let f = full();
     let s = &f.report["summary"];
-    assert_eq!(s["entries"], 8, "{s}");
+    assert_eq!(s["entries"], entries(), "{s}");
     assert_eq!(s["not_hip"], 1, "{s}");
-    assert_eq!(s["units"], UNITS, "{s}");
-    assert_eq!(s["targets"], json!({ "tuned": TARGETS, "cached": 0, "failed": 0 }), "{s}");
+    assert_eq!(s["units"], units(), "{s}");
+    assert_eq!(s["targets"], json!({ "tuned": targets(), "cached": 0, "failed": 0 }), "{s}");
     assert_eq!(s["failed_units"], 0);
 
     let ks = kernels(&f.report);
@@ -203,9 +224,9 @@ fn a_second_run_tunes_nothing() {
     std::fs::copy(f.db.with_file_name("decisions.batch.json"), dir.path().join("decisions.batch.json")).unwrap();
     let before = std::fs::read(&db).unwrap();
 
-    let again = batch_ok(&f.root, &f.compile_db, &db, &[]);
+    let again = batch_ok(&f.root, &f.compile_db, &db, &["--evidence", &proven()]);
     let s = &again["summary"];
-    assert_eq!(s["targets"], json!({ "tuned": 0, "cached": TARGETS, "failed": 0 }), "{s}");
+    assert_eq!(s["targets"], json!({ "tuned": 0, "cached": targets(), "failed": 0 }), "{s}");
     assert_eq!(s["variants"], 0, "nothing compiled but preprocessing: {s}");
     assert!(again["units"].as_array().unwrap().iter().all(|u| u["status"] == "cached" && u["variants"] == 0));
     // The same rows, marked as taken from the records.
@@ -251,7 +272,7 @@ fn two_shards_merged_equal_one_full_run() {
     let dir = tempfile::tempdir().unwrap();
     let shard = |i: usize| {
         let db = dir.path().join(format!("shard{i}/decisions.json"));
-        let doc = batch_ok(&f.root, &f.compile_db, &db, &["--shard", &format!("{i}/2")]);
+        let doc = batch_ok(&f.root, &f.compile_db, &db, &["--evidence", &proven(), "--shard", &format!("{i}/2")]);
         (db, doc)
     };
     let (db1, doc1) = shard(1);
@@ -262,7 +283,7 @@ fn two_shards_merged_equal_one_full_run() {
     let (f1, f2) = (files(&doc1), files(&doc2));
     assert!(!f1.is_empty() && !f2.is_empty(), "both shards have work: {f1:?} {f2:?}");
     assert!(f1.is_disjoint(&f2), "no unit in both shards");
-    assert_eq!(f1.len() + f2.len(), UNITS as usize);
+    assert_eq!(f1.len() + f2.len(), units() as usize);
     assert_eq!(doc1["summary"]["in_other_shards"].as_u64().unwrap() as usize, f2.len());
 
     let merged = dir.path().join("merged/decisions.json");
@@ -274,8 +295,8 @@ fn two_shards_merged_equal_one_full_run() {
     assert_eq!(report["summary"]["kernels"], f.report["summary"]["kernels"]);
     assert_eq!(report["summary"]["occupancy"], f.report["summary"]["occupancy"]);
     // And a batch on the merged db finds everything already tuned.
-    let again = batch_ok(&f.root, &f.compile_db, &merged, &[]);
-    assert_eq!(again["summary"]["targets"]["cached"], TARGETS);
+    let again = batch_ok(&f.root, &f.compile_db, &merged, &["--evidence", &proven()]);
+    assert_eq!(again["summary"]["targets"]["cached"], targets());
 }
 
 #[test]
@@ -416,12 +437,22 @@ fn table_and_csv_show_the_summary_and_every_kernel() {
     std::fs::copy(&f.db, &copy).unwrap();
     std::fs::copy(f.db.with_file_name("decisions.batch.json"), db.path().join("decisions.batch.json")).unwrap();
     let run = |format: &str| {
-        let out = regtune(&f.root).arg("batch").arg("-p").arg(f.root.join("build")).args(["--format", format, "--db"]).arg(&copy).output().unwrap();
+        let out = regtune(&f.root)
+            .arg("batch")
+            .arg("-p")
+            .arg(f.root.join("build"))
+            .args(["--evidence", &proven(), "--format", format, "--db"])
+            .arg(&copy)
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
     let table = run("table");
-    assert!(table.starts_with(&format!("{UNITS} HIP units from 8 entries, 1 not HIP; targets: 0 tuned, {TARGETS} cached, 0 failed")), "{table}");
+    assert!(
+        table.starts_with(&format!("{} HIP units from {} entries, 1 not HIP; targets: 0 tuned, {} cached, 0 failed", units(), entries(), targets())),
+        "{table}"
+    );
     assert!(table.contains("occupancy (waves/SIMD)") && table.contains("lbm_d3q19_collide_stream"), "{table}");
     let csv = run("csv");
     assert_eq!(csv.lines().count(), 1 + kernels(&f.report).len(), "{csv}");
@@ -436,9 +467,10 @@ fn filter_keeps_only_the_units_whose_path_matches() {
     std::fs::copy(&f.db, &db).unwrap();
     std::fs::copy(f.db.with_file_name("decisions.batch.json"), dir.path().join("decisions.batch.json")).unwrap();
     // Relative to the current directory (the fixture's root), or absolute.
-    let doc = batch_ok(&f.root, &f.compile_db, &db, &["--filter", "src/*.hip", "--filter", "*/long_lived.hip"]);
+    let doc = batch_ok(&f.root, &f.compile_db, &db, &["--evidence", &proven(), "--filter", "src/*.hip", "--filter", "*/long_lived.hip"]);
     let s = &doc["summary"];
-    assert_eq!((s["units"].as_u64(), s["filtered_out"].as_u64()), (Some(2), Some(5)), "{s}");
+    assert_eq!((s["units"].as_u64(), s["filtered_out"].as_u64()), (Some(2), Some(units() - 2)), "{s}");
+    assert_eq!(s["targets"], json!({ "tuned": 0, "cached": 3, "failed": 0 }), "long_lived on gfx90a, the small unit twice: {s}");
     let units: BTreeSet<&str> = doc["units"].as_array().unwrap().iter().map(|u| u["file"].as_str().unwrap()).collect();
     assert!(units.iter().all(|u| u.ends_with("long_lived.hip") || u.ends_with("axpy_named.hip")), "{units:?}");
 }
@@ -455,16 +487,65 @@ fn a_missing_compile_db_is_one_line_naming_it() {
     let db = dir.path().join("db.json");
     let gone = dir.path().join("nowhere/compile_commands.json");
     let out = batch(dir.path(), &gone, &db, &[]);
-    assert_eq!(out.status.code(), Some(101));
+    assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr_of(&out),
         format!("error: cannot read compilation database {}: No such file or directory (os error 2)\n", gone.display())
     );
     // A build directory without one names the file it looked for.
     let out = batch(dir.path(), dir.path(), &db, &[]);
-    assert_eq!(out.status.code(), Some(101));
+    assert_eq!(out.status.code(), Some(2));
     assert!(stderr_of(&out).contains(&format!("{}: No such file", dir.path().join("compile_commands.json").display())));
     assert!(!db.exists(), "nothing written");
+}
+
+/// Issue 23: `batch -p /nonexistent` exited 101, which scripts read as a panic.
+#[test]
+fn a_nonexistent_build_dir_is_a_usage_error_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = regtune(dir.path()).args(["batch", "-p", "/nonexistent"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr_of(&out),
+        "error: cannot read compilation database /nonexistent: No such file or directory (os error 2)\n"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+/// Issue 23: the db is checked (readable, valid, writable directory) before any unit is tuned.
+#[test]
+fn a_db_that_cannot_be_saved_stops_batch_before_tuning() {
+    let dir = tempfile::tempdir().unwrap();
+    let compile_db = write_compile_db(dir.path(), &[small_unit(dir.path(), "axpy", &["gfx90a"])]);
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "[").unwrap();
+    for (db, message) in [
+        (broken.clone(), format!("decisions db {} is not valid JSON: EOF while parsing a list at line 1 column 1", broken.display())),
+        ("/proc/regtune-db.json".into(), "cannot write decisions db /proc/regtune-db.json: No such file or directory (os error 2)".to_string()),
+    ] {
+        let out = batch(dir.path(), &compile_db, &db, &[]);
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(stderr_of(&out), format!("error: {message}\n"));
+        assert!(out.stdout.is_empty(), "nothing was tuned");
+    }
+}
+
+#[test]
+fn a_bad_evidence_file_is_one_line_naming_it_and_nothing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let compile_db = write_compile_db(root, &[small_unit(root, "axpy", &["gfx90a"])]);
+    let db = root.join("db.json");
+    let gone = root.join("no-such-evidence.json");
+    let out = batch(root, &compile_db, &db, &["--evidence", gone.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(101), "{}", stderr_of(&out));
+    assert_eq!(stderr_of(&out), format!("error: cannot read evidence {}: No such file or directory (os error 2)\n", gone.display()));
+    // From the environment too.
+    let out = regtune(root).env("REGTUNE_EVIDENCE", &gone).arg("batch").arg("-p").arg(&compile_db).arg("--db").arg(&db).output().unwrap();
+    assert_eq!(out.status.code(), Some(101), "{}", stderr_of(&out));
+    assert_eq!(stderr_of(&out), format!("error: cannot read evidence {}: No such file or directory (os error 2)\n", gone.display()));
+    assert!(out.stdout.is_empty());
+    assert!(!db.exists(), "nothing tuned, nothing written");
 }
 
 #[test]
@@ -478,7 +559,7 @@ fn a_malformed_compile_db_is_one_line_naming_it() {
     ] {
         std::fs::write(&path, text).unwrap();
         let out = batch(dir.path(), &path, &db, &[]);
-        assert_eq!(out.status.code(), Some(101));
+        assert_eq!(out.status.code(), Some(2));
         assert_eq!(stderr_of(&out), format!("error: compilation database {} {cause}\n", path.display()));
     }
 }

@@ -17,13 +17,13 @@ use std::process::Output;
 use std::sync::OnceLock;
 
 use assert_cmd::Command;
-use common::{hip_device_compile, parse_remarks, remarks_for, remarks_with, repo};
+use common::{evidence_all_proven, hip_device_compile, parse_remarks, remarks_for, remarks_with, repo};
 use serde_json::Value;
 
 fn regtune(dir: &Path) -> Command {
     let mut c = Command::cargo_bin("regtune").unwrap();
     c.current_dir(dir);
-    for v in ["REGTUNE_DECISIONS", "REGTUNE_INPUT_HASH", "REGTUNE_PLUGIN"] {
+    for v in ["REGTUNE_DECISIONS", "REGTUNE_INPUT_HASH", "REGTUNE_PLUGIN", "REGTUNE_EVIDENCE"] {
         c.env_remove(v);
     }
     c
@@ -70,7 +70,9 @@ const EXAMPLES: [&str; 5] =
     ["examples/laplacian3d.hip", "examples/launch_bounds_spill.hip", "examples/lbm_d3q19.hip", "examples/long_lived.hip", "examples/private_array.hip"];
 
 /// The examples tuned for gfx90a (from the repository root, by relative
-/// path, as a user would), with `--patch`.
+/// path, as a user would), with `--patch`, under the evidence table where
+/// every class is proven: the MD kernel's sink is decided, as the default
+/// did before it followed GPU evidence, so the patch has every kind of edit.
 struct Tuned {
     _dir: tempfile::TempDir,
     db: PathBuf,
@@ -83,7 +85,9 @@ fn tuned() -> &'static Tuned {
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
         let db = dir.path().join("decisions.json");
         let patch = dir.path().join("tune.patch");
-        let out = tune_confirmed(&["tune", "--offload-arch", "gfx90a", "--pow2", "apply"], &db, &patch, &EXAMPLES);
+        let evidence = evidence_all_proven();
+        let args = ["tune", "--offload-arch", "gfx90a", "--pow2", "apply", "--evidence", evidence.to_str().unwrap()];
+        let out = tune_confirmed(&args, &db, &patch, &EXAMPLES);
         ok(&out, "regtune tune --patch");
         Tuned { db, patch: std::fs::read_to_string(&patch).unwrap(), _dir: dir }
     })
@@ -392,6 +396,7 @@ fn apply_writes_every_file_or_none_and_bad_input_is_one_line() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(text(&out.stderr).lines().count(), 1, "{}", text(&out.stderr));
     assert!(text(&out.stderr).starts_with(&format!("error: decisions db {} is not valid JSON", bad.display())), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "checked before anything compiled: no patch");
 
     // A build the db has no decisions for (other flags): said, an empty
     // patch, and 0: there was nothing to patch.

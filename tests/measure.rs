@@ -9,14 +9,21 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use common::repo;
+use common::{evidence_all_proven, evidence_none, repo};
 use regtune::runtime::code;
 use regtune_decisions::{Db, Entry, Transforms};
 
 fn regtune() -> Command {
     let mut cmd = Command::cargo_bin("regtune").expect("regtune binary");
     cmd.current_dir(repo());
+    cmd.env_remove("REGTUNE_EVIDENCE");
     cmd
+}
+
+/// A candidate's name as `regtune measure` gives it on sm_90: its labels,
+/// occupancy targets in warps per SM.
+fn sm_90_name(t: &Transforms) -> String {
+    t.labels().iter().map(|l| l.replace("waves-per-eu=", "warps-per-sm=")).collect::<Vec<_>>().join(" + ")
 }
 
 fn tools_dir() -> PathBuf {
@@ -37,6 +44,8 @@ fn fake_db(dir: &Path) -> PathBuf {
         suggested: vec![],
         before: None,
         after: None,
+        candidates: vec![],
+        left_out: vec![],
         measured: None,
     };
     for (_, _, path) in code::candidates(&code::dir(&db_path), &entry) {
@@ -57,8 +66,12 @@ fn stderr_lines(out: &std::process::Output) -> Vec<String> {
 fn tune_keeps_the_candidates_it_measured_and_measure_plans_them() {
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("decisions.json");
+    // Sink proven by the evidence given: decided, as it was before the
+    // default followed GPU evidence.
     regtune()
-        .args(["tune", "--offload-arch", "sm_90", "--db"])
+        .args(["tune", "--offload-arch", "sm_90", "--evidence"])
+        .arg(evidence_all_proven())
+        .arg("--db")
         .arg(&db_path)
         .arg("examples/long_lived.hip")
         .assert()
@@ -66,8 +79,13 @@ fn tune_keeps_the_candidates_it_measured_and_measure_plans_them() {
     let db = Db::load(&db_path).unwrap();
     let entry = db.kernels.values().find(|e| e.symbol.starts_with("_Z16md_lj_force_kick")).expect("md_lj_force_kick tuned");
     assert!(entry.transforms.sink, "sink decided for sm_90: {:?}", entry.transforms);
+    assert!(entry.suggested.is_empty(), "{:?}", entry.suggested);
+    assert!(!entry.candidates.is_empty(), "the measured search kept builds of its own");
     let candidates = code::candidates(&code::dir(&db_path), entry);
-    assert_eq!(candidates.iter().map(|(n, _, _)| n.as_str()).collect::<Vec<_>>(), ["plain", "decided"]);
+    let names: Vec<String> = candidates.iter().map(|(n, _, _)| n.clone()).collect();
+    let mut expected = vec!["plain".to_string(), "decided".to_string()];
+    expected.extend(entry.candidates.iter().map(|c| sm_90_name(&c.transforms)));
+    assert_eq!(names, expected);
     // The kept cubins are the very builds the db describes: ptxas's register counts, read back.
     let registers = |path: &Path| {
         let ks = regtune::cubin::read(&std::fs::read(path).unwrap()).unwrap();
@@ -76,6 +94,9 @@ fn tune_keeps_the_candidates_it_measured_and_measure_plans_them() {
     assert_eq!(registers(&candidates[0].2), entry.before.unwrap().vgpr);
     assert_eq!(registers(&candidates[1].2), entry.after.unwrap().vgpr);
     assert!(entry.after.unwrap().vgpr < entry.before.unwrap().vgpr);
+    for ((name, _, path), c) in candidates[2..].iter().zip(&entry.candidates) {
+        assert_eq!(registers(path), c.usage.vgpr, "{name}");
+    }
     // Parameters from .nv.info: 23 of them, the last three doubles at the end of the buffer.
     let params = regtune::runtime::plan::kernel_params(&candidates[0].2, &entry.symbol);
     assert_eq!(params.len(), 23);
@@ -83,7 +104,100 @@ fn tune_keeps_the_candidates_it_measured_and_measure_plans_them() {
 
     let out = regtune().args(["measure", "--dry-run", "--db"]).arg(&db_path).args(["--", "true"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stderr_lines(&out).iter().any(|l| l.starts_with("would measure _Z16md_lj_force_kick") && l.ends_with("on sm_90: plain, decided")));
+    let line = format!("would measure {} on sm_90: {}", entry.symbol, names.join(", "));
+    assert!(stderr_lines(&out).contains(&line), "{line} in {:?}", stderr_lines(&out));
+}
+
+/// A file's hash, for telling code objects apart.
+fn file_hash(path: &Path) -> Vec<u8> {
+    use sha2::Digest;
+    sha2::Sha256::digest(std::fs::read(path).unwrap()).to_vec()
+}
+
+/// The measured search on the Laplacian for sm_90 (64 registers, no
+/// spills): every occupancy step's register cap is a candidate, spilling or
+/// not, each kept code object differs from every other, `--candidates`
+/// leaves the rest listed, and `regtune measure` plans them all.
+#[test]
+fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() {
+    let tune = |db: &Path, extra: &[&str]| -> serde_json::Value {
+        let out = regtune()
+            .args(["tune", "--format", "json", "--offload-arch", "sm_90", "--evidence"])
+            .arg(evidence_none())
+            .arg("--db")
+            .arg(db)
+            .args(extra)
+            .arg("examples/laplacian3d.hip")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        doc["kernels"][0].clone()
+    };
+    let labels = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array().map(|a| a.iter().map(|l| l.as_str().unwrap().to_string()).collect()).unwrap_or_default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("decisions.json");
+    let row = tune(&db_path, &[]);
+    let db = Db::load(&db_path).unwrap();
+    let entry = db.kernels.values().find(|e| e.symbol.starts_with("_Z20laplacian3d")).expect("laplacian3d tuned");
+    let before = entry.before.unwrap();
+    assert_eq!((before.vgpr, before.vgpr_spills, before.occupancy), (64, 0, 32), "{before:?}");
+    assert!(entry.transforms.is_empty(), "nothing proven, nothing decided: {:?}", entry.transforms);
+    assert_eq!(entry.suggested.len(), 1, "{:?}", entry.suggested);
+
+    // The candidates, as the db keeps them and tune prints them.
+    let names: Vec<String> = entry.candidates.iter().map(|c| sm_90_name(&c.transforms)).collect();
+    assert_eq!(labels(&row["candidates"]), names);
+    assert!(entry.left_out.is_empty() && row.get("left_out").is_none(), "all fit in 8: {:?}", entry.left_out);
+    assert!(entry.candidates.len() + entry.suggested.len() <= 8, "--candidates 8 counts the suggestion: {names:?}");
+    let steps: Vec<&regtune_decisions::Candidate> = entry.candidates.iter().filter(|c| c.transforms.waves_per_eu.is_some()).collect();
+    assert!(steps.len() >= 3, "several occupancy steps: {names:?}");
+    for c in &steps {
+        assert!(c.usage.occupancy > before.occupancy, "each step above the plain build's occupancy: {c:?}");
+    }
+    assert!(steps.iter().any(|c| c.usage.vgpr_spills > 0 && c.usage.local_accesses > 0), "a step that spills is still a candidate: {steps:?}");
+    assert!(steps.iter().any(|c| c.transforms.waves_per_eu == Some(64)), "the highest step: {names:?}");
+    assert!(entry.candidates.iter().any(|c| c.transforms.unroll_cap.is_some()), "unroll caps: {names:?}");
+
+    // Every build is stored once, and no two are the same code.
+    let files: Vec<_> = std::fs::read_dir(code::dir(&db_path).join(&entry.input_hash)).unwrap().map(|f| f.unwrap().path()).collect();
+    let planned = code::candidates(&code::dir(&db_path), entry);
+    assert_eq!(files.len(), planned.len(), "plain, the suggestion and each candidate: {files:?}");
+    assert_eq!(planned.len(), 2 + entry.candidates.len());
+    let mut hashes: Vec<Vec<u8>> = files.iter().map(|f| file_hash(f)).collect();
+    hashes.sort();
+    hashes.dedup();
+    assert_eq!(hashes.len(), files.len(), "identical code is kept once");
+
+    // `regtune measure` plans every one of them.
+    let out = regtune().args(["measure", "--dry-run", "--db"]).arg(&db_path).args(["--", "true"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut all = vec!["plain".to_string(), "suggested".to_string()];
+    all.extend(names.iter().cloned());
+    let line = format!("would measure {} on sm_90: {}", entry.symbol, all.join(", "));
+    assert!(stderr_lines(&out).contains(&line), "{line} in {:?}", stderr_lines(&out));
+
+    // `--candidates 3`: the suggestion and the first two; the rest are listed, not built.
+    let few_path = dir.path().join("few.json");
+    let few_row = tune(&few_path, &["--candidates", "3"]);
+    let few = Db::load(&few_path).unwrap().kernels.into_values().next().unwrap();
+    assert_eq!(few.suggested.len(), 1);
+    let few_names: Vec<String> = few.candidates.iter().map(|c| sm_90_name(&c.transforms)).collect();
+    assert_eq!(few_names, names[..2], "the same first candidates");
+    assert_eq!(labels(&few_row["candidates"]), few_names);
+    assert_eq!(labels(&few_row["left_out"]), few.left_out);
+    for name in &names[2..] {
+        assert!(few.left_out.contains(name), "{name} left out: {:?}", few.left_out);
+    }
+    let stored = std::fs::read_dir(code::dir(&few_path).join(&few.input_hash)).unwrap().count();
+    assert_eq!(stored, 4, "plain, the suggestion and two candidates");
+    let out = regtune().args(["measure", "--dry-run", "--db"]).arg(&few_path).args(["--", "true"]).output().unwrap();
+    let lines = stderr_lines(&out);
+    assert!(lines.contains(&format!("would measure {} on sm_90: plain, suggested, {}", few.symbol, few_names.join(", "))), "{lines:?}");
+    let note = format!("laplacian3d_o8_ztile: {} more candidates left out by tune (--candidates): {}", few.left_out.len(), few.left_out.join(", "));
+    assert!(lines.contains(&note), "{note} in {lines:?}");
 }
 
 #[test]
@@ -103,6 +217,8 @@ fn bad_input_is_one_line_and_the_program_never_runs() {
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{ not json").unwrap();
     check(&bad, "is not valid JSON");
+    // The measurements are written back: a db that cannot be saved stops it first (issue 23).
+    check(Path::new("/proc/regtune-db.json"), "cannot write decisions db /proc/regtune-db.json: No such file or directory (os error 2)");
     let db = fake_db(dir.path());
     std::fs::remove_dir_all(code::dir(&db)).unwrap();
     check(&db, "has no candidate code objects for step(double*) (sm_90)");
@@ -208,8 +324,8 @@ fn the_build_follows_the_measurement() {
         deterministic: true,
         program_identical: Some(true),
         candidates: vec![
-            Candidate { transforms: Transforms::default(), time: Some(Timing { median_ms: 0.3272, spread_ms: 0.0014 }), identical: true, error: None },
-            Candidate { transforms: entry.transforms.clone(), time: Some(Timing { median_ms: decided_ms, spread_ms: 0.0014 }), identical: true, error: None },
+            Candidate { transforms: Transforms::default(), time: Some(Timing { median_ms: 0.3272, spread_ms: 0.0014 }), identical: true, error: None, code: None },
+            Candidate { transforms: entry.transforms.clone(), time: Some(Timing { median_ms: decided_ms, spread_ms: 0.0014 }), identical: true, error: None, code: None },
         ],
     };
     for (decided_ms, want) in [(0.3441, plain), (0.30, decided)] {

@@ -15,7 +15,7 @@ use std::process::Command as Process;
 use std::sync::OnceLock;
 
 use assert_cmd::Command;
-use common::{examples, repo};
+use common::{evidence_all_proven, evidence_none, examples, repo};
 use regtune::cuda::Cuda;
 use regtune::nvidia::{self, KernelResources};
 use serde_json::Value;
@@ -28,6 +28,8 @@ fn cuda() -> &'static Cuda {
 fn regtune() -> Command {
     let mut cmd = Command::cargo_bin("regtune").expect("regtune binary");
     cmd.current_dir(repo());
+    // Only the evidence a test passes.
+    cmd.env_remove("REGTUNE_EVIDENCE");
     cmd
 }
 
@@ -246,20 +248,131 @@ fn spills(u: &Value) -> u64 {
     u["vgpr_spills"].as_u64().unwrap() + u["sgpr_spills"].as_u64().unwrap()
 }
 
-/// One tune over every example on sm_90, shared by the tests below.
+/// Every example tuned on sm_90 under an evidence table, with its db.
+fn tune_examples(evidence: &Path) -> (tempfile::TempDir, Vec<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let files = examples();
+    let rows = json(
+        regtune()
+            .args(["tune", "--format", "json", "--offload-arch", "sm_90", "--evidence"])
+            .arg(evidence)
+            .arg("--db")
+            .arg(dir.path().join("db.json"))
+            .args(&files),
+    );
+    (dir, rows)
+}
+
+/// One tune over every example on sm_90 with every class proven (what the
+/// default decided before it followed GPU evidence), shared by the tests below.
 fn tuned() -> &'static (tempfile::TempDir, Vec<Value>) {
     static TUNED: OnceLock<(tempfile::TempDir, Vec<Value>)> = OnceLock::new();
-    TUNED.get_or_init(|| {
+    TUNED.get_or_init(|| tune_examples(&evidence_all_proven()))
+}
+
+fn labels_of(k: &Value, list: &str) -> Vec<String> {
+    k[list].as_array().unwrap().iter().map(|l| l.as_str().unwrap().to_string()).collect()
+}
+
+const MEASURE_HINT: &str = "`regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results";
+
+#[test]
+fn without_evidence_nothing_is_applied_unasked_on_sm_90_and_the_former_decisions_are_suggested() {
+    let (dir, none) = tune_examples(&evidence_none());
+    assert_eq!(none.len(), examples().len());
+    let db: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("db.json")).unwrap()).unwrap();
+    let entries: Vec<&Value> = db["kernels"].as_object().unwrap().values().collect();
+    assert_eq!(entries.len(), none.len());
+    for e in &entries {
+        assert!(e.get("transforms").is_none_or(|t| t.as_object().unwrap().is_empty()), "nothing decided: {e}");
+    }
+    for k in &none {
+        assert!(labels_of(k, "applied").is_empty(), "{k}");
+        assert_eq!(k["after"], k["before"], "{k}");
+        let reasons = k["suggestion_reasons"].as_array().unwrap();
+        let timed = reasons.iter().any(|r| r == "unproven" || r == "trades-ilp");
+        for m in k["suggestions"].as_array().unwrap() {
+            assert_eq!(m.as_str().unwrap().ends_with(MEASURE_HINT), timed, "{k}");
+        }
+    }
+    // What the all-proven table decides is suggested, for the reason its class waits for.
+    let (_, proven) = tuned();
+    let mut former = 0;
+    for p in proven.iter().filter(|p| !labels_of(p, "applied").is_empty()) {
+        former += 1;
+        let k = none.iter().find(|k| k["symbol"] == p["symbol"]).unwrap();
+        for label in labels_of(p, "applied") {
+            assert!(labels_of(k, "suggested").contains(&label), "{label}: {k}");
+            let reason = match label.split('=').next().unwrap() {
+                "sink" | "pow2" => "unproven",
+                "unroll-cap" | "warps-per-sm" => "trades-ilp",
+                other => panic!("{other} is applied only when asked: {p}"),
+            };
+            assert!(k["suggestion_reasons"].as_array().unwrap().contains(&Value::from(reason)), "{label}: {k}");
+        }
+    }
+    assert!(former >= 1, "{proven:?}");
+    let md = |rows: &[Value]| rows.iter().find(|k| k["name"].as_str().unwrap().starts_with("md_lj_force_kick(")).unwrap().clone();
+    let (p, k) = (md(proven), md(&none));
+    assert_eq!(labels_of(&p, "applied"), ["sink"], "{p}");
+    assert_eq!(p["after"]["occupancy"], 32, "{p}");
+    assert_eq!((k["suggested"].clone(), k["suggestion_reasons"].clone()), (serde_json::json!(["sink"]), serde_json::json!(["unproven"])), "{k}");
+    assert_eq!(k["reason"], "unproven", "{k}");
+    let message = k["suggestions"][0].as_str().unwrap();
+    assert!(message.starts_with("moving definitions next to their first use (sink) would reach occupancy 32 ("), "{message}");
+    assert!(message.contains("no GPU has timed it on real kernels yet (sink)") && message.ends_with(MEASURE_HINT), "{message}");
+}
+
+/// The Kalman filter's private matrices: fully unrolled they are registers
+/// (168, no spills on sm_90); an unroll cap turns them back into arrays in
+/// local memory. Spill counts alone would call the cap an improvement; the
+/// local-memory accesses nvdisasm counts do not, whatever the evidence.
+#[test]
+fn kalman_unroll_caps_put_the_matrices_in_local_memory_and_are_never_applied() {
+    let nvdisasm = cuda().root.join("bin/nvdisasm");
+    assert!(nvdisasm.is_file(), "{} is missing: ci/bootstrap.sh installs it", nvdisasm.display());
+    let file = repo().join("examples/kalman_private.hip");
+    let local = |u: &Value| u["local_accesses"].as_u64().unwrap_or(0);
+    for evidence in [evidence_none(), evidence_all_proven()] {
         let dir = tempfile::tempdir().unwrap();
-        let files = examples();
+        let db = dir.path().join("db.json");
+        // Room for the whole search (and every candidate) on a busy machine.
         let rows = json(
             regtune()
-                .args(["tune", "--format", "json", "--offload-arch", "sm_90", "--db"])
-                .arg(dir.path().join("db.json"))
-                .args(&files),
+                .args(["tune", "--format", "json", "--offload-arch", "sm_90", "--time-budget", "600", "--evidence"])
+                .arg(&evidence)
+                .arg("--db")
+                .arg(&db)
+                .arg(&file),
         );
-        (dir, rows)
-    })
+        let ctx = evidence.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(rows.len(), 1, "{ctx}");
+        let k = &rows[0];
+        assert_eq!(k["budget_reached"], false, "{ctx}: {k}");
+        assert!(!labels_of(k, "applied").iter().any(|l| l.starts_with("unroll-cap")), "{ctx}: {k}");
+        assert!(!labels_of(k, "suggested").iter().any(|l| l.starts_with("unroll-cap")), "{ctx}: {k}");
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
+        let e = doc["kernels"].as_object().unwrap().values().next().unwrap();
+        assert!(e["transforms"].get("unroll_cap").is_none(), "{ctx}: {e}");
+        let before = &e["before"];
+        assert_eq!((before["vgpr"].as_u64(), spills(before), local(before)), (Some(168), 0, 0), "{ctx}: {before}");
+        let candidates = e["candidates"].as_array().unwrap();
+        let cap1 = candidates.iter().find(|c| c["transforms"] == serde_json::json!({"unroll_cap": 1})).unwrap_or_else(|| panic!("{ctx}: {e}"));
+        let top = candidates
+            .iter()
+            .filter(|c| c["transforms"].get("waves_per_eu").is_some())
+            .max_by_key(|c| c["usage"]["occupancy"].as_u64())
+            .unwrap_or_else(|| panic!("{ctx}: {e}"));
+        let (cap_u, top_u) = (&cap1["usage"], &top["usage"]);
+        // What spill counts see: no spills and far more occupancy.
+        assert_eq!(spills(cap_u), 0, "{ctx}: {cap1}");
+        assert!(cap_u["occupancy"].as_u64() > before["occupancy"].as_u64(), "{ctx}: {cap1}");
+        // What the code does: the matrices in local memory, more accesses
+        // than the plain build and than the highest register cap's spills.
+        assert!(spills(top_u) > 0 && local(top_u) > 0, "{ctx}: {top}");
+        assert!(local(cap_u) > local(before), "{ctx}: {cap1}");
+        assert!(local(cap_u) > local(top_u), "{ctx}: unroll-cap=1 {cap1} against {top}");
+    }
 }
 
 #[test]
@@ -294,6 +407,27 @@ fn tune_on_sm_90_raises_occupancy_and_never_makes_a_kernel_worse() {
     assert_eq!(lap["suggestion_reasons"], serde_json::json!(["trades-ilp"]), "{lap}");
 }
 
+/// Issue 23: `-include hdr.h` (a header that includes `<cuda_runtime.h>`)
+/// and `-imacros` reached the compile of the frontend's IR, an empty CUDA
+/// file made with `-nocudainc`, and failed there. They are the frontend's.
+#[test]
+fn frontend_only_flags_do_not_reach_the_compile_of_the_ir() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hdr.h"), "#include <cuda_runtime.h>\n#define SCALE 2.0f\n").unwrap();
+    std::fs::write(dir.path().join("macros.h"), "#define SCALE2 3.0f\n").unwrap();
+    let file = dir.path().join("axpy.cu");
+    std::fs::write(&file, "__global__ void axpy(float a, const float* x, float* y, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = SCALE * SCALE2 * a * x[i] + y[i];\n}\n").unwrap();
+    let flags = ["--", "-include", "hdr.h", "-imacros", "macros.h"];
+    let mut tune = regtune();
+    tune.current_dir(dir.path()).args(["tune", "--format", "json", "--offload-arch", "sm_90", "--db", "db.json", "axpy.cu"]).args(flags);
+    let tuned = json(&mut tune);
+    let mut report = regtune();
+    report.current_dir(dir.path()).args(["report", "--format", "json", "--offload-arch", "sm_90", "axpy.cu"]).args(flags);
+    let reported = json(&mut report);
+    assert_eq!(tuned.len(), 1);
+    assert_eq!(tuned[0]["before"], reported[0]["usage"], "the variants' plain build is the frontend's");
+}
+
 #[test]
 fn a_plugin_build_with_the_db_gives_exactly_the_promised_usage_on_sm_90() {
     let (dir, rows) = tuned();
@@ -317,11 +451,14 @@ fn a_plugin_build_with_the_db_gives_exactly_the_promised_usage_on_sm_90() {
 #[test]
 fn pow2_rewrites_libdevice_pow_only_where_approximate_functions_are_allowed() {
     let file = repo().join("examples/lbm_d3q19.hip");
+    // Exact pow2 proven on the GPU: applied where the build allows it.
     let tune = |extra: &[&str]| {
         let dir = tempfile::tempdir().unwrap();
         let rows = json(
             regtune()
-                .args(["tune", "--format", "json", "--offload-arch", "sm_90", "--db"])
+                .args(["tune", "--format", "json", "--offload-arch", "sm_90", "--evidence"])
+                .arg(evidence_all_proven())
+                .arg("--db")
                 .arg(dir.path().join("db.json"))
                 .arg(&file)
                 .arg("--")

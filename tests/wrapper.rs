@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::{examples, repo};
+use common::{evidence_all_proven, examples, repo};
 use serde_json::Value;
 
 const ARCHS: [&str; 2] = ["gfx90a", "gfx1100"];
@@ -34,7 +34,7 @@ fn wrapper(name: &str, dir: &Path) -> Command {
     c.current_dir(dir);
     for v in [
         "REGTUNE_MODE", "REGTUNE_COMPILER", "REGTUNE_DB", "REGTUNE_VERBOSE", "REGTUNE_PLUGIN", "REGTUNE_WRAPPED",
-        "REGTUNE_DECISIONS", "REGTUNE_INPUT_HASH", "REGTUNE_TUNE_ARGS",
+        "REGTUNE_DECISIONS", "REGTUNE_INPUT_HASH", "REGTUNE_TUNE_ARGS", "REGTUNE_EVIDENCE",
     ] {
         c.env_remove(v);
     }
@@ -96,7 +96,10 @@ fn stem(p: &Path) -> String {
 }
 
 /// Every example built at once in tune mode into one db, as `make -j`
-/// would: each wrapper tunes its file and writes the shared db.
+/// would: each wrapper tunes its file and writes the shared db. The
+/// evidence table where every class is proven reaches `regtune tune`
+/// through the environment, so the MD kernel's sink is decided as the
+/// default decided it before it followed GPU evidence.
 struct Tuned {
     _dir: tempfile::TempDir,
     db: PathBuf,
@@ -118,6 +121,7 @@ fn tuned() -> &'static Tuned {
                     .env("REGTUNE_DB", &db)
                     // The LBM's pow(x, 2) is inexact: applied only on opt-in.
                     .env("REGTUNE_TUNE_ARGS", "--pow2 apply")
+                    .env("REGTUNE_EVIDENCE", evidence_all_proven())
                     .arg(format!("--offload-arch={}", ARCHS.join(",")))
                     .args(["-O3", "-c"])
                     .arg(&example)
@@ -622,7 +626,6 @@ fn commands_regtune_has_no_part_in_reach_the_compiler_exactly_as_given() {
         &["-O2", "-c", "main.cpp", "-o", "main.o"],
         &["-c", "util.c"],
         &["--offload-arch=gfx90a", "-E", "k.hip"],
-        &["--offload-arch=gfx90a", "-fgpu-rdc", "-O3", "-c", "k.hip"],
         &["--version"],
         &["--offload-arch=gfx90a", "@more.rsp"],
     ];
@@ -703,7 +706,7 @@ fn cmake(args: &[&std::ffi::OsStr], dir: &Path, env: &[(&str, &std::ffi::OsStr)]
         // binutils' archiver comes with the C toolchain on every machine.
         c.args(["-DCMAKE_AR=/usr/bin/ar", "-DCMAKE_RANLIB=/usr/bin/ranlib"]);
     }
-    for v in ["REGTUNE_MODE", "REGTUNE_COMPILER", "REGTUNE_DB", "REGTUNE_VERBOSE", "REGTUNE_PLUGIN", "CXX", "CXXFLAGS"] {
+    for v in ["REGTUNE_MODE", "REGTUNE_COMPILER", "REGTUNE_DB", "REGTUNE_VERBOSE", "REGTUNE_PLUGIN", "REGTUNE_EVIDENCE", "CXX", "CXXFLAGS"] {
         c.env_remove(v);
     }
     c.env("REGTUNE_CACHE_DIR", dir.join("cache"));
@@ -736,7 +739,9 @@ fn cmake_builds_the_examples_with_regtune_hipcc_as_cxx_and_with_regtune_cc_as_la
     let project = repo().join("examples/cmake");
     let os = |s: &str| std::ffi::OsString::from(s);
 
-    // CXX=regtune-hipcc, tuning each file as it builds (two at a time, one shared db).
+    // CXX=regtune-hipcc, tuning each file as it builds (two at a time, one
+    // shared db), every class proven (through the environment) so that the
+    // MD kernel's sink is decided.
     let hipcc_build = dir.path().join("hipcc");
     let configure = cmake(
         &[&os("-S"), project.as_os_str(), &os("-B"), hipcc_build.as_os_str(), &os("-DCMAKE_EXPORT_COMPILE_COMMANDS=ON")],
@@ -747,7 +752,7 @@ fn cmake_builds_the_examples_with_regtune_hipcc_as_cxx_and_with_regtune_cc_as_la
     let build = cmake(
         &[&os("--build"), hipcc_build.as_os_str(), &os("-j2")],
         dir.path(),
-        &[("REGTUNE_MODE", &os("tune")), ("REGTUNE_DB", db.as_os_str())],
+        &[("REGTUNE_MODE", &os("tune")), ("REGTUNE_DB", db.as_os_str()), ("REGTUNE_EVIDENCE", evidence_all_proven().as_os_str())],
     );
     ok(&build, "cmake --build (tune mode)");
     assert!(!text(&build.stdout).contains("regtune: warning") && !text(&build.stderr).contains("regtune: warning"));
@@ -811,8 +816,9 @@ fn a_db_regtune_batch_made_from_the_compile_commands_is_applied_by_the_build() {
         ),
         "cmake configure",
     );
+    // Every class proven: the MD kernel's sink is decided.
     ok(
-        &wrapper("regtune", dir.path()).arg("batch").arg("-p").arg(&build).arg("--db").arg(&db).output().unwrap(),
+        &wrapper("regtune", dir.path()).arg("batch").arg("-p").arg(&build).arg("--evidence").arg(evidence_all_proven()).arg("--db").arg(&db).output().unwrap(),
         "regtune batch",
     );
     let entries = db_entries(&db);

@@ -265,7 +265,25 @@ def case_entropy(np, rng):
     return Case(((width + 255) // 256, height, 1), (256, 1, 1), b, args)
 
 
+def case_kalman(np, rng):
+    ns, nm, steps, tracks = 8, 2, 32, 1 << 16
+    # As examples/kalman_private.hip's host: constant velocity (position i
+    # moves by 0.1 times velocity i + 4), process and measurement noise.
+    model = np.zeros(ns * ns + 2, dtype=np.float32)
+    for i in range(ns):
+        model[i * ns + i] = 1.0
+    for i in range(ns // 2):
+        model[i * ns + i + ns // 2] = 0.1
+    model[ns * ns], model[ns * ns + 1] = 1e-3, 0.25
+    p = np.arange(steps * tracks * nm, dtype=np.uint64)
+    z = ((p * np.uint64(2654435761)) >> np.uint64(24)).astype(np.float32) / np.float32(256.0)
+    b = {"model": model, "z": z, "state": rng.standard_normal(tracks * (ns + 1)).astype(np.float32)}
+    args = [("buf", "model"), ("buf", "z"), ("buf", "state"), ("i32", steps), ("i32", tracks)]
+    return Case(((tracks + 255) // 256, 1, 1), (256, 1, 1), b, args)
+
+
 CASES = {
+    "kalman_track": case_kalman,
     "lbm_d3q19_collide_stream": case_lbm,
     "lbm_d3q19_trt": case_lbm_trt,
     "laplacian3d_o8_ztile": case_laplacian,

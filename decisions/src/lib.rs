@@ -72,6 +72,15 @@ pub struct Transforms {
     pub waves_per_eu: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub launch_bounds: Option<u32>,
+    /// Spill registers to shared memory (LDS) before local memory (scratch).
+    /// NVPTX: ptxas's `enable_smem_spilling`, which needs a block size.
+    #[serde(skip_serializing_if = "is_false")]
+    pub spill_to_shared: bool,
+    /// Keep up to N words per thread of long-lived values in LDS across the
+    /// register-pressure peak (the plugin's `regtune-lds-spill<N>`, both
+    /// targets); needs a block size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lds_spill: Option<u32>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -103,6 +112,12 @@ impl Transforms {
         if let Some(b) = self.launch_bounds {
             out.push(format!("launch-bounds={b}"));
         }
+        if self.spill_to_shared {
+            out.push("spill-to-shared".to_string());
+        }
+        if let Some(n) = self.lds_spill {
+            out.push(format!("lds-spill={n}"));
+        }
         out
     }
 }
@@ -119,6 +134,16 @@ pub struct Usage {
     pub lds_bytes: u32,
     pub occupancy: u32,
     pub code_bytes: u64,
+    /// Local-memory loads and stores of the final code (NVPTX: `LDL`/`STL`
+    /// in the SASS, spills and private arrays alike), each weighted by the
+    /// loops around it: what a variant that "removes spills" must not add.
+    /// Zero where not read (AMDGPU counts scratch in `scratch_bytes`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub local_accesses: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Why a kernel got what it got, machine-readable (`"reason"` in JSON and
@@ -142,6 +167,9 @@ pub enum Reason {
     ChangesRounding,
     /// It rests on what callers do (noalias, launch bounds): suggested.
     AssumesCaller,
+    /// No GPU has shown that this kind of change never slows a real kernel
+    /// (see the evidence table in the driver): suggested.
+    Unproven,
     /// Already at the target's most occupancy.
     AtBest,
     /// Nothing tried beat the plain compile.
@@ -160,6 +188,7 @@ impl Reason {
             Reason::TradesIlp => "trades-ilp",
             Reason::ChangesRounding => "changes-rounding",
             Reason::AssumesCaller => "assumes-caller",
+            Reason::Unproven => "unproven",
             Reason::AtBest => "at-best",
             Reason::NoGain => "no-gain",
             Reason::LostWhenCombined => "lost-when-combined",
@@ -196,9 +225,26 @@ pub struct Entry {
     /// The usage the tuner measured with `transforms`: the build's promise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<Usage>,
+    /// More builds for `regtune measure` to time: one per occupancy step
+    /// (a register cap, spilling or not), with and without the rewrites
+    /// tune found, and unroll caps. Each is allowed as it is (no assumption
+    /// about the caller, no rounding the user did not accept): a
+    /// measurement may choose it, a build without one never applies it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<Candidate>,
+    /// Candidates past the limit (`--candidates N`), by label.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
     /// Times and identity on a GPU, from `regtune measure`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,
+}
+
+/// One build of the measured search (see [`Entry::candidates`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub transforms: Transforms,
+    pub usage: Usage,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -224,8 +270,33 @@ impl Entry {
     pub fn effective(&self) -> Transforms {
         let tuned = self.tuned();
         let Some(m) = &self.measured else { return tuned };
-        let confirmed = self.suggested.iter().filter(|s| s.confirmed).map(|s| &s.transforms);
-        m.choose([&tuned, &self.transforms].into_iter().chain(confirmed)).unwrap_or(tuned)
+        m.choose(self.allowed().iter()).unwrap_or(tuned)
+    }
+
+    /// Every build a measurement may choose: the decision (with what the
+    /// user confirmed), confirmed suggestions and the search's candidates.
+    pub fn allowed(&self) -> Vec<Transforms> {
+        let confirmed = self.suggested.iter().filter(|s| s.confirmed).map(|s| s.transforms.clone());
+        let search = self.candidates.iter().map(|c| c.transforms.clone());
+        let mut all = vec![self.tuned(), self.transforms.clone()];
+        for t in confirmed.chain(search) {
+            if !all.contains(&t) {
+                all.push(t);
+            }
+        }
+        all
+    }
+
+    /// The usage tune recorded for a build of this kernel, if it built it.
+    pub fn usage_of(&self, t: &Transforms) -> Option<Usage> {
+        if t.is_empty() {
+            return self.before;
+        }
+        if *t == self.transforms {
+            return self.after;
+        }
+        let suggested = self.suggested.iter().find(|s| &s.transforms == t).map(|s| s.usage);
+        suggested.or_else(|| self.candidates.iter().find(|c| &c.transforms == t).map(|c| c.usage))
     }
 
     /// The decided transforms plus any suggestion the user confirmed in the
@@ -240,6 +311,8 @@ impl Entry {
             t.unroll_cap = c.unroll_cap.or(t.unroll_cap);
             t.waves_per_eu = c.waves_per_eu.or(t.waves_per_eu);
             t.launch_bounds = c.launch_bounds.or(t.launch_bounds);
+            t.spill_to_shared |= c.spill_to_shared;
+            t.lds_spill = c.lds_spill.or(t.lds_spill);
             for p in &c.noalias {
                 if !t.noalias.contains(p) {
                     t.noalias.push(p.clone());
@@ -278,6 +351,15 @@ impl Db {
         Db::parse(&text, path)
     }
 
+    /// Load a db this run will write: readable, valid, and in a directory
+    /// it can write (or create). Checked before any work, so a long tune
+    /// never ends in a save that fails.
+    pub fn load_for_update(path: &Path) -> Result<Db, DbError> {
+        let db = Db::load(path)?;
+        check_writable(path)?;
+        Ok(db)
+    }
+
     fn parse(text: &str, path: &Path) -> Result<Db, DbError> {
         let db: Db = serde_json::from_str(text)
             .map_err(|source| DbError::Parse { path: path.into(), source })?;
@@ -300,15 +382,26 @@ impl Db {
         })
     }
 
-    /// Insert or replace an entry. A measurement of the entry it replaces
-    /// stays when it measured the same candidates (a re-tune that decided
-    /// the same); otherwise it is stale and dropped.
-    pub fn insert(&mut self, mut entry: Entry) {
+    /// Insert or replace an entry as it is, its measurement included: the
+    /// tuner, which sees the code objects, decides which measurement still
+    /// holds (see `regtune tune`).
+    pub fn insert(&mut self, entry: Entry) {
+        self.kernels.insert(entry.key(), entry);
+    }
+
+    /// Join an entry from another db: a measurement of the entry it
+    /// replaces stays when the newcomer has none and offers the same
+    /// candidates; otherwise it is stale and dropped.
+    pub fn join(&mut self, mut entry: Entry) {
         if entry.measured.is_none() {
             if let Some(old) = self.kernels.get(&entry.key()) {
-                if old.transforms == entry.transforms
-                    && old.suggested.iter().map(|s| &s.transforms).eq(entry.suggested.iter().map(|s| &s.transforms))
-                {
+                let builds = |e: &Entry| {
+                    let mut all = vec![e.transforms.clone()];
+                    all.extend(e.suggested.iter().map(|s| s.transforms.clone()));
+                    all.extend(e.candidates.iter().map(|c| c.transforms.clone()));
+                    all
+                };
+                if builds(old) == builds(&entry) {
                     entry.measured = old.measured.clone();
                 }
             }
@@ -356,6 +449,32 @@ impl Db {
     }
 }
 
+/// Can `path` be saved? Its directory, or the nearest ancestor that exists
+/// (`save` creates the rest), takes a temporary file.
+fn check_writable(path: &Path) -> Result<(), DbError> {
+    let err = |source| DbError::Write { path: path.into(), source };
+    let mut dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    while !dir.exists() {
+        match dir.parent() {
+            Some(up) if !up.as_os_str().is_empty() => dir = up,
+            _ => {
+                dir = Path::new(".");
+                break;
+            }
+        }
+    }
+    if !dir.is_dir() {
+        return Err(err(std::io::Error::other(format!("{} is not a directory", dir.display()))));
+    }
+    // A file of our own rather than tempfile's, whose error would name it.
+    let probe = dir.join(format!(".regtune-write-check-{}", std::process::id()));
+    File::options().write(true).create(true).truncate(true).open(&probe).map_err(err)?;
+    fs::remove_file(&probe).map_err(err)
+}
+
 fn lock_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
     name.push(".lock");
@@ -383,6 +502,8 @@ mod tests {
             suggested: vec![],
             before: None,
             after: Some(Usage { vgpr: 96, occupancy: 5, ..Default::default() }),
+            candidates: vec![],
+            left_out: vec![],
             measured: None,
         }
     }
@@ -397,10 +518,12 @@ mod tests {
             noalias: vec![Param { index: 13, name: "g14".into() }, Param { index: 2, name: String::new() }],
             waves_per_eu: Some(5),
             launch_bounds: Some(256),
+            spill_to_shared: true,
+            lds_spill: Some(8),
         };
         assert_eq!(
             t.labels(),
-            ["pow2", "sink", "unroll-cap=4", "noalias=g14", "noalias=#2", "waves-per-eu=5", "launch-bounds=256"]
+            ["pow2", "sink", "unroll-cap=4", "noalias=g14", "noalias=#2", "waves-per-eu=5", "launch-bounds=256", "spill-to-shared", "lds-spill=8"]
         );
         let inexact = Transforms { pow2: true, pow2_inexact: true, ..Default::default() };
         assert_eq!(inexact.labels(), ["pow2=inexact"]);
@@ -477,12 +600,14 @@ mod tests {
             time: Some(measured::Timing { median_ms: 1.0, spread_ms: 0.01 }),
             identical: true,
             error: None,
+            code: None,
         };
         let others = cands.iter().map(|(t, ms, identical)| measured::Candidate {
             transforms: (*t).clone(),
             time: Some(measured::Timing { median_ms: *ms, spread_ms: 0.01 }),
             identical: *identical,
             error: None,
+            code: None,
         });
         Measured {
             device: "gpu".into(),
@@ -523,17 +648,58 @@ mod tests {
     }
 
     #[test]
-    fn a_retune_keeps_a_measurement_of_the_same_candidates_only() {
+    fn joining_keeps_a_measurement_of_the_same_candidates_only() {
         let mut db = Db::default();
         let mut e = entry("_Z1kPf", "h");
         e.measured = Some(measured_with(&[]));
+        db.join(e.clone());
+        db.join(entry("_Z1kPf", "h"));
+        assert!(db.kernels[&e.key()].measured.is_some());
+        let mut more = entry("_Z1kPf", "h");
+        more.candidates = vec![Candidate { transforms: Transforms { waves_per_eu: Some(6), ..Default::default() }, usage: Usage::default() }];
+        db.join(more);
+        assert!(db.kernels[&e.key()].measured.is_none(), "another candidate: stale");
+        // insert replaces as it is: the tuner decided what still holds.
         db.insert(e.clone());
         db.insert(entry("_Z1kPf", "h"));
-        assert!(db.kernels[&e.key()].measured.is_some());
-        let mut other = entry("_Z1kPf", "h");
-        other.transforms.sink = true;
-        db.insert(other);
         assert!(db.kernels[&e.key()].measured.is_none());
+    }
+
+    #[test]
+    fn a_db_to_update_is_checked_for_a_writable_directory_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("new/sub/db.json");
+        assert_eq!(Db::load_for_update(&fresh).unwrap(), Db::default());
+        assert!(!dir.path().join("new").exists(), "checking creates nothing");
+        let file = dir.path().join("plain.txt");
+        std::fs::write(&file, "").unwrap();
+        let under_a_file = file.join("db.json");
+        let e = Db::load_for_update(&under_a_file).unwrap_err();
+        assert_eq!(e.to_string(), format!("cannot read decisions db {}: Not a directory (os error 20)", under_a_file.display()));
+        let gone = file.join("sub/db.json");
+        let e = Db::load_for_update(&gone).unwrap_err();
+        assert_eq!(e.to_string(), format!("cannot read decisions db {}: Not a directory (os error 20)", gone.display()));
+        // A directory nobody can write to, root included.
+        let e = Db::load_for_update(Path::new("/proc/regtune-db.json")).unwrap_err();
+        assert_eq!(e.to_string(), "cannot write decisions db /proc/regtune-db.json: No such file or directory (os error 2)");
+        let broken = dir.path().join("broken.json");
+        std::fs::write(&broken, "{").unwrap();
+        assert!(matches!(Db::load_for_update(&broken), Err(DbError::Parse { .. })));
+    }
+
+    #[test]
+    fn a_measurement_may_choose_a_search_candidate_the_static_rule_never_applies() {
+        let mut e = entry("_Z1kPf", "h");
+        e.transforms = Transforms::default();
+        let step = Transforms { waves_per_eu: Some(40), ..Default::default() };
+        let cap = Transforms { unroll_cap: Some(2), ..Default::default() };
+        e.candidates = vec![Candidate { transforms: step.clone(), usage: Usage::default() }, Candidate { transforms: cap.clone(), usage: Usage::default() }];
+        assert!(e.effective().is_empty(), "no measurement: the decision (plain)");
+        e.measured = Some(measured_with(&[(&step, 0.83, true), (&cap, 0.9, true)]));
+        assert_eq!(e.effective(), step);
+        e.measured = Some(measured_with(&[(&step, 0.83, false), (&cap, 0.9, true)]));
+        assert_eq!(e.effective(), cap, "the fastest identical one");
+        assert_eq!(e.usage_of(&step), Some(Usage::default()));
     }
 
     #[test]

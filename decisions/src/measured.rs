@@ -45,6 +45,10 @@ pub struct Candidate {
     /// Why it was not measured: a fault, a refused launch, a load error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A hash of the code object measured: a re-tune that builds the same
+    /// bytes keeps this measurement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
 
 /// Kernel time (CUDA/HIP events), milliseconds: over the timed runs of one
@@ -151,7 +155,7 @@ mod tests {
     }
 
     fn cand(tr: Transforms, median: f64, spread: f64, identical: bool) -> Candidate {
-        Candidate { transforms: tr, time: Some(Timing { median_ms: median, spread_ms: spread }), identical, error: None }
+        Candidate { transforms: tr, time: Some(Timing { median_ms: median, spread_ms: spread }), identical, error: None, code: None }
     }
 
     fn measured(cands: Vec<Candidate>) -> Measured {

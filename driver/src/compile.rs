@@ -33,6 +33,11 @@ pub enum CompileError {
     /// Stopped at its deadline, with everything it had started.
     #[error("{} ran past its time limit on {} for {arch} ({seconds:.1} s) and was stopped", tool.display(), file.display())]
     TimedOut { tool: PathBuf, file: PathBuf, arch: String, seconds: f64 },
+    /// lld's diagnostics are in `diagnostics`.
+    #[error("the device link (lld) of {} for {arch} failed ({status})", file.display())]
+    Link { file: PathBuf, arch: String, status: String, diagnostics: String },
+    #[error("relocatable device code (-fgpu-rdc) is not supported for {arch}: {why}")]
+    NoRdc { arch: String, why: &'static str },
     #[error(transparent)]
     Toolchain(#[from] crate::toolchain::ToolchainError),
     #[error(transparent)]
@@ -48,13 +53,41 @@ impl CompileError {
 
     pub fn diagnostics(&self) -> Option<&str> {
         match self {
-            CompileError::Failed { diagnostics, .. } if !diagnostics.trim().is_empty() => Some(diagnostics),
+            CompileError::Failed { diagnostics, .. } | CompileError::Link { diagnostics, .. } if !diagnostics.trim().is_empty() => {
+                Some(diagnostics)
+            }
             CompileError::Ptxas(ptxas::PtxasError::Failed { diagnostics, .. }) if !diagnostics.trim().is_empty() => {
                 Some(diagnostics)
             }
             _ => None,
         }
     }
+}
+
+/// Preprocessor options (their separate forms; the joined ones start with
+/// them): they read headers or define macros for the frontend run, and a
+/// compile of its IR has no source for them. Longer names first, so
+/// `-include-pch` is not read as `-include` `-pch`.
+const FRONTEND_ONLY: &[&str] = &["-include-pch", "-include", "-imacros", "-isystem", "-iquote", "-idirafter", "-I", "-D", "-U"];
+
+/// The user's flags for a compile of pre-optimization IR: without the
+/// frontend-only ones. NVPTX compiles IR as an empty CUDA file made without
+/// CUDA's headers (`-nocudainc`), where `-include hdr.h` of a header that
+/// includes `<cuda_runtime.h>` would fail (issue 23).
+pub(crate) fn backend_args(user_args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(user_args.len());
+    let mut args = user_args.iter();
+    while let Some(a) = args.next() {
+        match FRONTEND_ONLY.iter().find(|f| a.starts_with(**f)) {
+            // The separate form takes the next argument with it.
+            Some(f) if a == f => {
+                args.next();
+            }
+            Some(_) => {}
+            None => out.push(a.clone()),
+        }
+    }
+    out
 }
 
 /// What one clang run left behind.
@@ -132,6 +165,15 @@ impl Unit<'_> {
     }
 }
 
+/// What a device link writes: the code object, or one listing of the
+/// whole program (assembly, optimized IR).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emit {
+    Object,
+    Asm,
+    Ir,
+}
+
 /// What [`Unit::build_keeping_temps`] leaves behind.
 pub struct Temps {
     pub object: PathBuf,
@@ -179,6 +221,22 @@ pub(crate) fn run_variant(mut cmd: Command, toolchain: &Toolchain, arch: &Arch, 
 
 pub(crate) fn run(cmd: Command, unit: &Unit<'_>) -> Result<Compiled, CompileError> {
     run_until(cmd, unit, None)
+}
+
+/// Run a tool other than clang (lld) on `file`'s behalf, until its deadline;
+/// its failure is a [`CompileError::Link`].
+pub(crate) fn run_tool(cmd: Command, tool: PathBuf, arch: &Arch, file: &Path, deadline: Option<Instant>) -> Result<Compiled, CompileError> {
+    let done = job::run(cmd, deadline).map_err(|e| match e {
+        JobError::Spawn(source) => CompileError::Spawn { tool: tool.clone(), source },
+        JobError::TimedOut(after) => {
+            CompileError::TimedOut { tool: tool.clone(), file: file.into(), arch: arch.to_string(), seconds: after.as_secs_f64() }
+        }
+    })?;
+    let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
+    if !done.status.success() {
+        return Err(CompileError::Link { file: file.into(), arch: arch.to_string(), status: done.status.to_string(), diagnostics: stderr });
+    }
+    Ok(Compiled { stderr })
 }
 
 fn run_until(cmd: Command, unit: &Unit<'_>, deadline: Option<Instant>) -> Result<Compiled, CompileError> {
@@ -340,6 +398,17 @@ k.hip:7:3: warning: unused variable 'q' [-Wunused-variable]
     7 |   int q;
       |       ^
 ";
+
+    #[test]
+    fn frontend_only_flags_stay_with_the_frontend() {
+        let args: Vec<String> = [
+            "-include", "hdr.h", "-imacros", "m.h", "-includeother.h", "-include-pch", "p.pch", "-I", "inc", "-Iinc2",
+            "-DX=1", "-D", "Y", "-UZ", "-isystem", "sys", "-O2", "-ffast-math", "-Xcuda-ptxas", "-v", "-std=c++17",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(backend_args(&args), ["-O2", "-ffast-math", "-Xcuda-ptxas", "-v", "-std=c++17"]);
+    }
 
     #[test]
     fn locations_come_from_function_name_remarks() {

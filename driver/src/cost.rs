@@ -154,14 +154,23 @@ impl Estimate {
 }
 
 /// A variant's estimate from its profile and what the compile reported.
-/// On NVPTX the spills ptxas reports (store and load bytes, as `Usage`
-/// carries them in `vgpr_spills` and `sgpr_spills`) are added: each access
-/// runs as often as the code around it does on average, and each reload
-/// waits for local memory.
+/// On NVPTX the PTX cannot show what ptxas puts in local memory. Where the
+/// final code's local loads and stores were counted (`local_accesses`,
+/// weighted by loops: spills and private arrays) they replace the PTX's
+/// local accesses, half of them taken as reloads that wait. Otherwise the
+/// spills ptxas reports (store and load bytes, as `Usage` carries them in
+/// `vgpr_spills` and `sgpr_spills`) are added: each access runs as often as
+/// the code around it does on average, and each reload waits.
 pub fn estimate(p: &Profile, usage: &regtune_decisions::Usage, arch: &Arch) -> Estimate {
     let m = Machine::of(arch);
     let mut p = p.clone();
-    if !crate::target::of(arch).listing_shows_spills() {
+    if !crate::target::of(arch).listing_shows_spills() && usage.local_accesses > 0 {
+        let n = f64::from(usage.local_accesses);
+        p.issue_cycles += n - p.scratch_ops;
+        p.latency_cycles += n / 2.0 * m.spill_latency;
+        p.scratch_ops = n;
+        p.scratch_bytes = n * 4.0;
+    } else if !crate::target::of(arch).listing_shows_spills() {
         let weight = if p.code_instructions > 0.0 { (p.instructions / p.code_instructions).max(1.0) } else { 1.0 };
         // ptxas spills whole 32-bit registers at least.
         let (stores, loads) = (f64::from(usage.vgpr_spills) / 4.0, f64::from(usage.sgpr_spills) / 4.0);

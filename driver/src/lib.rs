@@ -7,8 +7,10 @@
 //! per target (ARCHITECTURE.md); `main.rs` is only the CLI.
 
 pub mod batch;
+pub mod candidates;
 pub mod compile;
 pub mod cost;
+pub mod evidence;
 pub mod explain;
 pub mod fix;
 pub mod hash;
@@ -20,6 +22,7 @@ pub mod output;
 pub mod plugin;
 pub mod predict;
 pub mod progress;
+pub mod rdc;
 pub mod report;
 pub mod runtime;
 pub mod search;

@@ -1,8 +1,10 @@
 //! How long tuning may take: a limit on each variant compile, and a budget
-//! for each file (on each target). Both scale with the file's plain compile,
-//! the one cost the user already pays, unless given in seconds.
+//! for each file (on each target), which the measured search's candidates
+//! get once more. Both scale with the file's plain compile, the one cost
+//! the user already pays, unless given in seconds.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// A variant may always take this long...
@@ -18,8 +20,9 @@ pub struct Limits {
     pub variant: Duration,
     /// The file's budget.
     pub budget: Duration,
-    deadline: Instant,
+    deadline: Mutex<Instant>,
     reached: AtomicBool,
+    renewed: AtomicBool,
 }
 
 impl Limits {
@@ -29,15 +32,35 @@ impl Limits {
         let scaled = |factor: f64| Duration::from_secs_f64(plain_seconds * factor);
         let variant = variant.unwrap_or_else(|| scaled(VARIANT_TIMEOUT_FACTOR).max(MIN_VARIANT_TIMEOUT));
         let budget = budget.unwrap_or_else(|| scaled(BUDGET_FACTOR));
-        Limits { variant, budget, deadline: started + budget, reached: AtomicBool::new(false) }
+        Limits {
+            variant,
+            budget,
+            deadline: Mutex::new(started + budget),
+            reached: AtomicBool::new(false),
+            renewed: AtomicBool::new(false),
+        }
+    }
+
+    /// A second budget, from now, for the builds `regtune measure` will
+    /// time: the search's own may be spent by then. Once per file: the
+    /// kernels that reach it later share it.
+    pub fn renew(&self) {
+        if !self.renewed.swap(true, Ordering::Relaxed) {
+            *self.deadline.lock().expect("deadline lock") = Instant::now() + self.budget;
+        }
+    }
+
+    fn deadline(&self) -> Instant {
+        *self.deadline.lock().expect("deadline lock")
     }
 
     /// When a variant compile starting now must be stopped, and whether
     /// that is the end of the budget rather than the variant's own limit.
     pub fn variant_deadline(&self) -> (Instant, bool) {
         let own = Instant::now() + self.variant;
-        if self.deadline < own {
-            (self.deadline, true)
+        let deadline = self.deadline();
+        if deadline < own {
+            (deadline, true)
         } else {
             (own, false)
         }
@@ -45,7 +68,7 @@ impl Limits {
 
     /// The budget is spent: no more variants. Remembers that it was.
     pub fn spent(&self) -> bool {
-        let spent = Instant::now() >= self.deadline;
+        let spent = Instant::now() >= self.deadline();
         if spent {
             self.reached.store(true, Ordering::Relaxed);
         }
@@ -81,5 +104,12 @@ mod tests {
         let spent = Limits::new(Instant::now() - Duration::from_secs(2), 1.0, None, Some(Duration::from_secs(1)));
         assert!(spent.spent());
         assert!(spent.reached());
+        spent.renew();
+        assert!(!spent.spent(), "a renewed budget starts now");
+        let once = Limits::new(Instant::now() - Duration::from_secs(2), 1.0, None, Some(Duration::from_millis(50)));
+        once.renew();
+        std::thread::sleep(Duration::from_millis(60));
+        once.renew();
+        assert!(once.spent(), "a file's budget is renewed once, not per kernel");
     }
 }

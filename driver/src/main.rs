@@ -29,8 +29,8 @@ enum Command {
     /// Tune every HIP translation unit in a compile_commands.json, each with its own flags and targets.
     ///
     /// Exit status: 0 when every unit was tuned or unchanged; N (at most 100) when N translation
-    /// units failed, the rest being tuned and recorded; 101 when nothing could run (a missing or
-    /// malformed compile_commands.json or db, no toolchain).
+    /// units failed, the rest being tuned and recorded; 2 when nothing could run (a missing or
+    /// malformed compile_commands.json or db, no toolchain), as for any usage error.
     Batch(BatchArgs),
     /// Write the db's decisions as a source patch (a unified diff) that any compiler builds: hipcc, nvcc.
     ///
@@ -210,6 +210,28 @@ struct SearchArgs {
     /// results so far [default: 8× the file's plain compile].
     #[arg(long, value_name = "SECONDS", value_parser = seconds)]
     time_budget: Option<std::time::Duration>,
+    /// Builds per kernel kept for `regtune measure` to time (the decision and suggestions count):
+    /// each occupancy step's register cap, alone and with the rewrites found, and unroll caps,
+    /// spread over the steps; 0: only the decision and suggestions.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    candidates: usize,
+    /// What GPUs showed of each class of transform (JSON, as regtune ships it): the default
+    /// applies unasked only classes that never cost more than 2% there [default: the shipped table].
+    #[arg(long, value_name = "FILE", env = "REGTUNE_EVIDENCE")]
+    evidence: Option<PathBuf>,
+}
+
+/// `LABEL=PATH`, the label made of letters, digits, `-`, `_` and `.`.
+fn labelled_path(s: &str) -> Result<(String, PathBuf), String> {
+    let (label, path) = s.split_once('=').ok_or_else(|| format!("`{s}` is not LABEL=CODE_OBJECT"))?;
+    if label.is_empty() || !label.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        return Err(format!("`{label}` is not a label: use letters, digits, `-`, `_` and `.`"));
+    }
+    let path = PathBuf::from(path);
+    if !path.is_file() {
+        return Err(format!("{}: no such file", path.display()));
+    }
+    Ok((label.to_string(), path))
 }
 
 /// A positive number of seconds.
@@ -274,6 +296,14 @@ struct MeasureArgs {
     /// Timed runs of each candidate per launch, interleaved (after one untimed run whose bytes are compared).
     #[arg(long, value_name = "K", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
+    /// Seconds of replay per kernel, over its launches: fewer runs (at least three) when its
+    /// candidates would take longer.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "5")]
+    budget: Option<std::time::Duration>,
+    /// Also time your own build of the kernels, e.g. one compiled with -maxrregcount=64: reported
+    /// beside the candidates as `compare:LABEL`, never chosen. Repeatable.
+    #[arg(long, value_name = "LABEL=CODE_OBJECT", value_parser = labelled_path)]
+    compare: Vec<(String, PathBuf)>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Write the report here instead of stderr.
@@ -339,12 +369,18 @@ impl SearchArgs {
             variant_timeout: self.variant_timeout,
             time_budget: self.time_budget,
             code_dir: Some(regtune::runtime::code::dir(&self.db)),
+            candidates: self.candidates,
+            evidence: match &self.evidence {
+                Some(path) => regtune::evidence::Evidence::load(path).map_err(|e| anyhow::anyhow!(e))?,
+                None => regtune::evidence::Evidence::shipped(),
+            },
         })
     }
 }
 
-/// `batch`'s exit status when nothing could run.
-const BATCH_FATAL: u8 = 101;
+/// `batch`'s exit status when nothing could run: a usage error's, as clap's
+/// own (101 is Rust's panic status, which scripts read as a crash).
+const BATCH_FATAL: u8 = 2;
 /// `measure`'s exit status when measuring could not start.
 const MEASURE_FATAL: u8 = 2;
 
@@ -365,6 +401,8 @@ fn main() -> ExitCode {
                 db: args.db,
                 launches: args.launches,
                 runs: args.runs,
+                budget: args.budget.map_or(0.0, |d| d.as_secs_f64()),
+                compare: args.compare,
                 format: args.format,
                 output: args.output,
                 dry_run: args.dry_run,
@@ -407,13 +445,19 @@ fn report(args: ReportArgs) -> Result<ExitCode> {
 }
 
 fn tune(args: TuneArgs) -> Result<ExitCode> {
+    if args.patch.is_some() {
+        regtune::rdc::unsupported("tune --patch", &args.inputs.clang_args).map_err(anyhow::Error::msg)?;
+    }
     let archs = args.inputs.archs()?;
+    // A db that cannot be read, parsed or saved stops the run before any compile.
+    // One line naming the db and the cause; no cause chain after it.
+    let known = regtune_decisions::Db::load_for_update(&args.search.db).map_err(|e| anyhow::anyhow!("{e}"))?;
     let toolchain = Toolchain::detect_for(&archs)?;
     let plugin = plugin::find()?;
     plugin::check_version(&plugin, &toolchain.clang, &toolchain.version)?;
     let options = args.search.tune_options(args.diff)?;
     let (rows, mut failures) =
-        tune::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, &args.search.db);
+        tune::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, &known, &args.search.db);
     if let Some(path) = &args.patch {
         let options = fix::Options { db: args.search.db.clone(), with_suggestions: false };
         match fix::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options) {
@@ -448,6 +492,7 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
 }
 
 fn predict(args: PredictArgs) -> Result<ExitCode> {
+    regtune::rdc::unsupported("predict", &args.inputs.clang_args).map_err(anyhow::Error::msg)?;
     let archs = args.inputs.archs()?;
     let toolchain = Toolchain::detect_for(&archs)?;
     let plugin = plugin::find()?;
@@ -538,7 +583,7 @@ fn batch(args: BatchArgs) -> Result<ExitCode> {
         output::emit(&batch::html::page(&result), Some(path))?;
     }
     output::emit(&batch::render::render(&result, args.format), args.output.as_deref())?;
-    // The exit status counts failed translation units; 101 is kept for "nothing ran".
+    // The exit status counts failed translation units; BATCH_FATAL says "nothing ran".
     Ok(ExitCode::from(result.failed_units().min(100) as u8))
 }
 
@@ -555,6 +600,7 @@ fn merge(args: MergeArgs) -> Result<ExitCode> {
 }
 
 fn explain(args: ExplainArgs) -> Result<ExitCode> {
+    regtune::rdc::unsupported("explain", &args.inputs.clang_args).map_err(anyhow::Error::msg)?;
     let archs = args.inputs.archs()?;
     let db = regtune_decisions::Db::load(&args.db)?;
     let toolchain = Toolchain::detect_for(&archs)?;

@@ -5,7 +5,7 @@
 //! there) and add `nvidia`: the numbers under ptxas's names, the block size
 //! occupancy was computed for and where it came from.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use regtune_decisions::Usage;
@@ -13,7 +13,8 @@ use serde::Serialize;
 
 use crate::compile::{self, CompileError, Unit};
 use crate::measure::{self, Measured, NvidiaUsage};
-use crate::output::{self, Failure, Tabular};
+use crate::output::{Failure, Tabular};
+use crate::rdc;
 use crate::target::{self, Arch, Limiter};
 use crate::toolchain::Toolchain;
 
@@ -65,9 +66,50 @@ pub fn run_with(
     options: &measure::Options,
 ) -> (Vec<KernelReport>, Vec<Failure>) {
     let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
-    let results: Vec<Result<Vec<KernelReport>, Failure>> =
-        jobs.par_iter().map(|(file, arch)| one(toolchain, file, arch, user_args, options)).collect();
-    output::partition(results)
+    // -fgpu-rdc: every file compiled once per target, to link with the others.
+    let sets = rdc::link_sets(toolchain, files, archs, user_args);
+    let results: Vec<(Vec<KernelReport>, Vec<Failure>)> = jobs
+        .par_iter()
+        .map(|(file, arch)| match sets.iter().find(|(a, _)| a.name() == arch.name()) {
+            Some((_, Ok(set))) => one_linked(toolchain, set, file, files.len() > 1, options),
+            Some((_, Err(f))) => (vec![], vec![f.clone()]),
+            None => match one(toolchain, file, arch, user_args, options) {
+                Ok(rows) => (rows, vec![]),
+                Err(f) => (vec![], vec![f]),
+            },
+        })
+        .collect();
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for (r, f) in results {
+        rows.extend(r);
+        failures.extend(f);
+    }
+    (rows, failures)
+}
+
+/// One `-fgpu-rdc` file of a link set: its kernels as the device link
+/// builds them, and one failure per kernel whose callees no file defines.
+/// Linked with other files, a file without kernels is a library of device
+/// functions, not a failure.
+fn one_linked(toolchain: &Toolchain, set: &rdc::LinkSet, file: &Path, linked_with_others: bool, options: &measure::Options)
+    -> (Vec<KernelReport>, Vec<Failure>) {
+    if let Err(f) = set.unit(file) {
+        return (vec![], vec![f]);
+    }
+    let mut failures = set.unresolved_failures(file, rdc::Given::Files { command: "report", done: "reported" });
+    let plain = tempfile::tempdir()
+        .map_err(|e| rdc::RdcError::Other(format!("cannot create a temporary directory: {e}")))
+        .and_then(|dir| set.plain(toolchain, file, dir.path(), options).map(|p| (p.measured, p.locations)));
+    let (measured, locations) = match plain {
+        Ok(found) => found,
+        Err(rdc::RdcError::Compile(e)) => return (vec![], vec![compile_failure(e)]),
+        Err(e) => return (vec![], vec![Failure::new(e.to_string())]),
+    };
+    if measured.is_empty() && failures.is_empty() && !linked_with_others {
+        failures.push(Failure::new(format!("{} defines no kernels (no __global__ functions for {})", file.display(), set.arch)));
+    }
+    (rows_of(measured, &set.arch, &locations, &file.display().to_string()), failures)
 }
 
 fn one(
@@ -98,20 +140,53 @@ fn one(
     if measured.is_empty() {
         return Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())));
     }
-    let file_name = file.display().to_string();
+    Ok(rows_of(measured, arch, &locations, &file.display().to_string()))
+}
+
+/// The rows of one file's kernels, in source order.
+fn rows_of(measured: Vec<Measured>, arch: &Arch, locations: &[compile::Location], file_name: &str) -> Vec<KernelReport> {
     let mut rows: Vec<KernelReport> = measured
         .into_iter()
         .map(|m| {
             let loc = locations.iter().find(|l| l.symbol == m.symbol);
-            KernelReport::new(m, arch, loc, &file_name)
+            KernelReport::new(m, arch, loc, file_name)
         })
         .collect();
     rows.sort_by(|a, b| (&a.file, a.line, &a.name).cmp(&(&b.file, b.line, &b.name)));
-    Ok(rows)
+    rows
 }
 
 pub fn compile_failure(e: CompileError) -> Failure {
+    if let Some(message) = undefined_device_functions(&e) {
+        return Failure::new(message);
+    }
     Failure { message: e.to_string(), diagnostics: e.diagnostics().map(str::to_string) }
+}
+
+/// A whole-file compile whose device link found calls to functions the file
+/// does not define: one line naming them, instead of lld's, and the way to
+/// build them (relocatable device code, with the files that define them).
+fn undefined_device_functions(e: &CompileError) -> Option<String> {
+    let CompileError::Failed { file, arch, diagnostics, .. } = e else { return None };
+    let mut names: Vec<&str> = Vec::new();
+    for line in diagnostics.lines() {
+        let Some((_, rest)) = line.split_once("error: undefined ") else { continue };
+        let Some((_, name)) = rest.split_once("symbol: ") else { continue };
+        if !names.contains(&name.trim()) {
+            names.push(name.trim());
+        }
+    }
+    if names.is_empty() {
+        return None;
+    }
+    let file = file.display();
+    let listed: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    Some(format!(
+        "{file} for {arch}: its device code calls {}, which it does not define; if another file defines {} \
+         (relocatable device code), give -fgpu-rdc and that file too: regtune tune {file} OTHER.hip -- -fgpu-rdc",
+        listed.join(", "),
+        if names.len() == 1 { "it" } else { "them" },
+    ))
 }
 
 /// The name without its parameter list, as a table shows it.

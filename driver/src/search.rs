@@ -33,6 +33,15 @@ pub struct Rule {
     pub lane_spills: bool,
 }
 
+/// Local memory is memory: where the final code's local loads and stores
+/// were counted (NVPTX, `Usage::local_accesses`, weighted by loops), they
+/// are the memory traffic, private arrays included; spill bytes alone
+/// would call a variant that moves matrices to local memory inside loops
+/// an improvement.
+fn local_traffic(u: &Usage, b: &Usage) -> Option<(u32, u32)> {
+    (u.local_accesses > 0 || b.local_accesses > 0).then_some((u.local_accesses, b.local_accesses))
+}
+
 impl Rule {
     fn spills(&self, u: &Usage) -> u32 {
         u.vgpr_spills + u.sgpr_spills + if self.allow_scratch { 0 } else { u.scratch_bytes }
@@ -43,6 +52,9 @@ impl Rule {
     /// SGPR spills held in VGPR lanes cost none (an SGPR spill that reaches
     /// memory shows as scratch).
     pub fn memory_spills(&self, u: &Usage) -> u32 {
+        if let Some((local, _)) = local_traffic(u, &self.baseline) {
+            return local;
+        }
         u.vgpr_spills + u.scratch_bytes + if self.lane_spills { 0 } else { u.sgpr_spills }
     }
 
@@ -55,7 +67,8 @@ impl Rule {
         let b = &self.baseline;
         match self.objective {
             Objective::Occupancy => {
-                u.vgpr_spills <= b.vgpr_spills
+                local_traffic(u, b).is_none_or(|(now, before)| now <= before)
+                    && u.vgpr_spills <= b.vgpr_spills
                     && (u.sgpr_spills <= b.sgpr_spills || (self.lane_spills && u.scratch_bytes <= b.scratch_bytes))
                     && (self.allow_scratch || u.scratch_bytes <= b.scratch_bytes)
             }
@@ -170,6 +183,8 @@ fn union(a: &Transforms, b: &Transforms) -> Option<Transforms> {
         noalias,
         waves_per_eu: pick(a.waves_per_eu, b.waves_per_eu).ok()?,
         launch_bounds: pick(a.launch_bounds, b.launch_bounds).ok()?,
+        spill_to_shared: a.spill_to_shared || b.spill_to_shared,
+        lds_spill: pick(a.lds_spill, b.lds_spill).ok()?,
     })
 }
 
@@ -207,6 +222,12 @@ fn without_each(t: &Transforms, space: &Space) -> Vec<Transforms> {
     if t.launch_bounds.is_some() {
         push(&|c| c.launch_bounds = None);
     }
+    if t.spill_to_shared {
+        push(&|c| c.spill_to_shared = false);
+    }
+    if t.lds_spill.is_some() {
+        push(&|c| c.lds_spill = None);
+    }
     v
 }
 
@@ -220,6 +241,57 @@ pub struct Outcome {
     pub tried: Vec<(Transforms, Usage)>,
 }
 
+/// Measure the candidates not tried yet, in parallel, and record them.
+fn measure_fresh<E>(eval: &E, cands: Vec<Transforms>, tried: &mut Vec<(Transforms, Usage)>) -> Vec<(Transforms, Usage)>
+where
+    E: Fn(&Transforms) -> Option<Usage> + Sync,
+{
+    let fresh: Vec<Transforms> = cands.into_iter().filter(|c| !tried.iter().any(|(t, _)| t == c)).collect();
+    let results: Vec<(Transforms, Usage)> = fresh.par_iter().filter_map(|t| eval(t).map(|u| (t.clone(), u))).collect();
+    tried.extend(results.iter().cloned());
+    results
+}
+
+/// Each transform of `space` alone, then the best single grown greedily
+/// with the others that helped, each addition kept only if better; the
+/// plain build when nothing beat it.
+fn greedy<M>(space: &Space, rule: &Rule, tried: &mut Vec<(Transforms, Usage)>, measure_all: &M) -> (Transforms, Usage)
+where
+    M: Fn(Vec<Transforms>, &mut Vec<(Transforms, Usage)>) -> Vec<(Transforms, Usage)>,
+{
+    let mut singles = measure_all(space.singles(), tried);
+    singles.retain(|(_, u)| rule.admissible(u) && rule.compare(u, &rule.baseline) == Ordering::Greater);
+    singles.sort_by(|a, b| rule.compare(&b.1, &a.1));
+    let mut best = match singles.first() {
+        Some((t, u)) => (t.clone(), *u),
+        None => (Transforms::default(), rule.baseline),
+    };
+    for (t, _) in singles.iter().skip(1) {
+        let Some(cand) = union(&best.0, t) else { continue };
+        let known = tried.iter().find(|(x, _)| *x == cand).map(|(_, u)| *u);
+        if let Some(u) = known.or_else(|| measure_all(vec![cand.clone()], tried).first().map(|r| r.1)) {
+            if rule.compare(&u, &best.1) == Ordering::Greater {
+                best = (cand, u);
+            }
+        }
+    }
+    best
+}
+
+/// The best combination of the rewrites in `space` (its occupancy targets
+/// and unroll caps left out) by `rule`'s full order, fewer registers
+/// counting even where occupancy stays: what the measured search adds to
+/// each occupancy step. Empty when none beats the plain build.
+pub fn best_rewrites<E>(space: &Space, rule: &Rule, eval: &E) -> Transforms
+where
+    E: Fn(&Transforms) -> Option<Usage> + Sync,
+{
+    let rewrites = Space { waves: vec![], unroll_caps: vec![], ..space.clone() };
+    let mut tried: Vec<(Transforms, Usage)> = vec![(Transforms::default(), rule.baseline)];
+    let measure_all = |cands: Vec<Transforms>, tried: &mut Vec<(Transforms, Usage)>| measure_fresh(eval, cands, tried);
+    greedy(&rewrites, rule, &mut tried, &measure_all).0
+}
+
 /// Search `space` for the best variant under `rule`. `eval` compiles and
 /// measures one set of transforms; None means that variant failed to build.
 pub fn search<E>(space: &Space, rule: &Rule, eval: &E) -> Outcome
@@ -228,34 +300,11 @@ where
 {
     // The plain compile is the empty set: never measure it again.
     let mut tried: Vec<(Transforms, Usage)> = vec![(Transforms::default(), rule.baseline)];
-    let measure_all = |cands: Vec<Transforms>, tried: &mut Vec<(Transforms, Usage)>| -> Vec<(Transforms, Usage)> {
-        let fresh: Vec<Transforms> = cands.into_iter().filter(|c| !tried.iter().any(|(t, _)| t == c)).collect();
-        let results: Vec<(Transforms, Usage)> =
-            fresh.par_iter().filter_map(|t| eval(t).map(|u| (t.clone(), u))).collect();
-        tried.extend(results.iter().cloned());
-        results
-    };
+    let measure_all = |cands: Vec<Transforms>, tried: &mut Vec<(Transforms, Usage)>| measure_fresh(eval, cands, tried);
     let lookup = |tried: &[(Transforms, Usage)], t: &Transforms| tried.iter().find(|(x, _)| x == t).map(|(_, u)| *u);
 
-    // 1. Each transform alone.
-    let mut singles = measure_all(space.singles(), &mut tried);
-    singles.retain(|(_, u)| rule.admissible(u) && rule.compare(u, &rule.baseline) == Ordering::Greater);
-    singles.sort_by(|a, b| rule.compare(&b.1, &a.1));
-
-    // 2. Combinations the results suggest: grow the best single greedily
-    //    with the others that helped, keeping each addition only if better.
-    let mut best = match singles.first() {
-        Some((t, u)) => (t.clone(), *u),
-        None => (Transforms::default(), rule.baseline),
-    };
-    for (t, _) in singles.iter().skip(1) {
-        let Some(cand) = union(&best.0, t) else { continue };
-        if let Some(u) = lookup(&tried, &cand).or_else(|| measure_all(vec![cand.clone()], &mut tried).first().map(|r| r.1)) {
-            if rule.compare(&u, &best.1) == Ordering::Greater {
-                best = (cand, u);
-            }
-        }
-    }
+    // 1. and 2.: each transform alone, then their best combination.
+    let mut best = greedy(space, rule, &mut tried, &measure_all);
 
     // 3. Occupancy targets on top of the best rewrite: the rewrite may have
     //    brought the next step within the register allocator's reach.

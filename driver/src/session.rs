@@ -5,6 +5,8 @@
 //! others once it has placed the decisions, see passes/src/only_kernel.rs);
 //! the kept sets together compile the whole file. Every variant compile may
 //! have a deadline. Results are cached, so no variant compiles twice.
+//! With `-fgpu-rdc` ([`Session::start_linked`]) each build is the file's
+//! bitcode device-linked with the other files' ([`crate::rdc`]).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -16,8 +18,8 @@ use std::time::Instant;
 
 use regtune_decisions::{Db, Entry, Param, Transforms};
 
-use crate::compile::{self, CompileError, Location, Unit, Variant};
-use crate::{hash, plugin};
+use crate::compile::{self, CompileError, Emit, Location, Unit, Variant};
+use crate::{hash, plugin, rdc};
 use crate::measure::{self, Measured};
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
@@ -34,6 +36,16 @@ pub enum SessionError {
     Plugin { file: String, detail: String },
     #[error("the one-kernel build of {file} has no kernel {symbol}")]
     NoSuchKernel { file: String, symbol: String },
+}
+
+impl From<rdc::RdcError> for SessionError {
+    fn from(e: rdc::RdcError) -> SessionError {
+        match e {
+            rdc::RdcError::Compile(c) => SessionError::Compile(c),
+            rdc::RdcError::Measure(m) => SessionError::Measure(m),
+            rdc::RdcError::Other(message) => SessionError::Io(message),
+        }
+    }
 }
 
 impl SessionError {
@@ -72,6 +84,9 @@ pub struct Session<'a> {
     pub plain_seconds: f64,
     counter: AtomicUsize,
     cache: Mutex<HashMap<BuildKey, Vec<Measured>>>,
+    /// `-fgpu-rdc`: each build is the unit's bitcode device-linked with
+    /// the other units', as the build links them.
+    link: Option<rdc::Link>,
 }
 
 /// A build: the one kernel it keeps (None: the whole file), and the
@@ -124,10 +139,59 @@ impl<'a> Session<'a> {
             objects: Mutex::new(HashMap::new()),
             counter: AtomicUsize::new(0),
             cache: Mutex::new(HashMap::from([((None, vec![]), baseline.clone())])),
+            link: None,
         };
         let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
         let locations = crate::target::of(arch).locations(source, &temps.stderr, &symbols);
         Ok((session, baseline, locations))
+    }
+
+    /// A `-fgpu-rdc` unit of `set`, already compiled: every build is its
+    /// bitcode linked with the other units'. Its kernels that call a
+    /// function no unit defines are left out (declarations, so the rest
+    /// links); the others are measured from the linked code object.
+    pub fn start_linked(
+        toolchain: &'a Toolchain,
+        plugin: &'a Path,
+        set: &'a rdc::LinkSet,
+        source: &'a Path,
+        options: measure::Options,
+    ) -> Result<(Session<'a>, Vec<Measured>, Vec<Location>), SessionError> {
+        let arch = &set.arch;
+        let dir = tempfile::tempdir().map_err(|e| SessionError::Io(format!("cannot create a temporary directory: {e}")))?;
+        let plain = set.plain(toolchain, source, dir.path(), &options)?;
+        let compile_unit = Unit { toolchain, arch, source, user_args: &plain.unit.user_args };
+        let session = Session {
+            toolchain,
+            arch,
+            plugin,
+            source,
+            input_hash: input_hash(&compile_unit, &plain.preprocessed),
+            user_args: &plain.unit.user_args,
+            options,
+            plain_seconds: plain.seconds,
+            dir,
+            pre_ir: plain.pre_ir,
+            plain_object: plain.object,
+            objects: Mutex::new(HashMap::new()),
+            counter: AtomicUsize::new(0),
+            cache: Mutex::new(HashMap::from([((None, vec![]), plain.measured.clone())])),
+            link: Some(plain.link),
+        };
+        Ok((session, plain.measured, plain.locations))
+    }
+
+    /// Compile the IR with `variant`: to a code object (or a listing,
+    /// `emit`), through the device link for a relocatable unit.
+    fn compile(&self, variant: &Variant, out: &Path, emit: Emit) -> Result<compile::Compiled, SessionError> {
+        let Some(link) = &self.link else {
+            return Ok(compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, out, variant, self.user_args)?);
+        };
+        let own = out.with_extension("own.bc");
+        let target = crate::target::of(self.arch);
+        let compiled = target.ir_to_bitcode(self.toolchain, self.arch, &self.pre_ir, &own, variant)?;
+        let linked = link.device_link(self.toolchain, self.arch, own, out, emit, self.user_args, variant)?;
+        Ok(compile::Compiled { stderr: compiled.stderr + &linked.stderr })
     }
 
     fn scratch_path(&self, what: &str) -> PathBuf {
@@ -150,6 +214,8 @@ impl<'a> Session<'a> {
                 suggested: vec![],
                 before: None,
                 after: None,
+                candidates: vec![],
+                left_out: vec![],
                 measured: None,
             });
         }
@@ -201,9 +267,12 @@ impl<'a> Session<'a> {
         let mut variant = self.plugin_variant(&key.1, key.0.as_deref())?;
         variant.deadline = deadline;
         let obj = self.scratch_path("o");
-        let compiled = compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &obj, &variant, self.user_args);
-        let measured = compiled.map_err(SessionError::from).and_then(|c| {
-            measure::object_file_with(&obj, self.arch, &c.stderr, &self.options).map_err(SessionError::from)
+        let measured = self.compile(&variant, &obj, Emit::Object).and_then(|c| {
+            let all = measure::object_file_with(&obj, self.arch, &c.stderr, &self.options)?;
+            Ok(match &self.link {
+                Some(link) => link.own(all),
+                None => all,
+            })
         });
         let Ok(measured) = measured else {
             let _ = std::fs::remove_file(&obj);
@@ -214,6 +283,16 @@ impl<'a> Session<'a> {
         self.objects.lock().expect("objects lock").entry(key.1.clone()).or_insert(obj);
         self.cache.lock().expect("cache lock").insert(key, measured.clone());
         Ok(measured)
+    }
+
+    /// A hash of the code object of `symbol` built alone with `transforms`
+    /// (built now if it was not): equal hashes, identical code.
+    pub fn kernel_code_hash(&self, symbol: &str, transforms: &Transforms) -> Result<String, SessionError> {
+        self.measure_kernel(symbol, transforms, None)?;
+        let key = vec![(symbol.to_string(), transforms.clone())];
+        let path = self.objects.lock().expect("objects lock").get(&key).cloned().expect("a measured build keeps its object");
+        let bytes = std::fs::read(&path).map_err(|e| SessionError::Io(format!("cannot read {}: {e}", path.display())))?;
+        Ok(crate::hash::of_parts([bytes.as_slice()]))
     }
 
     /// Write the code object of a variant to `dest`: the one already
@@ -234,12 +313,21 @@ impl<'a> Session<'a> {
     /// Optimized IR or assembly of a variant, for `--diff`.
     pub fn listing(&self, variant: &[(String, Transforms)], kind: Listing) -> Result<String, SessionError> {
         let mut v = self.plugin_variant(variant, None)?;
-        v.args.push("-S".into());
-        if matches!(kind, Listing::Ir) {
-            v.args.push("-emit-llvm".into());
-        }
         let out = self.scratch_path("s");
-        compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &out, &v, self.user_args)?;
+        if self.link.is_some() {
+            // The device link writes the listing of the whole; IR comes as bitcode.
+            let emit = if matches!(kind, Listing::Ir) { Emit::Ir } else { Emit::Asm };
+            self.compile(&v, &out, emit)?;
+            if matches!(kind, Listing::Ir) {
+                return rdc::disassemble(self.toolchain, &out).map_err(|f| SessionError::Io(f.message));
+            }
+        } else {
+            v.args.push("-S".into());
+            if matches!(kind, Listing::Ir) {
+                v.args.push("-emit-llvm".into());
+            }
+            compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &out, &v, self.user_args)?;
+        }
         std::fs::read_to_string(&out).map_err(|e| SessionError::Io(format!("cannot read {}: {e}", out.display())))
     }
 

@@ -82,7 +82,7 @@ pub fn package_of(program: &Path) -> Option<&'static str> {
             Some("clang-tools-22")
         }
         "lld" => Some("lld-22"),
-        "llc" | "llvm-as" | "llvm-dis" | "llvm-objcopy" => Some("llvm-22"),
+        "llc" | "llvm-as" | "llvm-dis" | "llvm-objcopy" | "llvm-extract" => Some("llvm-22"),
         _ => None,
     }
 }

@@ -14,15 +14,17 @@ use serde::Serialize;
 use crate::limits::Limits;
 use crate::measure::Measured;
 use crate::target::Limiter;
-use crate::output::{self, Failure, Tabular};
+use crate::output::{Failure, Tabular};
 use crate::progress::{Progress, UnitProgress};
 use crate::report::{self, KernelReport};
 use crate::search::{self, Objective, Outcome, Rule, Space};
 use crate::session::{Inspection, Listing, Session};
 use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
-use crate::verdict::{self, Evidence, Verdict};
-use crate::{compile, cost, launch};
+use crate::verdict::{self, Basis, Verdict};
+use crate::evidence::{Class, Evidence};
+use crate::rdc::{self, LinkSet};
+use crate::{candidates, compile, cost, launch};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -84,6 +86,12 @@ pub struct Options {
     /// Where to keep each decided kernel's candidate code objects (plain,
     /// decided, suggested) for `regtune measure`; None: nowhere.
     pub code_dir: Option<PathBuf>,
+    /// Builds per kernel for `regtune measure` to choose from (the decision
+    /// and suggestions count; [`crate::candidates`] adds the rest); 0: none.
+    pub candidates: usize,
+    /// What GPUs showed of each class of transform: the default applies
+    /// unasked only what never lost ([`crate::evidence`]).
+    pub evidence: Evidence,
 }
 
 /// One kernel's tuning result: the report's keys (with the usage after
@@ -116,6 +124,12 @@ pub struct KernelTuning {
     /// What limited occupancy before tuning (`report.limiter` is after).
     #[serde(skip)]
     pub limiter_before: Limiter,
+    /// The measured search's builds for `regtune measure` (labels), and
+    /// those past `--candidates` or the time budget.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
     /// Every variant compiled for this kernel, for `batch --record-all`.
     #[serde(skip)]
     pub measured: Vec<Measurement>,
@@ -148,7 +162,11 @@ pub enum VariantStatus {
     BudgetReached,
 }
 
-/// Tune every kernel of every file on every target, and update the db.
+/// Tune every kernel of every file on every target, and update the db at
+/// `db_path`. `confirmed` is that db as loaded (and checked writable,
+/// [`Db::load_for_update`]) before anything compiled: confirmed
+/// suggestions in it are applied.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     toolchain: &Toolchain,
     plugin: &Path,
@@ -156,27 +174,36 @@ pub fn run(
     archs: &[Arch],
     user_args: &[String],
     options: &Options,
+    confirmed: &Db,
     db_path: &Path,
 ) -> (Vec<KernelTuning>, Vec<Failure>) {
-    let confirmed = Db::load(db_path).unwrap_or_default();
     let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
     let progress = Progress::new(jobs.len() as u64, "tuning");
-    let results: Vec<Result<Vec<KernelTuning>, Failure>> = jobs
+    // -fgpu-rdc: every file compiled once per target, to link with the others.
+    let sets = rdc::link_sets(toolchain, files, archs, user_args);
+    let results: Vec<(Vec<KernelTuning>, Vec<Failure>)> = jobs
         .par_iter()
         .map(|(file, arch)| {
-            let r = tune_unit(toolchain, plugin, file, arch, user_args, options, &confirmed, &progress).and_then(|rows| {
-                if rows.is_empty() {
-                    Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())))
-                } else {
-                    Ok(rows)
-                }
-            });
+            let r = match sets.iter().find(|(a, _)| a.name() == arch.name()) {
+                Some((_, Ok(set))) => tune_in_set(toolchain, plugin, set, file, files.len() > 1, options, confirmed, &progress),
+                Some((_, Err(f))) => (vec![], vec![f.clone()]),
+                None => match tune_unit(toolchain, plugin, file, arch, user_args, options, confirmed, &progress) {
+                    Ok(rows) if rows.is_empty() => (vec![], vec![no_kernels(file, arch)]),
+                    Ok(rows) => (rows, vec![]),
+                    Err(f) => (vec![], vec![f]),
+                },
+            };
             progress.inc();
             r
         })
         .collect();
     progress.finish();
-    let (rows, mut failures) = output::partition(results);
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for (r, f) in results {
+        rows.extend(r);
+        failures.extend(f);
+    }
     if !rows.is_empty() {
         let saved = Db::update(db_path, |db| {
             for row in &rows {
@@ -188,6 +215,36 @@ pub fn run(
         }
     }
     (rows, failures)
+}
+
+fn no_kernels(file: &Path, arch: &Arch) -> Failure {
+    Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display()))
+}
+
+/// One file of a link set: its kernels tuned, and one failure per kernel
+/// whose callees no file defines. With other files linked in, a file
+/// without kernels is a library of device functions, not a failure.
+#[allow(clippy::too_many_arguments)]
+fn tune_in_set(
+    toolchain: &Toolchain,
+    plugin: &Path,
+    set: &LinkSet,
+    file: &Path,
+    linked_with_others: bool,
+    options: &Options,
+    known: &Db,
+    progress: &Progress,
+) -> (Vec<KernelTuning>, Vec<Failure>) {
+    if let Err(f) = set.unit(file) {
+        return (vec![], vec![f]);
+    }
+    let mut failures = set.unresolved_failures(file, rdc::Given::Files { command: "tune", done: "tuned" });
+    match tune_linked(toolchain, plugin, set, file, options, known, progress) {
+        Ok(rows) if rows.is_empty() && failures.is_empty() && !linked_with_others => failures.push(no_kernels(file, &set.arch)),
+        Ok(rows) => return (rows, failures),
+        Err(f) => failures.insert(0, f),
+    }
+    (vec![], failures)
 }
 
 fn session_failure(e: crate::session::SessionError) -> Failure {
@@ -220,6 +277,48 @@ pub fn tune_unit(
     };
     let (session, baseline, locations) =
         Session::start_with(toolchain, arch, plugin, file, user_args, measure_options).map_err(session_failure)?;
+    tune_session(&session, baseline, locations, started, options, known, progress, &line)
+}
+
+/// One `-fgpu-rdc` unit of `set`: its kernels measured through the device
+/// link with the other units; those whose callees no unit defines are not
+/// here ([`crate::rdc::LinkSet::unresolved_failures`] names them).
+pub fn tune_linked(
+    toolchain: &Toolchain,
+    plugin: &Path,
+    set: &crate::rdc::LinkSet,
+    file: &Path,
+    options: &Options,
+    known: &Db,
+    progress: &Progress,
+) -> Result<Vec<KernelTuning>, Failure> {
+    let started = Instant::now();
+    let line = progress.unit(format!("{} {}", file.display(), set.arch.processor()));
+    let measure_options = crate::measure::Options {
+        block_size: match options.block_size {
+            BlockSize::Given(n) => Some(n),
+            _ => None,
+        },
+    };
+    let (session, baseline, locations) =
+        Session::start_linked(toolchain, plugin, set, file, measure_options).map_err(session_failure)?;
+    tune_session(&session, baseline, locations, started, options, known, progress, &line)
+}
+
+/// The search, the joint verification and the rows, once the session's
+/// plain build is measured.
+#[allow(clippy::too_many_arguments)]
+fn tune_session(
+    session: &Session<'_>,
+    baseline: Vec<Measured>,
+    locations: Vec<crate::compile::Location>,
+    started: Instant,
+    options: &Options,
+    known: &Db,
+    progress: &Progress,
+    line: &UnitProgress<'_>,
+) -> Result<Vec<KernelTuning>, Failure> {
+    let (file, arch) = (session.source, session.arch);
     if baseline.is_empty() {
         return Ok(vec![]);
     }
@@ -228,7 +327,7 @@ pub fn tune_unit(
     let inspections = session.inspect().map_err(session_failure)?;
     let source = std::fs::read_to_string(file).unwrap_or_default();
 
-    let tuning = Tuning { session: &session, options, limits: &limits, line: &line };
+    let tuning = Tuning { session, options, limits: &limits, line };
     let mut plans: Vec<Plan> = baseline
         .par_iter()
         .map(|base| {
@@ -279,15 +378,21 @@ pub fn tune_unit(
             let after = finals.iter().find(|m| m.symbol == plan.symbol).cloned().unwrap_or_else(|| base.clone());
             let location = locations.iter().find(|l| l.symbol == plan.symbol);
             let diff = if options.diff && !plan.outcome.transforms.is_empty() {
-                Some(diff_listings(&session, &plan.symbol, &plan.outcome.transforms).map_err(session_failure)?)
+                Some(diff_listings(session, &plan.symbol, &plan.outcome.transforms).map_err(session_failure)?)
             } else {
                 None
             };
-            Ok(finish(plan, base, after, arch, location, &file_name, &session, diff))
+            Ok(finish(plan, base, after, arch, location, &file_name, session, diff))
         })
         .collect::<Result<Vec<KernelTuning>, Failure>>()?;
+    let mut rows = rows;
     if let Some(dir) = &options.code_dir {
-        crate::runtime::code::store(&session, rows.iter().map(|r| &r.entry), dir).map_err(session_failure)?;
+        crate::runtime::code::store(session, rows.iter().map(|r| &r.entry), dir).map_err(session_failure)?;
+        // A re-tune keeps what a GPU measured of code objects that did not change.
+        for row in &mut rows {
+            let old = known.kernels.get(&row.entry.key()).and_then(|e| e.measured.as_ref());
+            row.entry.measured = old.and_then(|m| crate::runtime::code::still_measured(dir, &row.entry, m));
+        }
     }
     Ok(rows)
 }
@@ -355,6 +460,8 @@ struct Plan {
     /// Every pointer parameter, when "noalias on every pointer" was a
     /// candidate: labelled `noalias=all`.
     every_pointer: Vec<Param>,
+    /// Builds for `regtune measure` beside the decision and suggestion.
+    search: candidates::Selection,
 }
 
 fn plan_kernel(
@@ -397,32 +504,45 @@ fn plan_kernel(
         budget_reached: false,
         measured: vec![],
         every_pointer: every_pointer.clone(),
+        search: candidates::Selection::default(),
     };
     if at_best(&rule, occupancy_ceiling(session.arch, base)) {
         return plan;
     }
     let waves = occupancy_targets(session.arch, base);
-    let confirmed: Transforms = previous.map(Entry::tuned).unwrap_or_default();
+    // What the user confirmed in the db (not what an earlier tune decided:
+    // the default changes with the evidence).
+    let confirmed: Transforms = previous.map(|e| Entry { transforms: Transforms::default(), ..e.clone() }.tuned()).unwrap_or_default();
     // Transforms that would change nothing are not tried (no inspection:
     // try everything).
     let exact_pow2 = inspection.is_none_or(|i| i.pow2);
     let inexact_pow2 = inspection.is_none_or(|i| i.pow2_inexact);
     let caps: Vec<u32> = if inspection.is_none_or(|i| i.unroll_cap) { vec![1, 2, 4, 8] } else { vec![] };
     let (noalias_apply, noalias_suggest) = (options.noalias == Noalias::Apply, options.noalias == Noalias::Suggest);
-    // What may be applied without asking: exact rewrites, occupancy
-    // targets, and what the user stated or confirmed.
-    let facts = Space {
+    // The rewrites the user allows: exact ones, and what they stated or
+    // confirmed (no assumption about the caller, no rounding change unasked).
+    let allowed_rewrites = Space {
         pow2: exact_pow2,
         pow2_inexact: inexact_pow2 && (options.pow2 == Pow2::Apply || confirmed.pow2_inexact),
         sink: true,
-        unroll_caps: confirmed.unroll_cap.filter(|_| !caps.is_empty()).into_iter().collect(),
         noalias: if noalias_apply { ranked.clone() } else { confirmed.noalias.clone() },
         noalias_all: if noalias_apply { every_pointer.clone() } else { vec![] },
-        waves,
         launch_bounds: match options.block_size {
             BlockSize::Given(n) => Some(n),
             _ => confirmed.launch_bounds,
         },
+        ..Space::default()
+    };
+    // What may be applied without asking: the classes a GPU has shown
+    // never to cost more than 2 % on real kernels (crate::evidence), and
+    // what the user asked for or confirmed.
+    let proven = |c| options.evidence.never_loses(c);
+    let facts = Space {
+        pow2: allowed_rewrites.pow2 && (proven(Class::Pow2) || confirmed.pow2),
+        sink: proven(Class::Sink) || confirmed.sink,
+        unroll_caps: confirmed.unroll_cap.filter(|_| !caps.is_empty()).into_iter().collect(),
+        waves: if proven(Class::OccupancyTarget) { waves } else { confirmed.waves_per_eu.into_iter().collect() },
+        ..allowed_rewrites.clone()
     };
     let log: Mutex<Vec<Measurement>> = Mutex::new(Vec::new());
     let budget_hit = AtomicBool::new(false);
@@ -459,10 +579,10 @@ fn plan_kernel(
 
     // Unrolling traded for registers, applied only where it removes the
     // memory traffic of spills or scratch the facts alone leave.
-    if !caps.is_empty() && facts.unroll_caps.is_empty() && rule.memory_spills(&outcome.usage) > 0 {
+    if proven(Class::UnrollCap) && !caps.is_empty() && facts.unroll_caps.is_empty() && rule.memory_spills(&outcome.usage) > 0 {
         let trading = Space { unroll_caps: caps.clone(), ..facts.clone() };
         let traded = search::search(&trading, &rule, &eval);
-        if let Verdict::Apply(_) = verdict::trade(&rule, &traded.usage, &outcome.usage, Evidence::Static) {
+        if let Verdict::Apply(_) = verdict::trade(&rule, &traded.usage, &outcome.usage, Basis::Static) {
             outcome = traded;
             allowed = trading;
         }
@@ -477,7 +597,7 @@ fn plan_kernel(
     if let Some(w) = outcome.transforms.waves_per_eu.filter(|w| confirmed.waves_per_eu != Some(*w)) {
         let without = Transforms { waves_per_eu: None, ..outcome.transforms.clone() };
         if let Some(time_ratio) = predicted_time_ratio(session, base, (&outcome.transforms, &outcome.usage), &without, &eval) {
-            if let Verdict::Hold(_) = verdict::occupancy_target(Evidence::Predicted { time_ratio }) {
+            if let Verdict::Hold(_) = verdict::occupancy_target(Basis::Predicted { time_ratio }) {
                 held_target = Some((w, time_ratio));
                 allowed.waves.clear();
                 outcome = search::search(&allowed, &rule, &eval);
@@ -493,12 +613,14 @@ fn plan_kernel(
         _ => None,
     };
     let wider = Space {
+        pow2: allowed_rewrites.pow2,
+        sink: allowed_rewrites.sink,
         pow2_inexact: allowed.pow2_inexact || (inexact_pow2 && options.pow2 == Pow2::Suggest),
-        unroll_caps: if allowed.unroll_caps.is_empty() { caps } else { allowed.unroll_caps.clone() },
+        unroll_caps: if allowed.unroll_caps.is_empty() { caps.clone() } else { allowed.unroll_caps.clone() },
         noalias: if noalias_suggest { ranked } else { allowed.noalias.clone() },
         noalias_all: if noalias_suggest { every_pointer } else { allowed.noalias_all.clone() },
         launch_bounds: allowed.launch_bounds.or(inferred_block),
-        waves: facts.waves.clone(),
+        waves: occupancy_targets(session.arch, base),
         ..allowed.clone()
     };
     let mut suggestion = None;
@@ -510,7 +632,8 @@ fn plan_kernel(
             let held = held_part(&better.transforms, &allowed);
             let reasons = verdict::held_reasons(&held);
             if !held.is_empty() {
-                let mut message = suggestion_message(&held, &better.transforms, &outcome.usage, &better.usage, &plan.every_pointer, session.arch);
+                let mut message =
+                    suggestion_message(&held, &better.transforms, &outcome.usage, &better.usage, &plan.every_pointer, session.arch, &options.evidence);
                 if let Some((w, ratio)) = held_target.filter(|(w, _)| held.waves_per_eu == Some(*w)) {
                     message.push_str(&format!(
                         "; {} alone was predicted {:.2}× as fast (its schedule keeps fewer loads in flight)",
@@ -523,9 +646,41 @@ fn plan_kernel(
             }
         }
     }
+    let budget_reached = budget_hit.load(Ordering::Relaxed);
+
+    // The measured search: every occupancy step, alone and with the best
+    // allowed rewrites, and unroll caps, for `regtune measure` to time.
+    if options.candidates > 0 {
+        tuning.limits.renew();
+        let mut known_builds = vec![Transforms::default(), outcome.transforms.clone()];
+        known_builds.extend(suggestion.as_ref().map(|p| p.transforms.clone()));
+        known_builds.dedup();
+        let taken = known_builds.iter().filter(|t| !t.is_empty()).count();
+        let known: Vec<String> = known_builds.iter().filter_map(|t| session.kernel_code_hash(&base.symbol, t).ok()).collect();
+        // Spilling to shared memory needs the block size every launch keeps
+        // to: the source's launch bounds, or the user's --block-size.
+        let target = target::of(session.arch);
+        let stated = match options.block_size {
+            BlockSize::Given(n) => Some(n),
+            _ => None,
+        };
+        let shared_spill = (stated.is_some() || target.promised_block(base).is_some())
+            .then(|| Transforms { launch_bounds: stated, ..Default::default() });
+        let pool = candidates::Pool {
+            steps: target::of(session.arch).occupancy_steps(session.arch, base),
+            rewrites: search::best_rewrites(&allowed_rewrites, &rule, &eval),
+            unroll_caps: caps.clone(),
+            spill_to_shared: shared_spill.clone().filter(|_| target.backend_spills_to_shared()),
+            lds_spill: shared_spill.map(|t| Transforms { lds_spill: Some(candidates::LDS_SLOTS), ..t }),
+        };
+        let build = |t: &Transforms| Some((eval(t)?, session.kernel_code_hash(&base.symbol, t).ok()?));
+        plan.search = candidates::select(candidates::proposals(&pool), options.candidates.saturating_sub(taken), &known, build, || {
+            tuning.limits.spent()
+        });
+    }
     let measured = log.into_inner().expect("variant log lock");
     plan.variants = measured.len();
-    plan.budget_reached = budget_hit.into_inner();
+    plan.budget_reached = budget_reached;
     plan.reason = verdict::applied_reason(&rule, &base.usage, &outcome.usage);
     plan.outcome = outcome;
     plan.suggestion = suggestion;
@@ -536,9 +691,11 @@ fn plan_kernel(
 /// The part of `t` that `allowed` does not allow: what needs the user.
 fn held_part(t: &Transforms, allowed: &Space) -> Transforms {
     let allowed_noalias = |p: &Param| allowed.noalias.contains(p) || allowed.noalias_all.contains(p);
+    let inexact_held = t.pow2_inexact && !allowed.pow2_inexact;
     Transforms {
-        pow2: t.pow2_inexact && !allowed.pow2_inexact,
-        pow2_inexact: t.pow2_inexact && !allowed.pow2_inexact,
+        pow2: inexact_held || (t.pow2 && !allowed.pow2 && !allowed.pow2_inexact),
+        pow2_inexact: inexact_held,
+        sink: t.sink && !allowed.sink,
         unroll_cap: t.unroll_cap.filter(|c| !allowed.unroll_caps.contains(c)),
         noalias: t.noalias.iter().filter(|p| !allowed_noalias(p)).cloned().collect(),
         launch_bounds: t.launch_bounds.filter(|_| allowed.launch_bounds.is_none()),
@@ -617,7 +774,15 @@ fn base_name(demangled: &str) -> String {
 
 /// "<what> would reach occupancy N (a → b VGPRs) with <the rest> — <what
 /// to check before confirming>", for the held part of a suggestion.
-fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &Usage, every_pointer: &[Param], arch: &Arch) -> String {
+fn suggestion_message(
+    held: &Transforms,
+    with: &Transforms,
+    now: &Usage,
+    then: &Usage,
+    every_pointer: &[Param],
+    arch: &Arch,
+    evidence: &Evidence,
+) -> String {
     let spills = |u: &Usage| u.vgpr_spills + u.sgpr_spills;
     let mut effect = format!("would reach occupancy {} ({} → {} VGPRs", then.occupancy, now.vgpr, then.vgpr);
     if spills(now) != spills(then) {
@@ -633,6 +798,20 @@ fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &
         effect.push_str(&format!(" with {}", others.join(" + ")));
     }
     let (mut what, mut checks) = (Vec::new(), Vec::new());
+    // Held for speed alone: it computes the same values, but no GPU has
+    // shown it never slows a real kernel.
+    let mut unproven = Vec::new();
+    if held.sink {
+        what.push("moving definitions next to their first use (sink)".to_string());
+        unproven.push(Class::Sink);
+    }
+    if held.pow2 && !held.pow2_inexact {
+        what.push("`pow(x, 2.0)` → `x * x` (exact here)".to_string());
+        unproven.push(Class::Pow2);
+    }
+    for class in unproven {
+        checks.push(format!("it computes the same values, but {} ({}); confirm it after timing the kernel", evidence.summary(class), class.name()));
+    }
     if held.pow2_inexact {
         let library = target::of(arch).pow_library().0;
         what.push("`pow(x, 2.0)` → `x * x`".to_string());
@@ -648,12 +827,14 @@ fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &
         let target = target::of(arch).occupancy_label(w);
         what.push(format!("the occupancy target {target}"));
     }
-    if held.unroll_cap.is_some() || held.waves_per_eu.is_some() {
-        checks.push(
-            "it gives up instruction-level parallelism (unrolling, loads in flight) for occupancy, which every such \
-             trade timed on a GPU so far paid for with speed; confirm it after timing the kernel"
-                .to_string(),
-        );
+    let trades: Vec<Class> = Class::of(held).into_iter().filter(|c| matches!(c, Class::UnrollCap | Class::OccupancyTarget)).collect();
+    if !trades.is_empty() {
+        let shown: Vec<String> = trades.iter().map(|c| format!("{}: {}", c.name(), evidence.summary(*c))).collect();
+        checks.push(format!(
+            "it gives up instruction-level parallelism (unrolling, loads in flight) for occupancy, which can cost speed ({}); \
+             confirm it after timing the kernel",
+            shown.join("; ")
+        ));
     }
     if !held.noalias.is_empty() {
         if !every_pointer.is_empty() && with.noalias == every_pointer {
@@ -673,7 +854,11 @@ fn suggestion_message(held: &Transforms, with: &Transforms, now: &Usage, then: &
         what.push(format!("`__launch_bounds__({n})`"));
         checks.push(format!("every launch in this file uses {n} threads; confirm no other caller uses more"));
     }
-    format!("{} {effect} — {}", what.join(" and "), checks.join("; "))
+    let mut message = format!("{} {effect} — {}", what.join(" and "), checks.join("; "));
+    if held.unroll_cap.is_some() || held.waves_per_eu.is_some() || held.sink || (held.pow2 && !held.pow2_inexact) {
+        message.push_str("; `regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results");
+    }
+    message
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -777,6 +962,8 @@ fn finish(
         suggested: suggested_entries,
         before: Some(before_u),
         after: Some(after_u),
+        candidates: plan.search.kept.clone(),
+        left_out: plan.search.left_out.iter().map(|t| labels(t, arch, &plan.every_pointer).join(" + ")).collect(),
         measured: None,
     };
     KernelTuning {
@@ -797,6 +984,8 @@ fn finish(
             .map(|m| labels(&m.transforms, arch, &plan.every_pointer).join(" + "))
             .collect(),
         budget_reached: plan.budget_reached,
+        candidates: plan.search.kept.iter().map(|c| labels(&c.transforms, arch, &plan.every_pointer).join(" + ")).collect(),
+        left_out: entry.left_out.clone(),
         diff,
         limiter_before: base.limiter,
         measured: plan.measured,
@@ -909,11 +1098,11 @@ mod tests {
         let then = Usage { vgpr: 84, occupancy: 6, ..Default::default() };
         let gfx = Arch::parse("gfx90a").unwrap();
         assert_eq!(
-            suggestion_message(&t, &t, &now, &then, &[], &gfx),
+            suggestion_message(&t, &t, &now, &then, &[], &gfx, &Evidence::shipped()),
             "`__restrict__` on `g14` would reach occupancy 6 (96 → 84 VGPRs) — verify that `g14` never overlaps another argument"
         );
         let with = Transforms { pow2: true, waves_per_eu: Some(6), ..t.clone() };
-        assert!(suggestion_message(&t, &with, &now, &then, &[], &gfx).contains("(96 → 84 VGPRs) with pow2 + waves-per-eu=6 — verify"));
+        assert!(suggestion_message(&t, &with, &now, &then, &[], &gfx, &Evidence::shipped()).contains("(96 → 84 VGPRs) with pow2 + waves-per-eu=6 — verify"));
     }
 
     #[test]
@@ -924,21 +1113,21 @@ mod tests {
         let then = Usage { vgpr: 82, occupancy: 5, ..Default::default() };
         let pow2 = Transforms { pow2: true, pow2_inexact: true, ..Default::default() };
         assert_eq!(
-            suggestion_message(&pow2, &pow2, &now, &then, &[], &gfx),
+            suggestion_message(&pow2, &pow2, &now, &then, &[], &gfx, &Evidence::shipped()),
             "`pow(x, 2.0)` → `x * x` would reach occupancy 5 (99 → 82 VGPRs, spills 16 → 0) — ocml's `pow` is not \
              correctly rounded, so results change in the last bit (for ~20% of doubles); accept that, or build with \
              -ffast-math or -fapprox-func"
         );
-        assert!(suggestion_message(&pow2, &pow2, &now, &then, &[], &sm).contains("libdevice's `pow`"));
+        assert!(suggestion_message(&pow2, &pow2, &now, &then, &[], &sm, &Evidence::shipped()).contains("libdevice's `pow`"));
         let cap = Transforms { unroll_cap: Some(1), ..Default::default() };
         let with = Transforms { waves_per_eu: Some(6), ..cap.clone() };
-        let m = suggestion_message(&cap, &with, &now, &then, &[], &gfx);
+        let m = suggestion_message(&cap, &with, &now, &then, &[], &gfx, &Evidence::shipped());
         assert!(m.starts_with("capping unrolling at 1 would reach occupancy 5 (99 → 82 VGPRs, spills 16 → 0) with waves-per-eu=6 — it gives up instruction-level parallelism"), "{m}");
-        let both = suggestion_message(&with, &with, &now, &then, &[], &gfx);
+        let both = suggestion_message(&with, &with, &now, &then, &[], &gfx, &Evidence::shipped());
         assert!(both.starts_with("capping unrolling at 1 and the occupancy target waves-per-eu=6 would reach occupancy 5"), "{both}");
         let all: Vec<Param> = (0..3).map(|i| Param { index: i, name: format!("p{i}") }).collect();
         let restrict = Transforms { noalias: all.clone(), ..Default::default() };
-        let m = suggestion_message(&restrict, &restrict, &now, &then, &all, &gfx);
+        let m = suggestion_message(&restrict, &restrict, &now, &then, &all, &gfx, &Evidence::shipped());
         assert!(m.starts_with("`__restrict__` on every pointer parameter (nvcc's --restrict) would reach"), "{m}");
         assert!(m.ends_with("verify that no two pointer arguments ever overlap"), "{m}");
         assert_eq!(labels(&restrict, &gfx, &all), ["noalias=all"]);

@@ -8,7 +8,7 @@
 //! set), the pass applies `Entry::effective()`:
 //!   - early (PipelineStartEP): noalias, unroll cap, occupancy and block
 //!     size, then pow2 (`pow2_inexact`: `regtune-pow2<inexact>`);
-//!   - late (OptimizerLastEP): sink.
+//!   - late (OptimizerLastEP): sink, then the LDS spill of the kernel body.
 //!
 //! With `REGTUNE_ONLY_KERNEL` set (the tuner's one-kernel builds), the
 //! early phase then drops every other kernel ([`crate::only_kernel`]).
@@ -47,7 +47,7 @@ use regtune_decisions::{Db, Transforms};
 use crate::pow2::Rounding;
 use crate::spec::{Occupancy, Phase};
 use crate::{
-    ir, noalias, occupancy, only_kernel, pow2, sink, unroll_cap, RunOptions, DECISIONS_ENV, INPUT_HASH_ENV, VERBOSE_ENV,
+    ir, lds_spill, noalias, occupancy, only_kernel, pow2, sink, spill_to_shared, unroll_cap, RunOptions, DECISIONS_ENV, INPUT_HASH_ENV, VERBOSE_ENV,
 };
 
 /// The largest work-group AMDGPU supports (and the largest CUDA block).
@@ -75,7 +75,7 @@ pub fn run(module: &Module<'_>, phase: Phase, options: &RunOptions) -> bool {
         }
     }
     if phase.late() {
-        changed |= apply_late(&Plan::new(module, &db, input_hash.as_deref()));
+        changed |= apply_late(module, &Plan::new(module, &db, input_hash.as_deref()));
     }
     changed
 }
@@ -103,6 +103,12 @@ fn apply_early<'ctx>(module: &Module<'ctx>, db: &Db, input_hash: Option<&str>) -
             changed |= noted("occupancy", &[kernel], occupancy::apply(kernel, &occ));
         }
     }
+    // After occupancy: the pragma needs the block size it promised.
+    for (kernel, t) in plan.decided() {
+        if t.spill_to_shared {
+            changed |= noted("spill-to-shared", &[kernel], spill_to_shared::apply(module, kernel));
+        }
+    }
     for (pow2, functions) in plan.agreed(pow2_rounding) {
         if let Some(rounding) = pow2 {
             let names: Vec<String> = functions.iter().map(|f| ir::symbol(*f)).collect();
@@ -122,12 +128,19 @@ fn pow2_rounding(t: &Transforms) -> Option<Rounding> {
     }
 }
 
-fn apply_late(plan: &Plan<'_>) -> bool {
+fn apply_late<'ctx>(module: &Module<'ctx>, plan: &Plan<'ctx>) -> bool {
     let mut changed = false;
     for (sink, mut functions) in plan.agreed(|t| t.sink) {
         functions.retain(|f| !only_kernel::sink_forbidden(*f));
         if sink && !functions.is_empty() {
             changed |= noted("sink", &functions, sink::run(&functions));
+        }
+    }
+    // After sink, on the optimized kernel body: its own values only, never
+    // its callees' (they are inlined by now or shared with other kernels).
+    for (kernel, t) in plan.decided() {
+        if let Some(slots) = t.lds_spill {
+            changed |= noted(&format!("lds-spill={slots}"), &[kernel], lds_spill::run_on(module, kernel, slots));
         }
     }
     changed

@@ -2,9 +2,10 @@
 //! that runs them inside `opt` and `clang`.
 //!
 //! One module per transform, each opening with what it does, why it is legal
-//! and the `opt` command that runs it alone (the two largest are folders,
+//! and the `opt` command that runs it alone (the largest are folders,
 //! split the way LLVM splits such passes: `sink/` into legality, placement
-//! and profitability, `noalias/` into the transform and the ranking):
+//! and profitability, `noalias/` into the transform and the ranking,
+//! `lds_spill/` into legality, choice and the rewrite):
 //!
 //! | pass name                         | module          |
 //! |-----------------------------------|-----------------|
@@ -14,6 +15,8 @@
 //! | `regtune-noalias<P;...>`          | [`noalias`]     |
 //! | `regtune-noalias-rank`            | [`noalias`]     |
 //! | `regtune-sink`                    | [`sink`]        |
+//! | `regtune-spill-to-shared`         | [`spill_to_shared`] |
+//! | `regtune-lds-spill<N>`            | [`lds_spill`]   |
 //! | `regtune-apply[<early\|late>]`    | [`apply`]       |
 //!
 //! [`spec`] parses those names, [`run_pass`] dispatches them, [`ir`] holds
@@ -39,12 +42,14 @@ pub mod apply;
 pub mod ffi;
 pub mod inspect;
 pub mod ir;
+pub mod lds_spill;
 pub mod noalias;
 pub mod occupancy;
 pub mod only_kernel;
 pub mod pow2;
 pub mod sink;
 pub mod spec;
+pub mod spill_to_shared;
 pub mod unroll_cap;
 
 use std::io::Write;
@@ -86,6 +91,8 @@ pub fn run_pass(module: &Module<'_>, pass: &PassSpec, options: &RunOptions) -> b
             false
         }
         PassSpec::Sink => sink::run(&ir::defined_functions(module)),
+        PassSpec::SpillToShared => spill_to_shared::run(module),
+        PassSpec::LdsSpill(slots) => lds_spill::run(module, *slots),
         PassSpec::Apply(phase) => apply::run(module, *phase, options),
     }
 }

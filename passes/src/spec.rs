@@ -12,6 +12,8 @@
 //! regtune-noalias-rank
 //! regtune-inspect                      what the tuner needs to know, per kernel
 //! regtune-sink
+//! regtune-spill-to-shared
+//! regtune-lds-spill<N>                  N >= 1 words of LDS per thread
 //! regtune-apply                         the decisions db, both phases
 //! regtune-apply<early>                  what PipelineStartEP runs under clang
 //! regtune-apply<late>                   what OptimizerLastEP runs under clang
@@ -33,6 +35,8 @@ pub enum PassSpec {
     NoaliasRank,
     Inspect,
     Sink,
+    SpillToShared,
+    LdsSpill(u32),
     Apply(Phase),
 }
 
@@ -107,10 +111,16 @@ pub fn parse(text: &str) -> Result<Option<PassSpec>, SpecError> {
         "regtune-noalias-rank" => no_params(PassSpec::NoaliasRank),
         "regtune-inspect" => no_params(PassSpec::Inspect),
         "regtune-sink" => no_params(PassSpec::Sink),
+        "regtune-spill-to-shared" => no_params(PassSpec::SpillToShared),
         "regtune-unroll-cap" => {
             let p = params.ok_or_else(|| err("expected regtune-unroll-cap<N>".into()))?;
             let n = positive(p).map_err(|r| err(format!("unroll cap {r}")))?;
             Ok(Some(PassSpec::UnrollCap(n)))
+        }
+        "regtune-lds-spill" => {
+            let p = params.ok_or_else(|| err("expected regtune-lds-spill<N> (words of LDS per thread)".into()))?;
+            let n = positive(p).map_err(|r| err(format!("slot count {r}")))?;
+            Ok(Some(PassSpec::LdsSpill(n)))
         }
         "regtune-occupancy" => {
             let p = params.ok_or_else(|| err("expected regtune-occupancy<W> or <W;block=N>".into()))?;
@@ -218,6 +228,18 @@ mod tests {
         assert!(parse("regtune-unroll-cap<x>").is_err());
         assert!(parse("regtune-unroll-cap").is_err());
         assert!(parse("regtune-unroll-cap<4").is_err());
+    }
+
+    #[test]
+    fn lds_spill_needs_a_positive_slot_count() {
+        assert_eq!(ok("regtune-lds-spill<8>"), PassSpec::LdsSpill(8));
+        let reason = |s: &str| parse(s).expect_err("invalid").reason;
+        assert_eq!(reason("regtune-lds-spill<0>"), "slot count must be at least 1");
+        assert_eq!(reason("regtune-lds-spill<many>"), "slot count 'many' is not a positive integer");
+        assert_eq!(reason("regtune-lds-spill<-1>"), "slot count '-1' is not a positive integer");
+        assert_eq!(reason("regtune-lds-spill"), "expected regtune-lds-spill<N> (words of LDS per thread)");
+        assert!(parse("regtune-lds-spill<>").is_err());
+        assert!(parse("regtune-lds-spill<4").is_err());
     }
 
     #[test]

@@ -216,6 +216,7 @@ impl Interposer {
             pointers,
             ranges: ranges.clone(),
             runs: self.plan.runs,
+            budget_ms: self.plan.budget_s * 1e3 / f64::from(self.plan.launches.max(1)),
         });
         let replayed = match self.ask(&request, &snapshot) {
             Ok(Response::Replayed(r)) => r,
@@ -339,6 +340,7 @@ mod tests {
         let plan = Plan {
             launches: 2,
             runs: 3,
+            budget_s: 0.0,
             replayer: replayer.into(),
             kernels: vec![PlanKernel {
                 symbol: "_Z1kPd".into(),

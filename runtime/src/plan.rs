@@ -21,6 +21,10 @@ pub struct Plan {
     pub launches: u32,
     /// Timed runs of each candidate per launch.
     pub runs: u32,
+    /// Seconds of replay per kernel, over all its launches; fewer runs
+    /// when the candidates would take longer (at least three). 0: no limit.
+    #[serde(default)]
+    pub budget_s: f64,
     /// The `regtune-replay` executable.
     pub replayer: PathBuf,
     pub kernels: Vec<PlanKernel>,
@@ -187,6 +191,7 @@ mod tests {
         let plan = Plan {
             launches: 1,
             runs: 10,
+            budget_s: 5.0,
             replayer: "regtune-replay".into(),
             kernels: vec![PlanKernel {
                 symbol: "_Z1kPd".into(),

@@ -30,6 +30,9 @@ pub struct ReplayRequest {
     pub pointers: Vec<Pointer>,
     pub ranges: Vec<Range>,
     pub runs: u32,
+    /// Milliseconds this launch's replay may take (0: no limit).
+    #[serde(default)]
+    pub budget_ms: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,6 +93,7 @@ mod tests {
             pointers: vec![Pointer { offset: 0, range: 0 }],
             ranges: vec![Range { addr: 0x7f00_0000_1000, bytes: 3 }],
             runs: 10,
+            budget_ms: 2500.0,
         });
         let mut wire = Vec::new();
         send(&mut wire, &request).unwrap();

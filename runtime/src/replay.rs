@@ -69,7 +69,13 @@ pub struct Launch<'a> {
     /// (name, code object bytes); the first is the plain build.
     pub candidates: &'a [(String, Result<Vec<u8>, String>)],
     pub runs: u32,
+    /// Wall milliseconds the replay may take (0: no limit): after the first
+    /// timed round, fewer rounds when the rest would run past it.
+    pub budget_ms: f64,
 }
+
+/// Timed runs a budget never cuts below: a median and a spread need some.
+pub const MIN_RUNS: u32 = 3;
 
 /// A fault ends the replay: the candidate that caused it and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,9 +229,14 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
 
     let mut launches = 0u32;
     let mut reference: Vec<Vec<u8>> = vec![];
-    let rounds = launch.runs + 1;
+    let mut rounds = launch.runs + 1;
     let n = kernels.len();
-    for round in 0..rounds {
+    let started = std::time::Instant::now();
+    let mut round = 0;
+    while round < rounds {
+        if round == 2 && launch.budget_ms > 0.0 {
+            rounds = rounds_within(launch.budget_ms, started.elapsed().as_secs_f64() * 1e3, launch.runs);
+        }
         // Round 0 goes in order (plain first: the reference); later rounds rotate.
         for i in (0..n).map(|i| (i + round as usize) % n) {
             let Some(kernel) = &kernels[i] else { continue };
@@ -269,10 +280,21 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
                 }
             }
         }
+        round += 1;
     }
     unload(gpu, &kernels);
     let deterministic = results[0].identical;
     Ok(Ok(Outcome { replayed: Replayed { candidates: results, deterministic, launches }, reference }))
+}
+
+/// Rounds in all (the untimed first one included) when the first two
+/// took `spent_ms` and the replay may take `budget_ms`: the timed rounds
+/// that fit, between [`MIN_RUNS`] and `runs`. The first round (loads and
+/// byte comparisons) costs more than a timed one, so the estimate is safe.
+fn rounds_within(budget_ms: f64, spent_ms: f64, runs: u32) -> u32 {
+    let per_round = (spent_ms / 2.0).max(1e-3);
+    let more = ((budget_ms - spent_ms) / per_round).floor().max(0.0) as u32;
+    1 + (1 + more).clamp(MIN_RUNS.min(runs), runs)
 }
 
 #[cfg(test)]
@@ -415,8 +437,18 @@ mod tests {
             snapshot: &s.snapshot,
             candidates: &s.candidates,
             runs,
+            budget_ms: 0.0,
         };
         replay(gpu, &launch)
+    }
+
+    #[test]
+    fn a_budget_cuts_the_timed_rounds_but_never_below_three() {
+        // The first two rounds took 40 ms: 20 ms a round.
+        assert_eq!(rounds_within(1000.0, 40.0, 20), 21, "all 20 fit");
+        assert_eq!(rounds_within(140.0, 40.0, 20), 1 + 1 + 5, "5 more rounds fit");
+        assert_eq!(rounds_within(10.0, 40.0, 20), 1 + 3, "past the budget: three timed runs");
+        assert_eq!(rounds_within(10.0, 40.0, 2), 1 + 2, "never more than asked");
     }
 
     #[test]

@@ -132,3 +132,23 @@ pub fn parse_remarks(stderr: &str) -> BTreeMap<String, BTreeMap<String, u64>> {
     }
     all
 }
+
+/// The evidence table under which every class the default may apply
+/// unasked counts as proven (sink, exact pow2, occupancy targets, unroll
+/// caps that remove spills): tune decides as it did before the default
+/// followed GPU evidence. For tests of how decisions are applied; pass it
+/// as `--evidence` or `REGTUNE_EVIDENCE` (absolute: commands run elsewhere).
+pub fn evidence_all_proven() -> PathBuf {
+    let path = repo().join("tests/fixtures/evidence-all-proven.json");
+    assert!(path.is_file(), "{}", path.display());
+    path
+}
+
+/// The evidence table where nothing was ever timed: the default applies
+/// nothing unasked. Tests of the default use it rather than the shipped
+/// table, whose contents change with GPU runs.
+pub fn evidence_none() -> PathBuf {
+    let path = repo().join("tests/fixtures/evidence-none.json");
+    assert!(path.is_file(), "{}", path.display());
+    path
+}

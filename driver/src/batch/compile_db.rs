@@ -197,7 +197,7 @@ const SEPARATE_VALUE: &[&str] = &[
 /// itself for a device-only compile: dropped.
 const DROPPED: &[&str] = &[
     "-c", "-S", "-E", "-M", "-MM", "-MD", "-MMD", "-MP", "-MG", "-MV", "-pipe", "-v", "-###", "-shared", "-static",
-    "-rdynamic", "-pie", "-no-pie", "-fgpu-rdc", "-fno-gpu-rdc", "--hip-link", "--cuda-host-only", "--cuda-device-only",
+    "-rdynamic", "-pie", "-no-pie", "--hip-link", "--cuda-host-only", "--cuda-device-only",
     "--offload-host-only", "--offload-device-only", "--cuda-compile-host-device", "--no-gpu-bundle-output",
     "--gpu-bundle-output", "-save-temps", "--save-temps", "-emit-llvm", "-fsyntax-only", "-nogpulib", "-nogpuinc",
 ];
@@ -381,6 +381,12 @@ mod tests {
         );
         assert_eq!(args, ["-DN=4", "-I/build/../include", "-isystem", "/opt/x", "-std=c++17", "-O2", "-ffast-math"].map(String::from));
         assert_eq!(archs, ["gfx90a"]);
+    }
+
+    #[test]
+    fn relocatable_device_code_is_kept_as_the_wrapper_keeps_it() {
+        let (args, _) = hip("clang++ -O3 -x hip --offload-arch=gfx90a -fgpu-rdc -c ../src/k.hip -o k.o");
+        assert_eq!(args, ["-O3", "-fgpu-rdc"]);
     }
 
     #[test]

@@ -29,6 +29,7 @@ use crate::target::Arch;
 use crate::toolchain::Toolchain;
 use crate::tune::{self, KernelTuning};
 use crate::progress::Progress;
+use crate::rdc::{self, Given, LinkSet};
 use crate::{report, session};
 use compile_db::{CompileDbError, Parsed, Unit};
 use records::{Records, UnitRecord};
@@ -266,7 +267,7 @@ pub fn run(toolchain: &Toolchain, plugin: &Path, compile_db: &Path, options: &Op
     let compile_db = compile_db::locate(compile_db);
     let parsed = compile_db::load(&compile_db)?;
     // A db we could not write to would lose every result: stop before tuning.
-    let known = Db::load(&options.db)?;
+    let known = Db::load_for_update(&options.db)?;
     let records = Records::load(&records::path_for(&options.db));
     let recorder = match &options.record_all {
         Some(path) => Some(Mutex::new(BufWriter::new(
@@ -280,21 +281,20 @@ pub fn run(toolchain: &Toolchain, plugin: &Path, compile_db: &Path, options: &Op
     };
     let cwd = std::env::current_dir().ok();
 
-    let (units, selection, mut statuses) = select(parsed, options, cwd.as_deref());
-    let jobs: Vec<(&Unit, String)> = units
-        .iter()
-        .flat_map(|u| {
-            let archs: Vec<String> = match &options.archs {
-                Some(a) => a.iter().map(|a| a.name().to_string()).collect(),
-                None if u.archs.is_empty() => vec![DEFAULT_ARCH.to_string()],
-                None => u.archs.clone(),
-            };
-            archs.into_iter().map(move |a| (u, a))
-        })
-        .collect();
+    let (units, partners, selection, mut statuses) = select(parsed, options, cwd.as_deref());
+    let archs_of = |u: &Unit| -> Vec<String> {
+        match &options.archs {
+            Some(a) => a.iter().map(|a| a.name().to_string()).collect(),
+            None if u.archs.is_empty() => vec![DEFAULT_ARCH.to_string()],
+            None => u.archs.clone(),
+        }
+    };
+    let jobs: Vec<(&Unit, String)> = units.iter().flat_map(|u| archs_of(u).into_iter().map(move |a| (u, a))).collect();
+    // -fgpu-rdc units are device-linked, per target, with every -fgpu-rdc unit of the codebase.
+    let (linked, alone): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|(u, _)| rdc::enabled(&u.args));
     let ctx = Context { toolchain, plugin, options, fingerprint: options.fingerprint(), known, records, recorder };
-    let progress = Progress::new(jobs.len() as u64, "batch");
-    let results: Vec<(UnitStatus, Vec<KernelRow>)> = jobs
+    let progress = Progress::new((alone.len() + linked.len()) as u64, "batch");
+    let mut results: Vec<(UnitStatus, Vec<KernelRow>)> = alone
         .par_iter()
         .map(|(unit, arch)| {
             let r = process(&ctx, unit, arch, &progress);
@@ -302,6 +302,12 @@ pub fn run(toolchain: &Toolchain, plugin: &Path, compile_db: &Path, options: &Op
             r
         })
         .collect();
+    let link_archs: BTreeSet<&String> = linked.iter().map(|(_, a)| a).collect();
+    for arch in link_archs {
+        let tuned: Vec<&Unit> = linked.iter().filter(|(_, a)| a == arch).map(|(u, _)| *u).collect();
+        let with: Vec<&Unit> = partners.iter().filter(|u| archs_of(u).contains(arch)).collect();
+        results.extend(process_linked(&ctx, &tuned, &with, arch, &progress));
+    }
     progress.finish();
     let mut kernels = Vec::new();
     for (status, rows) in results {
@@ -320,12 +326,20 @@ pub fn run(toolchain: &Toolchain, plugin: &Path, compile_db: &Path, options: &Op
 }
 
 /// HIP units that this run (filter, shard) takes, de-duplicated and in a
-/// stable order; failures for entries that cannot be used.
-fn select(parsed: Vec<Parsed>, options: &Options, cwd: Option<&Path>) -> (Vec<Unit>, Selection, Vec<UnitStatus>) {
+/// stable order; every `-fgpu-rdc` unit before the filter and the shard
+/// (what the device link brings in); failures for entries that cannot be
+/// used.
+fn select(parsed: Vec<Parsed>, options: &Options, cwd: Option<&Path>) -> (Vec<Unit>, Vec<Unit>, Selection, Vec<UnitStatus>) {
     let mut selection = Selection { entries: parsed.len(), ..Selection::default() };
     let mut units = Vec::new();
+    let mut partners: Vec<Unit> = Vec::new();
     let mut bad = Vec::new();
     for p in parsed {
+        if let Parsed::Hip(u) = &p {
+            if rdc::enabled(&u.args) && !partners.iter().any(|o| o.file == u.file && o.args == u.args) {
+                partners.push(u.clone());
+            }
+        }
         match p {
             Parsed::Hip(u) if options.selects(&u.file, cwd) => units.push(u),
             Parsed::Hip(_) => selection.filtered_out += 1,
@@ -346,7 +360,8 @@ fn select(parsed: Vec<Parsed>, options: &Options, cwd: Option<&Path>) -> (Vec<Un
         units = units.into_iter().enumerate().filter(|(i, _)| i % count == index - 1).map(|(_, u)| u).collect();
         selection.in_other_shards = before - units.len();
     }
-    (units, selection, bad)
+    partners.sort();
+    (units, partners, selection, bad)
 }
 
 /// One unit on one target: reuse its record if nothing changed, else tune
@@ -376,12 +391,7 @@ fn tune_or_reuse(
     progress: &Progress,
 ) -> Result<Vec<KernelRow>, Failure> {
     let arch = Arch::parse(arch).map_err(|e| Failure::new(e.to_string()))?;
-    if !unit.directory.is_dir() {
-        return Err(Failure::new(format!("its directory {} is gone", unit.directory.display())));
-    }
-    if !unit.file.is_file() {
-        return Err(Failure::new(format!("{} is gone", unit.file.display())));
-    }
+    check_unit(unit)?;
     let key = preprocessed_hash(ctx.toolchain, &arch, &unit.file, &unit.args)?;
     if let Some(record) = ctx.records.cached(&key, &ctx.fingerprint, &ctx.known) {
         status.status = Status::Cached;
@@ -392,14 +402,31 @@ fn tune_or_reuse(
     let started = Instant::now();
     let tuned =
         tune::tune_unit(ctx.toolchain, ctx.plugin, &unit.file, &arch, &unit.args, &ctx.options.tune, &ctx.known, progress)?;
+    save_tuned(ctx, unit, &arch, &key, &tuned, started, status, true)
+}
+
+/// Record a tuned unit: its db entries, its record under `key` (unless
+/// `record` is false: then the next run tunes it again), its variants for
+/// `--record-all`; the report rows.
+#[allow(clippy::too_many_arguments)]
+fn save_tuned(
+    ctx: &Context<'_>,
+    unit: &Unit,
+    arch: &Arch,
+    key: &str,
+    tuned: &[KernelTuning],
+    started: Instant,
+    status: &mut UnitStatus,
+    record: bool,
+) -> Result<Vec<KernelRow>, Failure> {
     let seconds = started.elapsed().as_secs_f64();
     let unit_name = unit.file.display().to_string();
     let rows: Vec<KernelRow> = tuned.iter().map(|k| KernelRow::from_tuning(k, &unit_name)).collect();
     let entries: Vec<_> = tuned.iter().map(|k| k.entry.clone()).collect();
-    let input_hash = entries.first().map_or_else(|| key.clone(), |e| e.input_hash.clone());
+    let input_hash = entries.first().map_or_else(|| key.to_string(), |e| e.input_hash.clone());
     status.variants = rows.iter().map(|r| r.variants).sum();
     status.input_hash = Some(input_hash.clone());
-    let record = UnitRecord {
+    let unit_record = UnitRecord {
         file: unit_name.clone(),
         arch: arch.name().to_string(),
         input_hash: input_hash.clone(),
@@ -409,14 +436,125 @@ fn tune_or_reuse(
         seconds,
         variants: status.variants,
     };
-    records::save_unit(&ctx.options.db, &key, &entries, record).map_err(|e| Failure::new(e.to_string()))?;
+    let saved = if record {
+        records::save_unit(&ctx.options.db, key, &entries, unit_record)
+    } else {
+        Db::update(&ctx.options.db, |db| entries.iter().for_each(|e| db.insert(e.clone())))
+    };
+    saved.map_err(|e| Failure::new(e.to_string()))?;
     if let Some(recorder) = &ctx.recorder {
         // The tune is saved; a research log that cannot be written does not undo it.
-        if let Err(e) = record_variants(recorder, &unit_name, &input_hash, &tuned) {
+        if let Err(e) = record_variants(recorder, &unit_name, &input_hash, tuned) {
             eprintln!("warning: cannot write to the --record-all file: {e}");
         }
     }
     Ok(rows)
+}
+
+/// The `-fgpu-rdc` units `tuned` on `arch`, each device-linked with every
+/// unit of `with` (the codebase's `-fgpu-rdc` units for that target, the
+/// tuned ones among them), as the build links them. A unit is reused from
+/// its record only when no unit of the link changed; one whose kernels
+/// call functions no unit defines fails, its other kernels recorded in the
+/// db, and is tuned again next time.
+fn process_linked(ctx: &Context<'_>, tuned: &[&Unit], with: &[&Unit], arch_name: &str, progress: &Progress) -> Vec<(UnitStatus, Vec<KernelRow>)> {
+    let status_of = |u: &Unit| UnitStatus::new(u.entry, u.file.display().to_string(), Some(arch_name.to_string()), Status::Tuned);
+    let failed = |u: &Unit, f: Failure, started: Instant| {
+        progress.inc();
+        let mut status = status_of(u);
+        (status.status, status.error, status.diagnostics) = (Status::Failed, Some(f.message), f.diagnostics);
+        status.seconds = started.elapsed().as_secs_f64();
+        (status, vec![])
+    };
+    let started = Instant::now();
+    let arch = match Arch::parse(arch_name) {
+        Ok(a) => a,
+        Err(e) => return tuned.iter().map(|u| failed(u, Failure::new(e.to_string()), started)).collect(),
+    };
+    // Every unit of the link is preprocessed: a change in any one re-tunes them all.
+    let keys: Vec<Result<String, Failure>> = with.par_iter().map(|u| check_unit(u).and_then(|_| preprocessed_hash(ctx.toolchain, &arch, &u.file, &u.args))).collect();
+    let mut link_keys: Vec<&String> = keys.iter().flatten().collect();
+    link_keys.sort();
+    let link_key = crate::hash::of_parts(link_keys.iter().map(|k| k.as_bytes()));
+    let key_of = |u: &Unit| -> Result<String, Failure> {
+        let own = with.iter().position(|w| w.file == u.file && w.args == u.args).map(|i| keys[i].clone());
+        let own = own.unwrap_or_else(|| check_unit(u).and_then(|_| preprocessed_hash(ctx.toolchain, &arch, &u.file, &u.args)))?;
+        Ok(crate::hash::of_parts([own.as_bytes(), link_key.as_bytes()]))
+    };
+    let mut out = Vec::new();
+    let mut to_tune = Vec::new();
+    for u in tuned {
+        match key_of(u) {
+            Err(f) => out.push(failed(u, f, started)),
+            Ok(key) => match ctx.records.cached(&key, &ctx.fingerprint, &ctx.known) {
+                Some(record) => {
+                    progress.inc();
+                    let mut status = status_of(u);
+                    status.status = Status::Cached;
+                    status.input_hash = Some(record.input_hash.clone());
+                    let rows: Vec<KernelRow> = record.kernels.iter().cloned().map(|k| KernelRow { cached: true, ..k }).collect();
+                    status.kernels = rows.len();
+                    status.seconds = started.elapsed().as_secs_f64();
+                    out.push((status, rows));
+                }
+                None => to_tune.push((*u, key)),
+            },
+        }
+    }
+    if to_tune.is_empty() {
+        return out;
+    }
+    let units: Vec<(&Path, &[String])> =
+        with.iter().zip(&keys).filter(|(_, k)| k.is_ok()).map(|(u, _)| (u.file.as_path(), u.args.as_slice())).collect();
+    let set = match LinkSet::build(ctx.toolchain, &arch, &units) {
+        Ok(set) => set,
+        Err(f) => {
+            out.extend(to_tune.iter().map(|(u, _)| failed(u, f.clone(), started)));
+            return out;
+        }
+    };
+    let tuned_now: Vec<(UnitStatus, Vec<KernelRow>)> = to_tune
+        .par_iter()
+        .map(|(u, key)| {
+            let unit_started = Instant::now();
+            if let Err(f) = set.unit(&u.file) {
+                return failed(u, f, unit_started);
+            }
+            let unresolved = set.unresolved_failures(&u.file, Given::CompileDb);
+            let mut status = status_of(u);
+            let result = tune::tune_linked(ctx.toolchain, ctx.plugin, &set, &u.file, &ctx.options.tune, &ctx.known, progress)
+                .and_then(|rows| save_tuned(ctx, u, &arch, key, &rows, unit_started, &mut status, unresolved.is_empty()));
+            progress.inc();
+            let rows = match (result, unresolved.first()) {
+                (Ok(rows), None) => rows,
+                (Ok(rows), Some(_)) => {
+                    let messages: Vec<String> = unresolved.into_iter().map(|f| f.message).collect();
+                    (status.status, status.error) = (Status::Failed, Some(messages.join("; ")));
+                    rows
+                }
+                (Err(f), _) => {
+                    (status.status, status.error, status.diagnostics) = (Status::Failed, Some(f.message), f.diagnostics);
+                    vec![]
+                }
+            };
+            status.kernels = rows.len();
+            status.seconds = unit_started.elapsed().as_secs_f64();
+            (status, rows)
+        })
+        .collect();
+    out.extend(tuned_now);
+    out
+}
+
+/// A unit whose directory or source is gone cannot be compiled.
+fn check_unit(unit: &Unit) -> Result<(), Failure> {
+    if !unit.directory.is_dir() {
+        return Err(Failure::new(format!("its directory {} is gone", unit.directory.display())));
+    }
+    if !unit.file.is_file() {
+        return Err(Failure::new(format!("{} is gone", unit.file.display())));
+    }
+    Ok(())
 }
 
 /// The input hash `tune` gives this unit, from a preprocess alone (the

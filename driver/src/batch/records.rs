@@ -170,7 +170,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<(Records, usize), DbError
                 conflicts += 1;
             }
             seen.insert(e.key(), e.clone());
-            db.insert(e);
+            db.join(e);
         }
         conflicts
     })?;
@@ -202,6 +202,8 @@ mod tests {
             }],
             before: None,
             after: None,
+            candidates: vec![],
+            left_out: vec![],
             measured: None,
         };
         let before = entries_digest(&[&e]);

@@ -735,6 +735,8 @@ mod tests {
             transforms,
             reason: None,
             suggested,
+            candidates: vec![],
+            left_out: vec![],
             measured: None,
             before: Some(Usage { vgpr: 99, sgpr_spills: 16, occupancy: 4, ..Usage::default() }),
             after: Some(Usage { vgpr: 82, occupancy: 5, ..Usage::default() }),

@@ -47,6 +47,8 @@ pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision], uncapped
             suggested: vec![],
             before: None,
             after: None,
+            candidates: vec![],
+            left_out: vec![],
             measured: None,
         });
     }

@@ -357,6 +357,7 @@ pub fn run(
     user_args: &[String],
     options: &Options,
 ) -> Result<(Patch, Vec<Failure>), Failure> {
+    crate::rdc::unsupported("fix", user_args).map_err(Failure::new)?;
     let db = Db::load(&options.db).map_err(|e| Failure::new(e.to_string()))?;
     Ok(run_with(toolchain, plugin, inputs, archs, user_args, options, &db))
 }

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use regtune_decisions::{Entry, Transforms};
+use regtune_decisions::{Entry, Measured, Transforms};
 
 use crate::hash;
 use crate::session::{Session, SessionError};
@@ -44,7 +44,8 @@ pub fn path(dir: &Path, entry: &Entry, t: &Transforms) -> PathBuf {
 }
 
 /// One entry's candidates: name, transforms, file. Plain first; then the
-/// decision; then each suggestion ("suggested", "suggested-2", ...).
+/// decision; then each suggestion ("suggested", "suggested-2", ...); then
+/// the measured search's, named by their labels ("warps-per-sm=40").
 pub fn candidates(dir: &Path, entry: &Entry) -> Vec<(String, Transforms, PathBuf)> {
     let mut out = vec![("plain".to_string(), Transforms::default())];
     if !entry.transforms.is_empty() {
@@ -55,16 +56,59 @@ pub fn candidates(dir: &Path, entry: &Entry) -> Vec<(String, Transforms, PathBuf
             out.push((if i == 0 { "suggested".into() } else { format!("suggested-{}", i + 1) }, s.transforms.clone()));
         }
     }
+    for c in &entry.candidates {
+        if !out.iter().any(|(_, t)| t == &c.transforms) {
+            out.push((label(entry, &c.transforms), c.transforms.clone()));
+        }
+    }
     out.into_iter().map(|(n, t)| (n, t.clone(), path(dir, entry, &t))).collect()
 }
 
-/// Keep the candidates of every entry that has something to measure.
+/// Whether `regtune measure` has anything to time for the entry.
+pub fn has_candidates(entry: &Entry) -> bool {
+    !entry.transforms.is_empty() || !entry.suggested.is_empty() || !entry.candidates.is_empty()
+}
+
+/// As tune labels the transforms (NVPTX occupancy targets in warps per
+/// SM); an arch this build cannot parse keeps the db's own labels.
+pub fn labels(entry: &Entry, t: &Transforms) -> Vec<String> {
+    match crate::target::Arch::parse(&entry.arch) {
+        Ok(arch) => crate::tune::labels(t, &arch, &[]),
+        Err(_) => t.labels(),
+    }
+}
+
+/// [`labels`] as one name: "sink + warps-per-sm=40".
+pub fn label(entry: &Entry, t: &Transforms) -> String {
+    labels(entry, t).join(" + ")
+}
+
+/// A hash of a code object's bytes (None: unreadable): a measurement of
+/// a candidate stays valid while its code object hashes the same.
+pub fn hash_of(path: &Path) -> Option<String> {
+    std::fs::read(path).ok().map(|b| hash::of_parts([b.as_slice()]))
+}
+
+/// What of `old` (a measurement of the entry a re-tune replaces) still
+/// holds for `entry`: the candidates it still offers whose code objects,
+/// as now written in `dir`, hash as they did when measured. None when the
+/// plain build changed or nothing else is left.
+pub fn still_measured(dir: &Path, entry: &Entry, old: &Measured) -> Option<Measured> {
+    let now = candidates(dir, entry);
+    let holds = |c: &regtune_decisions::measured::Candidate| {
+        now.iter().any(|(_, t, p)| *t == c.transforms && c.code.is_some() && hash_of(p) == c.code)
+    };
+    let kept: Vec<_> = old.candidates.iter().filter(|c| holds(c)).cloned().collect();
+    let plain_holds = kept.first().is_some_and(|c| c.transforms.is_empty());
+    (plain_holds && kept.len() > 1).then(|| Measured { candidates: kept, ..old.clone() })
+}
+
+/// Keep the candidates of every entry that has something to measure. Each
+/// is written anew from this tune's build: a measurement of the old one
+/// stays only if the bytes did not change ([`hash_of`]).
 pub fn store<'a>(session: &Session<'_>, entries: impl Iterator<Item = &'a Entry>, dir: &Path) -> Result<(), SessionError> {
-    for entry in entries.filter(|e| !e.transforms.is_empty() || !e.suggested.is_empty()) {
+    for entry in entries.filter(|e| has_candidates(e)) {
         for (_, t, dest) in candidates(dir, entry) {
-            if dest.is_file() {
-                continue;
-            }
             let parent = dest.parent().expect("under the code directory");
             let io = |e: std::io::Error| SessionError::Io(format!("cannot write {}: {e}", parent.display()));
             std::fs::create_dir_all(parent).map_err(io)?;
@@ -100,6 +144,8 @@ mod tests {
             reason: None,
             before: None,
             after: None,
+            candidates: vec![],
+            left_out: vec![],
             measured: None,
         }
     }

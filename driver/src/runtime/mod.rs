@@ -28,6 +28,11 @@ pub struct Options {
     pub db: PathBuf,
     pub launches: u32,
     pub runs: u32,
+    /// Seconds of replay per kernel (0: no limit).
+    pub budget: f64,
+    /// The user's own builds to time beside the candidates (label, code
+    /// object): reported, never chosen.
+    pub compare: Vec<(String, PathBuf)>,
     pub format: Format,
     pub output: Option<PathBuf>,
     /// Check the db, the candidates and the tools, print the plan; run nothing.
@@ -83,10 +88,18 @@ fn describe(program: &[OsString]) -> String {
 /// Run the program under measurement and report. Errors are one line;
 /// bad input (db, tools, nothing to measure) stops before the program runs.
 pub fn run(o: &Options) -> Result<ExitCode, String> {
-    let db = Db::load(&o.db).map_err(|e| e.to_string())?;
+    // The measurements go back into the db: it must be writable before the program runs.
+    let db = Db::load_for_update(&o.db).map_err(|e| e.to_string())?;
     let tools = Tools::find()?;
     let code_dir = code::dir(&o.db);
-    let planned = plan::build(&db, &code_dir, o.launches, o.runs, tools.replayer.clone());
+    let settings = plan::Settings {
+        launches: o.launches,
+        runs: o.runs,
+        budget_s: o.budget,
+        replayer: tools.replayer.clone(),
+        compare: o.compare.clone(),
+    };
+    let planned = plan::build(&db, &code_dir, &settings);
     if planned.plan.kernels.is_empty() {
         return Err(if planned.missing.is_empty() {
             format!("{} has no kernel with a decision or a suggestion to measure; run `regtune tune` first", o.db.display())
@@ -106,6 +119,9 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
         for k in &planned.plan.kernels {
             let names: Vec<&str> = k.candidates.iter().map(|c| c.name.as_str()).collect();
             eprintln!("would measure {} on {}: {}", k.symbol, k.arch, names.join(", "));
+        }
+        for note in left_out(&db, planned.candidates.keys()) {
+            eprintln!("{note}");
         }
         eprintln!("interposer {}, replayer {}", tools.interposer.display(), tools.replayer.display());
         return Ok(ExitCode::SUCCESS);
@@ -152,11 +168,12 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
     let rows: Vec<results::Row> = collected
         .measured
         .iter()
-        .filter_map(|(key, m)| Some(results::rows(db.kernels.get(key)?, m)))
+        .filter_map(|(key, m)| Some(results::rows(db.kernels.get(key)?, m, collected.compared.get(key).map_or(&[], Vec::as_slice))))
         .flatten()
         .collect();
 
     let mut notes = collected.notes.clone();
+    notes.extend(left_out(&db, collected.measured.keys()));
     let launched_nothing_planned = collected.measured.is_empty();
     if !collected.unplanned.is_empty() {
         let names: Vec<String> =
@@ -185,15 +202,31 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
     })
 }
 
+/// One line per entry whose candidates tune left out (`--candidates`, or
+/// its time budget).
+fn left_out<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String> {
+    keys.filter_map(|k| db.kernels.get(k))
+        .filter(|e| !e.left_out.is_empty())
+        .map(|e| {
+            let name = crate::report::short_name(&e.name);
+            format!("{name}: {} more candidates left out by tune (--candidates): {}", e.left_out.len(), e.left_out.join(", "))
+        })
+        .collect()
+}
+
 /// Write the measurements into the db under its lock; an entry that a
 /// tune changed meanwhile (other candidates) keeps no stale measurement.
 fn merge(path: &Path, code_dir: &Path, planned: &plan::Planned, collected: &results::Collected) -> Result<Db, String> {
     Db::update(path, |db| {
         for (key, m) in &collected.measured {
             let Some(entry) = db.kernels.get_mut(key) else { continue };
-            let now: Vec<(String, regtune_decisions::Transforms)> =
-                code::candidates(code_dir, entry).into_iter().map(|(n, t, _)| (n, t)).collect();
-            if planned.candidates.get(key) == Some(&now) {
+            let now: Vec<plan::PlannedCandidate> = code::candidates(code_dir, entry)
+                .into_iter()
+                .map(|(name, transforms, p)| plan::PlannedCandidate { name, transforms, code: code::hash_of(&p), compared: false })
+                .collect();
+            let then: Option<Vec<plan::PlannedCandidate>> =
+                planned.candidates.get(key).map(|cs| cs.iter().filter(|c| !c.compared).cloned().collect());
+            if then.as_ref() == Some(&now) {
                 entry.measured = Some(m.clone());
             }
         }

@@ -9,36 +9,91 @@ use regtune_runtime::plan::{Param, Plan, PlanCandidate, PlanKernel};
 
 use super::code;
 
-/// The plan, and for each db entry (by key) its candidates' transforms by name.
+/// The plan, and for each db entry (by key) its candidates.
 pub struct Planned {
     pub plan: Plan,
-    pub candidates: BTreeMap<String, Vec<(String, Transforms)>>,
+    pub candidates: BTreeMap<String, Vec<PlannedCandidate>>,
     /// Entries with something to measure but no code objects (tuned before
     /// regtune kept them, or by another machine): tune them again.
     pub missing: Vec<String>,
 }
 
-pub fn build(db: &Db, code_dir: &Path, launches: u32, runs: u32, replayer: PathBuf) -> Planned {
+/// One candidate as planned: its name, transforms, and its code object's
+/// hash, which a measurement keeps so that a re-tune knows whether it
+/// still holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedCandidate {
+    pub name: String,
+    pub transforms: Transforms,
+    pub code: Option<String>,
+    /// A build of the user's (`--compare`): timed and reported, never a
+    /// candidate of the db.
+    pub compared: bool,
+}
+
+/// How the plan is made: the measurement's settings and the user's own
+/// builds to time beside the candidates (label, code object).
+pub struct Settings {
+    pub launches: u32,
+    pub runs: u32,
+    pub budget_s: f64,
+    pub replayer: PathBuf,
+    pub compare: Vec<(String, PathBuf)>,
+}
+
+pub fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
     let mut kernels = Vec::new();
     let mut candidates = BTreeMap::new();
     let mut missing = Vec::new();
-    for entry in db.kernels.values().filter(|e| !e.transforms.is_empty() || !e.suggested.is_empty()) {
+    for entry in db.kernels.values().filter(|e| code::has_candidates(e)) {
         let all = code::candidates(code_dir, entry);
         if !all.iter().all(|(_, _, p)| p.is_file()) {
             missing.push(format!("{} ({})", entry.name, entry.arch));
             continue;
         }
         let params = kernel_params(&all[0].2, &entry.symbol);
-        candidates.insert(entry.key(), all.iter().map(|(n, t, _)| (n.clone(), t.clone())).collect());
+        let mut planned: Vec<PlannedCandidate> = all
+            .iter()
+            .map(|(n, t, p)| PlannedCandidate { name: n.clone(), transforms: t.clone(), code: code::hash_of(p), compared: false })
+            .collect();
+        let mut paths: Vec<PathBuf> = all.into_iter().map(|(_, _, p)| p).collect();
+        for (label, path) in settings.compare.iter().filter(|(_, p)| holds_kernel(p, &entry.symbol)) {
+            planned.push(PlannedCandidate { name: format!("compare:{label}"), transforms: Transforms::default(), code: code::hash_of(path), compared: true });
+            paths.push(path.clone());
+        }
         kernels.push(PlanKernel {
             symbol: entry.symbol.clone(),
             key: entry.key(),
             arch: entry.arch.clone(),
-            candidates: all.into_iter().map(|(name, _, path)| PlanCandidate { name, path: absolute(&path) }).collect(),
+            candidates: planned.iter().zip(&paths).map(|(c, p)| PlanCandidate { name: c.name.clone(), path: absolute(p) }).collect(),
             params,
         });
+        candidates.insert(entry.key(), planned);
     }
-    Planned { plan: Plan { launches, runs, replayer, kernels }, candidates, missing }
+    let plan = Plan {
+        launches: settings.launches,
+        runs: settings.runs,
+        budget_s: settings.budget_s,
+        replayer: settings.replayer.clone(),
+        kernels,
+    };
+    Planned { plan, candidates, missing }
+}
+
+/// Whether a code object defines the kernel `symbol`.
+fn holds_kernel(object: &Path, symbol: &str) -> bool {
+    kernel_symbols(object).iter().any(|s| s == symbol)
+}
+
+/// The kernels a code object defines.
+fn kernel_symbols(object: &Path) -> Vec<String> {
+    let Ok(bytes) = std::fs::read(object) else { return vec![] };
+    if crate::target::nvptx::cubin::is_cubin(&bytes) {
+        crate::target::nvptx::cubin::read(&bytes).map(|ks| ks.into_iter().map(|k| k.name).collect()).unwrap_or_default()
+    } else {
+        let objects = crate::target::amdgpu::codeobj::read(&bytes).unwrap_or_default();
+        objects.into_iter().flat_map(|o| o.kernels).map(|k| k.name).collect()
+    }
 }
 
 /// The program runs in its own directory: paths must not depend on ours.
@@ -77,6 +132,8 @@ mod tests {
             suggested: vec![],
             before: None,
             after: None,
+            candidates: vec![],
+            left_out: vec![],
             measured: None,
         }
     }
@@ -93,13 +150,16 @@ mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, b"cubin").unwrap();
         }
-        let planned = build(&db, dir.path(), 1, 10, "regtune-replay".into());
+        let settings = Settings { launches: 1, runs: 10, budget_s: 5.0, replayer: "regtune-replay".into(), compare: vec![] };
+        let planned = build(&db, dir.path(), &settings);
         let symbols: Vec<&str> = planned.plan.kernels.iter().map(|k| k.symbol.as_str()).collect();
         assert_eq!(symbols, ["_Z4sinkv"]);
         assert_eq!(planned.missing, ["_Z7missingv (sm_90)"]);
         let k = &planned.plan.kernels[0];
         assert_eq!(k.candidates.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["plain", "decided"]);
         assert!(k.candidates.iter().all(|c| c.path.is_absolute() && c.path.is_file()));
-        assert_eq!(planned.candidates["sm_90/_Z4sinkv/h"], [("plain".into(), Transforms::default()), ("decided".into(), sink)]);
+        let names: Vec<(&str, &Transforms)> = planned.candidates["sm_90/_Z4sinkv/h"].iter().map(|c| (c.name.as_str(), &c.transforms)).collect();
+        assert_eq!(names, [("plain", &Transforms::default()), ("decided", &sink)]);
+        assert!(planned.candidates["sm_90/_Z4sinkv/h"].iter().all(|c| c.code.is_some()));
     }
 }

@@ -4,10 +4,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use regtune_decisions::measured::{Candidate, Timing, Verdict};
-use regtune_decisions::{Entry, Measured, Transforms};
+use regtune_decisions::{Entry, Measured};
 use regtune_runtime::plan::{Event, LaunchResult};
 use serde::Serialize;
 
+use super::plan::PlannedCandidate;
 use crate::output::Tabular;
 use crate::report;
 
@@ -22,10 +23,12 @@ pub struct Collected {
     pub unplanned: BTreeSet<String>,
     /// One line each: faults, refusals, other targets.
     pub notes: Vec<String>,
+    /// The user's own builds (`--compare`) per entry key: label and timing.
+    pub compared: BTreeMap<String, Vec<(String, Candidate)>>,
 }
 
-/// Fold the events; `candidates` names each entry's candidates' transforms.
-pub fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<(String, Transforms)>>, runs: u32) -> Collected {
+/// Fold the events; `candidates` are each entry's, as planned.
+pub fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<PlannedCandidate>>, runs: u32) -> Collected {
     let mut out = Collected::default();
     let mut launches: BTreeMap<String, Vec<&LaunchResult>> = BTreeMap::new();
     let mut failed: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
@@ -66,7 +69,7 @@ pub fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<(String, Tran
         };
         let candidates = names
             .iter()
-            .map(|(name, transforms)| {
+            .map(|PlannedCandidate { name, transforms, code, .. }| {
                 let mine = results.iter().filter_map(|r| r.replayed.candidates.iter().find(|c| &c.name == name));
                 // Launches of one kernel can differ in size: what counts is their total,
                 // the sum of each launch's median (and of each launch's spread).
@@ -87,9 +90,16 @@ pub fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<(String, Tran
                     time: if error.is_some() { None } else { time },
                     identical: ran > 0 && ran == results.len() && mine.clone().all(|c| c.identical),
                     error,
+                    code: code.clone(),
                 }
             })
-            .collect();
+            .collect::<Vec<Candidate>>();
+        let (compared, candidates): (Vec<_>, Vec<_>) = names.iter().zip(candidates).partition(|(p, _)| p.compared);
+        let candidates: Vec<Candidate> = candidates.into_iter().map(|(_, c)| c).collect();
+        if !compared.is_empty() {
+            let labelled = compared.into_iter().map(|(p, c)| (p.name.clone(), c)).collect();
+            out.compared.insert(key.clone(), labelled);
+        }
         let m = Measured {
             device,
             launches: results.len() as u32,
@@ -122,6 +132,8 @@ pub struct Row {
     pub candidate: String,
     pub transforms: Vec<String>,
     pub registers: Option<u32>,
+    /// Spilled registers or bytes, as the backend reports them.
+    pub spills: Option<u32>,
     pub occupancy: Option<u32>,
     pub median_ms: Option<f64>,
     pub spread_ms: Option<f64>,
@@ -138,27 +150,40 @@ pub struct Row {
     pub program_identical: Option<bool>,
 }
 
-/// The rows of one measured entry, plain first.
-pub fn rows(entry: &Entry, m: &Measured) -> Vec<Row> {
+/// The rows of one measured entry, plain first, then the user's own
+/// builds (`--compare`).
+pub fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]) -> Vec<Row> {
     let built = entry.effective();
-    let confirmed: Vec<&Transforms> = entry.suggested.iter().filter(|s| s.confirmed).map(|s| &s.transforms).collect();
-    // As tune labels them (NVPTX occupancy targets in warps per SM); an
-    // arch this build cannot parse keeps the db's own labels.
-    let labels = |t: &Transforms| match crate::target::Arch::parse(&entry.arch) {
-        Ok(arch) => crate::tune::labels(t, &arch, &[]),
-        Err(_) => t.labels(),
-    };
-    m.candidates
+    let allowed = entry.allowed();
+    let theirs = compared.iter().map(|(name, c)| Row {
+        kernel: report::short_name(&entry.name).to_string(),
+        symbol: entry.symbol.clone(),
+        arch: entry.arch.clone(),
+        candidate: name.clone(),
+        transforms: vec![],
+        registers: None,
+        spills: None,
+        occupancy: None,
+        median_ms: c.time.map(|t| t.median_ms),
+        spread_ms: c.time.map(|t| t.spread_ms),
+        speedup: m.speedup(c),
+        identical: c.identical,
+        verdict: match (&c.error, m.deterministic && c.identical) {
+            (Some(e), _) => format!("failed: {e}"),
+            (None, true) => "your build: timed, never chosen".into(),
+            (None, false) => "your build: different bytes".into(),
+        },
+        built: false,
+        launches: m.launches,
+        device: m.device.clone(),
+        program_identical: m.program_identical,
+    });
+    let ours: Vec<Row> = m
+        .candidates
         .iter()
         .map(|c| {
-            let usage = if c.transforms.is_empty() {
-                entry.before
-            } else if c.transforms == entry.transforms {
-                entry.after
-            } else {
-                entry.suggested.iter().find(|s| s.transforms == c.transforms).map(|s| s.usage)
-            };
-            let allowed = c.transforms == entry.transforms || confirmed.contains(&&c.transforms);
+            let usage = entry.usage_of(&c.transforms);
+            let allowed = allowed.contains(&c.transforms);
             let verdict = if c.transforms.is_empty() {
                 if m.launches == 0 {
                     "reference (no launch measured)".to_string()
@@ -181,9 +206,10 @@ pub fn rows(entry: &Entry, m: &Measured) -> Vec<Row> {
                 kernel: report::short_name(&entry.name).to_string(),
                 symbol: entry.symbol.clone(),
                 arch: entry.arch.clone(),
-                candidate: if c.transforms.is_empty() { "plain".into() } else { labels(&c.transforms).join(" + ") },
-                transforms: labels(&c.transforms),
+                candidate: if c.transforms.is_empty() { "plain".into() } else { super::code::label(entry, &c.transforms) },
+                transforms: super::code::labels(entry, &c.transforms),
                 registers: usage.map(|u| u.vgpr),
+                spills: usage.map(|u| u.vgpr_spills + u.sgpr_spills),
                 occupancy: usage.map(|u| u.occupancy),
                 median_ms: c.time.map(|t| t.median_ms),
                 spread_ms: c.time.map(|t| t.spread_ms),
@@ -196,12 +222,13 @@ pub fn rows(entry: &Entry, m: &Measured) -> Vec<Row> {
                 program_identical: m.program_identical,
             }
         })
-        .collect()
+        .collect();
+    ours.into_iter().chain(theirs).collect()
 }
 
 impl Tabular for Row {
     fn header() -> Vec<&'static str> {
-        vec!["kernel", "arch", "candidate", "regs", "occupancy", "median ms", "spread ms", "speedup", "identical", "verdict", "built"]
+        vec!["kernel", "arch", "candidate", "regs", "spills", "occupancy", "median ms", "spread ms", "speedup", "identical", "verdict", "built"]
     }
 
     fn cells(&self) -> Vec<String> {
@@ -212,6 +239,7 @@ impl Tabular for Row {
             self.arch.clone(),
             self.candidate.clone(),
             opt(self.registers),
+            opt(self.spills),
             opt(self.occupancy),
             ms(self.median_ms),
             ms(self.spread_ms),
@@ -226,6 +254,7 @@ impl Tabular for Row {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use regtune_decisions::Transforms;
     use regtune_runtime::plan::{CandidateResult, LaunchConfig, Replayed};
 
     fn result(key: &str, cands: &[(&str, &[f64], bool)], deterministic: bool, program: Option<bool>) -> Event {
@@ -249,9 +278,10 @@ mod tests {
         })
     }
 
-    fn names() -> BTreeMap<String, Vec<(String, Transforms)>> {
+    fn names() -> BTreeMap<String, Vec<PlannedCandidate>> {
         let cap = Transforms { unroll_cap: Some(1), ..Default::default() };
-        BTreeMap::from([("k".to_string(), vec![("plain".to_string(), Transforms::default()), ("decided".to_string(), cap)])])
+        let c = |name: &str, transforms| PlannedCandidate { name: name.into(), transforms, code: Some(format!("{name}-code")), compared: false };
+        BTreeMap::from([("k".to_string(), vec![c("plain", Transforms::default()), c("decided", cap)])])
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub use arch::*;
 /// [`Target::limiter_name`]).
 pub use amdgpu::occupancy::Limiter;
 
-use crate::compile::{Compiled, CompileError, Location, Temps, Unit, Variant};
+use crate::compile::{Compiled, CompileError, Emit, Location, Temps, Unit, Variant};
 use crate::cost::{Machine, Profile};
 use crate::measure::{self, MeasureError, Measured};
 use crate::toolchain::{Toolchain, ToolchainError};
@@ -68,6 +68,30 @@ pub trait Target: fmt::Debug + Sync {
     /// What the input hash covers beyond compiler, target, flags and source.
     fn hash_inputs(&self, toolchain: &Toolchain) -> Vec<String>;
 
+    // --- Relocatable device code (-fgpu-rdc) ----------------------------
+
+    /// Whether regtune builds `-fgpu-rdc` units for this target; Err: why
+    /// not, for the user.
+    fn relocatable(&self) -> Result<(), &'static str> {
+        Err("regtune links relocatable device code for AMDGPU only, so far")
+    }
+
+    /// Compile pre-optimization IR as a `-fgpu-rdc` device compile does:
+    /// the unit's O3 pipeline, with the variant's plugin, to bitcode `out`.
+    fn ir_to_bitcode(&self, _toolchain: &Toolchain, arch: &Arch, _ir: &Path, _out: &Path, _variant: &Variant)
+        -> Result<Compiled, CompileError> {
+        Err(CompileError::NoRdc { arch: arch.to_string(), why: self.relocatable().err().unwrap_or_default() })
+    }
+
+    /// The build's device link of relocatable units' bitcode `inputs`, to
+    /// a code object `out` (or a listing, `emit`), at the link's `-O` as
+    /// `user_args` (the compile's) set it.
+    #[allow(clippy::too_many_arguments)]
+    fn device_link(&self, _toolchain: &Toolchain, arch: &Arch, _inputs: &[PathBuf], _out: &Path, _emit: Emit, _user_args: &[String], _variant: &Variant)
+        -> Result<Compiled, CompileError> {
+        Err(CompileError::NoRdc { arch: arch.to_string(), why: self.relocatable().err().unwrap_or_default() })
+    }
+
     // --- Usage from the built object ----------------------------------
 
     /// Every kernel's usage in the object `bytes` (read from `path`);
@@ -104,6 +128,18 @@ pub trait Target: fmt::Debug + Sync {
 
     /// Occupancy steps the register allocator could plausibly reach.
     fn occupancy_targets(&self, arch: &Arch, base: &Measured) -> Vec<u32>;
+
+    /// Whether the backend itself can spill registers to shared memory
+    /// (a `spill_to_shared` candidate, given a promised block size): NVPTX.
+    fn backend_spills_to_shared(&self) -> bool;
+
+    /// The block size every launch of the kernel keeps to, as far as the
+    /// compile shows (launch bounds in the source; `--block-size`).
+    fn promised_block(&self, base: &Measured) -> Option<u32>;
+
+    /// Every occupancy step above the kernel's that a register cap reaches,
+    /// whether or not the backend must spill there: the measured search's.
+    fn occupancy_steps(&self, arch: &Arch, base: &Measured) -> Vec<u32>;
 
     /// The most registers a kernel may use when a block of `threads` must
     /// fit (AMDGPU: the backend's VGPR cap); None where the backend sets no

@@ -115,7 +115,9 @@ pub struct CompileCommand {
     pub separate_offload_arch: bool,
     pub host_only: bool,
     pub device_only: bool,
-    /// `-fgpu-rdc`: device code is generated at link time.
+    /// `-fgpu-rdc`: each source's device code is bitcode that the link
+    /// step device-links; the flag stays in `device_args` (the tuner
+    /// links, and the input hash covers it).
     pub relocatable_device_code: bool,
     pub emit_llvm: bool,
     pub save_temps: bool,
@@ -216,7 +218,7 @@ impl CompileCommand {
                 }
                 "-fgpu-rdc" | "-fno-gpu-rdc" => {
                     cmd.relocatable_device_code = a == "-fgpu-rdc";
-                    false
+                    true
                 }
                 _ if NOT_DEVICE.contains(&a) || joined(NOT_DEVICE_PREFIXES) => false,
                 "-emit-llvm" => {
@@ -298,7 +300,6 @@ impl CompileCommand {
             Action::Assemble | Action::Preprocess | Action::SyntaxOnly => "no object is built",
             _ if self.hip_sources(cu_is_hip).is_empty() => "no HIP source",
             _ if self.host_only => "host-only compile",
-            _ if self.relocatable_device_code => "-fgpu-rdc generates device code at link time",
             _ if self.emit_llvm => "-emit-llvm builds no code object",
             _ if self.save_temps => "-save-temps",
             _ if self.dry_run => "-###",
@@ -440,7 +441,10 @@ mod tests {
         assert_eq!(parse("-E k.hip").untouched_because(true), Some("no object is built"));
         assert_eq!(parse("-M k.hip").untouched_because(true), Some("no object is built"));
         assert_eq!(parse("--version").untouched_because(true), Some("no input files"));
-        assert_eq!(parse("-fgpu-rdc -c k.hip").untouched_because(true), Some("-fgpu-rdc generates device code at link time"));
+        // Relocatable device code: the plugin runs in each source's device compile.
+        assert_eq!(parse("-fgpu-rdc -c k.hip").untouched_because(true), None);
+        assert_eq!(parse("-fgpu-rdc -O3 -c k.hip").device_args, ["-fgpu-rdc", "-O3"]);
+        assert_eq!(parse("-fgpu-rdc --hip-link a.o b.o -o app").untouched_because(true), Some("no HIP source"));
         assert_eq!(parse("k.hip -o app -lm").action(), Action::Link);
         assert!(parse("-O2 -c k.hip").sets_optimization() && parse("-Ofast -c k.hip").sets_optimization());
         assert!(!parse("-c k.hip -o k.o").sets_optimization());

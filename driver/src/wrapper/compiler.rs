@@ -119,6 +119,10 @@ impl Compiler {
                 }
                 command.args(stand_in_args(original, cmd));
                 if cmd.action() == Action::Link {
+                    // hipcc's link: the device link of -fgpu-rdc objects needs --hip-link.
+                    if cmd.relocatable_device_code && !cmd.args.iter().any(|a| a == "--hip-link") {
+                        command.arg("--hip-link");
+                    }
                     command.arg("-lamdhip64");
                 }
             }

@@ -6,9 +6,11 @@ use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 
 use inkwell::basic_block::BasicBlock;
+use inkwell::builder::Builder;
 use inkwell::context::{AsContextRef, ContextRef};
 use inkwell::module::Module;
-use inkwell::values::{AsValueRef, BasicValueEnum, FunctionValue, InstructionOpcode, InstructionValue};
+use inkwell::types::{BasicType, BasicTypeEnum};
+use inkwell::values::{AsValueRef, BasicValueEnum, FunctionValue, InstructionOpcode, InstructionValue, IntValue, PointerValue};
 use llvm_sys::core as c;
 use llvm_sys::debuginfo as di;
 use llvm_sys::prelude::{LLVMContextRef, LLVMMetadataRef, LLVMModuleRef, LLVMValueRef};
@@ -322,4 +324,46 @@ pub fn set_md<'ctx>(inst: InstructionValue<'ctx>, kind: &str, md: Md<'ctx>) {
     let id = bb.get_context().get_kind_id(kind);
     // SAFETY: inst is a live instruction and md metadata of its context.
     unsafe { c::LLVMSetMetadata(inst.as_value_ref(), id, md.as_value()) };
+}
+
+/// `getelementptr inbounds <ty>, ptr <base>, <indices>` at the builder's
+/// position (inkwell marks GEP building `unsafe`: LLVM asserts, rather than
+/// reports, indices that do not fit the type). `regtune-lds-spill` builds
+/// its slot addresses with it.
+pub fn in_bounds_gep<'ctx, T: BasicType<'ctx>>(
+    builder: &Builder<'ctx>,
+    ty: T,
+    base: PointerValue<'ctx>,
+    indices: &[IntValue<'ctx>],
+    name: &str,
+) -> Option<PointerValue<'ctx>> {
+    // Every index after the first steps into an array: check the types the
+    // way GetElementPtrInst::getIndexedType does, before LLVM asserts.
+    let mut element = ty.as_basic_type_enum();
+    for _ in 1..indices.len() {
+        let BasicTypeEnum::ArrayType(array) = element else { return None };
+        element = array.get_element_type();
+    }
+    // SAFETY: the indices are integers (their type says so) that step only
+    // into arrays (checked above), so LLVM can type the GEP.
+    unsafe { builder.build_in_bounds_gep(ty, base, indices, name) }.ok()
+}
+
+/// The bytes a global variable's definition allocates (its value type's
+/// ABI size in the module's data layout); `None` for a declaration or an
+/// unsized type.
+pub fn global_alloc_bytes(global: inkwell::values::GlobalValue<'_>) -> Option<u64> {
+    if global.is_declaration() {
+        return None;
+    }
+    let raw = global.as_value_ref();
+    // SAFETY: raw is a live global variable of a live module.
+    unsafe {
+        let ty = c::LLVMGlobalGetValueType(raw);
+        if c::LLVMTypeIsSized(ty) == 0 {
+            return None;
+        }
+        let layout = llvm_sys::target::LLVMGetModuleDataLayout(c::LLVMGetGlobalParent(raw));
+        Some(llvm_sys::target::LLVMABISizeOfType(layout, ty))
+    }
 }

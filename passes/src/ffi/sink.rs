@@ -2,7 +2,8 @@
 //! does not offer, or offers through views that panic on IR it does not
 //! model (token-typed users, metadata operands): use lists, PHI incoming
 //! edges, call attributes, atomicity, underlying objects of pointers,
-//! type sizes, and moving an instruction.
+//! type sizes, and moving an instruction. `regtune-lds-spill` reads the
+//! IR through the same queries (and [`result_shape`], [`is_convergent_call`]).
 
 use std::ffi::CStr;
 
@@ -291,6 +292,72 @@ pub fn is_pure_intrinsic_call(inst: InstructionValue<'_>) -> bool {
     let convergent =
         fn_attribute(callee, FUNCTION_INDEX, "convergent").is_some() || call_attribute(raw, "convergent").is_some();
     no_memory && speculatable && !convergent
+}
+
+/// Whether a call, invoke or callbr is `convergent`, at the call site or
+/// on the function it calls directly (`llvm.amdgcn.readlane`,
+/// `llvm.nvvm.shfl.sync.*`, barriers, a convergent inline asm).
+pub fn is_convergent_call(inst: InstructionValue<'_>) -> bool {
+    if !matches!(inst.get_opcode(), InstructionOpcode::Call | InstructionOpcode::Invoke | InstructionOpcode::CallBr) {
+        return false;
+    }
+    let raw = inst.as_value_ref();
+    if call_attribute(raw, "convergent").is_some() {
+        return true;
+    }
+    // SAFETY: raw is a call base; its called operand is a live value.
+    let callee = unsafe { c::LLVMGetCalledValue(raw) };
+    // SAFETY: checked cast.
+    !callee.is_null()
+        && !unsafe { c::LLVMIsAFunction(callee) }.is_null()
+        && fn_attribute(callee, FUNCTION_INDEX, "convergent").is_some()
+}
+
+/// The type of an instruction's result, as far as a register or a 32-bit
+/// memory word holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// `iN`.
+    Int(u32),
+    /// `half`, `float`, `double`...: the width in bits.
+    Float(u32),
+    /// `ptr addrspace(N)`.
+    Pointer { address_space: u32 },
+    /// A vector of `i1`: a lane mask.
+    MaskVector,
+    /// Anything else (other vectors, aggregates, void, token...).
+    Other,
+}
+
+pub fn result_shape(inst: InstructionValue<'_>) -> Shape {
+    // SAFETY: inst is a live instruction; its type is a live type.
+    let ty = unsafe { c::LLVMTypeOf(inst.as_value_ref()) };
+    // SAFETY: as above.
+    match unsafe { c::LLVMGetTypeKind(ty) } {
+        // SAFETY: an integer type.
+        LLVMTypeKind::LLVMIntegerTypeKind => Shape::Int(unsafe { c::LLVMGetIntTypeWidth(ty) }),
+        LLVMTypeKind::LLVMHalfTypeKind | LLVMTypeKind::LLVMBFloatTypeKind => Shape::Float(16),
+        LLVMTypeKind::LLVMFloatTypeKind => Shape::Float(32),
+        LLVMTypeKind::LLVMDoubleTypeKind => Shape::Float(64),
+        LLVMTypeKind::LLVMX86_FP80TypeKind => Shape::Float(80),
+        LLVMTypeKind::LLVMFP128TypeKind | LLVMTypeKind::LLVMPPC_FP128TypeKind => Shape::Float(128),
+        // SAFETY: a pointer type.
+        LLVMTypeKind::LLVMPointerTypeKind => Shape::Pointer { address_space: unsafe { c::LLVMGetPointerAddressSpace(ty) } },
+        LLVMTypeKind::LLVMVectorTypeKind => {
+            // SAFETY: a vector type has an element type.
+            let element = unsafe { c::LLVMGetElementType(ty) };
+            // SAFETY: a live type.
+            let mask = unsafe { c::LLVMGetTypeKind(element) } == LLVMTypeKind::LLVMIntegerTypeKind
+                // SAFETY: an integer type.
+                && unsafe { c::LLVMGetIntTypeWidth(element) } == 1;
+            if mask {
+                Shape::MaskVector
+            } else {
+                Shape::Other
+            }
+        }
+        _ => Shape::Other,
+    }
 }
 
 /// Whether an instruction is atomic (an atomic load or store, atomicrmw,

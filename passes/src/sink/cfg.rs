@@ -1,6 +1,7 @@
 //! `regtune-sink`'s view of the CFG: blocks, dominators (Cooper, Harvey and
 //! Kennedy) and natural loops, computed here so the pass needs no analysis
-//! from the pass manager. See [`super`] for the pass.
+//! from the pass manager. See [`super`] for the pass; `regtune-lds-spill`
+//! ([`crate::lds_spill`]) shares it.
 //!
 //!   opt-22 -load-pass-plugin=target/debug/libregtune_passes.so \
 //!     -passes=regtune-sink in.ll -S -o out.ll
@@ -17,28 +18,28 @@ use crate::ffi::ir::successors;
 const MAX_INSTRUCTIONS: usize = 50_000;
 const MAX_BLOCKS: usize = 5_000;
 
-pub(super) struct Cfg<'ctx> {
-    pub(super) blocks: Vec<BasicBlock<'ctx>>,
-    pub(super) index: HashMap<BasicBlock<'ctx>, usize>,
-    succs: Vec<Vec<usize>>,
-    pub(super) preds: Vec<Vec<usize>>,
+pub(crate) struct Cfg<'ctx> {
+    pub(crate) blocks: Vec<BasicBlock<'ctx>>,
+    pub(crate) index: HashMap<BasicBlock<'ctx>, usize>,
+    pub(crate) succs: Vec<Vec<usize>>,
+    pub(crate) preds: Vec<Vec<usize>>,
     /// Reachable blocks in reverse post-order; the entry first.
-    pub(super) rpo: Vec<usize>,
+    pub(crate) rpo: Vec<usize>,
     /// Immediate dominators (the entry is its own); None when unreachable.
-    pub(super) idom: Vec<Option<usize>>,
+    pub(crate) idom: Vec<Option<usize>>,
     /// Depth in the dominator tree.
     depth: Vec<usize>,
     /// The body of each natural loop (one per header), as a block mask.
     loops: Vec<Vec<bool>>,
     /// False when some cycle has no single header (irreducible control
     /// flow): natural loops do not describe it, so nothing leaves its block.
-    pub(super) reducible: bool,
+    pub(crate) reducible: bool,
 }
 
 impl<'ctx> Cfg<'ctx> {
     /// None for functions this pass does not handle (EH, callbr) or that are
     /// too large.
-    pub(super) fn new(f: FunctionValue<'ctx>) -> Option<Self> {
+    pub(crate) fn new(f: FunctionValue<'ctx>) -> Option<Self> {
         let blocks: Vec<BasicBlock<'ctx>> = f.get_basic_block_iter().collect();
         if blocks.len() > MAX_BLOCKS {
             return None;
@@ -177,11 +178,11 @@ impl<'ctx> Cfg<'ctx> {
         self.loops = bodies.into_iter().map(|(_, body)| body).collect();
     }
 
-    pub(super) fn reachable(&self, b: usize) -> bool {
+    pub(crate) fn reachable(&self, b: usize) -> bool {
         self.idom[b].is_some()
     }
 
-    pub(super) fn dominates(&self, a: usize, mut b: usize) -> bool {
+    pub(crate) fn dominates(&self, a: usize, mut b: usize) -> bool {
         if !self.reachable(a) || !self.reachable(b) {
             return false;
         }
@@ -192,7 +193,7 @@ impl<'ctx> Cfg<'ctx> {
     }
 
     /// The nearest common dominator of two reachable blocks.
-    pub(super) fn nearest_common_dominator(&self, mut a: usize, mut b: usize) -> usize {
+    pub(crate) fn nearest_common_dominator(&self, mut a: usize, mut b: usize) -> usize {
         while a != b {
             let (Some(ia), Some(ib)) = (self.idom[a], self.idom[b]) else {
                 break;
@@ -206,15 +207,20 @@ impl<'ctx> Cfg<'ctx> {
         a
     }
 
+    /// How many natural loops contain block `b` (0: none).
+    pub(crate) fn loop_depth(&self, b: usize) -> usize {
+        self.loops.iter().filter(|body| body[b]).count()
+    }
+
     /// Every loop that contains `to` also contains `from`: moving from
     /// `from` to `to` does not move into a loop.
-    pub(super) fn loop_ok(&self, from: usize, to: usize) -> bool {
+    pub(crate) fn loop_ok(&self, from: usize, to: usize) -> bool {
         self.loops.iter().all(|body| !body[to] || body[from])
     }
 
     /// Blocks reachable from the end of `from` (through its successors)
     /// without entering `stop`.
-    pub(super) fn reach_from_end(&self, from: usize, stop: Option<usize>) -> Vec<bool> {
+    pub(crate) fn reach_from_end(&self, from: usize, stop: Option<usize>) -> Vec<bool> {
         let mut seen = vec![false; self.blocks.len()];
         let mut work: Vec<usize> = self.succs[from].clone();
         while let Some(b) = work.pop() {
@@ -231,7 +237,7 @@ impl<'ctx> Cfg<'ctx> {
     /// on its way (entered and left whole): reachable from `from`'s end
     /// without entering `to`, and able to reach `to`'s start. `from` itself
     /// is among them when such a path can come back to it (a cycle).
-    pub(super) fn between(&self, from: usize, to: usize) -> Vec<usize> {
+    pub(crate) fn between(&self, from: usize, to: usize) -> Vec<usize> {
         let fwd = self.reach_from_end(from, Some(to));
         let mut bwd = vec![false; self.blocks.len()];
         let mut work: Vec<usize> = self.preds[to].clone();

@@ -64,7 +64,7 @@
 //! (whether a move frees registers: live ranges and register pressure). This
 //! one takes the snapshot of a function they share and runs the two rewrites.
 
-mod cfg;
+pub(crate) mod cfg;
 mod legality;
 mod placement;
 mod profitability;

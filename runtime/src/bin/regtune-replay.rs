@@ -77,6 +77,7 @@ fn serve(vendor: &str) -> io::Result<()> {
                     snapshot: &snapshot,
                     candidates: &candidates,
                     runs: req.runs,
+                    budget_ms: req.budget_ms,
                 };
                 let start = std::time::Instant::now();
                 let result = replay::replay(gpu.as_deref_mut().expect("opened"), &launch);

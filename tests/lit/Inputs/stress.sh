@@ -10,7 +10,7 @@
 # make), through every pass by name again; and made an NVPTX kernel with a
 # decisions db that enables every transform, through regtune-apply by name
 # and through the default O3 pipeline (where the plugin's extension-point
-# callbacks run). On the first failure the module that failed is kept next
+# callbacks run), and with a block size through regtune-lds-spill. On the first failure the module that failed is kept next
 # to the work prefix, and the seed is reported.
 set -u
 first=$1 last=$2 work=$3
@@ -51,6 +51,8 @@ JSON
   REGTUNE_DECISIONS=$db "$@" -disable-output -passes='regtune-apply,regtune-noalias-rank' "$nvptx" >/dev/null \
     || fail regtune-apply "$nvptx"
   REGTUNE_DECISIONS=$db "$@" -disable-output -passes='default<O3>' "$nvptx" || fail 'default<O3>' "$nvptx"
+  "$@" -disable-output -passes='regtune-occupancy<block=128>,regtune-lds-spill<8>' "$nvptx" \
+    || fail 'regtune-lds-spill<8>' "$nvptx"
 
   rm -f "$plain" "$amdgpu" "$nvptx" "$db"
   seed=$((seed + 1))

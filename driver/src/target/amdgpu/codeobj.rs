@@ -25,6 +25,9 @@ pub enum CodeObjectError {
     Compressed,
     #[error("malformed AMDGPU metadata: {0}")]
     Metadata(String),
+    /// A `-fgpu-rdc` object: its device part is bitcode for the link step.
+    #[error("its device code is relocatable (-fgpu-rdc) bitcode, which only the device link turns into a code object: report the linked program, or the sources with `-- -fgpu-rdc`")]
+    Relocatable,
 }
 
 /// One kernel's entry in the code-object metadata.
@@ -104,6 +107,9 @@ pub fn read(bytes: &[u8]) -> Result<Vec<CodeObject>, CodeObjectError> {
     let mut out = Vec::new();
     for section in sections.iter() {
         let name = sections.section_name(endian, section)?;
+        if name.starts_with(b"__CLANG_OFFLOAD_BUNDLE__hip-amdgcn") {
+            return Err(CodeObjectError::Relocatable);
+        }
         if name == b".hip_fatbin" {
             let data = section.data(endian, bytes).map_err(|_| CodeObjectError::Bundle)?;
             // The section may be padded before the bundle starts.
@@ -143,12 +149,18 @@ fn read_elf(bytes: &[u8]) -> Result<CodeObject, CodeObjectError> {
     let header = elf::FileHeader64::<LE>::parse(bytes)?;
     let endian = header.endian()?;
     let sections = header.sections(endian, bytes)?;
-    let mut object = None;
+    let mut object: Option<CodeObject> = None;
     for section in sections.iter() {
         let Some(mut notes) = section.notes(endian, bytes)? else { continue };
         while let Some(note) = notes.next()? {
             if note.name() == b"AMDGPU" && note.n_type(endian) == NT_AMDGPU_METADATA {
-                object = Some(parse_metadata(note.desc())?);
+                let found = parse_metadata(note.desc())?;
+                // A device link of several LTO partitions (-fgpu-rdc) keeps
+                // one note per partition, each with its kernels.
+                match object.as_mut() {
+                    Some(o) => o.kernels.extend(found.kernels),
+                    None => object = Some(found),
+                }
             }
         }
     }

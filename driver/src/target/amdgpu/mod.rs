@@ -4,6 +4,7 @@
 pub mod codeobj;
 pub mod device_libs;
 pub mod occupancy;
+pub mod rdc;
 pub mod usage;
 
 use std::ffi::OsString;
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{Arch, Limiter, Spelling, Target};
-use crate::compile::{self, Compiled, CompileError, Location, Temps, Unit, Variant};
+use crate::compile::{self, Compiled, CompileError, Emit, Location, Temps, Unit, Variant};
 use crate::cost::{self, Machine, Profile};
 use crate::measure::{self, MeasureError, Measured};
 use crate::toolchain::{Toolchain, ToolchainError};
@@ -39,6 +40,19 @@ impl Target for Amdgpu {
 
     fn hash_inputs(&self, _toolchain: &Toolchain) -> Vec<String> {
         vec![]
+    }
+
+    fn relocatable(&self) -> Result<(), &'static str> {
+        Ok(())
+    }
+
+    fn ir_to_bitcode(&self, toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, variant: &Variant) -> Result<Compiled, CompileError> {
+        rdc::ir_to_bitcode(toolchain, arch, ir, out, variant)
+    }
+
+    fn device_link(&self, toolchain: &Toolchain, arch: &Arch, inputs: &[PathBuf], out: &Path, emit: Emit, user_args: &[String], variant: &Variant)
+        -> Result<Compiled, CompileError> {
+        rdc::device_link(toolchain, arch, inputs, out, emit, user_args, variant)
     }
 
     /// From the "Function Name:" resource-usage remarks of the compile.
@@ -174,6 +188,22 @@ impl Target for Amdgpu {
         (base.usage.occupancy + 1..=target.max_waves_per_simd)
             .filter(|&w| 3 * target.max_vgprs_for_waves(w) >= 2 * base.usage.vgpr)
             .collect()
+    }
+
+    /// No: the backend spills to scratch (regtune's `lds-spill` pass
+    /// moves values to LDS instead).
+    fn backend_spills_to_shared(&self) -> bool {
+        false
+    }
+
+    /// Not read from the code object here: `--block-size` says it.
+    fn promised_block(&self, _base: &Measured) -> Option<u32> {
+        None
+    }
+
+    /// `amdgpu-waves-per-eu` reaches every step: the backend spills to fit.
+    fn occupancy_steps(&self, arch: &Arch, base: &Measured) -> Vec<u32> {
+        (base.usage.occupancy + 1..=arch.target().max_waves_per_simd).collect()
     }
 
     /// From `symbol:` to its `.Lfunc_end` label.

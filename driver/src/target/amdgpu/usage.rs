@@ -51,6 +51,7 @@ pub fn kernel(k: &KernelMeta, arch: &Arch) -> Measured {
             lds_bytes: k.lds_bytes,
             occupancy: occupancy.waves,
             code_bytes: k.code_bytes,
+            local_accesses: 0,
         },
         limiter: occupancy.limiter,
         vgprs_to_next_step: target.vgprs_to_next_step_with(&resources, &attrs),

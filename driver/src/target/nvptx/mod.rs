@@ -4,6 +4,7 @@ pub mod cubin;
 pub mod cuda;
 pub mod nvidia;
 pub mod ptxas;
+pub mod sass;
 pub mod usage;
 
 use std::ffi::OsString;
@@ -133,7 +134,7 @@ impl Target for Nvptx {
         let empty = out.with_extension("empty.cu");
         std::fs::write(&empty, "").map_err(|source| CompileError::Input { file: empty.clone(), source })?;
         let mut cmd = Command::new(&toolchain.clang);
-        cmd.args(toolchain.cuda()?.ir_args(arch, ir)).arg(compile::DEFAULT_OPT).args(user_args).args(&variant.args);
+        cmd.args(toolchain.cuda()?.ir_args(arch, ir)).arg(compile::DEFAULT_OPT).args(compile::backend_args(user_args)).args(&variant.args);
         if listing {
             cmd.arg("-o").arg(out).arg(&empty);
         } else {
@@ -228,6 +229,29 @@ impl Target for Nvptx {
             .collect()
     }
 
+    /// ptxas's `enable_smem_spilling` (it sizes its area by the block).
+    fn backend_spills_to_shared(&self) -> bool {
+        true
+    }
+
+    /// Launch bounds (`.maxntid`) or `--block-size`.
+    fn promised_block(&self, base: &Measured) -> Option<u32> {
+        base.nvidia.as_ref().filter(|n| n.block_size_from != measure::BlockSizeFrom::Default).map(|n| n.block_size)
+    }
+
+    /// Whole blocks of warps up to what the block size and shared memory
+    /// allow, where the register cap is one ptxas takes (16 or more).
+    fn occupancy_steps(&self, arch: &Arch, base: &Measured) -> Vec<u32> {
+        let Some(n) = &base.nvidia else { return vec![] };
+        let (sm, k) = (sm(arch), resources(n));
+        let step = n.block_size.div_ceil(nvidia::WARP_SIZE).max(1);
+        let first = (base.usage.occupancy / step + 1) * step;
+        (first..=sm.max_warps(&k, n.block_size))
+            .step_by(step as usize)
+            .filter(|&w| sm.max_regs_for_warps(&k, n.block_size, w).is_some_and(|budget| budget >= MIN_REGISTER_CAP))
+            .collect()
+    }
+
     /// The `.entry symbol(` ... `}` block.
     fn kernel_listing(&self, listing: &str, symbol: &str) -> String {
         let start = format!(".entry {symbol}(");
@@ -251,6 +275,10 @@ impl Target for Nvptx {
         false
     }
 }
+
+/// The smallest register cap the measured search asks ptxas for: below
+/// it ptxas ignores the cap or cannot allocate.
+const MIN_REGISTER_CAP: u32 = 16;
 
 fn sm(arch: &Arch) -> &nvidia::Sm {
     arch.nvidia().expect("an NVPTX arch has an NVIDIA model")

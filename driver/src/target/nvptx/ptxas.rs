@@ -141,7 +141,10 @@ pub fn parse(report: &str) -> Vec<FunctionInfo> {
                     f.barriers = n.trim().parse().unwrap_or(0);
                     continue;
                 }
-                let Ok(n) = first.parse::<u32>() else { continue };
+                // With `enable_smem_spilling` ptxas reports the spills it moved to
+                // shared memory as negative local ones ("-48 bytes spill stores"):
+                // none left in local memory.
+                let Ok(n) = first.parse::<i64>().map(|n| u32::try_from(n.max(0)).unwrap_or(u32::MAX)) else { continue };
                 match rest.as_str() {
                     "bytes stack frame" => f.stack_frame_bytes = n,
                     "bytes spill stores" => f.spill_store_bytes = n,
@@ -161,6 +164,17 @@ pub fn parse(report: &str) -> Vec<FunctionInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spills_moved_to_shared_memory_leave_no_local_spills() {
+        // ptxas 12.9 and 13.0 with `.pragma "enable_smem_spilling";` and `.maxnreg 64`.
+        let report = "ptxas info    : Compiling entry function '_Z3lapPKdPdi' for 'sm_90'\n\
+ptxas info    : Function properties for _Z3lapPKdPdi\n\
+    0 bytes stack frame, -84 bytes spill stores, -100 bytes spill loads\n\
+ptxas info    : Used 64 registers, used 0 barriers, 16384 bytes smem\n";
+        let f = &parse(report)[0];
+        assert_eq!((f.registers, f.spill_store_bytes, f.spill_load_bytes, f.shared_bytes), (64, 0, 0, 16384));
+    }
 
     const REPORT: &str = "\
 ptxas info    : 0 bytes gmem

@@ -7,7 +7,7 @@ use std::path::Path;
 use regtune_decisions::Usage;
 
 use super::nvidia::KernelResources as NvResources;
-use super::{cubin, ptxas};
+use super::{cubin, ptxas, sass};
 use crate::measure::{BlockSizeFrom, MeasureError, Measured, NvidiaUsage, Options, DEFAULT_BLOCK_SIZE};
 use crate::target::{Arch, Limiter};
 
@@ -16,6 +16,11 @@ use crate::target::{Arch, Limiter};
 pub fn read(path: &Path, bytes: &[u8], arch: &Arch, compiler_output: &str, options: &Options) -> Result<Vec<Measured>, MeasureError> {
     let kernels = cubin::read(bytes).map_err(|source| MeasureError::Cubin { path: path.into(), source })?;
     let report = ptxas::parse(compiler_output);
+    // The final code's local-memory accesses, where nvdisasm is at hand
+    // (ci/bootstrap.sh installs it); else zero, and spill bytes decide. No
+    // stack frame, no local memory: nvdisasm (0.4 s a run) is not asked.
+    let any_local = kernels.iter().any(|k| k.stack_frame_bytes > 0);
+    let local = sass::nvdisasm().filter(|_| any_local).and_then(|n| sass::local_accesses(&n, path).ok()).unwrap_or_default();
     kernels
         .iter()
         .map(|k| {
@@ -23,7 +28,9 @@ pub fn read(path: &Path, bytes: &[u8], arch: &Arch, compiler_output: &str, optio
                 .iter()
                 .find(|f| f.name == k.name && f.entry)
                 .ok_or_else(|| MeasureError::NoPtxasReport { path: path.into(), kernel: k.name.clone() })?;
-            Ok(kernel(k, info, arch, options))
+            let mut m = kernel(k, info, arch, options);
+            m.usage.local_accesses = local.get(&k.name).copied().unwrap_or(0);
+            Ok(m)
         })
         .collect()
 }
@@ -64,6 +71,7 @@ pub fn kernel(k: &cubin::CubinKernel, info: &ptxas::FunctionInfo, arch: &Arch, o
             lds_bytes: info.shared_bytes,
             occupancy: occ.warps,
             code_bytes: k.code_bytes,
+            local_accesses: 0,
         },
         limiter: occ.limiter,
         vgprs_to_next_step: if launchable { sm.regs_to_next_step(&resources, block) } else { None },

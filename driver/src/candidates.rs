@@ -1,0 +1,206 @@
+//! The measured search's candidates for one kernel: builds `regtune
+//! measure` times inside the user's program, keeping the fastest one that
+//! computes the same bytes as the plain build.
+//!
+//! The static rule cannot tell which occupancy step pays: a register cap
+//! that makes the backend spill can still win on the GPU, and one that
+//! does not can lose. So every step is a candidate, spilling or not, alone
+//! and with the rewrites tune found, beside unroll caps. Only builds the
+//! user already allows are proposed (no assumption about the caller, no
+//! rounding change they did not accept). Builds whose code is byte-for-byte
+//! one already kept are kept once; past the limit the rest are listed.
+
+use regtune_decisions::{Candidate, Transforms, Usage};
+
+/// What the candidates are made of.
+#[derive(Debug, Clone, Default)]
+pub struct Pool {
+    /// Occupancy steps above the plain build's, nearest first.
+    pub steps: Vec<u32>,
+    /// The best combination of the rewrites the user allows (sink, exact
+    /// pow2, and what they opted into); empty when none helps.
+    pub rewrites: Transforms,
+    /// Unroll caps to try (where a loop was unrolled).
+    pub unroll_caps: Vec<u32>,
+    /// Where the backend can spill to shared memory (a block size is
+    /// known): what a step needs besides `spill_to_shared` (the launch
+    /// bounds the user stated, or nothing when the source has them).
+    pub spill_to_shared: Option<Transforms>,
+    /// Where regtune's LDS spill can run (a block size is known): the
+    /// same, with its slots set (`lds_spill`).
+    pub lds_spill: Option<Transforms>,
+}
+
+/// Words per thread the LDS spill may take at a step: what the pass needs
+/// to lower a peak by a step's worth of registers on the examples
+/// (8 slots: 32 → 24 VGPRs), in a tenth of the 64 KiB at 256 threads.
+pub const LDS_SLOTS: u32 = 8;
+
+/// Every candidate, the most worth measuring first: the rewrites alone;
+/// then per step, in [`spread`] order, the register cap alone, with the
+/// backend's spilling to shared memory, with regtune's LDS spill, and with
+/// the rewrites; the unroll caps come after the nearest and the farthest
+/// step.
+pub fn proposals(pool: &Pool) -> Vec<Transforms> {
+    let at = |w: u32, with_rewrites: bool| {
+        let base = if with_rewrites { pool.rewrites.clone() } else { Transforms::default() };
+        Transforms { waves_per_eu: Some(w), ..base }
+    };
+    let mut out = Vec::new();
+    if !pool.rewrites.is_empty() {
+        out.push(pool.rewrites.clone());
+    }
+    for (i, w) in spread(&pool.steps).into_iter().enumerate() {
+        out.push(at(w, false));
+        if let Some(extra) = &pool.spill_to_shared {
+            out.push(Transforms { waves_per_eu: Some(w), spill_to_shared: true, ..extra.clone() });
+        }
+        if let Some(extra) = &pool.lds_spill {
+            out.push(Transforms { waves_per_eu: Some(w), ..extra.clone() });
+        }
+        if !pool.rewrites.is_empty() {
+            out.push(at(w, true));
+        }
+        if i == 1.min(pool.steps.len() - 1) {
+            out.extend(pool.unroll_caps.iter().map(|&c| Transforms { unroll_cap: Some(c), ..Default::default() }));
+        }
+    }
+    if pool.steps.is_empty() {
+        out.extend(pool.unroll_caps.iter().map(|&c| Transforms { unroll_cap: Some(c), ..Default::default() }));
+    }
+    out
+}
+
+/// `items` in the order to take them when not all fit: the first, the
+/// last, then repeatedly the middle of the widest gap between those taken.
+pub fn spread<T: Copy>(items: &[T]) -> Vec<T> {
+    let n = items.len();
+    if n <= 2 {
+        return items.to_vec();
+    }
+    let mut taken = vec![0, n - 1];
+    while taken.len() < n {
+        let mut sorted = taken.clone();
+        sorted.sort_unstable();
+        let (lo, hi) = sorted.windows(2).map(|w| (w[0], w[1])).max_by_key(|(a, b)| (b - a, std::cmp::Reverse(*a))).expect("two taken");
+        taken.push(lo + (hi - lo) / 2);
+    }
+    taken.into_iter().map(|i| items[i]).collect()
+}
+
+/// What [`select`] kept and left out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Selection {
+    pub kept: Vec<Candidate>,
+    /// Proposals past the limit or the time budget (not built).
+    pub left_out: Vec<Transforms>,
+}
+
+/// The first `limit` proposals that build and whose code differs from
+/// every build before them. `known` are the codes already kept (the plain
+/// build, the decision, the suggestions); `build` compiles a proposal and
+/// gives its usage and a hash of its code (None: it did not build, or the
+/// time budget is spent, which `spent` then says).
+pub fn select(
+    proposals: Vec<Transforms>,
+    limit: usize,
+    known: &[String],
+    build: impl Fn(&Transforms) -> Option<(Usage, String)>,
+    spent: impl Fn() -> bool,
+) -> Selection {
+    let mut seen: Vec<String> = known.to_vec();
+    let mut out = Selection::default();
+    for t in proposals {
+        if out.kept.len() >= limit || spent() {
+            out.left_out.push(t);
+            continue;
+        }
+        let Some((usage, code)) = build(&t) else {
+            if spent() {
+                out.left_out.push(t);
+            }
+            continue;
+        };
+        if seen.contains(&code) {
+            continue;
+        }
+        seen.push(code);
+        out.kept.push(Candidate { transforms: t, usage });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(w: u32) -> Transforms {
+        Transforms { waves_per_eu: Some(w), ..Default::default() }
+    }
+
+    #[test]
+    fn spread_takes_the_ends_then_the_middles() {
+        assert_eq!(spread(&[1, 2, 3, 4, 5, 6, 7]), [1, 7, 4, 2, 5, 3, 6]);
+        assert_eq!(spread(&[16, 24]), [16, 24]);
+        assert_eq!(spread::<u32>(&[]), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn steps_come_alone_and_with_the_rewrites_and_unroll_caps_after_two_steps() {
+        let sink = Transforms { sink: true, ..Default::default() };
+        let pool = Pool { steps: vec![5, 6, 8], rewrites: sink.clone(), unroll_caps: vec![1, 2], ..Default::default() };
+        let labels: Vec<String> = proposals(&pool).iter().map(|t| t.labels().join("+")).collect();
+        assert_eq!(
+            labels,
+            [
+                "sink",
+                "waves-per-eu=5",
+                "sink+waves-per-eu=5",
+                "waves-per-eu=8",
+                "sink+waves-per-eu=8",
+                "unroll-cap=1",
+                "unroll-cap=2",
+                "waves-per-eu=6",
+                "sink+waves-per-eu=6"
+            ]
+        );
+        let lds = Transforms { lds_spill: Some(LDS_SLOTS), ..Default::default() };
+        let shared = Pool { steps: vec![40], spill_to_shared: Some(Transforms::default()), lds_spill: Some(lds), ..Default::default() };
+        let labels: Vec<String> = proposals(&shared).iter().map(|t| t.labels().join("+")).collect();
+        assert_eq!(labels, ["waves-per-eu=40", "waves-per-eu=40+spill-to-shared", "waves-per-eu=40+lds-spill=8"]);
+        let caps_only = Pool { unroll_caps: vec![4], ..Default::default() };
+        assert_eq!(proposals(&caps_only), [Transforms { unroll_cap: Some(4), ..Default::default() }]);
+        let one_step = Pool { steps: vec![7], unroll_caps: vec![8], ..Default::default() };
+        assert_eq!(proposals(&one_step), [step(7), Transforms { unroll_cap: Some(8), ..Default::default() }]);
+    }
+
+    #[test]
+    fn identical_code_is_kept_once_and_the_limit_leaves_the_rest_listed() {
+        // Steps 5 and 6 give the same code (the cap changes nothing more);
+        // step 7 fails to build.
+        let build = |t: &Transforms| match t.waves_per_eu {
+            Some(7) => None,
+            Some(w) => Some((Usage { occupancy: w, ..Default::default() }, if w <= 6 { "a".into() } else { format!("c{w}") })),
+            None => Some((Usage::default(), "plain".into())),
+        };
+        let props = vec![step(5), step(6), step(7), step(8), step(9), step(10)];
+        let s = select(props, 2, &["plain".to_string()], build, || false);
+        assert_eq!(s.kept.iter().map(|c| c.transforms.clone()).collect::<Vec<_>>(), [step(5), step(8)]);
+        assert_eq!(s.left_out, [step(9), step(10)]);
+        // Code equal to a known build (the plain one) is not a candidate.
+        let same_as_plain = select(vec![Transforms::default()], 8, &["plain".to_string()], build, || false);
+        assert!(same_as_plain.kept.is_empty() && same_as_plain.left_out.is_empty());
+    }
+
+    #[test]
+    fn a_spent_budget_leaves_the_rest_out() {
+        let spent = std::cell::Cell::new(false);
+        let build = |t: &Transforms| {
+            spent.set(t.waves_per_eu == Some(6));
+            Some((Usage::default(), format!("{:?}", t.waves_per_eu)))
+        };
+        let s = select(vec![step(5), step(6), step(7)], 8, &[], build, || spent.get());
+        assert_eq!(s.kept.len(), 2);
+        assert_eq!(s.left_out, [step(7)]);
+    }
+}
