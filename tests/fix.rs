@@ -328,6 +328,7 @@ fn templates_helpers_macros_and_declarations_that_may_not_move() {
         ("from_macro", serde_json::json!({"pow2": true, "pow2_inexact": true})),
         ("sync_loop", serde_json::json!({"sink": true})),
         ("rows", serde_json::json!({"unroll_cap": 2})),
+        ("windows", serde_json::json!({"unroll_cap": 1})),
     ]);
     let out = regtune(dir.path()).args(["fix", "--db"]).arg(&db).arg("cases.hip").output().unwrap();
     assert_eq!(out.status.code(), Some(1), "a decision cannot be expressed: {}", text(&out.stderr));
@@ -357,7 +358,10 @@ fn templates_helpers_macros_and_declarations_that_may_not_move() {
         "{summary}"
     );
     assert!(summary.contains("sync_loop (gfx90a): sink: not in the patch: nothing of it could be written in the source (see the notes)\n"), "{summary}");
-    assert!(summary.ends_with("regtune fix: 1 of 5 decision(s) could not be expressed (see above); 4 in the patch, 1 file(s), verified by a plain build\n"), "{summary}");
+    // A class template's member function holds the loop a cap of 1 keeps rolled.
+    assert!(patch.contains("+        #pragma nounroll\n         for (int k = 0; k < N; ++k)\n"), "{patch}");
+    assert!(summary.contains("windows (gfx90a): unroll-cap=1; verified by a plain build"), "{summary}");
+    assert!(summary.ends_with("regtune fix: 1 of 6 decision(s) could not be expressed (see above); 5 in the patch, 1 file(s), verified by a plain build\n"), "{summary}");
     assert!(patch.starts_with("cases.hip: "), "the patch opens with what it does and leaves out:\n{patch}");
 
     // In place: the same text, and the patched file keeps its promises.
@@ -372,7 +376,7 @@ fn templates_helpers_macros_and_declarations_that_may_not_move() {
     ok(&std::process::Command::new("git").current_dir(check.path()).args(["apply", "p.patch"]).output().unwrap(), "git apply");
     assert_eq!(std::fs::read_to_string(check.path().join("cases.hip")).unwrap(), after, "--apply writes what the patch says");
     let remarks = remarks_for(&dir.path().join("cases.hip"), "gfx90a");
-    for e in db_entries(&db).iter().filter(|e| ["void scale_sq", "rows", "from_macro"].iter().any(|n| e["name"].as_str().unwrap().starts_with(n))) {
+    for e in db_entries(&db).iter().filter(|e| ["void scale_sq", "rows", "from_macro", "windows"].iter().any(|n| e["name"].as_str().unwrap().starts_with(n))) {
         assert_reaches(&remarks[e["symbol"].as_str().unwrap()], &e["after"], e["name"].as_str().unwrap());
     }
 }

@@ -49,3 +49,20 @@ __global__ void rows(const double* m, const double* v, double* out, int n)
         acc += dot(m + (r * 4 + c) * n, v, n);
     out[r] = acc;
 }
+
+// A loop in a member function of a class template the kernel inlines.
+template <int N>
+struct Window {
+    __device__ double sum(const double* v) const
+    {
+        double s = 0.0;
+        for (int k = 0; k < N; ++k)
+            s += v[k] * v[k + N];
+        return s;
+    }
+};
+
+__global__ void windows(const double* v, double* out)
+{
+    out[threadIdx.x] = Window<8>().sum(v + 16 * threadIdx.x);
+}

@@ -268,6 +268,9 @@ impl Notes {
     }
 }
 
+/// The AST nodes that define a function (a class template's member functions included).
+const FUNCTIONS: &[&str] = &["FunctionDecl", "CXXMethodDecl", "CXXConstructorDecl", "CXXDestructorDecl", "CXXConversionDecl"];
+
 /// The unit's AST: the definitions the edits touch, in every file.
 pub struct Source<'a> {
     pub files: &'a Files,
@@ -294,7 +297,7 @@ impl Source<'_> {
     /// with its parent.
     pub fn definition(&self, symbol: &str) -> Option<(&Node, Option<&Node>)> {
         let all = self.nodes_with_parents();
-        let named = |n: &Node| n.kind == "FunctionDecl" && n.mangled_name.as_deref() == Some(symbol);
+        let named = |n: &Node| FUNCTIONS.contains(&n.kind.as_str()) && n.mangled_name.as_deref() == Some(symbol);
         let found = all.iter().find(|(n, _)| named(n) && n.inner.iter().any(|c| c.kind == "CompoundStmt"));
         found.or_else(|| all.iter().find(|(n, _)| named(n))).copied()
     }

@@ -199,7 +199,7 @@ fn helper_at(source: &Source<'_>, file: &str, offset: usize) -> Option<usize> {
         .nodes
         .iter()
         .flat_map(|n| n.walk())
-        .filter(|n| matches!(n.kind.as_str(), "FunctionDecl" | "FunctionTemplateDecl"))
+        .filter(|n| matches!(n.kind.as_str(), "FunctionDecl" | "FunctionTemplateDecl" | "CXXRecordDecl" | "ClassTemplateDecl"))
         .filter_map(|n| Some((n.begin.as_ref()?, n.end.as_ref()?)))
         .filter(|(b, e)| &*b.file == file && b.offset <= offset && offset <= e.token_end())
         .map(|(b, _)| b.offset)
