@@ -1,9 +1,13 @@
 //! `regtune fix` against the real compiler: every example's patch, applied
 //! with `git apply` and compiled by clang-22 with no plugin (a command built
 //! here, not by regtune), reaches exactly the numbers the tuner promised, on
-//! gfx90a and sm_90, for every transform; templates, macros, helpers and
-//! declarations that may not move are handled or named; `--apply` writes
-//! all files or none; bad input is one line.
+//! gfx90a and sm_90, for every transform; a program whose kernels live in an
+//! included `.cu` and in headers is patched where they live, a vendor's
+//! header never; a template's instantiations take one decision or are
+//! named; macros, helpers and declarations that may not move are handled
+//! or named; `--apply` writes all files or none; the exit status says which
+//! (0 all or nothing to do, 1 some not expressed, 2 an error); bad input is
+//! one line.
 
 mod common;
 
@@ -13,7 +17,7 @@ use std::process::Output;
 use std::sync::OnceLock;
 
 use assert_cmd::Command;
-use common::{evidence_all_proven, hip_device_compile, parse_remarks, remarks_for, repo};
+use common::{evidence_all_proven, hip_device_compile, parse_remarks, remarks_for, remarks_with, repo};
 use serde_json::Value;
 
 fn regtune(dir: &Path) -> Command {
@@ -127,7 +131,8 @@ fn every_example_patched_reaches_the_tuned_numbers_with_no_plugin() {
     let fixed = std::fs::read_to_string(fix_patch.path()).unwrap();
     assert_eq!(fixed, t.patch, "`tune --patch` and `fix` write the same patch");
     let summary = text(&out.stderr);
-    assert_eq!(summary.matches("verified by a plain build").count(), 3, "{summary}");
+    assert_eq!(summary.matches("; verified by a plain build: ").count(), 3, "{summary}");
+    assert!(summary.ends_with("regtune fix: all 3 decision(s) in the patch, 3 file(s), verified by a plain build\n"), "{summary}");
 
     // One edit per transform, as a person would write it.
     for expected in [
@@ -229,15 +234,18 @@ fn nvptx_patches_reach_the_tuned_numbers_with_no_plugin() {
     assert_eq!(decided, 2, "{entries:?}");
 }
 
-/// tests/fix/cases.hip in a directory of its own, tuned there, with the
-/// decisions `decide` names written into the db and their promise measured
-/// as the tuner would: a build with the plugin applying them.
-fn cases(decide: &[(&str, Value)]) -> (tempfile::TempDir, PathBuf) {
+/// A fixture (a file, or a directory of files) copied into a directory of
+/// its own, `main` tuned there with clang flags `flags`, the decisions
+/// `decide` names written into the db and their promise measured as the
+/// tuner would: a build with the plugin applying them.
+fn decided(fixture: &str, main: &str, flags: &[&str], decide: &[(&str, Value)]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(repo().join("tests/fix/cases.hip"), dir.path().join("cases.hip")).unwrap();
+    copy_tree(&repo().join(fixture), &dir.path().join(Path::new(fixture).file_name().unwrap()));
     let db = dir.path().join("db.json");
-    let out = regtune(dir.path()).args(["tune", "--db"]).arg(&db).arg("cases.hip").output().unwrap();
-    ok(&out, "regtune tune cases.hip");
+    // From the program's directory, as its build runs.
+    let (at, file) = (dir.path().join(main).parent().unwrap().to_path_buf(), Path::new(main).file_name().unwrap().to_owned());
+    let out = regtune(&at).args(["tune", "--db"]).arg(&db).arg(&file).arg("--").args(flags).output().unwrap();
+    ok(&out, "regtune tune");
     let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
     for e in doc["kernels"].as_object_mut().unwrap().values_mut() {
         if let Some((_, t)) = decide.iter().find(|(name, _)| e["name"].as_str().unwrap().starts_with(name)) {
@@ -247,7 +255,9 @@ fn cases(decide: &[(&str, Value)]) -> (tempfile::TempDir, PathBuf) {
     std::fs::write(&db, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     let plugin = assert_cmd::cargo::cargo_bin("regtune").with_file_name("libregtune_passes.so");
     let obj = dir.path().join("with-plugin.o");
-    let out = hip_device_compile(&dir.path().join("cases.hip"), "gfx90a")
+    let out = hip_device_compile(Path::new(&file), "gfx90a")
+        .current_dir(&at)
+        .args(flags)
         .arg(format!("-fpass-plugin={}", plugin.display()))
         .env("REGTUNE_DECISIONS", &db)
         .env_remove("REGTUNE_INPUT_HASH")
@@ -270,6 +280,47 @@ fn cases(decide: &[(&str, Value)]) -> (tempfile::TempDir, PathBuf) {
     (dir, db)
 }
 
+fn copy_tree(from: &Path, to: &Path) {
+    if from.is_file() {
+        std::fs::copy(from, to).unwrap();
+        return;
+    }
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        copy_tree(&p, &to.join(p.file_name().unwrap()));
+    }
+}
+
+/// tests/fix/cases.hip, tuned and decided (see [`decided`]).
+fn cases(decide: &[(&str, Value)]) -> (tempfile::TempDir, PathBuf) {
+    decided("tests/fix/cases.hip", "cases.hip", &[], decide)
+}
+
+/// `git apply` of `patch` in a copy of `dir`'s files (the originals); the copy.
+fn applied_copy(original: &Path, patch: &str) -> tempfile::TempDir {
+    let check = tempfile::tempdir().unwrap();
+    copy_tree(original, check.path());
+    std::fs::write(check.path().join("p.patch"), patch).unwrap();
+    ok(&std::process::Command::new("git").current_dir(check.path()).args(["apply", "p.patch"]).output().unwrap(), "git apply");
+    std::fs::remove_file(check.path().join("p.patch")).unwrap();
+    check
+}
+
+/// The db entry of the kernel whose name starts with `name`.
+fn entry(db: &Path, name: &str) -> Value {
+    db_entries(db).into_iter().find(|e| e["name"].as_str().unwrap().starts_with(name)).unwrap_or_else(|| panic!("no {name} in the db"))
+}
+
+/// "VGPRs 116 → 28, occupancy 4 → 8", as the summary words a change.
+fn change(before: &Value, after: &Value) -> String {
+    let one = |k: &str| match (before[k].as_u64().unwrap(), after[k].as_u64().unwrap()) {
+        (b, a) if b == a => a.to_string(),
+        (b, a) => format!("{b} → {a}"),
+    };
+    format!("VGPRs {}, occupancy {}", one("vgpr"), one("occupancy"))
+}
+
 #[test]
 fn templates_helpers_macros_and_declarations_that_may_not_move() {
     let (dir, db) = cases(&[
@@ -277,9 +328,10 @@ fn templates_helpers_macros_and_declarations_that_may_not_move() {
         ("from_macro", serde_json::json!({"pow2": true, "pow2_inexact": true})),
         ("sync_loop", serde_json::json!({"sink": true})),
         ("rows", serde_json::json!({"unroll_cap": 2})),
+        ("windows", serde_json::json!({"unroll_cap": 1})),
     ]);
     let out = regtune(dir.path()).args(["fix", "--db"]).arg(&db).arg("cases.hip").output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "some kernels cannot be patched: {}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "a decision cannot be expressed: {}", text(&out.stderr));
     let (patch, summary) = (text(&out.stdout), text(&out.stderr));
     // Both instantiations of the template decided pow2: one edit serves both.
     assert!(summary.contains("void scale_sq<float> (gfx90a): pow2=inexact; verified"), "{summary}");
@@ -293,19 +345,29 @@ fn templates_helpers_macros_and_declarations_that_may_not_move() {
     assert_eq!(patch.matches("+    #pragma nounroll\n").count(), 1, "{patch}");
     assert!(!patch.contains("#pragma unroll 2"), "{patch}");
     assert!(summary.contains("rows (gfx90a): unroll-cap=2; verified"), "{summary}");
-    // Named, not patched.
-    assert!(summary.contains("from_macro (gfx90a): pow2=inexact: not in the patch: it is defined by a macro"), "{summary}");
+    // A macro's kernel: the square in the macro, the helper above its #define
+    // (once for the file, above the template, its first user).
     assert!(
-        summary.contains("cases.hip:25: note: sync_loop: sink: `keep` stays: moving it down past the loop at lines 27-30, which calls `__syncthreads`"),
+        patch.contains("-    __global__ void name(double* p) { p[threadIdx.x] = pow(p[threadIdx.x], 2.0); }\n+    __global__ void name(double* p) { p[threadIdx.x] = regtune_square(p[threadIdx.x]); }\n"),
+        "{patch}"
+    );
+    assert!(summary.contains("from_macro (gfx90a): pow2=inexact; verified by a plain build"), "{summary}");
+    // Named, not patched.
+    assert!(
+        summary.contains("cases.hip:26: note: sync_loop: sink: `keep` stays: moving it down past the loop at lines 28-31, which calls `__syncthreads`"),
         "{summary}"
     );
-    assert!(summary.contains("sync_loop (gfx90a): sink: not in the patch"), "{summary}");
+    assert!(summary.contains("sync_loop (gfx90a): sink: not in the patch: nothing of it could be written in the source (see the notes)\n"), "{summary}");
+    // A class template's member function holds the loop a cap of 1 keeps rolled.
+    assert!(patch.contains("+        #pragma nounroll\n         for (int k = 0; k < N; ++k)\n"), "{patch}");
+    assert!(summary.contains("windows (gfx90a): unroll-cap=1; verified by a plain build"), "{summary}");
+    assert!(summary.ends_with("regtune fix: 1 of 6 decision(s) could not be expressed (see above); 5 in the patch, 1 file(s), verified by a plain build\n"), "{summary}");
     assert!(patch.starts_with("cases.hip: "), "the patch opens with what it does and leaves out:\n{patch}");
 
     // In place: the same text, and the patched file keeps its promises.
     let before = std::fs::read_to_string(dir.path().join("cases.hip")).unwrap();
     let out = regtune(dir.path()).args(["fix", "--apply", "--db"]).arg(&db).arg("cases.hip").output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let after = std::fs::read_to_string(dir.path().join("cases.hip")).unwrap();
     assert_ne!(before, after);
     let check = tempfile::tempdir().unwrap();
@@ -314,7 +376,7 @@ fn templates_helpers_macros_and_declarations_that_may_not_move() {
     ok(&std::process::Command::new("git").current_dir(check.path()).args(["apply", "p.patch"]).output().unwrap(), "git apply");
     assert_eq!(std::fs::read_to_string(check.path().join("cases.hip")).unwrap(), after, "--apply writes what the patch says");
     let remarks = remarks_for(&dir.path().join("cases.hip"), "gfx90a");
-    for e in db_entries(&db).iter().filter(|e| ["void scale_sq", "rows"].iter().any(|n| e["name"].as_str().unwrap().starts_with(n))) {
+    for e in db_entries(&db).iter().filter(|e| ["void scale_sq", "rows", "from_macro", "windows"].iter().any(|n| e["name"].as_str().unwrap().starts_with(n))) {
         assert_reaches(&remarks[e["symbol"].as_str().unwrap()], &e["after"], e["name"].as_str().unwrap());
     }
 }
@@ -325,7 +387,7 @@ fn apply_writes_every_file_or_none_and_bad_input_is_one_line() {
     let before = std::fs::read_to_string(dir.path().join("cases.hip")).unwrap();
     // A second file that does not exist: an error, and cases.hip stays as it was.
     let out = regtune(dir.path()).args(["fix", "--apply", "--db"]).arg(&db).args(["cases.hip", "gone.hip"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "an error is 2, not the 1 of a decision left out");
     let stderr = text(&out.stderr);
     assert!(stderr.contains("error: cannot read gone.hip"), "{stderr}");
     assert!(stderr.trim_end().ends_with("error: nothing was written: 1 file(s) failed"), "{stderr}");
@@ -335,15 +397,18 @@ fn apply_writes_every_file_or_none_and_bad_input_is_one_line() {
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{ not json").unwrap();
     let out = regtune(dir.path()).args(["fix", "--db"]).arg(&bad).arg("cases.hip").output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert_eq!(text(&out.stderr).lines().count(), 1, "{}", text(&out.stderr));
     assert!(text(&out.stderr).starts_with(&format!("error: decisions db {} is not valid JSON", bad.display())), "{}", text(&out.stderr));
     assert!(out.stdout.is_empty(), "checked before anything compiled: no patch");
 
-    // A build the db has no decisions for (other flags): said, and an empty patch.
+    // A build the db has no decisions for (other flags): said, an empty
+    // patch, and 0: there was nothing to patch.
     let out = regtune(dir.path()).args(["fix", "--db"]).arg(&db).args(["cases.hip", "--", "-DOTHER"]).output().unwrap();
-    ok(&out, "regtune fix with other flags");
-    assert!(text(&out.stderr).contains("no decisions for gfx90a match this build"), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("no decisions for gfx90a match this build"), "{stderr}");
+    assert!(stderr.ends_with("regtune fix: nothing to patch: no decision of these builds asks for an edit\n"), "{stderr}");
     assert!(!text(&out.stdout).contains("+++"));
 }
 
@@ -367,5 +432,189 @@ fn targets_that_decided_differently_get_their_own_pragma_and_attributes() {
         let remarks = remarks_for(&copy.path().join(file), arch);
         let e = entries.iter().find(|e| e["arch"] == arch).unwrap();
         assert_reaches(&remarks[e["symbol"].as_str().unwrap()], &e["after"], arch);
+    }
+}
+
+/// What fix writes for tests/fix/project (see the test below).
+const PROJECT_DIFF: &str = r#"--- a/inc/dslash.h
++++ b/inc/dslash.h
+@@ -8,9 +8,11 @@
+     if (s >= n)
+         return;
+     vec acc = {};
++    #pragma nounroll
+     for (int d = 0; d < 8; ++d) {
+         vec t;
+         mult_su3_mat_vec(links[8 * s + d], src[nbr[8 * s + d]], t);
++        #pragma unroll 2
+         for (int c = 0; c < 3; ++c) {
+             acc.c[c][0] += t.c[c][0];
+             acc.c[c][1] += t.c[c][1];
+--- a/inc/macros.h
++++ b/inc/macros.h
+@@ -5,5 +5,5 @@
+     {                                                            \
+         int i = blockIdx.x * blockDim.x + threadIdx.x;           \
+         if (i < n)                                               \
+-            y[i] += pow(x[i], 2.0);                              \
++            y[i] += x[i] * x[i];                                 \
+     }
+--- a/inc/su3.h
++++ b/inc/su3.h
+@@ -5,8 +5,10 @@
+ 
+ __device__ inline void mult_su3_mat_vec(const su3& a, const vec& b, vec& out)
+ {
++    #pragma nounroll
+     for (int i = 0; i < 3; ++i) {
+         double re = 0.0, im = 0.0;
++        #pragma unroll 2
+         for (int j = 0; j < 3; ++j) {
+             re += a.e[i][j][0] * b.c[j][0] - a.e[i][j][1] * b.c[j][1];
+             im += a.e[i][j][0] * b.c[j][1] + a.e[i][j][1] * b.c[j][0];
+--- a/kernels.cu
++++ b/kernels.cu
+@@ -3,5 +3,5 @@
+ {
+     int i = blockIdx.x * blockDim.x + threadIdx.x;
+     if (i < n)
+-        u[i] = 0.5 * pow(v[i], 2.0) + u[i];
++        u[i] = 0.5 * (v[i] * v[i]) + u[i];
+ }
+--- a/main.hip
++++ b/main.hip
+@@ -9,6 +9,7 @@
+ #include "inc/dslash.h"
+ #include "inc/macros.h"
+ 
++__launch_bounds__(128) __global__ void square_add_a(double *, const double *, int);
+ SQUARE_ADD(square_add_a, double)
+ SQUARE_ADD(square_add_b, double)
+ 
+"#;
+
+#[test]
+fn kernels_in_included_files_and_headers_are_patched_where_they_live() {
+    // A kernel in an included .cu (pow2), one in a header that inlines a
+    // device function of another header (the cap changes loops in both),
+    // kernels a header's macro defines (the square in the macro; one
+    // expansion's launch bounds on a declaration of its own), and a square
+    // in a vendor's -isystem header, which fix never edits.
+    let flags = ["-isystem", "sys"];
+    let pow2 = serde_json::json!({"pow2": true, "pow2_inexact": true});
+    let (dir, db) = decided(
+        "tests/fix/project",
+        "project/main.hip",
+        &flags,
+        &[
+            ("advect", pow2.clone()),
+            ("dslash", serde_json::json!({"unroll_cap": 2})),
+            ("square_add_a", serde_json::json!({"pow2": true, "pow2_inexact": true, "launch_bounds": 128})),
+            ("square_add_b", pow2.clone()),
+            ("norms", pow2),
+        ],
+    );
+    let project = dir.path().join("project");
+    let out = regtune(&project).args(["fix", "--db"]).arg(&db).arg("main.hip").arg("--").args(flags).output().unwrap();
+    let (patch, summary) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "the vendor header's square cannot be expressed: {summary}");
+    let diff = &patch[patch.find("--- a/").expect("a diff")..];
+    assert_eq!(diff, PROJECT_DIFF);
+
+    // What it says, kernel by kernel, with the tuner's numbers.
+    let line = |name: &str, what: &str| {
+        let e = entry(&db, name);
+        format!("main.hip: {name} (gfx90a): {what}; verified by a plain build: {}\n", change(&e["before"], &e["after"]))
+    };
+    for expected in [
+        line("advect", "pow2=inexact, in kernels.cu"),
+        line("dslash", "unroll-cap=2, in inc/dslash.h, inc/su3.h"),
+        line("square_add_a", "pow2=inexact + launch-bounds=128, in inc/macros.h"),
+        line("square_add_b", "pow2=inexact, in inc/macros.h"),
+        "main.hip: norms (gfx90a): pow2=inexact: not in the patch: it needs an edit fix does not make (pow2 rewrote a call in norm2, a system or toolchain header (sys/vendor_math.h:7)); nothing of it could be written in the source (see the notes)\n".into(),
+        "sys/vendor_math.h:7: note: pow2 rewrote a call in norm2, a system or toolchain header; not patched\n".into(),
+    ] {
+        assert!(summary.contains(&expected), "{expected:?} not in\n{summary}");
+    }
+    assert!(summary.ends_with("regtune fix: 1 of 5 decision(s) could not be expressed (see above); 4 in the patch, 5 file(s), verified by a plain build\n"), "{summary}");
+
+    // The patch applied by git, compiled by clang with no plugin: every
+    // patched kernel at its promise, the vendor's kernel as it was.
+    let copy = applied_copy(&project, &patch);
+    let sys = copy.path().join("sys").display().to_string();
+    let remarks = remarks_with(&copy.path().join("main.hip"), "gfx90a", &["-isystem", &sys]);
+    for name in ["advect", "dslash", "square_add_a", "square_add_b"] {
+        let e = entry(&db, name);
+        assert_reaches(&remarks[e["symbol"].as_str().unwrap()], &e["after"], name);
+    }
+    let norms = entry(&db, "norms");
+    assert_reaches(&remarks[norms["symbol"].as_str().unwrap()], &norms["before"], "norms, unpatched");
+
+    // In place: every project file the patch names, and not the vendor's.
+    let vendor = std::fs::read_to_string(project.join("sys/vendor_math.h")).unwrap();
+    let out = regtune(&project).args(["fix", "--apply", "--db"]).arg(&db).arg("main.hip").arg("--").args(flags).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).ends_with("regtune fix: 1 of 5 decision(s) could not be expressed (see above); 4 patched in place, 5 file(s), verified by a plain build\n"));
+    for file in ["main.hip", "kernels.cu", "inc/dslash.h", "inc/su3.h", "inc/macros.h", "sys/vendor_math.h"] {
+        assert_eq!(std::fs::read_to_string(project.join(file)).unwrap(), std::fs::read_to_string(copy.path().join(file)).unwrap(), "{file}");
+    }
+    assert_eq!(std::fs::read_to_string(project.join("sys/vendor_math.h")).unwrap(), vendor);
+}
+
+#[test]
+fn a_template_s_instantiations_take_one_decision_or_are_named() {
+    // The double instantiation asks for waves-per-eu=5, the float one for a
+    // cap of 1: the double's decision leaves the float one at occupancy 7
+    // (its promise is 8), the float's gives the double more than its own.
+    let (dir, db) = decided(
+        "tests/fix/templates.hip",
+        "templates.hip",
+        &[],
+        &[("void ztile<double>", serde_json::json!({"waves_per_eu": 5})), ("void ztile<float>", serde_json::json!({"unroll_cap": 1}))],
+    );
+    let out = regtune(dir.path()).args(["fix", "--db"]).arg(&db).arg("templates.hip").output().unwrap();
+    let (patch, summary) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{summary}");
+    let diff = &patch[patch.find("--- a/").expect("a diff")..];
+    assert_eq!(
+        diff,
+        "--- a/templates.hip\n+++ b/templates.hip\n@@ -17,7 +17,7 @@\n     T zm1 = u[pos - sz], z0 = u[pos], zp1 = u[pos + sz];\n     T zp2 = u[pos + 2 * sz], zp3 = u[pos + 3 * sz];\n \n-#pragma unroll\n+#pragma nounroll\n     for (int t = 0; t < TILE; ++t) {\n         T zp4 = u[pos + 4 * sz];\n         T d2 = T(-205.0 / 24.0) * z0\n"
+    );
+    // Both instantiations, rebuilt from the patched file by clang alone.
+    let copy = applied_copy(dir.path(), &patch);
+    let remarks = remarks_for(&copy.path().join("templates.hip"), "gfx90a");
+    let (double, float) = (entry(&db, "void ztile<double>"), entry(&db, "void ztile<float>"));
+    assert_reaches(&remarks[float["symbol"].as_str().unwrap()], &float["after"], "float");
+    let got = &remarks[double["symbol"].as_str().unwrap()];
+    assert!(got["Occupancy [waves/SIMD]"] >= double["after"]["occupancy"].as_u64().unwrap(), "not worse than its own promise: {got:?}");
+    assert_eq!(got["VGPRs Spill"], 0);
+    let got_double = serde_json::json!({"vgpr": got["VGPRs"], "occupancy": got["Occupancy [waves/SIMD]"]});
+    for expected in [
+        format!("templates.hip: void ztile<float> (gfx90a): unroll-cap=1; verified by a plain build: {}\n", change(&float["before"], &float["after"])),
+        format!(
+            "templates.hip: void ztile<double> (gfx90a): unroll-cap=1 (its definition's choice, in place of its own waves-per-eu=5); verified by a plain build: {}\n",
+            change(&double["before"], &got_double)
+        ),
+        "templates.hip: note: the template of void ztile<double>, void ztile<float> takes void ztile<float>'s unroll-cap=1 (tried before it: with void ztile<double>'s waves-per-eu=5, void ztile<float> on gfx90a gives occupancy 7 where it was 8)\n".into(),
+    ] {
+        assert!(summary.contains(&expected), "{expected:?} not in\n{summary}");
+    }
+    assert!(summary.ends_with("regtune fix: all 2 decision(s) in the patch, 1 file(s), verified by a plain build\n"), "{summary}");
+
+    // Occupancy targets each instantiation needs and the other cannot take:
+    // neither is patched, and both tries are named.
+    let (dir, db) = decided(
+        "tests/fix/templates.hip",
+        "templates.hip",
+        &[],
+        &[("void ztile<double>", serde_json::json!({"waves_per_eu": 4})), ("void ztile<float>", serde_json::json!({"waves_per_eu": 8}))],
+    );
+    let out = regtune(dir.path()).args(["fix", "--db"]).arg(&db).arg("templates.hip").output().unwrap();
+    let (patch, summary) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{summary}");
+    assert!(!patch.contains("--- a/"), "{patch}");
+    let why = "not in the patch: the template's instantiations decided differently (void ztile<double>: waves-per-eu=4; void ztile<float>: waves-per-eu=8) and no one edit of the text they share is right for all: with void ztile<double>'s waves-per-eu=4, void ztile<float> on gfx90a gives occupancy 7 where it was 8; with void ztile<float>'s waves-per-eu=8, void ztile<double> on gfx90a gives spills ";
+    for name in ["void ztile<double> (gfx90a): waves-per-eu=4: ", "void ztile<float> (gfx90a): waves-per-eu=8: "] {
+        assert!(summary.contains(&format!("templates.hip: {name}{why}")), "{name}{why}\nnot in\n{summary}");
     }
 }

@@ -294,6 +294,67 @@ fn patch_mode_builds_the_decisions_with_a_compiler_that_cannot_load_the_plugin()
 }
 
 #[test]
+fn patch_mode_builds_the_headers_the_patch_edits_under_their_own_names() {
+    // tests/fix/project: dslash lives in inc/dslash.h and inlines inc/su3.h;
+    // its suggestion (an unroll cap and `__restrict__`), once confirmed, is
+    // written in the headers alone, which reach the compiler through an overlay.
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    copy_tree(&repo().join("tests/fix/project"), &project);
+    let (db, object) = (dir.path().join("decisions.json"), dir.path().join("main.o"));
+    let hipcc = foreign_hipcc(dir.path());
+    let build = |mode: &str| {
+        let mut c = wrapper("regtune-hipcc", &project);
+        if mode == "patch" {
+            c.env("REGTUNE_COMPILER", &hipcc);
+        }
+        c.env("REGTUNE_MODE", mode)
+            .env("REGTUNE_DB", &db)
+            .args(["--offload-arch=gfx90a", "-O3", "-c", "main.hip", "-isystem", "sys", "-o"])
+            .arg(&object)
+            .output()
+            .unwrap()
+    };
+    ok(&build("tune"), "tune-mode build");
+    let plain = read_back(&object, "gfx90a");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
+    let dslash = doc["kernels"].as_object_mut().unwrap().values_mut().find(|e| e["name"].as_str().unwrap().starts_with("dslash")).unwrap();
+    let symbol = dslash["symbol"].as_str().unwrap().to_string();
+    let suggestion = &mut dslash["suggested"][0];
+    assert!(suggestion["transforms"]["unroll_cap"].is_u64(), "{suggestion}");
+    suggestion["confirmed"] = Value::Bool(true);
+    let promised = suggestion["usage"].clone();
+    std::fs::write(&db, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let before: Vec<String> = ["main.hip", "inc/dslash.h", "inc/su3.h"].iter().map(|f| std::fs::read_to_string(project.join(f)).unwrap()).collect();
+
+    let out = build("patch");
+    ok(&out, "patch-mode build");
+    assert_eq!(text(&out.stderr), "", "patch mode builds silently");
+    let built = read_back(&object, "gfx90a");
+    for field in ["vgpr", "agpr", "sgpr", "vgpr_spills", "sgpr_spills", "scratch_bytes", "lds_bytes", "occupancy"] {
+        assert_eq!(built[&symbol][field], promised[field], "dslash: {field}");
+    }
+    assert_ne!(built[&symbol]["vgpr"], plain[&symbol]["vgpr"], "the decision changed something");
+    let after: Vec<String> = ["main.hip", "inc/dslash.h", "inc/su3.h"].iter().map(|f| std::fs::read_to_string(project.join(f)).unwrap()).collect();
+    assert_eq!(before, after, "the sources on disk stay as they are");
+    let log = std::fs::read_to_string(dir.path().join("hipcc.log")).unwrap();
+    let patched = log.lines().last().unwrap();
+    assert!(patched.contains("-ivfsoverlay") && !patched.contains("-fpass-plugin"), "{log}");
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    if from.is_file() {
+        std::fs::copy(from, to).unwrap();
+        return;
+    }
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        copy_tree(&p, &to.join(p.file_name().unwrap()));
+    }
+}
+
+#[test]
 fn several_sources_from_a_response_file_with_the_separate_offload_arch_form() {
     let dir = tempfile::tempdir().unwrap();
     let db = tuned_db_copy(dir.path());

@@ -34,9 +34,12 @@ enum Command {
     Batch(BatchArgs),
     /// Write the db's decisions as a source patch (a unified diff) that any compiler builds: hipcc, nvcc.
     ///
-    /// Every kernel's edits are verified by a plain build of the patched file (no plugin) against the
-    /// usage the tuner measured; a kernel that misses it is left out and named. Exit status: 0 when
-    /// every decided kernel is in the patch; 2 when some are not; 1 on an error (nothing written).
+    /// The edits go where the code is: the kernel's file, the headers and `.cu` files it includes
+    /// (under the inputs' directories and -I paths; never a system header). Every unit that reads a
+    /// patched file is rebuilt plainly (no plugin) against the usage the tuner measured; a kernel
+    /// that misses it is left out and named. Exit status: 0 when there was nothing to patch or
+    /// every decision is in the patch; 1 when a decision could not be expressed; 2 on an error
+    /// (nothing written).
     Fix(FixArgs),
     /// Join the decisions dbs (and batch records) of shards into one, and report on them.
     Merge(MergeArgs),
@@ -458,10 +461,10 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
     if let Some(path) = &args.patch {
         let options = fix::Options { db: args.search.db.clone(), with_suggestions: false };
         match fix::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options) {
-            Ok((patches, fix_failures)) => {
+            Ok((patch, fix_failures)) => {
                 failures.extend(fix_failures);
-                eprint!("{}", patches.iter().map(fix::FilePatch::summary).collect::<String>());
-                output::emit(&fix::patch_text(&patches), Some(path))?;
+                eprint!("{}", patch.summary());
+                output::emit(&patch.text(), Some(path))?;
             }
             Err(f) => failures.push(f),
         }
@@ -502,35 +505,55 @@ fn predict(args: PredictArgs) -> Result<ExitCode> {
     Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+/// `regtune fix`'s exit status: 0 when there was nothing to patch or every
+/// decision is in the patch, 1 when a decision could not be expressed, 2
+/// when something failed (a file, the db, the toolchain).
+const FIX_INCOMPLETE: u8 = 1;
+const FIX_FAILED: u8 = 2;
+
 fn fix(args: FixArgs) -> Result<ExitCode> {
-    let archs = args.inputs.archs()?;
-    let toolchain = Toolchain::detect_for(&archs)?;
-    let plugin = plugin::find()?;
+    let failed = |e: anyhow::Error| {
+        eprintln!("error: {e:#}");
+        ExitCode::from(FIX_FAILED)
+    };
+    let archs = match args.inputs.archs() {
+        Ok(a) => a,
+        Err(e) => return Ok(failed(e)),
+    };
+    let setup = || -> Result<(Toolchain, PathBuf)> {
+        let toolchain = Toolchain::detect_for(&archs)?;
+        let plugin = plugin::find()?;
+        Ok((toolchain, plugin))
+    };
+    let (toolchain, plugin) = match setup() {
+        Ok(t) => t,
+        Err(e) => return Ok(failed(e)),
+    };
     let options = fix::Options { db: args.db, with_suggestions: args.with_suggestions };
-    let (patches, failures) = fix::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options)
-        .map_err(|f| anyhow::anyhow!(f.message))?;
+    let (patch, failures) = match fix::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options) {
+        Ok(r) => r,
+        Err(f) => return Ok(failed(anyhow::anyhow!(f.message))),
+    };
     for f in &failures {
         f.print();
     }
-    let text = fix::patch_text(&patches);
+    eprint!("{}", patch.summary());
     if args.apply {
         if !failures.is_empty() {
-            anyhow::bail!("nothing was written: {} file(s) failed", failures.len());
+            return Ok(failed(anyhow::anyhow!("nothing was written: {} file(s) failed", failures.len())));
         }
-        eprint!("{}", patches.iter().map(fix::FilePatch::summary).collect::<String>());
-        let written = fix::write::apply(&patches)?;
-        eprintln!("regtune fix: {written} file(s) patched in place");
-    } else {
-        eprint!("{}", patches.iter().map(fix::FilePatch::summary).collect::<String>());
-        output::emit(&text, args.output.as_deref())?;
+        if let Err(e) = fix::write::apply(&patch.files) {
+            return Ok(failed(e.into()));
+        }
+    } else if let Err(e) = output::emit(&patch.text(), args.output.as_deref()) {
+        return Ok(failed(e.into()));
     }
-    Ok(if !failures.is_empty() {
-        ExitCode::FAILURE
-    } else if patches.iter().all(fix::FilePatch::complete) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
+    if !failures.is_empty() {
+        eprintln!("regtune fix: {} file(s) failed; {}", failures.len(), patch.verdict(false).trim_start_matches("regtune fix: "));
+        return Ok(ExitCode::from(FIX_FAILED));
+    }
+    eprintln!("{}", patch.verdict(args.apply));
+    Ok(if patch.complete() { ExitCode::SUCCESS } else { ExitCode::from(FIX_INCOMPLETE) })
 }
 
 fn batch(args: BatchArgs) -> Result<ExitCode> {

@@ -96,8 +96,14 @@ pub fn hip_device_compile_with(clang: &str, file: &Path, arch: &str) -> Command 
 
 /// Per kernel symbol: every numeric line of clang's resource-usage remark.
 pub fn remarks_for(file: &Path, arch: &str) -> BTreeMap<String, BTreeMap<String, u64>> {
+    remarks_with(file, arch, &[])
+}
+
+/// The same, with more flags for clang (`-isystem DIR`).
+pub fn remarks_with(file: &Path, arch: &str, args: &[&str]) -> BTreeMap<String, BTreeMap<String, u64>> {
     let obj = tempfile::NamedTempFile::new().unwrap();
     let out = hip_device_compile(file, arch)
+        .args(args)
         .args(["-c", "-Rpass-analysis=kernel-resource-usage", "-o"])
         .arg(obj.path())
         .output()

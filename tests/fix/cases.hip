@@ -14,7 +14,8 @@ __global__ void scale_sq(T* x, const T* y, int n)
 template __global__ void scale_sq<float>(float*, const float*, int);
 template __global__ void scale_sq<double>(double*, const double*, int);
 
-// A kernel a macro defines: nothing in it can be edited.
+// A kernel a macro defines: its square is written in the macro, through
+// the helper (the argument is not a plain name), defined above the macro.
 #define SQUARE_KERNEL(name) \
     __global__ void name(double* p) { p[threadIdx.x] = pow(p[threadIdx.x], 2.0); }
 SQUARE_KERNEL(from_macro)
@@ -47,4 +48,21 @@ __global__ void rows(const double* m, const double* v, double* out, int n)
     for (int c = 0; c < 4; ++c)
         acc += dot(m + (r * 4 + c) * n, v, n);
     out[r] = acc;
+}
+
+// A loop in a member function of a class template the kernel inlines.
+template <int N>
+struct Window {
+    __device__ double sum(const double* v) const
+    {
+        double s = 0.0;
+        for (int k = 0; k < N; ++k)
+            s += v[k] * v[k + N];
+        return s;
+    }
+};
+
+__global__ void windows(const double* v, double* out)
+{
+    out[threadIdx.x] = Window<8>().sum(v + 16 * threadIdx.x);
 }

@@ -8,8 +8,12 @@
 //! the last file carried along (a `DeserializeSeed` over the text).
 //! Positions are byte offsets into the file; a location inside a macro
 //! expansion keeps the expansion's position and says so, so no edit ever
-//! lands inside a macro by accident.
+//! lands inside a macro by accident, and carries where the token is spelled
+//! (the macro's definition, or an argument of its invocation) for the edits
+//! that mean to. File names are made canonical, so that a header is one
+//! file however the includes reached it.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -36,12 +40,21 @@ pub struct Loc {
     pub tok_len: usize,
     /// Spelled inside a macro expansion (`offset` is the expansion's).
     pub in_macro: bool,
+    /// In a macro expansion, the token comes from an argument of the invocation.
+    pub macro_arg: bool,
+    /// In a macro expansion, where the token is spelled.
+    pub spelling: Option<Box<Loc>>,
 }
 
 impl Loc {
     /// The byte just past this location's token.
     pub fn token_end(&self) -> usize {
         self.offset + self.tok_len
+    }
+
+    /// Where the token's text is: its spelling in a macro, else itself.
+    pub fn spelled(&self) -> &Loc {
+        self.spelling.as_deref().unwrap_or(self)
     }
 }
 
@@ -97,6 +110,18 @@ impl Node {
         (&*b.file == file && &*e.file == file && !b.in_macro && !e.in_macro).then(|| (b.offset, e.token_end()))
     }
 
+    /// The text both ends are spelled in, in or out of a macro: (file,
+    /// [begin, end)), when they are spelled in one file in that order.
+    pub fn spelled_span(&self) -> Option<(&Arc<str>, usize, usize)> {
+        let (b, e) = (self.begin.as_ref()?.spelled(), self.end.as_ref()?.spelled());
+        (b.file == e.file && b.offset <= e.offset).then(|| (&b.file, b.offset, e.token_end()))
+    }
+
+    /// Its text comes from a macro's definition (its body's first token does).
+    pub fn in_macro_body(&self) -> bool {
+        self.begin.as_ref().is_some_and(|b| b.in_macro && !b.macro_arg && b.spelling.is_some())
+    }
+
     /// Begins in `file` (possibly at a macro's expansion).
     pub fn begins_in(&self, file: &str) -> bool {
         self.begin.as_ref().is_some_and(|b| &*b.file == file)
@@ -137,7 +162,37 @@ pub fn dump(unit: &Unit<'_>, names: &[String]) -> Result<Vec<Node>, AstError> {
         let text = String::from_utf8_lossy(&out.stdout);
         nodes.extend(parse(&text).map_err(|detail| AstError::Json { file: file.clone(), detail })?);
     }
+    let mut names = HashMap::new();
+    for n in &mut nodes {
+        canonical_names(n, &mut names);
+    }
     Ok(nodes)
+}
+
+/// Every location's file by its canonical path (clang names a file as the
+/// include reached it: `./inc/k.h`, `../common/k.h`, relative to the
+/// current directory); names that are no file (`<built-in>`) stay.
+fn canonical_names(node: &mut Node, names: &mut HashMap<Arc<str>, Arc<str>>) {
+    fn fix(loc: &mut Loc, names: &mut HashMap<Arc<str>, Arc<str>>) {
+        loc.file = names.entry(loc.file.clone()).or_insert_with(|| canonical(&loc.file)).clone();
+        if let Some(s) = loc.spelling.as_deref_mut() {
+            fix(s, names);
+        }
+    }
+    for loc in [&mut node.loc, &mut node.begin, &mut node.end].into_iter().flatten() {
+        fix(loc, names);
+    }
+    for c in &mut node.inner {
+        canonical_names(c, names);
+    }
+}
+
+/// A file name as one canonical path; the name itself when it is no file.
+pub fn canonical(name: &str) -> Arc<str> {
+    match std::fs::canonicalize(name) {
+        Ok(p) => Arc::from(p.to_string_lossy().as_ref()),
+        Err(_) => Arc::from(name),
+    }
 }
 
 /// The nodes of a dump: one JSON object per declaration, back to back.
@@ -300,18 +355,17 @@ impl<'de> Visitor<'de> for LocSeed<'_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Loc>, A::Error> {
         let mut bare = Bare::default();
-        let mut expansion = None;
+        let (mut spelling, mut expansion) = (None, None);
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
-                "spellingLoc" => {
-                    map.next_value_seed(LocSeed { state: self.state })?;
-                }
+                "spellingLoc" => spelling = map.next_value_seed(LocSeed { state: self.state })?,
                 "expansionLoc" => expansion = map.next_value_seed(LocSeed { state: self.state })?,
                 _ => bare.field(&key, &mut map)?,
             }
         }
         if let Some(mut e) = expansion {
             e.in_macro = true;
+            e.spelling = spelling.map(Box::new);
             return Ok(Some(e));
         }
         Ok(bare.finish(self.state))
@@ -324,6 +378,7 @@ struct Bare {
     offset: Option<usize>,
     file: Option<String>,
     tok_len: usize,
+    macro_arg: bool,
 }
 
 impl Bare {
@@ -332,6 +387,7 @@ impl Bare {
             "offset" => self.offset = Some(map.next_value()?),
             "file" => self.file = Some(map.next_value()?),
             "tokLen" => self.tok_len = map.next_value()?,
+            "isMacroArgExpansion" => self.macro_arg = map.next_value()?,
             _ => {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -344,7 +400,7 @@ impl Bare {
             state.file = Arc::from(f);
         }
         let offset = self.offset?;
-        Some(Loc { file: state.file.clone(), offset, tok_len: self.tok_len, in_macro: false })
+        Some(Loc { file: state.file.clone(), offset, tok_len: self.tok_len, in_macro: false, macro_arg: self.macro_arg, spelling: None })
     }
 }
 

@@ -11,6 +11,13 @@
 //! before its name). When the targets of one run decided differently, each
 //! target gets its own attributes under `#if` on the compiler's target
 //! macro (`__gfx90a__`, `__CUDA_ARCH__ == 900`).
+//!
+//! A kernel a macro defines (`KERNEL(scale, float)`) cannot take them in
+//! its text, which every expansion shares: it gets a declaration of its own
+//! with the attributes, on the line above the macro's invocation
+//! (`__attribute__((amdgpu_waves_per_eu(6))) __global__ void scale(float *);`),
+//! which the definition inherits, as clang merges attributes over
+//! redeclarations.
 
 use crate::target::Arch;
 
@@ -40,16 +47,35 @@ pub fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> 
         return None;
     }
     let symbol = kernel.symbol;
-    let begin = kernel.decl.begin.as_ref().filter(|b| &*b.file == kernel.file && edit::starts_line(kernel.text, b.offset));
+    let begin = kernel.decl.begin.as_ref().filter(|b| b.file == *kernel.file && edit::starts_line(kernel.text, b.offset));
+    let redeclaration = match kernel.defined_by_macro() {
+        false => None,
+        true => match (begin, redeclaration(kernel)) {
+            (Some(_), Ok(r)) => Some(r),
+            (None, _) => {
+                notes.kernel(kernel, "a macro defines it, and its invocation does not start its line; attributes not written".into());
+                return None;
+            }
+            (_, Err(why)) => {
+                notes.kernel(kernel, format!("a macro defines it, and {why}; attributes not written"));
+                return None;
+            }
+        },
+    };
+    let line_of = |attrs: &str| match &redeclaration {
+        Some(r) => format!("{attrs} {r}\n"),
+        None => format!("{attrs}\n"),
+    };
     if per_arch.iter().all(|(_, a)| *a == per_arch[0].1) {
         let attrs = &per_arch[0].1;
         // On a line of its own above the declaration, else just before the name.
         if let Some(b) = begin {
             let at = edit::line_start(kernel.text, b.offset);
-            return Some(Edit::new(at, at, format!("{}{attrs}\n", edit::indentation(kernel.text, b.offset)), symbol, "occupancy"));
+            let text = format!("{}{}", edit::indentation(kernel.text, b.offset), line_of(attrs));
+            return Some(Edit::new(kernel.file, at, at, text, symbol, "occupancy"));
         }
-        let name = kernel.decl.loc.as_ref().filter(|l| !l.in_macro && &*l.file == kernel.file)?;
-        return Some(Edit::new(name.offset, name.offset, format!("{attrs} "), symbol, "occupancy"));
+        let name = kernel.decl.loc.as_ref().filter(|l| !l.in_macro && l.file == *kernel.file)?;
+        return Some(Edit::new(kernel.file, name.offset, name.offset, format!("{attrs} "), symbol, "occupancy"));
     }
     // Targets disagree: one `#if` branch per target, above the declaration.
     let Some(begin) = begin else {
@@ -59,11 +85,33 @@ pub fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> 
     let mut block = String::new();
     for (arch, attrs) in per_arch.iter().filter(|(_, a)| !a.is_empty()) {
         let keyword = if block.is_empty() { "#if" } else { "#elif" };
-        block.push_str(&format!("{keyword} {}\n{attrs}\n", target_macro(arch)));
+        block.push_str(&format!("{keyword} {}\n{}", target_macro(arch), line_of(attrs)));
     }
     block.push_str("#endif\n");
     let at = edit::line_start(kernel.text, begin.offset);
-    Some(Edit::new(at, at, block, symbol, "occupancy"))
+    Some(Edit::new(kernel.file, at, at, block, symbol, "occupancy"))
+}
+
+/// A declaration of the kernel that the attributes can go before:
+/// `__global__ void name(float *, int);`, from clang's own types.
+fn redeclaration(kernel: &Kernel<'_>) -> Result<String, String> {
+    let name = kernel.decl.name.as_deref().ok_or("clang gives it no name")?;
+    if kernel.template {
+        return Err("it is a template".into());
+    }
+    let ty = kernel.decl.ty.as_deref().unwrap_or_default();
+    if !ty.starts_with("void (") {
+        return Err(format!("its type `{ty}` is not a kernel's"));
+    }
+    let params: Vec<&str> =
+        kernel.decl.inner.iter().filter(|n| n.kind == "ParmVarDecl").map(|p| p.ty.as_deref().unwrap_or("")).collect();
+    if params.iter().any(|p| p.is_empty()) || ty.contains("...") {
+        return Err("its parameters have no type clang names".into());
+    }
+    // Linkage and storage as the definition has them, or clang refuses the pair.
+    let linkage = if kernel.symbol.starts_with("_Z") { "" } else { "extern \"C\" " };
+    let storage = if kernel.decl.storage_class.as_deref() == Some("static") { "static " } else { "" };
+    Ok(format!("{linkage}{storage}__global__ void {name}({});", params.join(", ")))
 }
 
 /// The preprocessor test for compiling device code for `arch`.

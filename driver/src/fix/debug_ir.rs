@@ -14,7 +14,7 @@
 //! So the source edits follow exactly what the passes did, including
 //! their rules about which calls and which functions they may touch.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A source position as debug info gives it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -79,6 +79,9 @@ pub struct Changes {
     pub loops: Vec<ChangedLoop>,
     /// Loops the decisions changed in a way no pragma spells: (where, why).
     pub unpatchable: Vec<(Pos, String)>,
+    /// Each function's direct callees, before any inlining: which kernels
+    /// reach the code a change is in.
+    pub callees: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// Compare two textual modules.
@@ -110,6 +113,50 @@ pub fn changes(before: &str, after: &str) -> Changes {
         }
     }
     out
+}
+
+/// The loops the plugin's early phase marked `llvm.loop.unroll.disable`
+/// (a cap of 1 marks every loop of a kernel and the functions it reaches):
+/// not only are they not unrolled, nothing downstream may unroll them
+/// (ptxas reads the mark as `.pragma "nounroll"`), so the patch says so on
+/// each, whether O3 would have unrolled it or not.
+pub fn disabled_loops(before: &str, after: &str) -> Vec<LoopStart> {
+    let (b, a) = (Module::parse(before), Module::parse(after));
+    let mut out = Vec::new();
+    for fa in &a.functions {
+        let fb = b.functions.iter().find(|f| f.name == fa.name);
+        for &id in fa.loops.iter().filter(|&&id| a.disables(id)) {
+            let Some(at) = a.loop_start(id) else { continue };
+            let was = fb.is_some_and(|fb| fb.loops.iter().any(|&i| b.disables(i) && b.loop_start(i).as_ref() == Some(&at)));
+            if !was {
+                out.push(LoopStart { function: fa.name.clone(), at });
+            }
+        }
+    }
+    out
+}
+
+/// Each function's direct callees in `module`.
+pub fn callees(module: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let m = Module::parse(module);
+    m.functions.iter().map(|f| (f.name.clone(), f.calls.iter().map(|c| c.callee.clone()).collect())).collect()
+}
+
+/// `from` is `to`, or calls it, directly or not.
+pub fn reaches(callees: &BTreeMap<String, BTreeSet<String>>, from: &str, to: &str) -> bool {
+    let mut seen = BTreeSet::from([from]);
+    let mut todo = vec![from];
+    while let Some(f) = todo.pop() {
+        if f == to {
+            return true;
+        }
+        for c in callees.get(f).into_iter().flatten() {
+            if seen.insert(c) {
+                todo.push(c);
+            }
+        }
+    }
+    false
 }
 
 /// Where every located loop of `module` starts, by function.
@@ -207,6 +254,12 @@ impl Module {
         let name = unquote(&field(file, "filename")?);
         let dir = field(file, "directory").map(|d| unquote(&d)).unwrap_or_default();
         Some(if name.starts_with('/') || dir.is_empty() { name } else { format!("{dir}/{name}") })
+    }
+
+    /// A loop ID holds `!{!"llvm.loop.unroll.disable"}`.
+    fn disables(&self, id: u32) -> bool {
+        let Some(ops) = self.metadata.get(&id).and_then(|m| m.strip_prefix("!{")) else { return false };
+        ops.trim_end_matches('}').split(", ").filter_map(node_ref).any(|op| self.metadata.get(&op).is_some_and(|n| n == "!{!\"llvm.loop.unroll.disable\"}"))
     }
 
     /// A loop ID's start location: its first `!DILocation` operand.
@@ -409,6 +462,21 @@ define dso_local amdgpu_kernel void @_Z1kPd(ptr addrspace(1) noundef %x.coerce) 
         let without_forwarder = BEFORE.lines().filter(|l| !l.contains("_ZL3powdd(double noundef %0") && !l.contains("@__ocml")).collect::<Vec<_>>().join("\n");
         assert!(changes(BEFORE, BEFORE).removed_calls.is_empty());
         assert!(changes(BEFORE, &without_forwarder).removed_calls.is_empty());
+    }
+
+    #[test]
+    fn loops_the_early_phase_disables_are_found() {
+        let after = BEFORE.replace("!30 = distinct !{!30, !31, !32, !33, !34}", "!30 = distinct !{!30, !31, !32, !33, !35}")
+            + "!35 = !{!\"llvm.loop.unroll.disable\"}\n";
+        assert_eq!(disabled_loops(BEFORE, &after), [LoopStart { function: "_Z1kPd".into(), at: Pos { file: "/src/k.hip".into(), line: 8, col: 5 } }]);
+        assert!(disabled_loops(&after, &after).is_empty(), "already disabled: nothing new");
+    }
+
+    #[test]
+    fn kernels_reach_what_they_call() {
+        let g = callees(BEFORE);
+        assert!(reaches(&g, "_Z1kPd", "__ocml_pow_f64"));
+        assert!(!reaches(&g, "_ZL3powdd", "_Z1kPd"));
     }
 
     #[test]

@@ -1,12 +1,16 @@
-//! Text edits on one source file: each replaces a byte range, belongs to
-//! the kernels whose decisions asked for it, and says what it expresses.
+//! Text edits on the project's files: each replaces a byte range of one
+//! file, belongs to the kernels whose decisions asked for it, and says
+//! what it expresses.
 //! Kernels drop out together with their edits; what is left is applied in
 //! one pass and shown as a unified diff (`similar`).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edit {
+    /// The file (canonical path).
+    pub file: Arc<str>,
     pub start: usize,
     pub end: usize,
     pub text: String,
@@ -21,6 +25,9 @@ pub struct Edit {
     pub targets: BTreeSet<String>,
     /// The transform, as the tuner labels it ("pow2", "sink", ...).
     pub what: String,
+    /// It calls the pow2 helper, which must be defined at this offset (the
+    /// start of the outermost declaration around it) if nothing earlier is.
+    pub helper: Option<usize>,
 }
 
 /// Insertions at one point go in this order: moved declarations, the
@@ -29,8 +36,9 @@ pub struct Edit {
 const ORDER: &[&str] = &["sink", "pow2", "occupancy", "noalias", "unroll-cap"];
 
 impl Edit {
-    pub fn new(start: usize, end: usize, text: impl Into<String>, kernel: &str, what: &str) -> Edit {
+    pub fn new(file: &Arc<str>, start: usize, end: usize, text: impl Into<String>, kernel: &str, what: &str) -> Edit {
         Edit {
+            file: file.clone(),
             start,
             end,
             text: text.into(),
@@ -38,6 +46,7 @@ impl Edit {
             kernels: BTreeSet::from([kernel.to_string()]),
             targets: BTreeSet::new(),
             what: what.to_string(),
+            helper: None,
         }
     }
 
@@ -53,6 +62,7 @@ impl Edit {
     /// `inner` lies within the lines this edit moves away.
     fn contains(&self, inner: &Edit) -> bool {
         self.is_move_source()
+            && self.file == inner.file
             && !std::ptr::eq(self, inner)
             && self.start <= inner.start
             && inner.end <= self.end
@@ -70,7 +80,7 @@ impl Edit {
     }
 
     fn overlaps(&self, other: &Edit) -> bool {
-        if self.contains(other) || other.contains(self) {
+        if self.file != other.file || self.contains(other) || other.contains(self) {
             return false;
         }
         if self.is_insertion() && other.is_insertion() {
@@ -92,7 +102,9 @@ pub fn merge(edits: Vec<Edit>) -> (Vec<Edit>, Vec<(Edit, Edit)>) {
     let mut out: Vec<Edit> = Vec::new();
     let mut conflicts = Vec::new();
     for e in edits {
-        if let Some(same) = out.iter_mut().find(|o| o.start == e.start && o.end == e.end && o.text == e.text && o.copies == e.copies) {
+        if let Some(same) =
+            out.iter_mut().find(|o| o.file == e.file && o.start == e.start && o.end == e.end && o.text == e.text && o.copies == e.copies)
+        {
             same.kernels.extend(e.kernels);
             same.targets.extend(e.targets);
             continue;
@@ -102,7 +114,7 @@ pub fn merge(edits: Vec<Edit>) -> (Vec<Edit>, Vec<(Edit, Edit)>) {
             None => out.push(e),
         }
     }
-    out.sort_by_key(Edit::sort_key);
+    out.sort_by(|a, b| (&a.file, a.sort_key()).cmp(&(&b.file, b.sort_key())));
     (out, conflicts)
 }
 
@@ -112,7 +124,9 @@ pub fn merge(edits: Vec<Edit>) -> (Vec<Edit>, Vec<(Edit, Edit)>) {
 pub fn per_target(text: &str, edits: &[Edit]) -> Option<Edit> {
     let first = edits.first()?;
     let (start, end) = (first.start, first.end);
-    let lines = |e: &Edit| e.start == start && e.end == end && e.text.ends_with('\n') && !e.targets.is_empty() && e.copies.is_empty();
+    let lines = |e: &Edit| {
+        e.file == first.file && e.start == start && e.end == end && e.text.ends_with('\n') && !e.targets.is_empty() && e.copies.is_empty()
+    };
     if !edits.iter().all(lines) || text.get(..start).is_some_and(|t| !t.is_empty() && !t.ends_with('\n')) {
         return None;
     }
@@ -132,9 +146,10 @@ pub fn per_target(text: &str, edits: &[Edit]) -> Option<Edit> {
     Some(out)
 }
 
-/// `text` with `edits` (merged: no two overlap) applied.
-pub fn apply(text: &str, edits: &[Edit]) -> String {
-    apply_range(text, (0, text.len()), edits, None)
+/// `text`, the text of `file`, with its `edits` (merged: no two overlap) applied.
+pub fn apply(file: &str, text: &str, edits: &[Edit]) -> String {
+    let mine: Vec<Edit> = edits.iter().filter(|e| &*e.file == file).cloned().collect();
+    apply_range(text, (0, text.len()), &mine, None)
 }
 
 /// The text of `range` with the edits inside it applied; `moved` is the
@@ -179,6 +194,23 @@ pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
         .context_radius(3)
         .header(&format!("a/{path}"), &format!("b/{path}"))
         .to_string()
+}
+
+/// An edit of `[start, end)` to `new` inside a macro's line that ends in
+/// an aligned `\`: (its end, its text), taking in the spaces before the
+/// `\` so that it stays in its column where the spaces allow.
+pub fn aligned(text: &str, start: usize, end: usize, new: &str) -> (usize, String) {
+    let line = &text[end..line_end(text, end)];
+    let body = line.trim_end_matches(['\n', '\r']);
+    let Some(before_slash) = body.strip_suffix('\\') else { return (end, new.to_string()) };
+    let spaces = before_slash.len() - before_slash.trim_end_matches(' ').len();
+    let grown = new.len() as isize - (end - start) as isize;
+    if spaces == 0 || line_start(text, start) != line_start(text, end) {
+        return (end, new.to_string());
+    }
+    let pad = (spaces as isize - grown).max(1) as usize;
+    let kept = &before_slash[..before_slash.len() - spaces];
+    (end + kept.len() + spaces, format!("{new}{kept}{}", " ".repeat(pad)))
 }
 
 /// The start of the line holding `offset`.
@@ -227,56 +259,62 @@ pub fn ends_line(text: &str, offset: usize) -> bool {
 mod tests {
     use super::*;
 
+    const F: &str = "/src/k.hip";
+
+    fn new(start: usize, end: usize, text: &str, kernel: &str, what: &str) -> Edit {
+        Edit::new(&Arc::from(F), start, end, text, kernel, what)
+    }
+
     #[test]
     fn edits_apply_in_order_and_equal_ones_merge() {
         let text = "a b c\n";
         let (merged, conflicts) = merge(vec![
-            Edit::new(4, 5, "C", "k1", "x"),
-            Edit::new(0, 1, "A", "k1", "x"),
-            Edit::new(0, 1, "A", "k2", "x"),
+            new(4, 5, "C", "k1", "x"),
+            new(0, 1, "A", "k1", "x"),
+            new(0, 1, "A", "k2", "x"),
         ]);
         assert!(conflicts.is_empty());
         assert_eq!(merged[0].kernels.len(), 2);
-        assert_eq!(apply(text, &merged), "A b C\n");
+        assert_eq!(apply(F, text, &merged), "A b C\n");
     }
 
     #[test]
     fn disagreeing_edits_are_conflicts() {
         let (merged, conflicts) =
-            merge(vec![Edit::new(0, 1, "A", "k1", "x"), Edit::new(0, 1, "B", "k2", "x"), Edit::new(2, 2, "+", "k1", "x")]);
+            merge(vec![new(0, 1, "A", "k1", "x"), new(0, 1, "B", "k2", "x"), new(2, 2, "+", "k1", "x")]);
         assert_eq!(merged.len(), 2);
         assert_eq!(conflicts.len(), 1);
-        let (_, c) = merge(vec![Edit::new(2, 2, "x", "k1", "a"), Edit::new(2, 2, "y", "k2", "a")]);
+        let (_, c) = merge(vec![new(2, 2, "x", "k1", "a"), new(2, 2, "y", "k2", "a")]);
         assert_eq!(c.len(), 1, "two insertions at one point");
     }
 
     #[test]
     fn moved_lines_carry_the_edits_inside_them() {
         let text = "a = pow(x);\nloop;\nuse(a);\n";
-        let mut insert = Edit::new(18, 18, "", "k", "sink");
+        let mut insert = new(18, 18, "", "k", "sink");
         insert.copies = vec![(0, 12)];
         let (merged, conflicts) = merge(vec![
-            Edit::new(0, 12, "", "k", "sink"),
+            new(0, 12, "", "k", "sink"),
             insert,
-            Edit::new(4, 10, "x * x", "k", "pow2"),
-            Edit::new(12, 12, "#pragma nounroll\n", "k", "unroll-cap"),
+            new(4, 10, "x * x", "k", "pow2"),
+            new(12, 12, "#pragma nounroll\n", "k", "unroll-cap"),
         ]);
         assert!(conflicts.is_empty(), "{conflicts:?}");
-        assert_eq!(apply(text, &merged), "#pragma nounroll\nloop;\na = x * x;\nuse(a);\n");
+        assert_eq!(apply(F, text, &merged), "#pragma nounroll\nloop;\na = x * x;\nuse(a);\n");
         let without_pow2: Vec<Edit> = merged.into_iter().filter(|e| e.what != "pow2").collect();
-        assert_eq!(apply(text, &without_pow2), "#pragma nounroll\nloop;\na = pow(x);\nuse(a);\n");
+        assert_eq!(apply(F, text, &without_pow2), "#pragma nounroll\nloop;\na = pow(x);\nuse(a);\n");
     }
 
     #[test]
     fn line_edits_that_differ_per_target_go_under_if() {
         let text = "#pragma unroll\nfor (;;) {}\n";
-        let mut a = Edit::new(0, 15, "#pragma nounroll\n", "k", "unroll-cap");
+        let mut a = new(0, 15, "#pragma nounroll\n", "k", "unroll-cap");
         a.targets.insert("defined(__gfx90a__)".into());
-        let mut b = Edit::new(0, 15, "#pragma unroll 4\n", "k", "unroll-cap");
+        let mut b = new(0, 15, "#pragma unroll 4\n", "k", "unroll-cap");
         b.targets.insert("defined(__gfx1100__)".into());
         let joined = per_target(text, &[a, b]).unwrap();
         assert_eq!(
-            apply(text, &[joined]),
+            apply(F, text, &[joined]),
             "#if defined(__gfx90a__)\n#pragma nounroll\n#elif defined(__gfx1100__)\n#pragma unroll 4\n#else\n#pragma unroll\n#endif\nfor (;;) {}\n"
         );
     }
@@ -286,6 +324,19 @@ mod tests {
         let d = unified_diff("k.hip", "a\nb\n", "a\nc\n");
         assert!(d.starts_with("--- a/k.hip\n+++ b/k.hip\n@@ -1,2 +1,2 @@\n"), "{d}");
         assert_eq!(unified_diff("k.hip", "a\n", "a\n"), "");
+    }
+
+    #[test]
+    fn a_macro_s_backslash_keeps_its_column() {
+        let text = "#define K \\\n    y = pow(x, 2.0);     \\\n";
+        let (start, end) = (text.find("pow").unwrap(), text.find(';').unwrap());
+        let (end, new) = aligned(text, start, end, "x * x");
+        let patched = format!("{}{new}{}", &text[..start], &text[end..]);
+        assert_eq!(patched, "#define K \\\n    y = x * x;           \\\n");
+        assert_eq!(patched.lines().nth(1).unwrap().len(), text.lines().nth(1).unwrap().len());
+        // No room: one space is kept.
+        let (end, new) = aligned(text, start, start, "_Pragma(\"nounroll\") long long long ");
+        assert!(format!("{}{new}{}", &text[..start], &text[end..]).ends_with("2.0); \\\n"));
     }
 
     #[test]

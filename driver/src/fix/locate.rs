@@ -4,9 +4,10 @@
 //! under `opt` with the unit's decisions (pow2's removed calls); and, when
 //! a decision caps unrolling, that IR through the unit's O3 pipeline and
 //! code generator twice, plainly and with the decisions, for LoopUnroll's
-//! remarks. Line tables change no decision: only where things are is read
+//! optimization records. Line tables change no decision: only where things are is read
 //! from this build.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
@@ -21,7 +22,8 @@ use super::debug_ir::{self, Changes};
 use super::{unrolled, Decision};
 
 /// What the decisions change in the unit, by source position.
-pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision]) -> Result<Changes, String> {
+/// `uncapped`: the unit's kernels that cap nothing on this target.
+pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision], uncapped: &BTreeSet<String>) -> Result<Changes, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
     let bc = dir.path().join("lines.bc");
     let mut front = unit.device_command().map_err(|e| e.to_string())?;
@@ -69,25 +71,50 @@ pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision]) -> Resul
     run(opt, "opt with the pass plugin")?;
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
     let before = read(&before)?;
-    let mut changes = debug_ir::changes(&before, &read(&after)?);
+    let after = read(&after)?;
+    let mut changes = debug_ir::changes(&before, &after);
+    changes.callees = debug_ir::callees(&before);
 
     if decisions.iter().any(|d| d.transforms.unroll_cap.is_some()) {
-        let remarks = |variant: Variant| -> Result<Vec<unrolled::Remark>, String> {
+        let remarks = |variant: Variant, name: &str| -> Result<Vec<unrolled::Remark>, String> {
             let mut variant = variant;
-            variant.args.push("-Rpass=loop-unroll".into());
-            let out = dir.path().join("remarks.o");
-            let compiled = compile::ir_to_object(unit.toolchain, unit.arch, &bc, &out, &variant, unit.user_args).map_err(|e| e.to_string())?;
-            Ok(unrolled::parse(&compiled.stderr))
+            let records = dir.path().join(format!("{name}.opt.yaml"));
+            variant.args.push("-fsave-optimization-record".into());
+            variant.args.push(format!("-foptimization-record-file={}", records.display()).into());
+            variant.args.push("-foptimization-record-passes=loop-unroll".into());
+            let out = dir.path().join(format!("{name}.o"));
+            compile::ir_to_object(unit.toolchain, unit.arch, &bc, &out, &variant, unit.user_args).map_err(|e| e.to_string())?;
+            Ok(unrolled::parse(&read_records(dir.path(), name)?))
         };
-        let plain = remarks(Variant::default())?;
+        let plain = remarks(Variant::default(), "plain")?;
         let capped = remarks(Variant {
             args: vec![OsString::from(format!("-fpass-plugin={}", plugin.display()))],
             env: vec![(DECISIONS_ENV, decisions_file.clone().into_os_string()), (INPUT_HASH_ENV, OsString::new())],
             deadline: None,
-        })?;
-        (changes.loops, changes.unpatchable) = unrolled::changed(&plain, &capped, &debug_ir::loop_starts(&before));
+        }, "capped")?;
+        (changes.loops, changes.unpatchable) = unrolled::changed(&plain, &capped, &debug_ir::loop_starts(&before), &changes.callees, uncapped);
+        // A cap of 1 marks every loop: each gets its `nounroll`.
+        for s in debug_ir::disabled_loops(&before, &after) {
+            let known = changes.loops.iter().any(|l| l.function == s.function && l.at == s.at) || changes.unpatchable.iter().any(|(p, _)| *p == s.at);
+            if !known {
+                changes.loops.push(debug_ir::ChangedLoop { function: s.function, at: s.at, after: debug_ir::Unroll::Disable });
+            }
+        }
     }
     Ok(changes)
+}
+
+/// The record file a compile named `name` wrote: the name asked for, or,
+/// where the driver adds the offload target to it, that.
+fn read_records(dir: &Path, name: &str) -> Result<String, String> {
+    let found = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(name) && n.ends_with(".yaml")));
+    match found {
+        Some(p) => std::fs::read_to_string(&p).map_err(|e| format!("cannot read {}: {e}", p.display())),
+        None => Err(format!("the compile wrote no optimization records ({name}.opt.yaml in {})", dir.display())),
+    }
 }
 
 fn run(mut cmd: Command, what: &str) -> Result<(), String> {

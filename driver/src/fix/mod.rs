@@ -1,44 +1,57 @@
 //! `regtune fix`: the db's decisions as a reviewable source patch, so any
 //! compiler (ROCm's hipcc, nvcc) builds the tuned kernel without regtune.
 //!
-//! Per file: the decisions current for this build (input hash, as the
-//! wrapper computes it), where they apply in the source (locate.rs: the
-//! plugin run on an IR with line tables; ast.rs: clang's AST for ranges),
-//! one source edit per transform (attributes, restrict, unroll, pow2,
-//! sink), then verification: the patched copy is compiled plainly (no
-//! plugin) and every kernel must show the usage the tuner promised (the
-//! db's `after`); a kernel that does not loses its edits, and the rest is
-//! checked again. What is left is the patch.
+//! Per translation unit (plan.rs): the decisions current for its build
+//! (input hash, as the wrapper computes it), the files it reads and which
+//! of them are the project's (files.rs), where the decisions apply in the
+//! source (locate.rs: the plugin run on an IR with line tables; ast.rs:
+//! clang's AST for ranges), one source edit per transform (attributes,
+//! restrict, unroll, pow2, sink) in whichever file holds the code: the
+//! unit's own, an included header or `.cu`, never a system header.
+//!
+//! Then every unit's edits together, as one patch: kernels sharing a
+//! definition (a template's instantiations, a macro's expansions) take one
+//! decision (shared.rs), and every unit that reads a patched file is
+//! rebuilt plainly with the patched files in place (verify.rs); a kernel
+//! that misses its promise loses its edits, and the rest is checked again.
+//! What is left is the patch.
 
 pub mod ast;
 pub mod attributes;
 pub mod copy;
 pub mod debug_ir;
 pub mod edit;
+pub mod files;
 pub mod locate;
+pub mod overlay;
+pub mod plan;
 pub mod pow2;
 pub mod restrict;
+pub mod shared;
 pub mod sink;
 pub mod unroll;
 pub mod unrolled;
+pub mod verify;
 pub mod write;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use regtune_decisions::{Db, Transforms, Usage};
 
-use crate::compile::{self, Unit};
-use crate::measure;
 use crate::output::Failure;
 use crate::report;
-use crate::session;
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
 
 use ast::Node;
-use copy::PatchedCopy;
 use edit::Edit;
+use files::{Files, Project};
+use overlay::Overlay;
+use plan::{Context, Planned};
+use shared::Group;
+use verify::{Build, Promise};
 
 /// What `regtune fix` was asked to do.
 pub struct Options {
@@ -77,75 +90,150 @@ pub struct KernelResult {
     pub before: Option<Usage>,
     pub after: Option<Usage>,
     pub outcome: Outcome,
+    /// The files its edits are in, other than the unit's own.
+    pub elsewhere: Vec<String>,
+    /// It shares its definition with kernels that decided otherwise, and
+    /// is patched with this decision of theirs (labels).
+    pub instead: Option<String>,
 }
 
-/// One file's patch and what it says.
-pub struct FilePatch {
+/// One unit's lines in the patch's preamble.
+pub struct UnitReport {
     pub path: PathBuf,
-    pub original: String,
-    pub patched: String,
     pub kernels: Vec<KernelResult>,
     pub notes: Vec<String>,
 }
 
-impl FilePatch {
-    /// The unified diff, naming the file relative to the current
-    /// directory when it lies below it (as `git apply` wants).
-    pub fn diff(&self) -> String {
-        let cwd = std::env::current_dir().unwrap_or_default();
-        let name = self.path.strip_prefix(&cwd).unwrap_or(&self.path);
-        edit::unified_diff(&name.display().to_string(), &self.original, &self.patched)
-    }
+/// One patched file.
+pub struct FileChange {
+    /// Canonical.
+    pub path: PathBuf,
+    /// As the diff names it: relative to the current directory when below it.
+    pub shown: String,
+    /// Every absolute name clang reaches it by.
+    pub names: Vec<String>,
+    pub original: String,
+    pub patched: String,
+}
 
+/// The patch across every file the units' decisions touch.
+#[derive(Default)]
+pub struct Patch {
+    pub units: Vec<UnitReport>,
+    pub files: Vec<FileChange>,
+}
+
+impl Patch {
     /// Every decided kernel is in the patch, verified.
     pub fn complete(&self) -> bool {
-        self.kernels.iter().all(|k| k.outcome == Outcome::Verified)
+        self.kernels().all(|k| k.outcome == Outcome::Verified)
     }
 
-    /// The patch's preamble: one line per kernel, then the notes.
+    pub fn kernels(&self) -> impl Iterator<Item = &KernelResult> {
+        self.units.iter().flat_map(|u| u.kernels.iter())
+    }
+
+    /// The patched text of `path` (as given or canonical), if the patch changes it.
+    pub fn patched(&self, path: &Path) -> Option<&FileChange> {
+        let canon = std::fs::canonicalize(path).ok()?;
+        self.files.iter().find(|f| f.path == canon)
+    }
+
+    /// The preamble: one line per kernel, then the notes.
     pub fn summary(&self) -> String {
         let mut out = String::new();
-        for k in &self.kernels {
-            let change = |f: fn(&Usage) -> u32| match (k.before, k.after) {
-                (Some(b), Some(a)) if f(&b) != f(&a) => format!("{} → {}", f(&b), f(&a)),
-                (_, Some(a)) => f(&a).to_string(),
-                _ => "?".into(),
-            };
-            let what = k.applied.join(" + ");
-            match &k.outcome {
-                Outcome::Verified => out.push_str(&format!(
-                    "{}: {} ({}): {what}; verified by a plain build: VGPRs {}, occupancy {}\n",
-                    self.path.display(),
-                    k.name,
-                    k.arch,
-                    change(|u| u.vgpr),
-                    change(|u| u.occupancy)
-                )),
-                Outcome::Dropped(why) => out.push_str(&format!("{}: {} ({}): {what}: not in the patch: {why}\n", self.path.display(), k.name, k.arch)),
+        for u in &self.units {
+            for k in &u.kernels {
+                out.push_str(&k.line(&u.path));
+                out.push('\n');
             }
-        }
-        for n in &self.notes {
-            out.push_str(n);
-            out.push('\n');
+            for n in &u.notes {
+                out.push_str(n);
+                out.push('\n');
+            }
         }
         out
     }
+
+    /// The patch: what it expresses and what it leaves out, then the diffs
+    /// (`git apply` and `patch -p1` skip the text before the first diff).
+    pub fn text(&self) -> String {
+        let mut out = self.summary();
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        for f in &self.files {
+            out.push_str(&edit::unified_diff(&f.shown, &f.original, &f.patched));
+        }
+        out
+    }
+
+    /// The last line `regtune fix` prints: what it did, in one line.
+    pub fn verdict(&self, applied: bool) -> String {
+        let decided = self.kernels().count();
+        let verified = self.kernels().filter(|k| k.outcome == Outcome::Verified).count();
+        let files = self.files.len();
+        let place = if applied { "patched in place" } else { "in the patch" };
+        if decided == 0 {
+            return "regtune fix: nothing to patch: no decision of these builds asks for an edit".into();
+        }
+        if verified == decided {
+            return format!("regtune fix: all {decided} decision(s) {place}, {files} file(s), verified by a plain build");
+        }
+        format!(
+            "regtune fix: {} of {decided} decision(s) could not be expressed (see above); {verified} {place}, {files} file(s), verified by a plain build",
+            decided - verified
+        )
+    }
 }
 
-/// Notes for the user about what the patch does not express, by line.
+impl KernelResult {
+    fn line(&self, unit: &Path) -> String {
+        let change = |f: fn(&Usage) -> u32| match (self.before, self.after) {
+            (Some(b), Some(a)) if f(&b) != f(&a) => format!("{} → {}", f(&b), f(&a)),
+            (_, Some(a)) => f(&a).to_string(),
+            _ => "?".into(),
+        };
+        let mut what = self.applied.join(" + ");
+        if let Some(other) = &self.instead {
+            what = format!("{other} (its definition's choice, in place of its own {what})");
+        }
+        if !self.elsewhere.is_empty() {
+            what = format!("{what}, in {}", self.elsewhere.join(", "));
+        }
+        let head = format!("{}: {} ({}): {what}", unit.display(), self.name, self.arch);
+        match &self.outcome {
+            Outcome::Verified => {
+                format!("{head}; verified by a plain build: VGPRs {}, occupancy {}", change(|u| u.vgpr), change(|u| u.occupancy))
+            }
+            Outcome::Dropped(why) => format!("{head}: not in the patch: {why}"),
+        }
+    }
+}
+
+/// Notes for the user about what the patch does not express, by line; and
+/// per kernel, the edits it needs that fix may not make.
 pub struct Notes {
-    path: String,
+    unit: String,
     lines: Vec<String>,
+    blocked: BTreeMap<String, Vec<String>>,
 }
 
 impl Notes {
-    fn new(path: &Path) -> Notes {
-        Notes { path: path.display().to_string(), lines: vec![] }
+    fn new(unit: &Path) -> Notes {
+        Notes { unit: unit.display().to_string(), lines: vec![], blocked: BTreeMap::new() }
     }
 
-    pub fn file(&mut self, line: Option<u32>, text: String) {
+    /// About the unit as a whole.
+    pub fn unit(&mut self, text: String) {
+        let line = format!("{}: note: {text}", self.unit);
+        self.push(line);
+    }
+
+    /// At a line of a file (as shown).
+    pub fn file(&mut self, shown: &str, line: Option<u32>, text: String) {
         let at = line.map_or(String::new(), |l| format!("{l}:"));
-        self.push(format!("{}:{at} note: {text}", self.path));
+        self.push(format!("{shown}:{at} note: {text}"));
     }
 
     pub fn kernel(&mut self, kernel: &Kernel<'_>, text: String) {
@@ -154,7 +242,23 @@ impl Notes {
     }
 
     pub fn at(&mut self, kernel: &Kernel<'_>, line: u32, text: String) {
-        self.push(format!("{}:{line}: note: {}: {text}", self.path, kernel.name));
+        self.push(format!("{}:{line}: note: {}: {text}", kernel.shown, kernel.name));
+    }
+
+    /// An edit the kernel's decision needs in a file fix may not edit.
+    pub fn blocked(&mut self, kernel: &Kernel<'_>, text: String) {
+        self.blocked.entry(kernel.symbol.to_string()).or_default().push(text.clone());
+        self.kernel(kernel, format!("{text}; not patched"));
+    }
+
+    /// The same, for a change in code several kernels reach.
+    pub fn block(&mut self, kernels: &[String], shown: &str, line: Option<u32>, text: String) {
+        for k in kernels {
+            let place = line.map_or(shown.to_string(), |l| format!("{shown}:{l}"));
+            let why = text.trim_end_matches("; not patched");
+            self.blocked.entry(k.clone()).or_default().push(format!("{why} ({place})"));
+        }
+        self.file(shown, line, text);
     }
 
     pub fn push(&mut self, line: String) {
@@ -164,12 +268,12 @@ impl Notes {
     }
 }
 
-/// The file being patched, with its AST.
+/// The AST nodes that define a function (a class template's member functions included).
+const FUNCTIONS: &[&str] = &["FunctionDecl", "CXXMethodDecl", "CXXConstructorDecl", "CXXDestructorDecl", "CXXConversionDecl"];
+
+/// The unit's AST: the definitions the edits touch, in every file.
 pub struct Source<'a> {
-    pub path: &'a Path,
-    /// The name clang's AST gives the file (the path as passed to it).
-    pub file: &'a str,
-    pub text: &'a str,
+    pub files: &'a Files,
     pub nodes: &'a [Node],
 }
 
@@ -189,14 +293,20 @@ impl Source<'_> {
         out
     }
 
-    /// A function's definition (by symbol) with every node below it and its parent.
-    pub fn function_nodes(&self, symbol: &str) -> Vec<(&Node, Option<&Node>)> {
+    /// A function's definition (the declaration with a body, by symbol),
+    /// with its parent.
+    pub fn definition(&self, symbol: &str) -> Option<(&Node, Option<&Node>)> {
         let all = self.nodes_with_parents();
-        let Some(&(decl, _)) = all.iter().find(|(n, _)| n.kind == "FunctionDecl" && n.mangled_name.as_deref() == Some(symbol)) else {
-            return vec![];
-        };
+        let named = |n: &Node| FUNCTIONS.contains(&n.kind.as_str()) && n.mangled_name.as_deref() == Some(symbol);
+        let found = all.iter().find(|(n, _)| named(n) && n.inner.iter().any(|c| c.kind == "CompoundStmt"));
+        found.or_else(|| all.iter().find(|(n, _)| named(n))).copied()
+    }
+
+    /// A function's definition with every node below it and its parent.
+    pub fn function_nodes(&self, symbol: &str) -> Vec<(&Node, Option<&Node>)> {
+        let Some((decl, _)) = self.definition(symbol) else { return vec![] };
         let inside: std::collections::HashSet<*const Node> = decl.walk().into_iter().map(|n| n as *const Node).collect();
-        all.into_iter().filter(|(n, _)| inside.contains(&(*n as *const Node))).collect()
+        self.nodes_with_parents().into_iter().filter(|(n, _)| inside.contains(&(*n as *const Node))).collect()
     }
 
     /// A function's name as a reader knows it.
@@ -210,55 +320,312 @@ pub struct Kernel<'a> {
     pub symbol: &'a str,
     pub name: String,
     pub decl: &'a Node,
-    pub file: &'a str,
+    /// The file its definition begins in (canonical), and its text.
+    pub file: &'a Arc<str>,
     pub text: &'a str,
+    pub shown: String,
+    pub files: &'a Files,
+    /// An instantiation of a template.
+    pub template: bool,
 }
 
-/// Patch every file; files are independent, so one that fails is
-/// reported and the others still come back.
+impl Kernel<'_> {
+    pub fn body(&self) -> Option<&Node> {
+        self.decl.inner.iter().rev().find(|n| n.kind == "CompoundStmt")
+    }
+
+    /// A macro spells its body (`KERNEL(name)` expands to the definition).
+    pub fn defined_by_macro(&self) -> bool {
+        self.body().and_then(|b| b.begin.as_ref()).is_some_and(|b| b.in_macro)
+    }
+}
+
+/// A decision as the tuner labels it on `arch` (its occupancy target in
+/// the target's words: `warps-per-sm=44` on NVPTX).
+pub fn labels(t: &Transforms, arch: &Arch) -> Vec<String> {
+    let target = crate::target::of(arch);
+    let mut out = Transforms { waves_per_eu: None, launch_bounds: None, ..t.clone() }.labels();
+    out.extend(t.waves_per_eu.map(|w| target.occupancy_label(w)));
+    out.extend(t.launch_bounds.map(|n| format!("launch-bounds={n}")));
+    out
+}
+
+/// Patch every file; a unit that fails is reported and the others still
+/// come back.
 pub fn run(
     toolchain: &Toolchain,
     plugin: &Path,
-    files: &[PathBuf],
+    inputs: &[PathBuf],
     archs: &[Arch],
     user_args: &[String],
     options: &Options,
-) -> Result<(Vec<FilePatch>, Vec<Failure>), Failure> {
+) -> Result<(Patch, Vec<Failure>), Failure> {
     crate::rdc::unsupported("fix", user_args).map_err(Failure::new)?;
     let db = Db::load(&options.db).map_err(|e| Failure::new(e.to_string()))?;
-    let mut patches = Vec::new();
+    Ok(run_with(toolchain, plugin, inputs, archs, user_args, options, &db))
+}
+
+/// [`run`] with the db already read.
+pub fn run_with(
+    toolchain: &Toolchain,
+    plugin: &Path,
+    inputs: &[PathBuf],
+    archs: &[Arch],
+    user_args: &[String],
+    options: &Options,
+    db: &Db,
+) -> (Patch, Vec<Failure>) {
+    let project = Project::new(inputs, user_args, toolchain);
+    let ctx = Context { toolchain, plugin, archs, user_args, db, options, project: &project };
+    let mut files = Files::default();
+    let mut units = Vec::new();
     let mut failures = Vec::new();
     // Each file takes a few compiles (locate, AST, verify): say so on a terminal.
-    let bar = crate::progress::Progress::new(files.len() as u64, "patching");
-    for file in files {
-        match fix_file(toolchain, plugin, file, archs, user_args, &db, options) {
-            Ok(p) => patches.push(p),
+    let bar = crate::progress::Progress::new(inputs.len() as u64, "patching");
+    for input in inputs {
+        match plan::plan(&ctx, input, &mut files) {
+            Ok(p) => units.push(p),
             Err(f) => failures.push(f),
         }
         bar.inc();
     }
     bar.finish();
-    Ok((patches, failures))
+    let build = Build { toolchain, archs, user_args };
+    (settle(&build, &files, units), failures)
 }
 
-/// The patch: what it expresses and what it leaves out, then the diffs
-/// (`git apply` and `patch -p1` skip the text before the first diff).
-pub fn patch_text(patches: &[FilePatch]) -> String {
-    let mut out = String::new();
-    for p in patches {
-        out.push_str(&p.summary());
+/// Every unit's edits together, verified: the patch.
+fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
+    let mut dropped: BTreeMap<String, String> = BTreeMap::new();
+    for u in &units {
+        dropped.extend(u.skipped.iter().map(|(k, v)| (k.clone(), v.clone())));
+        // Nothing to write: nothing to verify either.
+        for d in u.active() {
+            if !u.edits.iter().any(|e| e.kernels.contains(&d.symbol)) {
+                dropped.entry(d.symbol.clone()).or_insert_with(|| "nothing of it could be written in the source (see the notes)".into());
+            }
+        }
     }
-    if !out.is_empty() {
-        out.push('\n');
+    let mut groups = shared::groups(&units, build.archs, &|s| dropped.contains_key(s));
+    let mut found = verify::Found::default();
+    let mut rounds = 0;
+    let decided: usize = units.iter().map(|u| u.active().count()).sum();
+    let (edits, changes) = loop {
+        let edits = assemble(&units, files, &groups, &mut dropped);
+        let changes = patched_files(files, &edits);
+        if changes.is_empty() {
+            break (edits, changes);
+        }
+        rounds += 1;
+        // Each patched text under every name clang reaches its file by.
+        let named: Vec<(String, &str)> = changes.iter().flat_map(|(p, t)| files.names(p).into_iter().map(move |n| (n, t.as_str()))).collect();
+        let overlay = match Overlay::new(named.iter().map(|(n, t)| (n.as_str(), *t))) {
+            Ok(o) => o,
+            Err(e) => {
+                for k in edits.iter().flat_map(|e| e.kernels.iter()) {
+                    dropped.entry(k.clone()).or_insert_with(|| format!("cannot write the patched files for the check: {e}"));
+                }
+                continue;
+            }
+        };
+        let changed: BTreeSet<Arc<str>> = changes.iter().map(|(p, _)| p.clone()).collect();
+        // Each decision held to its promise; one left out, or taking another's
+        // (a shared definition), to nothing worse than it was or was promised.
+        let promise = |d: &Decision| {
+            if dropped.contains_key(&d.symbol) {
+                Promise::NoWorseThan(d.before)
+            } else if groups.iter().any(|g| g.donor_for(&d.symbol).is_some()) {
+                Promise::NoWorseThan(d.promised)
+            } else {
+                Promise::Exact
+            }
+        };
+        let edited = |symbol: &str| edits.iter().any(|e| e.kernels.contains(symbol));
+        found = verify::check(build, &units, &changed, &overlay, &promise);
+        // A unit the patched files break: the edits it reads go.
+        for (i, why) in &found.broken {
+            let reads = &units[*i].reads;
+            for k in edits.iter().filter(|e| reads.contains(&e.file)).flat_map(|e| e.kernels.iter()) {
+                found.wrong.entry(k.clone()).or_insert_with(|| why.clone());
+            }
+        }
+        if found.wrong.is_empty() {
+            break (edits, changes);
+        }
+        let (dropped_before, choices_before) = (dropped.len(), groups.iter().map(|g| g.chosen().map(<[String]>::to_vec)).collect::<Vec<_>>());
+        let mut rejected: BTreeSet<usize> = BTreeSet::new();
+        for (symbol, why) in &found.wrong {
+            if let Some(i) = groups.iter().position(|g| g.has(symbol) && g.chosen().is_some()) {
+                // One try per round: a shared definition's next decision.
+                if rejected.insert(i) && !groups[i].reject(symbol, why) {
+                    let reason = groups[i].reason();
+                    for m in groups[i].members() {
+                        dropped.entry(m.clone()).or_insert_with(|| reason.clone());
+                    }
+                }
+                continue;
+            }
+            if !edited(symbol) {
+                // Not its own edits: others' in code it shares (a helper, a
+                // header). Their kernels lose them, and are told why.
+                let span = units.iter().find_map(|u| u.spans.get(symbol));
+                let name = report::short_name(&report::demangle(symbol)).to_string();
+                for e in edits.iter().filter(|e| span.map_or(e.kernels.len() > 1, |(f, a, b)| e.file == *f && *a <= e.start && e.start < *b)) {
+                    for k in &e.kernels {
+                        dropped.entry(k.clone()).or_insert_with(|| format!("its edits change {name} too, where {why}"));
+                    }
+                }
+            }
+            dropped.entry(symbol.clone()).or_insert_with(|| why.clone());
+        }
+        let choices_after: Vec<_> = groups.iter().map(|g| g.chosen().map(<[String]>::to_vec)).collect();
+        if (dropped.len() == dropped_before && choices_after == choices_before) || rounds > decided + 2 * groups.len() + 1 {
+            // Nothing left to take out, yet not verified: keep nothing.
+            for k in edits.iter().flat_map(|e| e.kernels.iter()) {
+                dropped.entry(k.clone()).or_insert_with(|| "the patched files could not be verified".into());
+            }
+        }
+    };
+
+    // What each unit's kernels came to.
+    let mut patch = Patch::default();
+    let units_decisions: Vec<Decision> = units.iter().flat_map(|u| u.decisions.iter().cloned()).collect();
+    let expressed: BTreeSet<&String> = edits.iter().flat_map(|e| e.kernels.iter()).collect();
+    for u in &mut units {
+        let mut kernels = Vec::new();
+        let own = files::shown(&ast::canonical(&u.path.display().to_string()));
+        for d in u.active() {
+            let group = groups.iter().find(|g| g.has(&d.symbol));
+            let donor = group.and_then(|g| g.donor_for(&d.symbol));
+            // An edit fix may not make comes first: it is the cause.
+            let blocked = u.notes.blocked.get(&d.symbol).map(|b| format!("it needs an edit fix does not make ({}); ", b.join("; ")));
+            let outcome = if let Some(why) = dropped.get(&d.symbol) {
+                Outcome::Dropped(format!("{}{why}", blocked.unwrap_or_default()))
+            } else if !expressed.contains(&d.symbol) && donor.is_none() {
+                Outcome::Dropped(format!("{}its edits were left out", blocked.unwrap_or_default()))
+            } else {
+                Outcome::Verified
+            };
+            let owner = donor.unwrap_or(&d.symbol);
+            let mut elsewhere: Vec<String> =
+                edits.iter().filter(|e| e.kernels.contains(owner)).map(|e| files.shown(&e.file)).filter(|f| *f != own).collect();
+            elsewhere.sort();
+            elsewhere.dedup();
+            let measured = found.usage.get(&(d.symbol.clone(), d.arch.to_string())).copied();
+            let verified = outcome == Outcome::Verified;
+            kernels.push(KernelResult {
+                name: report::short_name(&report::demangle(&d.symbol)).to_string(),
+                symbol: d.symbol.clone(),
+                arch: d.arch.to_string(),
+                applied: labels(&d.transforms, &d.arch),
+                before: d.before,
+                after: if donor.is_some() { measured.or(d.promised) } else { d.promised },
+                outcome,
+                elsewhere: if verified { elsewhere } else { vec![] },
+                instead: donor.zip(group).map(|(o, g)| {
+                    let theirs = units_decisions.iter().find(|x| x.symbol == o && x.arch == d.arch).map(|x| x.transforms.clone()).unwrap_or_default();
+                    let t = shared::patched_with(g, &theirs, &d.transforms);
+                    if t.is_empty() { "nothing".to_string() } else { labels(&t, &d.arch).join(" + ") }
+                }),
+            });
+        }
+        let mut notes = std::mem::take(&mut u.notes.lines);
+        // A kernel without decisions whose numbers moved: say so too.
+        for d in u.decisions.iter().filter(|d| d.transforms.is_empty()) {
+            if let Some(why) = dropped.get(&d.symbol) {
+                let name = report::short_name(&report::demangle(&d.symbol)).to_string();
+                let line = format!("{}: note: {name}: {why}; the edits it shares with others were left out", u.path.display());
+                if !notes.contains(&line) {
+                    notes.push(line);
+                }
+            }
+        }
+        notes.extend(found.side_effects.iter().filter(|n| n.starts_with(&format!("{}: ", u.path.display()))).cloned());
+        for g in &groups {
+            if let Some(s) = g.settled().filter(|_| u.active().any(|d| g.has(&d.symbol))) {
+                notes.push(format!("{}: note: {s}", u.path.display()));
+            }
+        }
+        patch.units.push(UnitReport { path: u.path.clone(), kernels, notes });
     }
-    for p in patches {
-        out.push_str(&p.diff());
+    for (path, patched) in changes {
+        let original = files.text(&path).unwrap_or_default().to_string();
+        patch.files.push(FileChange { path: PathBuf::from(&*path), shown: files.shown(&path), names: files.names(&path), original, patched });
+    }
+    patch.files.sort_by(|a, b| a.shown.cmp(&b.shown));
+    patch
+}
+
+/// The units' edits that are still in, as one set: a shared definition's
+/// members that take another's decision leave theirs out; kernels whose
+/// edits disagree are left out (into `dropped`), unless the edits are whole
+/// lines that targets asked for differently, which go under `#if`.
+fn assemble(units: &[Planned], files: &Files, groups: &[Group], dropped: &mut BTreeMap<String, String>) -> Vec<Edit> {
+    let takes_other = |k: &String, what: &str| groups.iter().any(|g| g.donor_for(k).is_some() && !shared::keeps_own(g, what));
+    let mut raw: Vec<Edit> = units.iter().flat_map(|u| u.edits.iter().cloned()).collect();
+    loop {
+        raw.retain(|e| !e.kernels.iter().any(|k| dropped.contains_key(k) || takes_other(k, &e.what)));
+        let (mut edits, conflicts) = edit::merge(raw.clone());
+        let mut unresolved = Vec::new();
+        let mut by_range: BTreeMap<(Arc<str>, usize, usize, String), Vec<Edit>> = BTreeMap::new();
+        for (a, b) in conflicts {
+            if (&a.file, a.start, a.end, &a.what) == (&b.file, b.start, b.end, &b.what) {
+                by_range.entry((b.file.clone(), b.start, b.end, b.what.clone())).or_default().push(b);
+            } else {
+                unresolved.push((a, b));
+            }
+        }
+        for ((file, start, end, what), others) in by_range {
+            let at = |e: &Edit| e.file == file && (e.start, e.end) == (start, end) && e.what == what;
+            let mut group: Vec<Edit> = edits.iter().filter(|e| at(e)).cloned().collect();
+            group.extend(others.iter().cloned());
+            match files.text(&file).and_then(|text| edit::per_target(text, &group)) {
+                Some(joined) => {
+                    edits.retain(|e| !at(e));
+                    edits.push(joined);
+                }
+                None => unresolved.extend(others.into_iter().map(|b| (group[0].clone(), b))),
+            }
+        }
+        if unresolved.is_empty() {
+            edits.sort_by(|a, b| (&a.file, a.start).cmp(&(&b.file, b.start)));
+            return edits;
+        }
+        for (a, b) in unresolved {
+            let line = files.text(&a.file).map_or(0, |t| ast::line_col(t, a.start).0);
+            let place = format!("{}:{line}", files.shown(&a.file));
+            for k in a.kernels.iter().chain(&b.kernels) {
+                dropped.entry(k.clone()).or_insert_with(|| format!("its edits at {place} disagree with another kernel's or target's"));
+            }
+        }
+    }
+}
+
+/// Each file the edits change, with its patched text (the pow2 helper
+/// defined above its first use where an edit calls it).
+fn patched_files(files: &Files, edits: &[Edit]) -> Vec<(Arc<str>, String)> {
+    let touched: BTreeSet<&Arc<str>> = edits.iter().map(|e| &e.file).collect();
+    let mut out = Vec::new();
+    for file in touched {
+        let Some(text) = files.text(file) else { continue };
+        let mut mine: Vec<Edit> = edits.iter().filter(|e| e.file == *file).cloned().collect();
+        if let Some(at) = mine.iter().filter_map(|e| e.helper).min() {
+            let mut helper = Edit::new(file, at, at, pow2::HELPER, "", "pow2");
+            helper.kernels.clear();
+            mine.push(helper);
+            mine.sort_by_key(|e| e.start);
+        }
+        let patched = edit::apply(file, text, &mine);
+        if patched != text {
+            out.push((file.clone(), patched));
+        }
     }
     out
 }
 
-/// Patch one file from the db's decisions for it on `archs`.
-pub fn fix_file(
+/// The patch of one unit alone (the wrapper's patch mode), with the db
+/// already read.
+pub fn fix_unit(
     toolchain: &Toolchain,
     plugin: &Path,
     path: &Path,
@@ -266,456 +633,10 @@ pub fn fix_file(
     user_args: &[String],
     db: &Db,
     options: &Options,
-) -> Result<FilePatch, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| Failure::new(format!("cannot read {}: {e}", path.display())))?;
-    let mut notes = Notes::new(path);
-    let mut patch = FilePatch { path: path.to_path_buf(), original: text.clone(), patched: text.clone(), kernels: vec![], notes: vec![] };
-
-    // The decisions current for this build, per target.
-    let mut decisions: Vec<Decision> = Vec::new();
-    for arch in archs {
-        let unit = Unit { toolchain, arch, source: path, user_args };
-        let hash = input_hash(&unit)?;
-        let found: Vec<Decision> = db
-            .kernels
-            .values()
-            .filter(|e| e.arch == arch.processor() && e.input_hash == hash)
-            .map(|e| {
-                let mut d = Decision {
-                    symbol: e.symbol.clone(),
-                    arch: arch.clone(),
-                    transforms: e.effective(),
-                    promised: e.after,
-                    before: e.before,
-                };
-                if options.with_suggestions {
-                    if let Some(s) = e.suggested.iter().find(|s| !s.confirmed) {
-                        d.transforms = s.transforms.clone();
-                        d.promised = Some(s.usage);
-                    }
-                }
-                d
-            })
-            .collect();
-        if found.is_empty() {
-            notes.file(
-                None,
-                format!(
-                    "no decisions for {arch} match this build (input hash {}); run `regtune tune` on it with the same flags first",
-                    &hash[..12]
-                ),
-            );
-        }
-        decisions.extend(found);
-    }
-    let active: Vec<&Decision> = decisions.iter().filter(|d| !d.transforms.is_empty()).collect();
-    if active.is_empty() {
-        patch.notes = notes.lines;
-        return Ok(patch);
-    }
-
-    // Where the early transforms (pow2, unroll caps) act, per target.
-    let mut changes: Vec<(&Arch, debug_ir::Changes)> = Vec::new();
-    for arch in archs {
-        let here: Vec<&Decision> = active.iter().copied().filter(|d| &d.arch == arch).collect();
-        if here.iter().any(|d| d.transforms.pow2 || d.transforms.unroll_cap.is_some()) {
-            let unit = Unit { toolchain, arch, source: path, user_args };
-            let c = locate::changes(&unit, plugin, &here).map_err(|e| Failure::new(format!("{}: {e}", path.display())))?;
-            changes.push((arch, c));
-        }
-    }
-
-    // The AST of every function the edits touch, once per GPU family.
-    let mut names: BTreeSet<String> = active.iter().map(|d| compile::unqualified_name(&d.symbol)).collect();
-    for (_, c) in &changes {
-        names.extend(c.removed_calls.iter().map(|r| compile::unqualified_name(&r.function)));
-        names.extend(c.loops.iter().map(|l| compile::unqualified_name(&l.function)));
-    }
-    let names: Vec<String> = names.into_iter().filter(|n| !n.is_empty()).collect();
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut families_seen = Vec::new();
-    for arch in archs {
-        if families_seen.contains(&arch.vendor()) {
-            continue;
-        }
-        families_seen.push(arch.vendor());
-        let unit = Unit { toolchain, arch, source: path, user_args };
-        nodes.extend(ast::dump(&unit, &names).map_err(|e| Failure::new(e.to_string()))?);
-    }
-    let file_name = path.display().to_string();
-    let source = Source { path, file: &file_name, text: &text, nodes: &nodes };
-
-    // The edits, per kernel and target.
-    let mut edits: Vec<Edit> = Vec::new();
-    let mut skipped: BTreeMap<String, String> = BTreeMap::new();
-    let by_symbol = group_by_symbol(&active);
-    let all_nodes = source.nodes_with_parents();
-    let definition = |symbol: &str| all_nodes.iter().find(|(n, _)| n.kind == "FunctionDecl" && n.mangled_name.as_deref() == Some(symbol));
-    for (symbol, ds) in &by_symbol {
-        let name = source.function_name(symbol);
-        let Some(&(decl, parent)) = definition(symbol) else {
-            skipped.insert(symbol.clone(), "its definition is not in this file's AST".into());
-            continue;
-        };
-        if decl.loc.as_ref().is_none_or(|l| l.in_macro || &*l.file != source.file) {
-            skipped.insert(symbol.clone(), "it is defined by a macro or in another file".into());
-            continue;
-        }
-        // A template's instantiations share its source: they must have decided alike.
-        if let Some(template) = parent.filter(|p| p.kind == "FunctionTemplateDecl") {
-            let siblings: Vec<&str> = template.inner.iter().filter_map(|n| n.mangled_name.as_deref()).collect();
-            let differs = siblings.iter().any(|s| {
-                decisions.iter().any(|d| d.symbol == *s && ds.iter().any(|o| o.arch == d.arch && o.transforms != d.transforms))
-            });
-            if differs {
-                skipped.insert(symbol.clone(), "the instantiations of its template decided differently".into());
-                continue;
-            }
-        }
-        let kernel = Kernel { symbol, name, decl, file: source.file, text: &text };
-        edits.extend(attributes::edit(&kernel, ds, &mut notes));
-        for d in ds {
-            edits.extend(restrict::edits(&kernel, &d.transforms.noalias, &mut notes));
-        }
-        if ds.iter().any(|d| d.transforms.sink) {
-            edits.extend(sink::edits(&kernel, &mut notes));
-        }
-    }
-    for (arch, c) in &changes {
-        let (active, skipped) = (&active, &skipped);
-        let unrolled = move |f: &str| owners(active, skipped, arch, |t| t.unroll_cap.is_some(), f);
-        let squared = move |f: &str| owners(active, skipped, arch, |t| t.pow2, f);
-        edits.extend(unroll::edits(&source, arch, &c.loops, &unrolled, &mut notes));
-        for (at, why) in &c.unpatchable {
-            let line = ast::same_file(&at.file, path).then_some(at.line);
-            notes.file(line, format!("{why} ({arch}, {}:{})", at.file, at.line));
-        }
-        edits.extend(pow2::edits(&source, &c.removed_calls, &squared, &mut notes));
-    }
-
-    // One set of edits; kernels whose edits disagree are left out, unless
-    // they are whole lines that targets asked for differently.
-    let (mut edits, conflicts) = edit::merge(edits);
-    let mut unresolved = Vec::new();
-    let mut by_range: BTreeMap<(usize, usize, String), Vec<Edit>> = BTreeMap::new();
-    for (a, b) in conflicts {
-        let same_range = (a.start, a.end, &a.what) == (b.start, b.end, &b.what);
-        if same_range {
-            by_range.entry((b.start, b.end, b.what.clone())).or_default().push(b);
-        } else {
-            unresolved.push((a, b));
-        }
-    }
-    for ((start, end, what), others) in by_range {
-        let at = |e: &Edit| (e.start, e.end) == (start, end) && e.what == what;
-        let mut group: Vec<Edit> = edits.iter().filter(|e| at(e)).cloned().collect();
-        group.extend(others.iter().cloned());
-        match edit::per_target(&text, &group) {
-            Some(joined) => {
-                edits.retain(|e| !at(e));
-                edits.push(joined);
-            }
-            None => unresolved.extend(others.into_iter().map(|b| (group[0].clone(), b))),
-        }
-    }
-    edits.sort_by_key(|e| e.start);
-    for (a, b) in unresolved {
-        let line = ast::line_col(&text, a.start).0;
-        for k in a.kernels.iter().chain(&b.kernels) {
-            skipped.entry(k.clone()).or_insert_with(|| format!("its edits at line {line} disagree with another kernel's or target's"));
-        }
-    }
-    drop_kernels(&mut edits, skipped.keys());
-
-    // Verify: a plain build of the patched copy, per target. A kernel that
-    // misses its promise loses its edits, and the rest is built again.
-    let mut mismatched: BTreeMap<String, String> = BTreeMap::new();
-    for d in &active {
-        if d.promised.is_none() && !skipped.contains_key(&d.symbol) {
-            skipped.insert(d.symbol.clone(), "the db holds no measured usage to verify it against".into());
-        }
-    }
-    drop_kernels(&mut edits, skipped.keys());
-    let mut rounds = 0;
-    loop {
-        let patched = edit::apply(&text, &with_helper(&source, &edits));
-        if patched == text {
-            break;
-        }
-        rounds += 1;
-        let left_out = |symbol: &str| skipped.contains_key(symbol) || mismatched.contains_key(symbol);
-        let build = Build { toolchain, archs, path, user_args };
-        let (wrong, side_effects) = verify(&build, (&text, &patched), &decisions, &left_out, &edits);
-        if wrong.is_empty() {
-            for n in side_effects {
-                notes.push(n);
-            }
-            break;
-        }
-        let before = edits.len();
-        for (symbol, why) in &wrong {
-            if !edits.iter().any(|e| e.kernels.contains(symbol)) {
-                // Not its own edits: others' edits in code it shares (a template's
-                // body, a helper). Their kernels lose them, and are told why.
-                let span = source.function_nodes(symbol).first().and_then(|(d, _)| Some((d.begin.as_ref()?.offset, d.end.as_ref()?.token_end())));
-                let shared = |e: &Edit| span.map_or(e.kernels.len() > 1, |(a, b)| a <= e.start && e.start < b);
-                let name = source.function_name(symbol);
-                for e in edits.iter().filter(|e| shared(e)) {
-                    for k in &e.kernels {
-                        mismatched.entry(k.clone()).or_insert_with(|| format!("its edits change {name} too, where {why}"));
-                    }
-                }
-                let owners: BTreeSet<String> = edits.iter().filter(|e| shared(e)).flat_map(|e| e.kernels.iter().cloned()).collect();
-                drop_kernels(&mut edits, owners.iter());
-            }
-            mismatched.insert(symbol.clone(), why.clone());
-        }
-        drop_kernels(&mut edits, wrong.keys());
-        if edits.len() == before || rounds > by_symbol.len() {
-            // Nothing left to take out, yet not verified: keep nothing.
-            for k in edits.iter().flat_map(|e| e.kernels.iter()) {
-                mismatched.entry(k.clone()).or_insert_with(|| "the patched file could not be verified".into());
-            }
-            edits.clear();
-        }
-    }
-
-    patch.patched = edit::apply(&text, &with_helper(&source, &edits));
-    let expressed: BTreeSet<&String> = edits.iter().flat_map(|e| e.kernels.iter()).collect();
-    for d in &active {
-        let applied = d.transforms.labels();
-        let outcome = if let Some(why) = skipped.get(&d.symbol) {
-            Outcome::Dropped(why.clone())
-        } else if let Some(why) = mismatched.get(&d.symbol) {
-            Outcome::Dropped(why.clone())
-        } else if !expressed.contains(&d.symbol) {
-            Outcome::Dropped("nothing of it could be written in the source (see the notes)".into())
-        } else {
-            Outcome::Verified
-        };
-        patch.kernels.push(KernelResult {
-            name: source.function_name(&d.symbol),
-            symbol: d.symbol.clone(),
-            arch: d.arch.to_string(),
-            applied,
-            before: d.before,
-            after: d.promised,
-            outcome,
-        });
-    }
-    // A kernel without decisions whose numbers moved: say so too.
-    for (symbol, why) in mismatched.iter().filter(|(s, _)| !active.iter().any(|d| &d.symbol == *s)) {
-        notes.file(None, format!("{}: {why}; the edits it shares with others were left out", source.function_name(symbol)));
-    }
-    patch.notes = notes.lines;
-    Ok(patch)
-}
-
-/// The kernels a change in `function` on `arch` belongs to: a kernel's own
-/// code is its own; a function several kernels reach is theirs together
-/// (the plugin changes it only when all of them decided alike).
-fn owners(
-    active: &[&Decision],
-    skipped: &BTreeMap<String, String>,
-    arch: &Arch,
-    wants: fn(&Transforms) -> bool,
-    function: &str,
-) -> Vec<String> {
-    let here: Vec<&&Decision> =
-        active.iter().filter(|d| &d.arch == arch && wants(&d.transforms) && !skipped.contains_key(&d.symbol)).collect();
-    match here.iter().find(|d| d.symbol == function) {
-        Some(d) => vec![d.symbol.clone()],
-        None if active.iter().any(|d| d.symbol == function) => vec![],
-        None => here.iter().map(|d| d.symbol.clone()).collect(),
-    }
-}
-
-fn group_by_symbol<'a>(active: &[&'a Decision]) -> BTreeMap<String, Vec<&'a Decision>> {
-    let mut by: BTreeMap<String, Vec<&Decision>> = BTreeMap::new();
-    for d in active {
-        by.entry(d.symbol.clone()).or_default().push(d);
-    }
-    by
-}
-
-/// How the file builds: the toolchain, its targets, its path and flags.
-#[derive(Clone, Copy)]
-struct Build<'a> {
-    toolchain: &'a Toolchain,
-    archs: &'a [Arch],
-    path: &'a Path,
-    user_args: &'a [String],
-}
-
-/// Build the patched file plainly for every target; the kernels whose
-/// usage is not what the tuner promised, with what differs.
-fn verify(
-    build: &Build<'_>,
-    (text, patched): (&str, &str),
-    decisions: &[Decision],
-    left_out: &dyn Fn(&str) -> bool,
-    edits: &[Edit],
-) -> (BTreeMap<String, String>, Vec<String>) {
-    let Build { toolchain, archs, path, user_args } = *build;
-    let mut wrong: BTreeMap<String, String> = BTreeMap::new();
-    let mut side_effects = Vec::new();
-    for arch in archs {
-        let measured = match measure_patched(toolchain, arch, path, text, patched, user_args) {
-            Ok(m) => m,
-            Err(e) => {
-                // It does not compile: nothing of it can be kept.
-                for k in edits.iter().flat_map(|e| e.kernels.iter()) {
-                    wrong.entry(k.clone()).or_insert_with(|| format!("the patched file does not compile for {arch}: {e}"));
-                }
-                continue;
-            }
-        };
-        for d in decisions.iter().filter(|d| &d.arch == arch) {
-            let got = measured.iter().find(|m| m.symbol == d.symbol).map(|m| m.usage);
-            // Where nothing was decided, or the decisions are left out, code
-            // shared with a kernel that decided may change it, as long as the
-            // tuner would not call that worse than it was.
-            let problem = if d.transforms.is_empty() {
-                worse(got, d.promised)
-            } else if left_out(&d.symbol) {
-                worse(got, d.before)
-            } else {
-                mismatch(got, d.promised)
-            };
-            if let Some(why) = problem {
-                wrong.entry(d.symbol.clone()).or_insert(format!("the plain build of the patched file on {arch} gives {why}"));
-            } else if let (true, Some(g), Some(p)) = (d.transforms.is_empty(), got, d.promised) {
-                if mismatch(Some(g), Some(p)).is_some() {
-                    let name = report::short_name(&report::demangle(&d.symbol)).to_string();
-                    side_effects.push(format!(
-                        "{}: {name} on {arch}, where nothing was decided, changes too (code it shares with another target's decision): VGPRs {} → {}, occupancy {} → {}",
-                        path.display(),
-                        p.vgpr,
-                        g.vgpr,
-                        p.occupancy,
-                        g.occupancy
-                    ));
-                }
-            }
-        }
-    }
-    (wrong, side_effects)
-}
-
-/// Is `got` worse than `promised` by the tuner's rule (lower occupancy,
-/// more spills or scratch)?
-fn worse(got: Option<Usage>, promised: Option<Usage>) -> Option<String> {
-    let (Some(got), Some(promised)) = (got, promised) else { return None };
-    let spills = |u: &Usage| u.vgpr_spills + u.sgpr_spills;
-    let fields = [
-        ("occupancy", got.occupancy, promised.occupancy, got.occupancy < promised.occupancy),
-        ("spills", spills(&got), spills(&promised), spills(&got) > spills(&promised)),
-        ("scratch bytes", got.scratch_bytes, promised.scratch_bytes, got.scratch_bytes > promised.scratch_bytes),
-    ];
-    let diffs: Vec<String> = fields.iter().filter(|f| f.3).map(|(what, g, p, _)| format!("{what} {g} where it was {p}")).collect();
-    (!diffs.is_empty()).then(|| diffs.join(", "))
-}
-
-/// Leave out every edit that belongs to one of `kernels`.
-fn drop_kernels<'a>(edits: &mut Vec<Edit>, kernels: impl IntoIterator<Item = &'a String>) {
-    let kernels: BTreeSet<&String> = kernels.into_iter().collect();
-    edits.retain(|e| !e.kernels.iter().any(|k| kernels.contains(k)));
-}
-
-/// The edits plus the pow2 helper's definition, when one of them calls it:
-/// above the first function that does.
-fn with_helper(source: &Source<'_>, edits: &[Edit]) -> Vec<Edit> {
-    let mut out = edits.to_vec();
-    let first_use = edits.iter().filter(|e| e.text.contains(pow2::HELPER_NAME)).map(|e| e.start).min();
-    let Some(first_use) = first_use else { return out };
-    // The outermost declaration around it, from the line it starts.
-    let around = source
-        .nodes
-        .iter()
-        .flat_map(|n| n.walk())
-        .filter(|n| matches!(n.kind.as_str(), "FunctionDecl" | "FunctionTemplateDecl"))
-        .filter_map(|n| Some((n.begin.as_ref()?, n.end.as_ref()?)))
-        .filter(|(b, e)| &*b.file == source.file && b.offset <= first_use && first_use <= e.token_end())
-        .map(|(b, _)| b.offset)
-        .min();
-    if let Some(begin) = around {
-        let at = edit::above_comments(source.text, edit::line_start(source.text, begin));
-        let mut helper = Edit::new(at, at, pow2::HELPER, "", "pow2");
-        helper.kernels.clear();
-        out.push(helper);
-        out.sort_by_key(|e| e.start);
-    }
-    out
-}
-
-/// The input hash of the unit, as `tune` recorded it and the wrapper looks it up.
-fn input_hash(unit: &Unit<'_>) -> Result<String, Failure> {
-    let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
-    let out = dir.path().join("unit.i");
-    unit.preprocess(&out).map_err(report::compile_failure)?;
-    let bytes = std::fs::read(&out).map_err(|e| Failure::new(format!("cannot read {}: {e}", out.display())))?;
-    Ok(session::input_hash(unit, &bytes))
-}
-
-/// Every kernel's usage in a plain build of `patched` standing in for `original`.
-pub fn measure_patched(
-    toolchain: &Toolchain,
-    arch: &Arch,
-    original: &Path,
-    original_text: &str,
-    patched: &str,
-    user_args: &[String],
-) -> Result<Vec<measure::Measured>, String> {
-    let copy = PatchedCopy::new(original, original_text, patched).map_err(|e| format!("cannot write the patched copy: {e}"))?;
-    let mut args = PatchedCopy::include_args(original);
-    args.extend(user_args.iter().cloned());
-    let unit = Unit { toolchain, arch, source: copy.path(), user_args: &args };
-    let obj = copy.path().with_extension("o");
-    let compiled = unit.code_object(&obj).map_err(|e| {
-        let first = e.diagnostics().and_then(|d| d.lines().find(|l| l.contains("error"))).map(str::to_string);
-        first.unwrap_or_else(|| e.to_string())
-    })?;
-    measure::object_file_with(&obj, arch, &compiled.stderr, &measure::Options::default()).map_err(|e| e.to_string())
-}
-
-/// How `got` differs from the promise, if it does (code size aside).
-fn mismatch(got: Option<Usage>, promised: Option<Usage>) -> Option<String> {
-    let promised = promised?;
-    let Some(got) = got else { return Some("no such kernel".into()) };
-    let fields: [(&str, u32, u32); 8] = [
-        ("VGPRs", got.vgpr, promised.vgpr),
-        ("AGPRs", got.agpr, promised.agpr),
-        ("SGPRs", got.sgpr, promised.sgpr),
-        ("scratch bytes", got.scratch_bytes, promised.scratch_bytes),
-        ("VGPR spills", got.vgpr_spills, promised.vgpr_spills),
-        ("SGPR spills", got.sgpr_spills, promised.sgpr_spills),
-        ("LDS bytes", got.lds_bytes, promised.lds_bytes),
-        ("occupancy", got.occupancy, promised.occupancy),
-    ];
-    let diffs: Vec<String> =
-        fields.iter().filter(|(_, g, p)| g != p).map(|(what, g, p)| format!("{what} {g} where the tuner measured {p}")).collect();
-    (!diffs.is_empty()).then(|| diffs.join(", "))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mismatches_name_every_number_but_code_size() {
-        let promised = Usage { vgpr: 48, occupancy: 8, code_bytes: 100, ..Default::default() };
-        assert_eq!(mismatch(Some(Usage { code_bytes: 120, ..promised }), Some(promised)), None);
-        assert_eq!(
-            mismatch(Some(Usage { vgpr: 50, occupancy: 7, ..promised }), Some(promised)).as_deref(),
-            Some("VGPRs 50 where the tuner measured 48, occupancy 7 where the tuner measured 8")
-        );
-        assert_eq!(mismatch(None, Some(promised)).as_deref(), Some("no such kernel"));
-    }
-
-    #[test]
-    fn undecided_kernels_may_change_but_not_for_the_worse() {
-        let was = Usage { vgpr: 90, occupancy: 16, ..Default::default() };
-        assert_eq!(worse(Some(Usage { vgpr: 84, ..was }), Some(was)), None);
-        assert_eq!(worse(Some(Usage { occupancy: 12, ..was }), Some(was)).as_deref(), Some("occupancy 12 where it was 16"));
+) -> Result<Patch, Failure> {
+    let (patch, mut failures) = run_with(toolchain, plugin, &[path.to_path_buf()], archs, user_args, options, db);
+    match failures.pop() {
+        Some(f) => Err(f),
+        None => Ok(patch),
     }
 }

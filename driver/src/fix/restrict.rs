@@ -36,9 +36,19 @@ pub fn edits(kernel: &Kernel<'_>, params: &[Param], notes: &mut Notes) -> Vec<Ed
             notes.kernel(kernel, format!("parameter `{p}` has type `{ty}`, not a pointer; `__restrict__` not written"));
             continue;
         }
-        match decl.loc.as_ref().filter(|l| !l.in_macro && &*l.file == kernel.file && decl.name.is_some()) {
-            Some(l) => out.push(Edit::new(l.offset, l.offset, "__restrict__ ", kernel.symbol, "noalias")),
-            None => notes.kernel(kernel, format!("parameter `{p}` is unnamed or spelled by a macro; `__restrict__` not written")),
+        let Some(at) = decl.loc.as_ref().filter(|_| decl.name.is_some()).map(|l| l.spelled()) else {
+            notes.kernel(kernel, format!("parameter `{p}` is unnamed; `__restrict__` not written"));
+            continue;
+        };
+        match kernel.files.text(&at.file) {
+            Some(text) if text.get(at.offset..at.token_end()) == Some(name) => {
+                out.push(Edit::new(&at.file, at.offset, at.offset, "__restrict__ ", kernel.symbol, "noalias"))
+            }
+            Some(_) => notes.kernel(kernel, format!("parameter `{p}` is named by a macro; `__restrict__` not written")),
+            None => {
+                let why = kernel.files.refusal(&at.file).unwrap_or_default();
+                notes.blocked(kernel, format!("`__restrict__` on `{p}` would edit {} ({why})", kernel.files.shown(&at.file)));
+            }
         }
     }
     out

@@ -136,7 +136,11 @@ struct Stmt<'a> {
 
 /// The sink edits for one kernel.
 pub fn edits(kernel: &Kernel<'_>, notes: &mut Notes) -> Vec<Edit> {
-    let Some(body) = kernel.decl.inner.iter().rev().find(|n| n.kind == "CompoundStmt") else { return vec![] };
+    let Some(body) = kernel.body() else { return vec![] };
+    if kernel.defined_by_macro() {
+        notes.kernel(kernel, "sink: a macro spells its body, and moving lines inside a macro is not a statement move; not patched".into());
+        return vec![];
+    }
     let mut out = Vec::new();
     for block in body.walk().into_iter().filter(|n| n.kind == "CompoundStmt") {
         out.extend(block_edits(kernel, block, notes));
@@ -205,11 +209,11 @@ fn block_edits(kernel: &Kernel<'_>, block: &Node, notes: &mut Notes) -> Vec<Edit
     let mut out = Vec::new();
     for &i in moved.keys() {
         let (start, end) = lines_of(kernel.text, stmts[i].node);
-        out.push(Edit::new(start, end, "", kernel.symbol, "sink"));
+        out.push(Edit::new(kernel.file, start, end, "", kernel.symbol, "sink"));
     }
     for (target, decls) in before {
         let at = edit::above_comments(kernel.text, edit::line_start(kernel.text, offset(stmts[target].node)));
-        let mut insert = Edit::new(at, at, "", kernel.symbol, "sink");
+        let mut insert = Edit::new(kernel.file, at, at, "", kernel.symbol, "sink");
         insert.copies = decls.iter().map(|&d| lines_of(kernel.text, stmts[d].node)).collect();
         out.push(insert);
     }

@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::FilePatch;
+use super::FileChange;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
@@ -18,8 +18,8 @@ pub enum WriteError {
 }
 
 /// Replace every changed file with its patched text; the number written.
-pub fn apply(patches: &[FilePatch]) -> Result<usize, WriteError> {
-    let changed: Vec<&FilePatch> = patches.iter().filter(|p| p.patched != p.original).collect();
+pub fn apply(patches: &[FileChange]) -> Result<usize, WriteError> {
+    let changed: Vec<&FileChange> = patches.iter().filter(|p| p.patched != p.original).collect();
     let mut staged = Vec::new();
     for p in &changed {
         let io = |source| WriteError::Io { path: p.path.display().to_string(), source };
@@ -38,7 +38,7 @@ pub fn apply(patches: &[FilePatch]) -> Result<usize, WriteError> {
         tmp.as_file().sync_all().map_err(io)?;
         staged.push((p, tmp));
     }
-    let mut done: Vec<&FilePatch> = Vec::new();
+    let mut done: Vec<&FileChange> = Vec::new();
     for (p, tmp) in staged {
         if let Err(e) = tmp.persist(&p.path) {
             for d in &done {
@@ -56,8 +56,8 @@ pub fn apply(patches: &[FilePatch]) -> Result<usize, WriteError> {
 mod tests {
     use super::*;
 
-    fn patch(path: &Path, original: &str, patched: &str) -> FilePatch {
-        FilePatch { path: path.into(), original: original.into(), patched: patched.into(), kernels: vec![], notes: vec![] }
+    fn patch(path: &Path, original: &str, patched: &str) -> FileChange {
+        FileChange { path: path.into(), shown: path.display().to_string(), names: vec![], original: original.into(), patched: patched.into() }
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //!
 //! The copy compiles as the original would (fix/copy.rs: `#line` keeps
 //! file names and line numbers, `-iquote <original dir>` keeps quoted
-//! includes); a dependency file names the original again. Patches are
+//! includes); a dependency file names the original again. The headers and
+//! included `.cu` files the patch also edits reach the compiler through a
+//! file-system overlay (`-ivfsoverlay`, fix/overlay.rs) under their own
+//! names, as `regtune fix` verified them. Patches are
 //! cached by everything they depend on (the source's bytes and input
 //! hashes, its db entries, this regtune), so an unchanged source is not
 //! patched twice.
@@ -18,6 +21,7 @@ use regtune_decisions::{Db, Entry};
 use serde::{Deserialize, Serialize};
 
 use crate::fix::copy::PatchedCopy;
+use crate::fix::overlay::Overlay;
 use crate::fix::{self, Outcome};
 use crate::target::Arch;
 
@@ -28,12 +32,18 @@ use super::{hashes, verbose, Wrapper};
 pub struct Patched {
     /// (the source as the command names it, its copy)
     copies: Vec<(String, PatchedCopy)>,
+    /// The other files the patches edit, by their own names.
+    overlays: Vec<Overlay>,
 }
 
 /// A patch as the cache keeps it.
 #[derive(Serialize, Deserialize)]
 struct Cached {
     patched: String,
+    /// The other files it edits (headers, included `.cu` files): (each
+    /// absolute name clang reaches one by, its patched text).
+    #[serde(default)]
+    others: Vec<(String, String)>,
     /// Kernels left out of the patch, and why.
     left_out: Vec<String>,
 }
@@ -54,9 +64,10 @@ impl Wrapper {
         let toolchain = self.toolchain()?.clone();
         let cache = self.cache.clone();
         let mut copies = Vec::new();
+        let mut overlays = Vec::new();
         for source in cmd.hip_sources(self.compiler.cu_is_hip()) {
             let path = PathBuf::from(&source.path);
-            let mut key = vec!["patch-v1".to_string(), env!("CARGO_PKG_VERSION").to_string(), toolchain.version.clone()];
+            let mut key = vec!["patch-v2".to_string(), env!("CARGO_PKG_VERSION").to_string(), toolchain.version.clone()];
             let mut decided = false;
             for arch in &archs {
                 let (hash, _) = hashes::input_hash(&toolchain, arch, &path, &cmd.device_args, &cache).map_err(|e| e.to_string())?;
@@ -89,6 +100,11 @@ impl Wrapper {
                 let rest = if cached.patched == original { "compiling it without regtune" } else { "building the rest patched" };
                 eprintln!("regtune: warning: {}: {} kernel(s) not patched ({first}); {rest}", source.path, cached.left_out.len());
             }
+            if !cached.others.is_empty() {
+                let overlay = Overlay::new(cached.others.iter().map(|(p, t)| (p.as_str(), t.as_str())))
+                    .map_err(|e| format!("cannot write the patched headers of {}: {e}", path.display()))?;
+                overlays.push(overlay);
+            }
             if cached.patched == original {
                 continue;
             }
@@ -98,7 +114,7 @@ impl Wrapper {
             let copy = PatchedCopy::new(&path, &original, &cached.patched).map_err(|e| format!("cannot write a patched copy of {}: {e}", path.display()))?;
             copies.push((source.path.clone(), copy));
         }
-        Ok((!copies.is_empty()).then_some(Patched { copies }))
+        Ok((!copies.is_empty() || !overlays.is_empty()).then_some(Patched { copies, overlays }))
     }
 
     /// The compile with each patched source replaced by its copy.
@@ -112,6 +128,9 @@ impl Wrapper {
             }
         }
         let mut with_includes = front.to_vec();
+        for overlay in &patched.overlays {
+            with_includes.extend(overlay.args().iter().map(OsString::from));
+        }
         let mut seen = Vec::new();
         for (source, _) in &patched.copies {
             let include = PatchedCopy::include_args(Path::new(source));
@@ -151,16 +170,23 @@ fn make_patch(
 ) -> Result<Cached, String> {
     let plugin = crate::plugin::find().map_err(|e| e.to_string())?;
     let options = fix::Options { db: PathBuf::new(), with_suggestions: false };
-    let patch = fix::fix_file(toolchain, &plugin, path, archs, device_args, db, &options).map_err(|f| f.message)?;
+    let patch = fix::fix_unit(toolchain, &plugin, path, archs, device_args, db, &options).map_err(|f| f.message)?;
     let left_out = patch
-        .kernels
-        .iter()
+        .kernels()
         .filter_map(|k| match &k.outcome {
             Outcome::Dropped(why) => Some(format!("{} on {}: {why}", k.name, k.arch)),
             Outcome::Verified => None,
         })
         .collect();
-    Ok(Cached { patched: patch.patched, left_out })
+    let own = patch.patched(path).map(|f| f.path.clone());
+    let patched = patch.patched(path).map_or_else(|| std::fs::read_to_string(path).unwrap_or_default(), |f| f.patched.clone());
+    let others = patch
+        .files
+        .iter()
+        .filter(|f| Some(&f.path) != own.as_ref())
+        .flat_map(|f| f.names.iter().map(|n| (n.clone(), f.patched.clone())))
+        .collect();
+    Ok(Cached { patched, others, left_out })
 }
 
 /// Where the compile writes `source`'s dependencies, if it does: `-MF`,

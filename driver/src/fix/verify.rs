@@ -1,0 +1,168 @@
+//! The check before anything is written: every unit that reads a patched
+//! file is compiled plainly (no plugin, the user's flags, for every target)
+//! with the patched files in place (overlay.rs), and every kernel's usage
+//! is compared with what the tuner measured: exactly the promise (the db's
+//! `after`; code size aside) for a kernel whose decision the patch
+//! expresses; for one whose decision it does not, or that decided nothing,
+//! nothing the tuner would call worse (lower occupancy, more spills or
+//! scratch), as code it shares with a kernel that decided may change it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use regtune_decisions::Usage;
+
+use crate::compile::Unit;
+use crate::measure;
+use crate::report;
+use crate::target::Arch;
+use crate::toolchain::Toolchain;
+
+use super::overlay::Overlay;
+use super::plan::Planned;
+use super::Decision;
+
+/// How the units build.
+pub struct Build<'a> {
+    pub toolchain: &'a Toolchain,
+    pub archs: &'a [Arch],
+    pub user_args: &'a [String],
+}
+
+/// What a kernel's usage is held to.
+pub enum Promise {
+    /// Its decision is in the patch: exactly what the tuner measured.
+    Exact,
+    /// Its decision is not (left out, or another's taken for a shared
+    /// definition): nothing worse than this.
+    NoWorseThan(Option<Usage>),
+}
+
+/// What the rebuild found.
+#[derive(Default)]
+pub struct Found {
+    /// Kernels whose usage breaks their promise, and how.
+    pub wrong: BTreeMap<String, String>,
+    /// Every kernel's usage, per target.
+    pub usage: BTreeMap<(String, String), Usage>,
+    /// Kernels that decided nothing and changed, not for the worse.
+    pub side_effects: Vec<String>,
+    /// Units the patched files do not compile: (unit, the error).
+    pub broken: Vec<(usize, String)>,
+}
+
+/// Rebuild every unit that reads one of `changed` with `overlay`, holding
+/// each decided kernel to `promise(its decision)`.
+pub fn check(build: &Build<'_>, units: &[Planned], changed: &BTreeSet<Arc<str>>, overlay: &Overlay, promise: &dyn Fn(&Decision) -> Promise) -> Found {
+    let mut found = Found::default();
+    for (i, u) in units.iter().enumerate() {
+        if u.reads.is_disjoint(changed) {
+            continue;
+        }
+        for arch in build.archs {
+            let measured = match measure(build, u, arch, overlay, i) {
+                Ok(m) => m,
+                Err(e) => {
+                    found.broken.push((i, format!("the patched files do not compile for {arch} ({}): {e}", u.path.display())));
+                    continue;
+                }
+            };
+            for m in &measured {
+                found.usage.insert((m.symbol.clone(), arch.to_string()), m.usage);
+            }
+            for d in u.decisions.iter().filter(|d| &d.arch == arch) {
+                let got = measured.iter().find(|m| m.symbol == d.symbol).map(|m| m.usage);
+                let problem = match (d.transforms.is_empty(), promise(d)) {
+                    (true, _) => worse(got, d.promised),
+                    (false, Promise::Exact) => mismatch(got, d.promised),
+                    (false, Promise::NoWorseThan(u)) => worse(got, u),
+                };
+                if let Some(why) = problem {
+                    found.wrong.entry(d.symbol.clone()).or_insert(format!("the plain build of the patched files on {arch} gives {why}"));
+                } else if let (true, Some(g), Some(p)) = (d.transforms.is_empty(), got, d.promised) {
+                    if mismatch(Some(g), Some(p)).is_some() {
+                        let name = report::short_name(&report::demangle(&d.symbol)).to_string();
+                        found.side_effects.push(format!(
+                            "{}: {name} on {arch}, where nothing was decided, changes too (code it shares with a decided kernel or target): VGPRs {} → {}, occupancy {} → {}",
+                            u.path.display(),
+                            p.vgpr,
+                            g.vgpr,
+                            p.occupancy,
+                            g.occupancy
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Every kernel's usage in a plain build of unit `u` with the overlay.
+fn measure(build: &Build<'_>, u: &Planned, arch: &Arch, overlay: &Overlay, i: usize) -> Result<Vec<measure::Measured>, String> {
+    let mut args = overlay.args();
+    args.extend(build.user_args.iter().cloned());
+    let unit = Unit { toolchain: build.toolchain, arch, source: &u.path, user_args: &args };
+    let obj = overlay.dir().join(format!("unit{i}-{}.o", arch.processor()));
+    let compiled = unit.code_object(&obj).map_err(|e| {
+        let first = e.diagnostics().and_then(|d| d.lines().find(|l| l.contains("error"))).map(str::to_string);
+        first.unwrap_or_else(|| e.to_string())
+    })?;
+    measure::object_file_with(&obj, arch, &compiled.stderr, &measure::Options::default()).map_err(|e| e.to_string())
+}
+
+/// Is `got` worse than `promised` by the tuner's rule (lower occupancy,
+/// more spills or scratch)?
+pub fn worse(got: Option<Usage>, promised: Option<Usage>) -> Option<String> {
+    let (Some(got), Some(promised)) = (got, promised) else { return None };
+    let spills = |u: &Usage| u.vgpr_spills + u.sgpr_spills;
+    let fields = [
+        ("occupancy", got.occupancy, promised.occupancy, got.occupancy < promised.occupancy),
+        ("spills", spills(&got), spills(&promised), spills(&got) > spills(&promised)),
+        ("scratch bytes", got.scratch_bytes, promised.scratch_bytes, got.scratch_bytes > promised.scratch_bytes),
+    ];
+    let diffs: Vec<String> = fields.iter().filter(|f| f.3).map(|(what, g, p, _)| format!("{what} {g} where it was {p}")).collect();
+    (!diffs.is_empty()).then(|| diffs.join(", "))
+}
+
+/// How `got` differs from the promise, if it does (code size aside).
+pub fn mismatch(got: Option<Usage>, promised: Option<Usage>) -> Option<String> {
+    let promised = promised?;
+    let Some(got) = got else { return Some("no such kernel".into()) };
+    let fields: [(&str, u32, u32); 8] = [
+        ("VGPRs", got.vgpr, promised.vgpr),
+        ("AGPRs", got.agpr, promised.agpr),
+        ("SGPRs", got.sgpr, promised.sgpr),
+        ("scratch bytes", got.scratch_bytes, promised.scratch_bytes),
+        ("VGPR spills", got.vgpr_spills, promised.vgpr_spills),
+        ("SGPR spills", got.sgpr_spills, promised.sgpr_spills),
+        ("LDS bytes", got.lds_bytes, promised.lds_bytes),
+        ("occupancy", got.occupancy, promised.occupancy),
+    ];
+    let diffs: Vec<String> =
+        fields.iter().filter(|(_, g, p)| g != p).map(|(what, g, p)| format!("{what} {g} where the tuner measured {p}")).collect();
+    (!diffs.is_empty()).then(|| diffs.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mismatches_name_every_number_but_code_size() {
+        let promised = Usage { vgpr: 48, occupancy: 8, code_bytes: 100, ..Default::default() };
+        assert_eq!(mismatch(Some(Usage { code_bytes: 120, ..promised }), Some(promised)), None);
+        assert_eq!(
+            mismatch(Some(Usage { vgpr: 50, occupancy: 7, ..promised }), Some(promised)).as_deref(),
+            Some("VGPRs 50 where the tuner measured 48, occupancy 7 where the tuner measured 8")
+        );
+        assert_eq!(mismatch(None, Some(promised)).as_deref(), Some("no such kernel"));
+    }
+
+    #[test]
+    fn undecided_kernels_may_change_but_not_for_the_worse() {
+        let was = Usage { vgpr: 90, occupancy: 16, ..Default::default() };
+        assert_eq!(worse(Some(Usage { vgpr: 84, ..was }), Some(was)), None);
+        assert_eq!(worse(Some(Usage { occupancy: 12, ..was }), Some(was)).as_deref(), Some("occupancy 12 where it was 16"));
+    }
+}
