@@ -32,7 +32,7 @@ PY
       name=${v%%=*}
       binary=${v#*=}
       t0=$(date +%s.%N)
-      (cd "$cwd" && CUDA_VISIBLE_DEVICES=0 timeout 120 "$ROOT/$binary" "${args[@]}" > "$OUT/$prog.$name.$round.out" 2>&1)
+      (cd "$cwd" && CUDA_VISIBLE_DEVICES=0 timeout "${PTIMEOUT:-120}" "$ROOT/$binary" "${args[@]}" > "$OUT/$prog.$name.$round.out" 2>&1)
       rc=$?
       t1=$(date +%s.%N)
       awk -v p="$prog" -v n="$name" -v r="$round" -v rc="$rc" -v t0="$t0" -v t1="$t1" \
