@@ -618,3 +618,50 @@ fn a_template_s_instantiations_take_one_decision_or_are_named() {
         assert!(summary.contains(&format!("templates.hip: {name}{why}")), "{name}{why}\nnot in\n{summary}");
     }
 }
+
+/// NVPTX: clang 22 has no `__maxnreg__`, so a warps-per-SM target needs a
+/// block size; a kernel whose source already states one takes the target
+/// as `__launch_bounds__`'s second argument (blocks per SM), a number for
+/// a number and an expression of the block size for a macro or a template
+/// parameter (one edit right for every instantiation), and a plain build
+/// of the patched file reaches the tuned numbers.
+#[test]
+fn launch_bounds_in_the_source_take_the_occupancy_target() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(repo().join("tests/fix/launch_bounds.cu"), dir.path().join("k.cu")).unwrap();
+    let db = dir.path().join("db.json");
+    let evidence = evidence_all_proven();
+    let out = regtune(dir.path())
+        .args(["tune", "--offload-arch", "sm_90", "--evidence", evidence.to_str().unwrap(), "--db"])
+        .arg(&db)
+        .arg("k.cu")
+        .output()
+        .unwrap();
+    ok(&out, "regtune tune sm_90");
+    let entries = db_entries(&db);
+    assert_eq!(entries.len(), 4, "{entries:?}");
+    for e in &entries {
+        assert!(e["transforms"]["waves_per_eu"].is_u64() && e["transforms"]["launch_bounds"].is_null(), "{e}");
+    }
+    let out = regtune(dir.path()).args(["fix", "--offload-arch", "sm_90", "--db"]).arg(&db).arg("k.cu").output().unwrap();
+    ok(&out, "regtune fix");
+    let patch = text(&out.stdout);
+    for line in [
+        "+__global__ void __launch_bounds__(64, 32) literal(",
+        "+__global__ void __launch_bounds__(NT, 65536 / (32 * (NT))) named(",
+        "+__global__ void __launch_bounds__(N, 65536 / (32 * (N))) templ(",
+    ] {
+        assert!(patch.contains(line), "{line}\n{patch}");
+    }
+    assert!(text(&out.stderr).contains("all 4 decision(s) in the patch"), "{}", text(&out.stderr));
+    // ptxas's numbers for a plain build of the patched file.
+    let copy = applied_copy(dir.path(), &patch);
+    let out = regtune(copy.path()).args(["report", "--format", "json", "--offload-arch", "sm_90", "k.cu"]).output().unwrap();
+    ok(&out, "regtune report sm_90");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for k in report["kernels"].as_array().unwrap() {
+        let e = entries.iter().find(|e| e["symbol"] == k["symbol"]).unwrap();
+        assert_eq!(k["usage"]["vgpr"], 32, "{}", k["name"]);
+        assert_eq!(k["usage"]["occupancy"], e["after"]["occupancy"], "{}", k["name"]);
+    }
+}

@@ -27,6 +27,9 @@ use super::{Decision, Kernel, Notes};
 
 /// The attribute edit for one kernel, from its decisions on every target.
 pub fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> Option<Edit> {
+    if let Some(extended) = extend_launch_bounds(kernel, decisions, notes) {
+        return extended;
+    }
     let mut per_arch: Vec<(&Arch, String)> = Vec::new();
     for d in decisions {
         let t = &d.transforms;
@@ -90,6 +93,64 @@ pub fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> 
     block.push_str("#endif\n");
     let at = edit::line_start(kernel.text, begin.offset);
     Some(Edit::new(kernel.file, at, at, block, symbol, "occupancy"))
+}
+
+/// NVPTX, a kernel whose source already promises its block size with
+/// `__launch_bounds__(threads)`: its occupancy target becomes the second
+/// argument (blocks per SM), written in place, so no new assumption about
+/// the launches is made. None where this does not apply (the usual path
+/// follows); Some(None) where it applies but cannot be written (noted).
+fn extend_launch_bounds(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> Option<Option<Edit>> {
+    let bounds = one_argument_launch_bounds(kernel)?;
+    let mut args = Vec::new();
+    for d in decisions {
+        let (None, Some(w)) = (d.transforms.launch_bounds, d.transforms.waves_per_eu) else { return None };
+        match crate::target::of(&d.arch).min_blocks_argument(&d.arch, w, &bounds.threads)? {
+            Ok(a) => args.push(a),
+            Err(why) => {
+                notes.kernel(kernel, why);
+                return Some(None);
+            }
+        }
+    }
+    if args.is_empty() {
+        return None;
+    }
+    if args.iter().any(|a| *a != args[0]) {
+        notes.kernel(kernel, format!("its targets need different blocks per SM ({}); not patched", args.join(", ")));
+        return Some(None);
+    }
+    Some(Some(Edit::new(kernel.file, bounds.close, bounds.close, format!(", {}", args[0]), kernel.symbol, "occupancy")))
+}
+
+/// A `__launch_bounds__(threads)` the kernel's declaration has in its own
+/// file: the argument's text and the offset of its closing parenthesis.
+struct LaunchBounds {
+    threads: String,
+    close: usize,
+}
+
+fn one_argument_launch_bounds(kernel: &Kernel<'_>) -> Option<LaunchBounds> {
+    let attr = kernel.decl.inner.iter().find(|n| n.kind == "CUDALaunchBoundsAttr")?;
+    let at = attr.begin.as_ref().filter(|b| b.file == *kernel.file)?.offset;
+    let rest = kernel.text.get(at..)?.strip_prefix("__launch_bounds__")?;
+    let open = at + "__launch_bounds__".len() + rest.find(|c: char| !c.is_whitespace())?;
+    (kernel.text.as_bytes()[open] == b'(').then_some(())?;
+    let mut depth = 0;
+    for (i, c) in kernel.text[open..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 1 => {
+                let threads = kernel.text[open + 1..open + i].trim();
+                return (!threads.is_empty()).then(|| LaunchBounds { threads: threads.to_string(), close: open + i });
+            }
+            ')' => depth -= 1,
+            // A second argument already: the user chose the blocks per SM.
+            ',' if depth == 1 => return None,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A declaration of the kernel that the attributes can go before:

@@ -192,6 +192,14 @@ pub trait Target: fmt::Debug + Sync {
     /// an occupancy target; Err: why the target cannot say it in source.
     fn source_attributes(&self, arch: &Arch, launch_bounds: Option<u32>, occupancy: Option<u32>) -> Result<Vec<String>, String>;
 
+    /// For a kernel whose source already says `__launch_bounds__(threads)`
+    /// (`threads`: the argument's text): the second argument that spells the
+    /// occupancy target, Err: why it cannot; None where the target spells
+    /// occupancy otherwise (the default).
+    fn min_blocks_argument(&self, _arch: &Arch, _occupancy: u32, _threads: &str) -> Option<Result<String, String>> {
+        None
+    }
+
     /// The preprocessor test that holds while device code for `arch`
     /// compiles (`defined(__gfx90a__)`), for per-target source patches.
     fn device_macro(&self, arch: &Arch) -> String;

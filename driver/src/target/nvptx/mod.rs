@@ -70,19 +70,33 @@ impl Target for Nvptx {
     }
 
     /// An occupancy target is spelled through the block size:
-    /// `__launch_bounds__(threads, blocks per SM)`.
+    /// `__launch_bounds__(threads, blocks per SM)`, the blocks that give
+    /// ptxas the same register cap as the tuner's `.maxnreg`.
     fn source_attributes(&self, arch: &Arch, launch_bounds: Option<u32>, warps: Option<u32>) -> Result<Vec<String>, String> {
         match (launch_bounds, warps) {
-            (Some(n), Some(w)) => {
-                let warps_per_block = n.div_ceil(nvidia::WARP_SIZE).max(1);
-                Ok(vec![format!("__launch_bounds__({n}, {})", w.div_ceil(warps_per_block))])
-            }
+            (Some(n), Some(w)) => Ok(vec![format!("__launch_bounds__({n}, {})", min_blocks(arch, w, n)?)]),
             (None, Some(w)) => Err(format!(
                 "warps-per-sm={w} on {arch}: clang 22 has no `__maxnreg__` (nvcc 12.4 does: `__maxnreg__({})`), and `__launch_bounds__` would state a block size; not patched",
                 nvidia::register_cap_for_warps(w)
             )),
             (lb, None) => Ok(lb.map(|n| format!("__launch_bounds__({n})")).into_iter().collect()),
         }
+    }
+
+    /// A kernel that already promises its block size in source
+    /// (`__launch_bounds__(threads)`) takes the occupancy target as the
+    /// second argument: a number for a literal block size, else an
+    /// expression of it that holds for every instantiation of a template
+    /// (the register file over the cap's share of a block; rounding down,
+    /// as ptxas does).
+    fn min_blocks_argument(&self, arch: &Arch, warps: u32, threads: &str) -> Option<Result<String, String>> {
+        if let Ok(n) = threads.parse::<u32>() {
+            return Some(min_blocks(arch, warps, n).map(|m| m.to_string()));
+        }
+        Some(match nvidia::sm(arch.processor()) {
+            Some(sm) => Ok(format!("{} / ({} * ({threads}))", sm.regs_per_sm, nvidia::register_cap_for_warps(warps))),
+            None => Err(format!("{arch}: no register file size known")),
+        })
     }
 
     /// `__CUDA_ARCH__` is the compute capability times ten (sm_90a: 900).
@@ -299,4 +313,13 @@ fn assemble(
 ) -> Result<Compiled, CompileError> {
     let report = ptxas::assemble(toolchain.cuda()?, arch, ptx, out, user_args, deadline)?;
     Ok(Compiled { stderr: clang.stderr + &report })
+}
+
+/// Blocks per SM for `__launch_bounds__(threads, M)` that give ptxas the
+/// register cap of `warps` warps per SM.
+fn min_blocks(arch: &Arch, warps: u32, threads: u32) -> Result<u32, String> {
+    let cap = nvidia::register_cap_for_warps(warps);
+    nvidia::sm(arch.processor())
+        .and_then(|sm| nvidia::min_blocks_for_cap(sm, cap, threads))
+        .ok_or_else(|| format!("warps-per-sm={warps} on {arch}: no blocks-per-SM count makes ptxas cap {threads}-thread blocks at {cap} registers; not patched"))
 }

@@ -349,12 +349,37 @@ pub fn register_cap_for_warps(warps: u32) -> u32 {
     ((64 / per_partition) * 8).clamp(8, MAX_REGS_PER_THREAD)
 }
 
+/// The blocks per SM that `__launch_bounds__(threads, M)` must ask for so
+/// that ptxas caps the kernel at `cap` registers: ptxas shares the register
+/// file among M blocks of whole warps and rounds each thread's share down
+/// to a multiple of 8 (checked against ptxas 12.9: 64 threads and M = 25
+/// give 40 registers, M = 21 gives 48). None where no M gives exactly `cap`.
+pub fn min_blocks_for_cap(sm: &Sm, cap: u32, threads: u32) -> Option<u32> {
+    let threads = threads.div_ceil(WARP_SIZE).max(1) * WARP_SIZE;
+    let blocks = sm.regs_per_sm / (cap * threads);
+    let share = |m: u32| (sm.regs_per_sm / (m * threads) / 8 * 8).min(MAX_REGS_PER_THREAD);
+    (blocks >= 1 && share(blocks) == cap).then_some(blocks)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn occ(arch: &str, regs: u32, block: u32, smem: u32) -> Occupancy {
         sm(arch).unwrap().occupancy(&KernelResources { regs, static_smem: smem, ..Default::default() }, block)
+    }
+
+    /// ptxas 12.9 on a 40-register kernel: `__launch_bounds__(64, 25)`
+    /// gives 40 registers, `(64, 21)` 48, `(128, 16)` 32.
+    #[test]
+    fn blocks_per_sm_that_give_ptxas_a_cap() {
+        let sm90 = sm("sm_90").unwrap();
+        assert_eq!(min_blocks_for_cap(sm90, 40, 64), Some(25));
+        assert_eq!(min_blocks_for_cap(sm90, 48, 64), Some(21));
+        assert_eq!(min_blocks_for_cap(sm90, 32, 128), Some(16));
+        assert_eq!(min_blocks_for_cap(sm90, 40, 100), Some(12), "blocks are whole warps");
+        // Two 256-thread blocks leave 128 registers each: no count gives 96.
+        assert_eq!(min_blocks_for_cap(sm90, 96, 256), None);
     }
 
     #[test]
