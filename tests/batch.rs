@@ -264,6 +264,12 @@ fn an_edited_unit_or_changed_flags_are_tuned_again_and_nothing_else() {
 
     // Other tuning options are another result.
     assert_eq!(status(&batch_ok(root, &compile_db, &db, &["--objective", "no-spill"])), ["tuned", "tuned"]);
+    // So are other evidence (what the default may apply) and another
+    // number of candidates for `regtune measure`.
+    let evidence = ["--objective", "no-spill", "--evidence", &proven()];
+    assert_eq!(status(&batch_ok(root, &compile_db, &db, &evidence)), ["tuned", "tuned"]);
+    assert_eq!(status(&batch_ok(root, &compile_db, &db, &evidence)), ["cached", "cached"]);
+    assert_eq!(status(&batch_ok(root, &compile_db, &db, &[&evidence[..], &["--candidates", "3"]].concat())), ["tuned", "tuned"]);
 }
 
 #[test]

@@ -141,6 +141,14 @@ impl Evidence {
         self.records.iter().find(|r| r.class == class.name())
     }
 
+    /// Every number a decision or a suggestion's text reads, in one line:
+    /// a batch unit tuned under other evidence is tuned again.
+    pub fn fingerprint(&self) -> String {
+        let records: Vec<String> =
+            self.records.iter().map(|r| format!("{}:{}:{}:{}:{}", r.class, r.kernels, r.min, r.median, r.max)).collect();
+        records.join(",")
+    }
+
     /// Whether the default build may apply `class` unasked.
     pub fn never_loses(&self, class: Class) -> bool {
         self.record(class).is_some_and(proven)

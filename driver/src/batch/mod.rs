@@ -85,7 +85,7 @@ impl Options {
         let t = &self.tune;
         format!(
             "regtune {}; objective={:?}; noalias={:?}; pow2={:?}; block-size={:?}; allow-scratch={}; noalias-candidates={}; \
-             variant-timeout={:?}; time-budget={:?}",
+             variant-timeout={:?}; time-budget={:?}; candidates={}; evidence={}",
             env!("CARGO_PKG_VERSION"),
             t.objective,
             t.noalias,
@@ -94,7 +94,9 @@ impl Options {
             t.allow_scratch,
             t.noalias_candidates,
             t.variant_timeout,
-            t.time_budget
+            t.time_budget,
+            t.candidates,
+            t.evidence.fingerprint()
         )
     }
 
