@@ -98,10 +98,12 @@ pub fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> 
 /// NVPTX, a kernel whose source already promises its block size with
 /// `__launch_bounds__(threads)`: its occupancy target becomes the second
 /// argument (blocks per SM), written in place, so no new assumption about
-/// the launches is made. None where this does not apply (the usual path
-/// follows); Some(None) where it applies but cannot be written (noted).
+/// the launches is made; a second argument the source has already (a
+/// smaller minimum: the tuned build obeyed it and still needed the cap) is
+/// replaced. None where this does not apply (the usual path follows);
+/// Some(None) where it applies but cannot be written (noted).
 fn extend_launch_bounds(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> Option<Option<Edit>> {
-    let bounds = one_argument_launch_bounds(kernel)?;
+    let bounds = launch_bounds_in_source(kernel)?;
     let mut args = Vec::new();
     for d in decisions {
         let (None, Some(w)) = (d.transforms.launch_bounds, d.transforms.waves_per_eu) else { return None };
@@ -120,33 +122,52 @@ fn extend_launch_bounds(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mu
         notes.kernel(kernel, format!("its targets need different blocks per SM ({}); not patched", args.join(", ")));
         return Some(None);
     }
-    Some(Some(Edit::new(kernel.file, bounds.close, bounds.close, format!(", {}", args[0]), kernel.symbol, "occupancy")))
+    let (from, to, text) = match bounds.min_blocks {
+        Some((from, to)) => (from, to, args[0].clone()),
+        None => (bounds.close, bounds.close, format!(", {}", args[0])),
+    };
+    Some(Some(Edit::new(kernel.file, from, to, text, kernel.symbol, "occupancy")))
 }
 
-/// A `__launch_bounds__(threads)` the kernel's declaration has in its own
-/// file: the argument's text and the offset of its closing parenthesis.
+/// A `__launch_bounds__(threads[, min blocks])` the kernel's declaration has
+/// in its own file: the first argument's text, the span of the second, and
+/// the offset of the closing parenthesis.
 struct LaunchBounds {
     threads: String,
+    min_blocks: Option<(usize, usize)>,
     close: usize,
 }
 
-fn one_argument_launch_bounds(kernel: &Kernel<'_>) -> Option<LaunchBounds> {
+fn launch_bounds_in_source(kernel: &Kernel<'_>) -> Option<LaunchBounds> {
     let attr = kernel.decl.inner.iter().find(|n| n.kind == "CUDALaunchBoundsAttr")?;
     let at = attr.begin.as_ref().filter(|b| b.file == *kernel.file)?.offset;
-    let rest = kernel.text.get(at..)?.strip_prefix("__launch_bounds__")?;
+    let text = kernel.text;
+    let rest = text.get(at..)?.strip_prefix("__launch_bounds__")?;
     let open = at + "__launch_bounds__".len() + rest.find(|c: char| !c.is_whitespace())?;
-    (kernel.text.as_bytes()[open] == b'(').then_some(())?;
-    let mut depth = 0;
-    for (i, c) in kernel.text[open..].char_indices() {
+    (text.as_bytes()[open] == b'(').then_some(())?;
+    // Top-level commas and the closing parenthesis.
+    let (mut depth, mut commas) = (0, Vec::new());
+    for (i, c) in text[open..].char_indices() {
         match c {
             '(' => depth += 1,
             ')' if depth == 1 => {
-                let threads = kernel.text[open + 1..open + i].trim();
-                return (!threads.is_empty()).then(|| LaunchBounds { threads: threads.to_string(), close: open + i });
+                let close = open + i;
+                let trimmed = |from: usize, to: usize| {
+                    let s = &text[from..to];
+                    let lead = s.len() - s.trim_start().len();
+                    (from + lead, from + lead + s.trim().len())
+                };
+                let (first_end, min_blocks) = match commas[..] {
+                    [] => (close, None),
+                    [c] => (c, Some(trimmed(c + 1, close))),
+                    // A third argument (blocks per cluster): left to the user.
+                    _ => return None,
+                };
+                let threads = text[open + 1..first_end].trim();
+                return (!threads.is_empty()).then(|| LaunchBounds { threads: threads.to_string(), min_blocks, close });
             }
             ')' => depth -= 1,
-            // A second argument already: the user chose the blocks per SM.
-            ',' if depth == 1 => return None,
+            ',' if depth == 1 => commas.push(open + i),
             _ => {}
         }
     }

@@ -87,16 +87,13 @@ impl Target for Nvptx {
     /// (`__launch_bounds__(threads)`) takes the occupancy target as the
     /// second argument: a number for a literal block size, else an
     /// expression of it that holds for every instantiation of a template
-    /// (the register file over the cap's share of a block; rounding down,
-    /// as ptxas does).
+    /// (the most warps per SM that keep the cap, over the block's warps).
     fn min_blocks_argument(&self, arch: &Arch, warps: u32, threads: &str) -> Option<Result<String, String>> {
         if let Ok(n) = threads.parse::<u32>() {
             return Some(min_blocks(arch, warps, n).map(|m| m.to_string()));
         }
-        Some(match nvidia::sm(arch.processor()) {
-            Some(sm) => Ok(format!("{} / ({} * ({threads}))", sm.regs_per_sm, nvidia::register_cap_for_warps(warps))),
-            None => Err(format!("{arch}: no register file size known")),
-        })
+        let most = nvidia::most_warps_for_cap(nvidia::register_cap_for_warps(warps));
+        Some(Ok(format!("{most} / ((({threads}) + 31) / 32)")))
     }
 
     /// `__CUDA_ARCH__` is the compute capability times ten (sm_90a: 900).
@@ -319,7 +316,5 @@ fn assemble(
 /// register cap of `warps` warps per SM.
 fn min_blocks(arch: &Arch, warps: u32, threads: u32) -> Result<u32, String> {
     let cap = nvidia::register_cap_for_warps(warps);
-    nvidia::sm(arch.processor())
-        .and_then(|sm| nvidia::min_blocks_for_cap(sm, cap, threads))
-        .ok_or_else(|| format!("warps-per-sm={warps} on {arch}: no blocks-per-SM count makes ptxas cap {threads}-thread blocks at {cap} registers; not patched"))
+    nvidia::min_blocks_for_cap(cap, threads).ok_or_else(|| format!("warps-per-sm={warps} on {arch}: no blocks-per-SM count makes ptxas cap {threads}-thread blocks at {cap} registers; not patched"))
 }

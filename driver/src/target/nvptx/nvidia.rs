@@ -349,16 +349,22 @@ pub fn register_cap_for_warps(warps: u32) -> u32 {
     ((64 / per_partition) * 8).clamp(8, MAX_REGS_PER_THREAD)
 }
 
+/// The most warps per SM at which a kernel still gets `cap` registers
+/// (the inverse of [`register_cap_for_warps`]): 40 registers up to 48 warps.
+pub fn most_warps_for_cap(cap: u32) -> u32 {
+    SUB_PARTITIONS * (64 / (cap / 8).max(1))
+}
+
 /// The blocks per SM that `__launch_bounds__(threads, M)` must ask for so
-/// that ptxas caps the kernel at `cap` registers: ptxas shares the register
-/// file among M blocks of whole warps and rounds each thread's share down
-/// to a multiple of 8 (checked against ptxas 12.9: 64 threads and M = 25
-/// give 40 registers, M = 21 gives 48). None where no M gives exactly `cap`.
-pub fn min_blocks_for_cap(sm: &Sm, cap: u32, threads: u32) -> Option<u32> {
-    let threads = threads.div_ceil(WARP_SIZE).max(1) * WARP_SIZE;
-    let blocks = sm.regs_per_sm / (cap * threads);
-    let share = |m: u32| (sm.regs_per_sm / (m * threads) / 8 * 8).min(MAX_REGS_PER_THREAD);
-    (blocks >= 1 && share(blocks) == cap).then_some(blocks)
+/// that ptxas caps the kernel at `cap` registers. ptxas shares each of the
+/// SM's four register files among the warps of M blocks, as
+/// [`register_cap_for_warps`] does (ptxas 12.9, 64-thread blocks: M = 20
+/// gives 48 registers, 21 to 24 give 40, 25 gives 32). None where no M
+/// gives exactly `cap` (a block of more warps than the cap allows).
+pub fn min_blocks_for_cap(cap: u32, threads: u32) -> Option<u32> {
+    let warps_per_block = threads.div_ceil(WARP_SIZE).max(1);
+    let blocks = most_warps_for_cap(cap) / warps_per_block;
+    (blocks >= 1 && register_cap_for_warps(blocks * warps_per_block) == cap).then_some(blocks)
 }
 
 #[cfg(test)]
@@ -369,17 +375,20 @@ mod tests {
         sm(arch).unwrap().occupancy(&KernelResources { regs, static_smem: smem, ..Default::default() }, block)
     }
 
-    /// ptxas 12.9 on a 40-register kernel: `__launch_bounds__(64, 25)`
-    /// gives 40 registers, `(64, 21)` 48, `(128, 16)` 32.
+    /// ptxas 12.9 on a 56-register kernel (`__launch_bounds__(N, M)`):
+    /// (64, 20) → 48 registers, (64, 24) → 40, (128, 16) → 32, (192, 8) →
+    /// 40, (256, 5) → 48.
     #[test]
     fn blocks_per_sm_that_give_ptxas_a_cap() {
-        let sm90 = sm("sm_90").unwrap();
-        assert_eq!(min_blocks_for_cap(sm90, 40, 64), Some(25));
-        assert_eq!(min_blocks_for_cap(sm90, 48, 64), Some(21));
-        assert_eq!(min_blocks_for_cap(sm90, 32, 128), Some(16));
-        assert_eq!(min_blocks_for_cap(sm90, 40, 100), Some(12), "blocks are whole warps");
-        // Two 256-thread blocks leave 128 registers each: no count gives 96.
-        assert_eq!(min_blocks_for_cap(sm90, 96, 256), None);
+        assert_eq!(most_warps_for_cap(40), 48);
+        assert_eq!(min_blocks_for_cap(48, 64), Some(20));
+        assert_eq!(min_blocks_for_cap(40, 64), Some(24));
+        assert_eq!(min_blocks_for_cap(32, 128), Some(16));
+        assert_eq!(min_blocks_for_cap(40, 192), Some(8));
+        assert_eq!(min_blocks_for_cap(48, 256), Some(5));
+        assert_eq!(min_blocks_for_cap(40, 100), Some(12), "blocks are whole warps");
+        // One 1024-thread block is already 32 warps: 64 registers at most.
+        assert_eq!(min_blocks_for_cap(40, 1024), None);
     }
 
     #[test]
