@@ -4,6 +4,12 @@ and with `regtune-lds-spill<8>`, run on the same inputs (NaNs with payloads,
 infinities, denormals, signed zeros) under 1-D, 2-D and 3-D blocks of 256
 threads; every output word must match.
 
+Its values are floats and its multiply-adds explicit `llvm.fma`, built by
+llc without contraction: it passed while every lds-spill build of the LBM
+example differed (64-bit halves on NVPTX, contracted products; see
+passes/src/lds_spill/mod.rs). lds_spill_examples.py checks every example
+kernel as clang builds it.
+
     python3 bench/gpu/lds_spill_identity.py build   # CPU: opt-22, llc-22, the plugin
     python3 bench/gpu/lds_spill_identity.py run     # GPU: libcuda only (PTX JIT)
 

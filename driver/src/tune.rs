@@ -670,12 +670,13 @@ fn plan_kernel(
             steps: target::of(session.arch).occupancy_steps(session.arch, base),
             rewrites: search::best_rewrites(&allowed_rewrites, &rule, &eval),
             unroll_caps: caps.clone(),
-            spill_to_shared: shared_spill.filter(|_| target.backend_spills_to_shared()),
-            // Not offered: on an H100 every lds-spill build of the LBM example
-            // left different bytes than plain (bench/search, README "Spilling
-            // to shared memory"); until that is found, the pass runs only
-            // when asked for (`opt -passes=regtune-lds-spill<N>`).
-            lds_spill: None,
+            spill_to_shared: shared_spill.clone().filter(|_| target.backend_spills_to_shared()),
+            // Offered again: the H100's lds-spill builds of the LBM example
+            // differed from plain through two faults of the pass (NVPTX's
+            // 64-bit halves, contractable products), both fixed; every
+            // example is now bit-identical (no cap and 32/48/64 warps per
+            // SM, 1 to 8 slots: bench/gpu/lds_spill_examples.json).
+            lds_spill: shared_spill.map(|t| Transforms { lds_spill: Some(candidates::LDS_SLOTS), ..t }),
         };
         let build = |t: &Transforms| Some((eval(t)?, session.kernel_code_hash(&base.symbol, t).ok()?));
         plan.search = candidates::select(candidates::proposals(&pool), options.candidates.saturating_sub(taken), &known, build, || {

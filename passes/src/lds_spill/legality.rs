@@ -9,11 +9,11 @@
 use std::fmt;
 
 use inkwell::module::Module;
-use inkwell::values::{FunctionValue, InstructionOpcode, InstructionValue};
+use inkwell::values::{FastMathFlags, FunctionValue, InstructionOpcode, InstructionValue};
 use inkwell::AddressSpace;
 
 use crate::ffi::ir::{direct_callee, global_alloc_bytes};
-use crate::ffi::sink::{self as llvm, Shape, Source};
+use crate::ffi::sink::{self as llvm, Def, Shape, Source};
 use crate::{ir, occupancy};
 
 /// Shared memory (LDS) is address space 3 on AMDGPU and NVPTX.
@@ -199,6 +199,67 @@ pub(super) fn non_integral_spaces(module: &Module<'_>) -> Vec<u32> {
 /// registers the reload leaves stale where the original value was whole.
 pub(super) fn read_by_convergent_call(users: &[InstructionValue<'_>]) -> bool {
     users.iter().any(|u| llvm::is_convergent_call(*u))
+}
+
+/// How many `fneg`, `fpext`, PHI and `select` steps the contraction check
+/// looks through, from a multiply to the add that reads it.
+const CONTRACTION_DEPTH: u32 = 4;
+
+/// Whether the backend may fold the value's definition into a user, which
+/// it can only do while it sees both: a reload in between hides the
+/// definition, so the spilled build would compute other bits than the
+/// plain one. Refused:
+///   - a floating-point multiply that an add or subtract reads (through
+///     `fneg`, `fpext`, PHIs and selects): FMA contraction. CUDA compiles
+///     with `-ffp-contract=fast` (HIP: `fast-honor-pragmas`), so LLVM's
+///     DAG combiner fuses `fmul` into `fadd` on its own, and NVPTX prints
+///     the rest as `mul.f64`/`add.f64` without `.rn`, which ptxas contracts
+///     in turn; the fused `fma` rounds once, the reloaded product twice.
+///     Whatever the flags say (the target options may allow fusion
+///     globally), and in any block (ptxas optimizes the whole kernel). On
+///     the H100, spilling `even` of examples/lbm_d3q19.hip (an `fmul` that
+///     two `fadd`s read) changed f1 and f2 in a fifth of the cells, with
+///     ptxas's contraction off too (`--fmad=false`: LLVM then fused the
+///     other product of the sum). A multiply's operands may go to LDS: the
+///     reload leaves the multiply to fuse, and no example differed
+///     (bench/gpu/lds_spill_examples.py).
+///   - a definition or user with fast-math flags other than `contract`
+///     (`reassoc`, `nnan`, `ninf`, `nsz`, `arcp`, `afn`): those let the
+///     backend reassociate, take reciprocals, or fold on what it knows of
+///     the operand's definition, and a reload shows it none.
+pub(super) fn fused_with_user(inst: InstructionValue<'_>, users: &[InstructionValue<'_>]) -> bool {
+    (is_product(inst, CONTRACTION_DEPTH) && users.iter().any(|&u| feeds_sum(u, CONTRACTION_DEPTH)))
+        || relaxed_math(inst)
+        || users.iter().any(|&u| relaxed_math(u))
+}
+
+/// A floating-point multiply, or a value that carries one to its users
+/// unchanged in rounding (`fneg`, `fpext`, a PHI or select of one).
+fn is_product(inst: InstructionValue<'_>, depth: u32) -> bool {
+    match inst.get_opcode() {
+        InstructionOpcode::FMul => true,
+        InstructionOpcode::FNeg | InstructionOpcode::FPExt | InstructionOpcode::Phi | InstructionOpcode::Select => {
+            depth > 0
+                && llvm::sources(inst).iter().any(|s| matches!(s, Source::Inst(x) if is_product(*x, depth - 1)))
+        }
+        _ => false,
+    }
+}
+
+/// An add or subtract, or a value that carries its operand on to one.
+fn feeds_sum(inst: InstructionValue<'_>, depth: u32) -> bool {
+    match inst.get_opcode() {
+        InstructionOpcode::FAdd | InstructionOpcode::FSub => true,
+        InstructionOpcode::FNeg | InstructionOpcode::FPExt | InstructionOpcode::Phi | InstructionOpcode::Select => {
+            depth > 0 && llvm::users(Def::Inst(inst)).into_iter().any(|u| feeds_sum(u, depth - 1))
+        }
+        _ => false,
+    }
+}
+
+/// Fast-math flags other than `contract` on the instruction.
+fn relaxed_math(inst: InstructionValue<'_>) -> bool {
+    inst.get_fast_math_flags().is_ok_and(|f| !f.difference(FastMathFlags::AllowContract).is_empty())
 }
 
 /// Registers a value occupies for the pressure estimate: none for `void`,

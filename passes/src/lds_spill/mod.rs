@@ -22,9 +22,11 @@
 //!      pointers), not allocas, read at no more than 3 places (each PHI
 //!      incoming block is one) and none unreachable, not a pure intrinsic
 //!      of constants (thread ids and special registers are free to reread),
-//!      not read by a convergent call (see below), and defined far from
-//!      their uses: live across 16 instructions or more (a shorter range
-//!      the backend's scheduler can shorten itself).
+//!      not read by a convergent call (see below), not one the backend may
+//!      fold into a user (below: a multiply an add reads, fast-math flags
+//!      other than `contract`), and defined far from their uses: live
+//!      across 16 instructions or more (a shorter range the backend's
+//!      scheduler can shorten itself).
 //!      Greedily, the candidate live across the most instructions at the
 //!      current peak goes next (each frees one register per slot; ties: its
 //!      store and reloads weighted by 8 per loop level, then program order),
@@ -42,7 +44,8 @@
 //!      NVPTX: `tid.*`, `ntid.*`), and `&array[0][t]`. A value is stored
 //!      right after its definition (after its block's PHIs, for a PHI) and
 //!      loaded back right before each use (for a PHI, at the end of the
-//!      incoming block); a 64-bit value as two halves, low in slot s.
+//!      incoming block); a 64-bit value as two halves, low in slot s (on
+//!      NVPTX split and joined by `llvm.nvvm.d2i.*`/`lohi.i2d`, below).
 //!
 //! Why it is legal: each thread stores to and loads from only its own words
 //! (t is unique in the block and below B by the launch promise, the same
@@ -59,6 +62,25 @@
 //! tests/lit/lds-spill/codegen.ll with plain accesses, llc-22 -O3 leaves no
 //! ds_read and the original 32 VGPRs; volatile: 8 ds_read, 24 VGPRs). The
 //! cost: they stay in order with the kernel's other memory accesses.
+//!
+//! Bits in, bits out, also through the backend. Two ways it was not so,
+//! both found on the H100 with examples/lbm_d3q19.hip, whose every
+//! lds-spill build differed from plain (bench/gpu/lds_spill_examples.py):
+//!   - NVPTX halves. A 64-bit value split through `<2 x i32>` became
+//!     `st.shared.b32 [a], %rd` (LLVM folds the extract into a truncating
+//!     store of the 64-bit register), which ptxas compiles, for a register
+//!     holding a double, as a conversion (`F2I.U32.F64.TRUNC`): the low
+//!     word stored was the double's integer part. On NVPTX the halves are
+//!     split and joined with `llvm.nvvm.d2i.lo`/`.hi` and `lohi.i2d`
+//!     (`mov.b64 {lo, hi}`: 32-bit registers), as libdevice does
+//!     (`transform.rs`).
+//!   - Contraction. A floating-point multiply that an add reads is fused
+//!     into one `fma` (LLVM's DAG combiner under CUDA's
+//!     `-ffp-contract=fast` or HIP's `fast-honor-pragmas`, then ptxas on
+//!     the `mul`/`add` left without `.rn`), which rounds once; a reloaded
+//!     product is rounded before the add. So such a multiply stays in
+//!     registers, and so does a value whose definition or users carry
+//!     fast-math flags other than `contract` (`legality.rs`).
 //!
 //! Refused, with a note on stderr under REGTUNE_VERBOSE:
 //!   - no promised block size (the array is sized by it);
@@ -252,7 +274,7 @@ impl<'ctx> Body<'ctx> {
                 continue;
             }
             let users = llvm::users(Def::Inst(inst));
-            if legality::read_by_convergent_call(&users) {
+            if legality::read_by_convergent_call(&users) || legality::fused_with_user(inst, &users) {
                 continue;
             }
             // Where the reloads go: before each user, at the end of each

@@ -75,7 +75,15 @@ pub(super) fn rewrite<'ctx>(module: &Module<'ctx>, kernel: FunctionValue<'ctx>, 
     // Where each store goes, found before any is made: spilled PHIs of a
     // block are stored in their order, after the block's last PHI.
     let anchors: Vec<InstructionValue<'ctx>> = spills.iter().map(|s| store_anchor(s.value)).collect::<Option<_>>()?;
-    let slots = Slots { builder, slot_type, base, i32_type };
+    let split = match k.target {
+        Target::Nvptx => Some(NvptxHalves {
+            low: intrinsic(module, "llvm.nvvm.d2i.lo")?,
+            high: intrinsic(module, "llvm.nvvm.d2i.hi")?,
+            join: intrinsic(module, "llvm.nvvm.lohi.i2d")?,
+        }),
+        Target::Amdgpu => None,
+    };
+    let slots = Slots { builder, slot_type, base, i32_type, split };
     for (s, anchor) in spills.iter().zip(anchors) {
         slots.spill(s, anchor)?;
     }
@@ -122,8 +130,12 @@ fn flat_id<'ctx>(b: &Builder<'ctx>, [x, y, z]: [IntValue<'ctx>; 3], dim_x: IntVa
 
 /// A call to an intrinsic without arguments or overloads.
 fn call<'ctx>(module: &Module<'ctx>, b: &Builder<'ctx>, name: &str) -> Option<BasicValueEnum<'ctx>> {
-    let f = Intrinsic::find(name)?.get_declaration(module, &[])?;
-    b.build_call(f, &[], "").ok()?.try_as_basic_value().basic()
+    b.build_call(intrinsic(module, name)?, &[], "").ok()?.try_as_basic_value().basic()
+}
+
+/// The declaration of an intrinsic without overloads.
+fn intrinsic<'ctx>(module: &Module<'ctx>, name: &str) -> Option<FunctionValue<'ctx>> {
+    Intrinsic::find(name)?.get_declaration(module, &[])
 }
 
 /// The instruction a value's store goes before: the one after the
@@ -143,6 +155,26 @@ struct Slots<'ctx> {
     /// This thread's word of slot 0.
     base: PointerValue<'ctx>,
     i32_type: IntType<'ctx>,
+    /// On NVPTX, how a 64-bit value is split and joined (see [`NvptxHalves`]).
+    split: Option<NvptxHalves<'ctx>>,
+}
+
+/// NVPTX splits a 64-bit value into its halves with `llvm.nvvm.d2i.lo`/`.hi`
+/// (`mov.b64 {lo, hi}, %rd`: two 32-bit registers) and joins them with
+/// `llvm.nvvm.lohi.i2d` (`mov.b64 %rd, {lo, hi}`), as libdevice does, and
+/// not through `<2 x i32>`: LLVM folds that extract into a truncating store
+/// of the 64-bit register (`st.shared.b32 [a], %rd`, "store the low 32
+/// bits"), and ptxas (CUDA 12.9) compiles it, where the register holds a
+/// double from floating-point arithmetic, as a conversion: `F2I.U32.F64.TRUNC`
+/// then `STS`, so the low word stored was the double truncated to an
+/// integer (0 for values in (-1, 1)), not its bits. Every lds-spill build of
+/// examples/lbm_d3q19.hip on the H100 differed from plain for this: the
+/// reloaded `1 - omega/2` had lost its low 32 bits.
+#[derive(Clone, Copy)]
+struct NvptxHalves<'ctx> {
+    low: FunctionValue<'ctx>,
+    high: FunctionValue<'ctx>,
+    join: FunctionValue<'ctx>,
 }
 
 impl<'ctx> Slots<'ctx> {
@@ -210,6 +242,18 @@ impl<'ctx> Slots<'ctx> {
             BasicValueEnum::PointerValue(p) => self.builder.build_ptr_to_int(p, self.i32_type.get_context().i64_type(), "").ok()?.into(),
             other => other,
         };
+        if let Some(split) = self.split {
+            let f64_type = self.i32_type.get_context().f64_type();
+            let double = match bits {
+                BasicValueEnum::FloatValue(_) => bits,
+                other => self.builder.build_bit_cast(other, f64_type, "").ok()?,
+            };
+            for (half, f) in [split.low, split.high].into_iter().enumerate() {
+                let word = self.builder.build_call(f, &[double.into()], "").ok()?.try_as_basic_value().basic()?;
+                self.store_word(word, s.slot + half as u32)?;
+            }
+            return Some(());
+        }
         let halves = self.builder.build_bit_cast(bits, self.i32_type.vec_type(2), "").ok()?.into_vector_value();
         for half in 0..2 {
             let word = self.builder.build_extract_element(halves, self.i32_type.const_int(u64::from(half), false), "").ok()?;
@@ -231,6 +275,22 @@ impl<'ctx> Slots<'ctx> {
             return self.load_word(ty, s.slot, name);
         }
         let i32_type = self.i32_type.as_basic_type_enum();
+        if let Some(split) = self.split {
+            let low = self.load_word(i32_type, s.slot, "")?;
+            let high = self.load_word(i32_type, s.slot + 1, "")?;
+            let is_double = matches!(ty, BasicTypeEnum::FloatType(_));
+            let joined = self.builder.build_call(split.join, &[low.into(), high.into()], if is_double { name } else { "" }).ok()?;
+            let double = joined.try_as_basic_value().basic()?;
+            let i64_type = self.i32_type.get_context().i64_type();
+            return match ty {
+                BasicTypeEnum::FloatType(_) => Some(double),
+                BasicTypeEnum::PointerType(p) => {
+                    let bits = self.builder.build_bit_cast(double, i64_type, "").ok()?.into_int_value();
+                    self.builder.build_int_to_ptr(bits, p, name).ok().map(|v| v.as_basic_value_enum())
+                }
+                other => self.builder.build_bit_cast(double, other, name).ok(),
+            };
+        }
         let mut halves = self.i32_type.vec_type(2).get_poison();
         for half in 0..2 {
             let word = self.load_word(i32_type, s.slot + half, "")?;
