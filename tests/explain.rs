@@ -217,6 +217,31 @@ fn the_db_measurement_is_quoted_next_to_the_diagnostic() {
     assert!(diagnostic(k, "pow")["tune"].as_str().unwrap().contains("tune again"), "{k}");
 }
 
+/// A db with `lds-spill` candidates (a promised block size): explain names
+/// the values the pass keeps in shared memory, where each is defined, and
+/// the bytes, as the pass itself reports them.
+#[test]
+fn the_values_an_lds_spill_build_keeps_in_shared_memory_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("decisions.json");
+    let lbm = repo().join("examples/lbm_d3q19.hip");
+    let tuned = regtune()
+        .args(["tune", "--offload-arch", "sm_90", "--block-size", "256", "--time-budget", "600", "--variant-timeout", "300"])
+        .args(["--format", "json", "--db"])
+        .arg(&db)
+        .arg(&lbm)
+        .output()
+        .unwrap();
+    assert!(tuned.status.success(), "{}", String::from_utf8_lossy(&tuned.stderr));
+    let k = &explain(&[lbm], &["--offload-arch", "sm_90", "--db", db.to_str().unwrap()])[0];
+    let d = diagnostic(k, "lds-spill");
+    let message = d["message"].as_str().unwrap();
+    // fpre = 1 - omega/2 (line 105) lives across the collision.
+    assert!(message.contains("lds-spill=8 (one of tune's candidates): 3 values (%sub176 (line 105), "), "{message}");
+    assert!(message.contains(" in 6 slots of 256 threads (6144 bytes of shared memory); estimated peak 91 -> 85 registers"), "{message}");
+    assert!(d["tune"].as_str().unwrap().contains("shared memory 6144 B"), "{d}");
+}
+
 #[test]
 fn bad_input_is_one_line_and_the_rest_goes_on() {
     let out = regtune().args(["explain", "tests/explain/clean.hip", "no/such.hip"]).output().unwrap();

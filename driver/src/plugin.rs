@@ -20,6 +20,8 @@ pub const DECISIONS_ENV: &str = "REGTUNE_DECISIONS";
 pub const INPUT_HASH_ENV: &str = "REGTUNE_INPUT_HASH";
 /// Compile this kernel alone (the tuner's one-kernel variants).
 pub const ONLY_KERNEL_ENV: &str = "REGTUNE_ONLY_KERNEL";
+/// The plugin says on stderr what each transform did (`regtune: ...`).
+pub const VERBOSE_ENV: &str = "REGTUNE_VERBOSE";
 
 #[derive(Debug, thiserror::Error)]
 #[error("pass plugin {FILE_NAME} not found (looked in {looked}); build it with `cargo build --release --workspace` or set REGTUNE_PLUGIN")]

@@ -285,6 +285,17 @@ impl<'a> Session<'a> {
         Ok(measured)
     }
 
+    /// What the plugin says it did to `symbol` built alone with
+    /// `transforms` (`REGTUNE_VERBOSE`): its `regtune: ...` lines.
+    pub fn plugin_notes(&self, symbol: &str, transforms: &Transforms) -> Result<Vec<String>, SessionError> {
+        let mut variant = self.plugin_variant(&[(symbol.to_string(), transforms.clone())], Some(symbol))?;
+        variant.env.push((plugin::VERBOSE_ENV, OsString::from("1")));
+        // The values' names, for the notes (clang drops them reading IR).
+        variant.args.push(OsString::from("-fno-discard-value-names"));
+        let compiled = self.compile(&variant, &self.scratch_path("o"), Emit::Object)?;
+        Ok(compiled.stderr.lines().filter(|l| l.starts_with("regtune: ")).map(str::to_string).collect())
+    }
+
     /// A hash of the code object of `symbol` built alone with `transforms`
     /// (built now if it was not): equal hashes, identical code.
     pub fn kernel_code_hash(&self, symbol: &str, transforms: &Transforms) -> Result<String, SessionError> {

@@ -13,6 +13,7 @@
 //! | `pow`              | IR before optimization    | `pow`/`powf`/`pown`/`powr` (or the device library's) called with a constant small integer or ±0.5 exponent |
 //! | `hoisted-loads`    | optimized IR              | values loaded (or computed from loads) before a loop, not used in it, and used where the loop leads: at least 4 registers held through the loop |
 //! | `no-launch-bounds` | code object               | AMDGPU, no launch bounds (1024 threads allowed), and the kernel is at the register cap that implies, or spills |
+//! | `lds-spill`        | the pass's own report     | the db has an `lds-spill` build of the kernel: the values it keeps in shared memory and the bytes ([`super::lds`]) |
 //!
 //! A local that survives optimization but never reaches scratch (the
 //! backend promoted it into registers) gets no diagnostic: its registers
@@ -40,6 +41,7 @@ pub enum Kind {
     Pow,
     HoistedLoads,
     NoLaunchBounds,
+    LdsSpill,
 }
 
 impl Kind {
@@ -52,6 +54,7 @@ impl Kind {
             Kind::Pow => "pow with a constant exponent",
             Kind::HoistedLoads => "loads held across a loop",
             Kind::NoLaunchBounds => "no launch bounds",
+            Kind::LdsSpill => "values kept in shared memory (lds-spill)",
         }
     }
 }

@@ -14,6 +14,7 @@
 
 pub mod diagnose;
 pub mod html;
+pub mod lds;
 pub mod ir;
 pub mod loops;
 pub mod mir;
@@ -258,6 +259,13 @@ fn one(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], op
             launch_block_size: launch::block_size(&source, base_name(&m.symbol)),
             tuned: &tuned,
         };
+        let mut diagnostics = diagnose::diagnose(&cx);
+        let place = lds::Place { file: &kernel_file, line: location.map_or(0, |l| l.line) };
+        match lds::diagnostic(toolchain, file, arch, user_args, &m.symbol, &tuned, place) {
+            Some(Ok(d)) => diagnostics.push(d),
+            Some(Err(why)) => return Err(Failure::new(format!("{}: the lds-spill build of {}: {why}", file.display(), m.symbol))),
+            None => {}
+        }
         out.push(KernelExplain {
             name: demangle(&m.symbol),
             symbol: m.symbol.clone(),
@@ -271,7 +279,7 @@ fn one(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], op
             line_tables_usage: lt_usage,
             timeline,
             no_timeline,
-            diagnostics: diagnose::diagnose(&cx),
+            diagnostics,
         });
     }
     Ok(out)

@@ -146,6 +146,12 @@ pub fn replace_all_uses<'ctx>(old: InstructionValue<'ctx>, new: BasicValueEnum<'
 }
 
 /// Whether anything (a call, a global initializer, llvm.used) refers to `f`.
+/// The source line of an instruction's debug location; 0 without one.
+pub fn debug_line(inst: InstructionValue<'_>) -> u32 {
+    // SAFETY: a live instruction; LLVM answers 0 when it has no location.
+    unsafe { c::LLVMGetDebugLocLine(inst.as_value_ref()) }
+}
+
 pub fn has_uses(f: FunctionValue<'_>) -> bool {
     // SAFETY: f is a live function.
     !unsafe { c::LLVMGetFirstUse(f.as_value_ref()) }.is_null()

@@ -157,20 +157,37 @@ pub fn run_on<'ctx>(module: &Module<'ctx>, kernel: FunctionValue<'ctx>, slots: u
         spills.push(Spill { value: body.insts[cand.value], slot: next, words: cand.slots });
         next += cand.slots;
     }
+    // Named before the rewrite: `regtune explain` shows them.
+    let names: Vec<String> = spills.iter().map(|s| value_name(s.value)).collect();
     let complete = transform::rewrite(module, kernel, k, &spills).is_some();
     note(
         kernel,
         slots,
         &format!(
-            "{} values in {next} slots of {} threads{}; estimated peak {} -> {} registers",
+            "{} values ({}) in {next} slots of {} threads ({} bytes of shared memory){}; estimated peak {} -> {} registers",
             spills.len(),
+            names.join(", "),
             k.block,
+            u64::from(next) * u64::from(k.block) * 4,
             if complete { "" } else { " (stopped early)" },
             choice.peak_before,
             choice.peak_after
         ),
     );
     true
+}
+
+/// `%name` as the IR spells it (`%<opcode>` for an unnamed value), with
+/// the source line of its definition where the IR has one.
+fn value_name(value: InstructionValue<'_>) -> String {
+    let name = match value.get_name().map(|n| n.to_string_lossy().into_owned()).filter(|n| !n.is_empty()) {
+        Some(n) => format!("%{n}"),
+        None => format!("%<{:?}>", value.get_opcode()).to_lowercase(),
+    };
+    match crate::ffi::ir::debug_line(value) {
+        0 => name,
+        line => format!("{name} (line {line})"),
+    }
 }
 
 fn note(kernel: FunctionValue<'_>, slots: u32, message: &str) {

@@ -37,7 +37,7 @@ target triple = "nvptx64-nvidia-cuda"
 ; CHECK-NEXT:    %w = fmul double %v2, %fast
 ; CHECK-NEXT:    %y = fmul reassoc double %w, %loose
 ; CHECK-NOT:     .reload
-; NOTE: regtune: lds-spill<8> contract: 1 values in 2 slots of 256 threads
+; NOTE: regtune: lds-spill<8> contract: 1 values (%diff) in 2 slots of 256 threads (2048 bytes of shared memory)
 define ptx_kernel void @contract(ptr addrspace(1) %in, ptr addrspace(1) %out) #0 {
 entry:
   %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()

@@ -97,7 +97,7 @@ entry:
 ; ONCE-NOT:     addrspace(3) global
 ; ONCE-COUNT-2: store volatile
 ; ONCE-NOT:     store volatile
-; NOTE:      regtune: lds-spill<4> two_values: 2 values in 2 slots of 256 threads; estimated peak {{[0-9]+}} -> {{[0-9]+}} registers
+; NOTE:      regtune: lds-spill<4> two_values: 2 values (%a, %b) in 2 slots of 256 threads (2048 bytes of shared memory); estimated peak {{[0-9]+}} -> {{[0-9]+}} registers
 ; NOTE-NEXT: regtune: lds-spill<4> two_values: not applied: already has its spill array
 
 declare i32 @llvm.amdgcn.workitem.id.x()
