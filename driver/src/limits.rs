@@ -1,7 +1,8 @@
 //! How long tuning may take: a limit on each variant compile, and a budget
-//! for each file (on each target), which the measured search's candidates
-//! get once more. Both scale with the file's plain compile, the one cost
-//! the user already pays, unless given in seconds.
+//! for each file (on each target), of which the measured search's
+//! candidates are sure to get a quarter (the file may then run a quarter
+//! over). Both scale with the file's plain compile, the one cost the user
+//! already pays, unless given in seconds.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -14,6 +15,8 @@ pub const VARIANT_TIMEOUT_FACTOR: f64 = 10.0;
 /// A file's search ends after this many times its plain compile (counted
 /// from the start of its plain compile), unless `--time-budget` says.
 pub const BUDGET_FACTOR: f64 = 8.0;
+/// The measured search's candidates get at least 1/this of the budget.
+const CANDIDATE_SHARE: u32 = 4;
 
 pub struct Limits {
     /// The longest one variant may compile.
@@ -41,12 +44,14 @@ impl Limits {
         }
     }
 
-    /// A second budget, from now, for the builds `regtune measure` will
-    /// time: the search's own may be spent by then. Once per file: the
-    /// kernels that reach it later share it.
+    /// Time for the builds `regtune measure` will time, whose search may
+    /// have spent the budget: at least a quarter of it from now (a whole
+    /// second budget made the slowest files of the corpus take 15× their
+    /// plain compile). Once per file: the kernels that reach it later share it.
     pub fn renew(&self) {
         if !self.renewed.swap(true, Ordering::Relaxed) {
-            *self.deadline.lock().expect("deadline lock") = Instant::now() + self.budget;
+            let mut deadline = self.deadline.lock().expect("deadline lock");
+            *deadline = (*deadline).max(Instant::now() + self.budget / CANDIDATE_SHARE);
         }
     }
 
@@ -106,10 +111,15 @@ mod tests {
         assert!(spent.reached());
         spent.renew();
         assert!(!spent.spent(), "a renewed budget starts now");
-        let once = Limits::new(Instant::now() - Duration::from_secs(2), 1.0, None, Some(Duration::from_millis(50)));
+        assert!(spent.deadline() <= Instant::now() + Duration::from_millis(250), "a quarter of the budget");
+        let once = Limits::new(Instant::now() - Duration::from_secs(2), 1.0, None, Some(Duration::from_millis(200)));
         once.renew();
         std::thread::sleep(Duration::from_millis(60));
         once.renew();
         assert!(once.spent(), "a file's budget is renewed once, not per kernel");
+        // A budget not yet spent is not cut short.
+        let early = Limits::new(Instant::now(), 1.0, None, Some(Duration::from_secs(100)));
+        early.renew();
+        assert!(early.deadline() > Instant::now() + Duration::from_secs(90));
     }
 }
