@@ -18,6 +18,7 @@ pub mod job;
 pub mod launch;
 pub mod limits;
 pub mod measure;
+pub mod names;
 pub mod output;
 pub mod plugin;
 pub mod predict;
@@ -28,9 +29,6 @@ pub mod runtime;
 pub mod search;
 pub mod session;
 pub mod target;
-// The per-target modules at their old paths: the public API stays as it was.
-pub use target::amdgpu::{codeobj, occupancy};
-pub use target::nvptx::{cubin, cuda, nvidia, ptxas};
 pub mod toolchain;
 pub mod tools;
 pub mod tune;

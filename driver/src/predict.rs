@@ -14,8 +14,8 @@ use regtune_decisions::{Db, Entry, Transforms, Usage};
 use serde::Serialize;
 
 use crate::cost::{self, Estimate, Machine, Profile};
+use crate::names;
 use crate::output::Failure;
-use crate::report;
 use crate::runtime::code;
 use crate::session::Session;
 use crate::target::Arch;
@@ -87,7 +87,7 @@ pub fn unit(
             };
             out.push(Candidate {
                 file: file.display().to_string(),
-                kernel: report::short_name(&row.report.name).to_string(),
+                kernel: names::short_name(&row.report.name).to_string(),
                 symbol: row.report.symbol.clone(),
                 arch: arch.processor().to_string(),
                 transforms: tune::labels(&t, arch, &[]),

@@ -17,6 +17,7 @@ use rayon::prelude::*;
 
 use crate::compile::{self, CompileError, Compiled, Emit, Location, Temps, Variant};
 use crate::measure::{self, MeasureError, Measured};
+use crate::names;
 use crate::output::Failure;
 use crate::report;
 use crate::target::{self, Arch};
@@ -150,7 +151,7 @@ impl LinkSet {
         self.unresolved(source)
             .into_iter()
             .map(|(kernel, calls)| {
-                let names: Vec<String> = calls.iter().map(|c| format!("`{}`", report::demangle(c))).collect();
+                let names: Vec<String> = calls.iter().map(|c| format!("`{}`", names::demangle(c))).collect();
                 let it = if calls.len() == 1 { "it" } else { "them" };
                 let (looked, done, named) = match given {
                     Given::Files { command, done } => (
@@ -167,7 +168,7 @@ impl LinkSet {
                 };
                 Failure::new(format!(
                     "{named}kernel {} calls {}, {looked}; not {done}",
-                    report::short_name(&report::demangle(&kernel)),
+                    names::short_name(&names::demangle(&kernel)),
                     names.join(", "),
                 ))
             })

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::compile::{self, CompileError, Unit};
 use crate::measure::{self, Measured, NvidiaUsage};
+use crate::names::{demangle, short_name};
 use crate::output::{Failure, Tabular};
 use crate::rdc;
 use crate::target::{self, Arch, Limiter};
@@ -189,18 +190,6 @@ fn undefined_device_functions(e: &CompileError) -> Option<String> {
     ))
 }
 
-/// The name without its parameter list, as a table shows it.
-pub fn short_name(demangled: &str) -> &str {
-    demangled.split('(').next().unwrap_or(demangled).trim()
-}
-
-pub fn demangle(symbol: &str) -> String {
-    cpp_demangle::Symbol::new(symbol)
-        .ok()
-        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
-        .unwrap_or_else(|| symbol.to_string())
-}
-
 impl Tabular for KernelReport {
     fn header() -> Vec<&'static str> {
         vec![
@@ -242,13 +231,4 @@ pub fn occupancy_cell(occupancy: u32, nvidia: Option<&NvidiaUsage>) -> String {
 /// The limiter as a table names it, in the words of `arch`'s vendor.
 pub fn limiter_name(limiter: Limiter, arch: &str) -> String {
     Arch::parse(arch).map_or_else(|_| limiter.to_string(), |a| target::of(&a).limiter_name(limiter))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn names_are_demangled() {
-        assert_eq!(super::demangle("_Z4axpyfPKfPfi"), "axpy(float, float const*, float*, int)");
-        assert_eq!(super::demangle("plain_c_kernel"), "plain_c_kernel");
-    }
 }

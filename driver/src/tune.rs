@@ -8,23 +8,25 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
+use regtune_decisions::plugin::Inspection;
 use regtune_decisions::{Db, Entry, Param, Reason, Suggestion, Transforms, Usage};
 use serde::Serialize;
 
+use crate::{candidates, compile, cost, launch};
+use crate::evidence::{Class, Evidence};
 use crate::limits::Limits;
 use crate::measure::Measured;
-use crate::target::Limiter;
+use crate::names;
 use crate::output::{Failure, Tabular};
 use crate::progress::{Progress, UnitProgress};
+use crate::rdc::{self, LinkSet};
 use crate::report::{self, KernelReport};
 use crate::search::{self, Objective, Outcome, Rule, Space};
-use crate::session::{Inspection, Listing, Session};
+use crate::session::{Listing, Session};
+use crate::target::Limiter;
 use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
 use crate::verdict::{self, Basis, Verdict};
-use crate::evidence::{Class, Evidence};
-use crate::rdc::{self, LinkSet};
-use crate::{candidates, compile, cost, launch};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -347,7 +349,7 @@ fn tune_session(
         let measured = match session.measure(&variant, Some(Instant::now() + limits.variant)) {
             Err(e) if e.timed_out() => {
                 for p in plans.iter_mut().filter(|p| !p.outcome.transforms.is_empty()) {
-                    p.outcome = Outcome { transforms: Transforms::default(), usage: p.rule.baseline, tried: vec![] };
+                    p.outcome = Outcome { transforms: Transforms::default(), usage: p.rule.baseline };
                     p.combined_timed_out = true;
                 }
                 continue;
@@ -365,7 +367,7 @@ fn tune_session(
             break measured;
         }
         for i in regressed {
-            plans[i].outcome = Outcome { transforms: Transforms::default(), usage: plans[i].rule.baseline, tried: vec![] };
+            plans[i].outcome = Outcome { transforms: Transforms::default(), usage: plans[i].rule.baseline };
             plans[i].combined_regressed = true;
         }
     };
@@ -495,7 +497,7 @@ fn plan_kernel(
     let mut plan = Plan {
         symbol: base.symbol.clone(),
         rule,
-        outcome: Outcome { transforms: Transforms::default(), usage: base.usage, tried: vec![] },
+        outcome: Outcome { transforms: Transforms::default(), usage: base.usage },
         reason: Reason::NoGain,
         suggestion: None,
         variants: 0,
@@ -607,7 +609,7 @@ fn plan_kernel(
 
     // Everything held for the user: unroll caps, inexact pow2, and the
     // caller assumptions the user has not stated.
-    let kernel_name = base_name(&report::demangle(&base.symbol));
+    let kernel_name = names::unqualified(&base.symbol);
     let inferred_block = match options.block_size {
         BlockSize::Auto if allowed.launch_bounds.is_none() => launch::block_size(source, &kernel_name),
         _ => None,
@@ -767,13 +769,6 @@ fn at_best(rule: &Rule, max_waves: u32) -> bool {
     let b = &rule.baseline;
     let clean = b.vgpr_spills + b.sgpr_spills == 0 && (rule.allow_scratch || b.scratch_bytes == 0);
     b.occupancy >= max_waves && (rule.objective == Objective::Occupancy || clean)
-}
-
-/// "ns::lbm_collide<float>(double*, ...)" → "lbm_collide", as launches name it.
-fn base_name(demangled: &str) -> String {
-    let no_args = report::short_name(demangled);
-    let no_template = no_args.split('<').next().unwrap_or(no_args);
-    no_template.rsplit("::").next().unwrap_or(no_template).trim().to_string()
 }
 
 /// "<what> would reach occupancy N (a → b VGPRs) with <the rest> — <what
@@ -1070,7 +1065,7 @@ impl Tabular for KernelTuning {
         let arrow = |x: u32, y: u32| if x == y { x.to_string() } else { format!("{x} → {y}") };
         let list = |v: &[String]| if v.is_empty() { "-".to_string() } else { v.join(", ") };
         vec![
-            report::short_name(&self.report.name).to_string(),
+            names::short_name(&self.report.name).to_string(),
             self.report.arch.clone(),
             arrow(b.vgpr, a.vgpr),
             arrow(b.vgpr_spills + b.sgpr_spills, a.vgpr_spills + a.sgpr_spills),
@@ -1088,12 +1083,6 @@ impl Tabular for KernelTuning {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base_names_match_how_launches_spell_kernels() {
-        assert_eq!(base_name("lbm_collide(double*, double*)"), "lbm_collide");
-        assert_eq!(base_name("void ns::stencil<float, 4>(float*)"), "stencil");
-    }
 
     #[test]
     fn suggestions_say_what_to_verify() {

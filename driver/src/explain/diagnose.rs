@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use super::ir::{self, Function, Module};
 use super::loops::Cfg;
-use crate::report::{demangle, short_name};
+use crate::names::{demangle, short_name};
 use crate::target::Arch;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

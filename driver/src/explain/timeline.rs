@@ -147,8 +147,8 @@ impl Names {
                     continue;
                 }
                 if let Some(k) = key(&pm.location(dbg)).pop() {
-                    let name = crate::report::demangle(callee);
-                    let name = crate::report::short_name(&name).rsplit("::").next().unwrap_or(callee).to_string();
+                    let name = crate::names::demangle(callee);
+                    let name = crate::names::short_name(&name).rsplit("::").next().unwrap_or(callee).to_string();
                     calls.insert(k, name);
                 }
             }

@@ -303,7 +303,8 @@ mod tests {
     fn targets_follow_the_arch() {
         assert_eq!(of(&arch("gfx1100")).family(), "amdgpu");
         assert_eq!(of(&arch("sm_90")).family(), "nvptx");
-        assert_eq!(of(&arch("sm_90")).occupancy_unit(), arch("sm_90").occupancy_unit());
+        assert_eq!(of(&arch("gfx90a")).occupancy_unit(), "waves/SIMD");
+        assert_eq!(of(&arch("sm_90")).occupancy_unit(), "warps/SM");
     }
 
     #[test]
