@@ -14,6 +14,7 @@ pub mod evidence;
 pub mod explain;
 pub mod fix;
 pub mod hash;
+pub mod ir;
 pub mod job;
 pub mod launch;
 pub mod limits;

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use regtune_decisions::{Entry, Usage};
 use serde::Serialize;
 
-use super::ir::{self, Function, Module};
+use crate::ir::{self, Function, Module};
 use super::loops::Cfg;
 use crate::names::{demangle, short_name};
 use crate::target::Arch;

@@ -14,7 +14,6 @@
 
 pub mod diagnose;
 pub mod html;
-pub mod ir;
 pub mod loops;
 pub mod mir;
 pub mod pressure;
@@ -28,6 +27,7 @@ use regtune_decisions::{Db, Usage};
 use serde::Serialize;
 
 use crate::compile::{self, CompileError, Unit};
+use crate::ir;
 use crate::launch;
 use crate::measure::{self, Measured};
 use crate::names::{self, demangle, short_name};

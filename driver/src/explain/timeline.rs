@@ -13,8 +13,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use super::ir;
-use super::mir::{RegClass, Scratch, SourcePos};
+use crate::ir;
+use super::mir::{RegClass, Scratch};
+use crate::ir::SourcePos;
 use super::pressure::Liveness;
 
 #[derive(Debug, Clone, Serialize)]
