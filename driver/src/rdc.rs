@@ -19,7 +19,6 @@ use crate::compile::{self, CompileError, Compiled, Emit, Location, Temps, Varian
 use crate::measure::{self, MeasureError, Measured};
 use crate::names;
 use crate::output::Failure;
-use crate::report;
 use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
 
@@ -254,7 +253,7 @@ fn compile_unit(toolchain: &Toolchain, arch: &Arch, source: &Path, args: &[Strin
     std::fs::create_dir_all(dir).map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
     let unit = compile::Unit { toolchain, arch, source, user_args: args };
     let started = Instant::now();
-    let temps = unit.build_keeping_temps(dir).map_err(report::compile_failure)?;
+    let temps = unit.build_keeping_temps(dir).map_err(compile::compile_failure)?;
     let plain_seconds = started.elapsed().as_secs_f64();
     let ir = disassemble(toolchain, &temps.pre_opt_ir)?;
     Ok(Unit { source: source.to_path_buf(), user_args: args.to_vec(), temps, plain_seconds, graph: CallGraph::parse(&ir) })

@@ -20,7 +20,7 @@ use crate::names;
 use crate::output::{Failure, Tabular};
 use crate::progress::{Progress, UnitProgress};
 use crate::rdc::{self, LinkSet};
-use crate::report::{self, KernelReport};
+use crate::report::KernelReport;
 use crate::search::{self, Objective, Outcome, Rule, Space};
 use crate::session::{Listing, Session};
 use crate::target::Limiter;
@@ -251,7 +251,7 @@ fn tune_in_set(
 
 fn session_failure(e: crate::session::SessionError) -> Failure {
     match e {
-        crate::session::SessionError::Compile(c) => report::compile_failure(c),
+        crate::session::SessionError::Compile(c) => compile::compile_failure(c),
         other => Failure::new(other.to_string()),
     }
 }
@@ -738,26 +738,6 @@ fn occupancy_targets(arch: &Arch, base: &Measured) -> Vec<u32> {
     target::of(arch).occupancy_targets(arch, base)
 }
 
-/// Transform labels as the target names them: on NVPTX an occupancy target
-/// is in warps per SM ("warps-per-sm=48"; the db keeps it as `waves_per_eu`).
-/// noalias on every pointer parameter reads `noalias=all`.
-pub(crate) fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Vec<String> {
-    let mut labels = t.labels();
-    if !every_pointer.is_empty() && t.noalias == every_pointer {
-        let first = labels.iter().position(|l| l.starts_with("noalias=")).unwrap_or(labels.len());
-        labels.retain(|l| !l.starts_with("noalias="));
-        labels.insert(first, "noalias=all".to_string());
-    }
-    let target = target::of(arch);
-    labels
-        .into_iter()
-        .map(|l| match l.strip_prefix("waves-per-eu=").and_then(|n| n.parse().ok()) {
-            Some(n) => target.occupancy_label(n),
-            None => l,
-        })
-        .collect()
-}
-
 /// What the register column counts.
 fn registers_word(arch: &Arch) -> &'static str {
     target::of(arch).registers_word()
@@ -788,8 +768,8 @@ fn suggestion_message(
         effect.push_str(&format!(", spills {} → {}", spills(now), spills(then)));
     }
     effect.push(')');
-    let held_labels = labels(held, arch, every_pointer);
-    let others: Vec<String> = labels(with, arch, every_pointer)
+    let held_labels = target::labels(held, arch, every_pointer);
+    let others: Vec<String> = target::labels(with, arch, every_pointer)
         .into_iter()
         .filter(|l| !held_labels.contains(l) && !(l == "pow2=inexact" && held.pow2_inexact))
         .collect();
@@ -871,7 +851,7 @@ fn finish(
     session: &Session<'_>,
     diff: Option<String>,
 ) -> KernelTuning {
-    let applied = labels(&plan.outcome.transforms, arch, &plan.every_pointer);
+    let applied = target::labels(&plan.outcome.transforms, arch, &plan.every_pointer);
     let (before_u, after_u) = (base.usage, after.usage);
     let max_waves = occupancy_ceiling(arch, base);
     let registers = registers_word(arch);
@@ -921,7 +901,7 @@ fn finish(
             Some(p) => format!(
                 "suggested, not applied ({}): {} would reach occupancy {} → {}, {registers} {} → {}",
                 p.reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "),
-                labels(&p.transforms, arch, &plan.every_pointer).join(" + "),
+                target::labels(&p.transforms, arch, &plan.every_pointer).join(" + "),
                 before_u.occupancy,
                 p.usage.occupancy,
                 before_u.vgpr,
@@ -937,7 +917,7 @@ fn finish(
     };
     let (suggested, suggestions, suggested_entries) = match &plan.suggestion {
         Some(p) => (
-            labels(&p.held, arch, &plan.every_pointer),
+            target::labels(&p.held, arch, &plan.every_pointer),
             vec![p.message.clone()],
             vec![Suggestion {
                 transforms: p.transforms.clone(),
@@ -962,7 +942,7 @@ fn finish(
         before: Some(before_u),
         after: Some(after_u),
         candidates: plan.search.kept.clone(),
-        left_out: plan.search.left_out.iter().map(|t| labels(t, arch, &plan.every_pointer).join(" + ")).collect(),
+        left_out: plan.search.left_out.iter().map(|t| target::labels(t, arch, &plan.every_pointer).join(" + ")).collect(),
         measured: None,
     };
     KernelTuning {
@@ -980,10 +960,10 @@ fn finish(
             .measured
             .iter()
             .filter(|m| m.status == VariantStatus::TimedOut)
-            .map(|m| labels(&m.transforms, arch, &plan.every_pointer).join(" + "))
+            .map(|m| target::labels(&m.transforms, arch, &plan.every_pointer).join(" + "))
             .collect(),
         budget_reached: plan.budget_reached,
-        candidates: plan.search.kept.iter().map(|c| labels(&c.transforms, arch, &plan.every_pointer).join(" + ")).collect(),
+        candidates: plan.search.kept.iter().map(|c| target::labels(&c.transforms, arch, &plan.every_pointer).join(" + ")).collect(),
         left_out: entry.left_out.clone(),
         diff,
         limiter_before: base.limiter,
@@ -1008,7 +988,7 @@ impl Plan {
         };
         Some(format!(
             "no variant {goal} (closest: {}, {} → {} {} at occupancy {}); kept the plain compile",
-            labels(best.0, arch, &self.every_pointer).join(" + "),
+            target::labels(best.0, arch, &self.every_pointer).join(" + "),
             self.rule.baseline.vgpr,
             best.1.vgpr,
             registers_word(arch),
@@ -1123,8 +1103,6 @@ mod tests {
         let m = suggestion_message(&restrict, &restrict, &now, &then, &all, &gfx, &Evidence::shipped());
         assert!(m.starts_with("`__restrict__` on every pointer parameter (nvcc's --restrict) would reach"), "{m}");
         assert!(m.ends_with("verify that no two pointer arguments ever overlap"), "{m}");
-        assert_eq!(labels(&restrict, &gfx, &all), ["noalias=all"]);
-        assert_eq!(labels(&Transforms { waves_per_eu: Some(48), ..restrict }, &sm, &all), ["noalias=all", "warps-per-sm=48"]);
     }
 
     #[test]

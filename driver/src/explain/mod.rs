@@ -26,13 +26,12 @@ use rayon::prelude::*;
 use regtune_decisions::{Db, Usage};
 use serde::Serialize;
 
-use crate::compile::{self, CompileError, Unit};
+use crate::compile::{self, compile_failure, CompileError, Unit};
 use crate::ir;
 use crate::launch;
 use crate::measure::{self, Measured};
 use crate::names::{self, demangle, short_name};
 use crate::output::{self, Failure};
-use crate::report::compile_failure;
 use crate::target::{self, Arch, Limiter};
 use crate::toolchain::Toolchain;
 

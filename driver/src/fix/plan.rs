@@ -9,10 +9,9 @@ use std::sync::Arc;
 
 use regtune_decisions::{Db, Transforms};
 
-use crate::compile::Unit;
+use crate::compile::{self, Unit};
 use crate::names;
 use crate::output::Failure;
-use crate::report;
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
 
@@ -236,6 +235,6 @@ fn group_by_symbol<'a>(active: &[&'a Decision]) -> BTreeMap<String, Vec<&'a Deci
 fn input_hash(unit: &Unit<'_>) -> Result<(String, String), Failure> {
     let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
     let out = dir.path().join("unit.i");
-    let (hash, bytes) = unit.preprocess_and_hash(&out).map_err(report::compile_failure)?;
+    let (hash, bytes) = unit.preprocess_and_hash(&out).map_err(compile::compile_failure)?;
     Ok((hash, String::from_utf8_lossy(&bytes).into_owned()))
 }
