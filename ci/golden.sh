@@ -16,7 +16,10 @@
 # The examples are copied to one fixed place first (REGTUNE_GOLDEN_SRC,
 # default /tmp/regtune-golden-src): the input hash covers the preprocessed
 # source, whose line markers name the file's path, so two checkouts would
-# otherwise differ. Debug build; a few minutes per target on 2 cores.
+# otherwise differ. `tune` runs with limits far above what the examples
+# need: its default time budget scales with how long the plain compile
+# took, so on a loaded machine a search would stop at another variant.
+# Debug build; a few minutes per target on 2 cores.
 set -eu
 
 out=${1:?usage: ci/golden.sh OUT_DIR [ARCH...]}
@@ -54,7 +57,8 @@ for arch in $archs; do
         db=$out/db-$arch-$format.json
         rm -f "$db"
         # shellcheck disable=SC2086
-        run "tune-$arch.$format" "$regtune" tune --format "$format" --diff --db "$db" --offload-arch "$arch" $examples
+        run "tune-$arch.$format" "$regtune" tune --format "$format" --diff --db "$db" \
+            --time-budget 3600 --variant-timeout 600 --offload-arch "$arch" $examples
     done
     # A built object, read back.
     first=$(echo "$examples" | head -n 1)

@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 
+pub mod hash;
 pub mod measured;
+pub mod plugin;
 pub use measured::Measured;
 
 /// Bumped when the file layout changes incompatibly.

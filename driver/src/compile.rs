@@ -14,6 +14,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::job::{self, JobError};
+use crate::names;
+use crate::output::Failure;
 use crate::target::nvptx::ptxas;
 use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
@@ -73,7 +75,7 @@ const FRONTEND_ONLY: &[&str] = &["-include-pch", "-include", "-imacros", "-isyst
 /// The user's flags for a compile of pre-optimization IR: without the
 /// frontend-only ones. NVPTX compiles IR as an empty CUDA file made without
 /// CUDA's headers (`-nocudainc`), where `-include hdr.h` of a header that
-/// includes `<cuda_runtime.h>` would fail (issue 23).
+/// includes `<cuda_runtime.h>` would fail.
 pub(crate) fn backend_args(user_args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(user_args.len());
     let mut args = user_args.iter();
@@ -150,6 +152,22 @@ impl Unit<'_> {
         let mut cmd = self.hip_command()?;
         cmd.arg("-E").arg("-o").arg(out).arg(self.source);
         run(cmd, self)
+    }
+
+    /// The db's input hash of this unit, given its preprocessed source: what
+    /// `tune` records and the hipcc wrapper looks up
+    /// ([`regtune_decisions::hash::input_hash`]; NVPTX adds ptxas's version).
+    pub fn input_hash(&self, preprocessed: &[u8]) -> String {
+        let tools = target::of(self.arch).hash_inputs(self.toolchain);
+        regtune_decisions::hash::input_hash(&self.toolchain.version, self.arch.name(), &tools, self.user_args, preprocessed)
+    }
+
+    /// Preprocess into `out` and hash: the input hash `tune` gives this unit,
+    /// at the cost of a preprocess; and the preprocessed source.
+    pub fn preprocess_and_hash(&self, out: &Path) -> Result<(String, Vec<u8>), CompileError> {
+        self.preprocess(out)?;
+        let bytes = std::fs::read(out).map_err(|source| CompileError::Input { file: out.to_path_buf(), source })?;
+        Ok((self.input_hash(&bytes), bytes))
     }
 
     /// The real build, keeping clang's intermediate files in `dir`: the
@@ -340,24 +358,12 @@ pub fn source_locations(source: &Path, symbols: &[String]) -> Vec<Location> {
     symbols
         .iter()
         .filter_map(|symbol| {
-            let name = unqualified_name(symbol);
+            let name = names::unqualified(symbol);
             let offset = kernel_definition(&text, &name)?;
             let line = text[..offset].matches('\n').count() as u32 + 1;
             Some(Location { symbol: symbol.clone(), file: file.clone(), line })
         })
         .collect()
-}
-
-/// "_ZN2ns1kIiEEvPf" -> "k"; an unmangled name stays as it is.
-pub(crate) fn unqualified_name(symbol: &str) -> String {
-    let demangled = cpp_demangle::Symbol::new(symbol)
-        .ok()
-        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
-        .unwrap_or_else(|| symbol.to_string());
-    let head = demangled.split('(').next().unwrap_or(&demangled);
-    let head = head.split('<').next().unwrap_or(head);
-    let head = head.rsplit("::").next().unwrap_or(head);
-    head.rsplit(' ').next().unwrap_or(head).trim().to_string()
 }
 
 /// Byte offset of `name(` in a declaration that says `__global__`.
@@ -374,6 +380,41 @@ fn kernel_definition(text: &str, name: &str) -> Option<usize> {
     })
 }
 
+/// A compile error as one line for the user, with clang's diagnostics
+/// below it where there are any.
+pub fn compile_failure(e: CompileError) -> Failure {
+    if let Some(message) = undefined_device_functions(&e) {
+        return Failure::new(message);
+    }
+    Failure { message: e.to_string(), diagnostics: e.diagnostics().map(str::to_string) }
+}
+
+/// A whole-file compile whose device link found calls to functions the file
+/// does not define: one line naming them, instead of lld's, and the way to
+/// build them (relocatable device code, with the files that define them).
+fn undefined_device_functions(e: &CompileError) -> Option<String> {
+    let CompileError::Failed { file, arch, diagnostics, .. } = e else { return None };
+    let mut names: Vec<&str> = Vec::new();
+    for line in diagnostics.lines() {
+        let Some((_, rest)) = line.split_once("error: undefined ") else { continue };
+        let Some((_, name)) = rest.split_once("symbol: ") else { continue };
+        if !names.contains(&name.trim()) {
+            names.push(name.trim());
+        }
+    }
+    if names.is_empty() {
+        return None;
+    }
+    let file = file.display();
+    let listed: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    Some(format!(
+        "{file} for {arch}: its device code calls {}, which it does not define; if another file defines {} \
+         (relocatable device code), give -fgpu-rdc and that file too: regtune tune {file} OTHER.hip -- -fgpu-rdc",
+        listed.join(", "),
+        if names.len() == 1 { "it" } else { "them" },
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,7 +427,6 @@ mod tests {
         let locs = source_locations(&file, &["_Z4axpyPf".to_string(), "_Z5otherv".to_string()]);
         assert_eq!(locs.len(), 1);
         assert_eq!((locs[0].symbol.as_str(), locs[0].line), ("_Z4axpyPf", 4));
-        assert_eq!(unqualified_name("_ZN2ns7stencilIfLi4EEEvPf"), "stencil");
     }
 
     const REMARKS: &str = "\

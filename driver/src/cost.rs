@@ -14,9 +14,9 @@
 //! until they do, so a schedule with many loads in flight per wait hides
 //! latency within the wave, and occupancy hides it across waves.
 //!
-//! The constants in [`Machine`] are first guesses except two fitted for
-//! NVPTX on an H100 (bench/calibrate times every candidate `regtune
-//! predict` estimates, and correlates the two); AMDGPU's are not calibrated.
+//! The constants in [`Machine`] are first guesses except those fitted by
+//! bench/calibrate (it times every candidate `regtune predict` estimates,
+//! and correlates the two); each says which it is.
 
 use serde::Serialize;
 

@@ -1,21 +1,6 @@
-//! Content hashes for cache keys and the decisions db.
+//! Content hashes for cache keys; the db's own hash is the decisions crate's.
 
-use sha2::{Digest, Sha256};
-
-/// Hex SHA-256 of the parts, each length-prefixed so ("ab","c") != ("a","bc").
-pub fn of_parts<I, T>(parts: I) -> String
-where
-    I: IntoIterator<Item = T>,
-    T: AsRef<[u8]>,
-{
-    let mut h = Sha256::new();
-    for p in parts {
-        let p = p.as_ref();
-        h.update((p.len() as u64).to_le_bytes());
-        h.update(p);
-    }
-    hex::encode(h.finalize())
-}
+pub use regtune_decisions::hash::of_parts;
 
 /// First 16 hex digits: enough to name a cache directory.
 pub fn short(bytes: &[u8]) -> String {
@@ -25,8 +10,7 @@ pub fn short(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn parts_are_delimited() {
-        assert_ne!(super::of_parts(["ab", "c"]), super::of_parts(["a", "bc"]));
+    fn short_hashes_name_a_folder() {
         assert_eq!(super::short(b"x").len(), 16);
     }
 }

@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use regtune::output::{self, Format};
 use regtune::target::Arch;
 use regtune::toolchain::Toolchain;
-use regtune::{batch, explain, fix, measure, plugin, report, search, target, tune};
+use regtune::{batch, explain, fix, measure, names, plugin, report, search, target, tune};
 
 #[derive(Parser)]
 #[command(name = "regtune", version, about = "Rewrite HIP kernels to need fewer registers, verified by the real backend")]
@@ -477,7 +477,7 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
         if args.format == Format::Table {
             for r in &rows {
                 for s in &r.suggestions {
-                    text.push_str(&format!("suggestion for {} on {}: {s}\n", report::short_name(&r.report.name), r.report.arch));
+                    text.push_str(&format!("suggestion for {} on {}: {s}\n", names::short_name(&r.report.name), r.report.arch));
                 }
             }
             if args.diff {

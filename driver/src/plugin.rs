@@ -15,13 +15,6 @@ pub const FILE_NAME: &str = "libregtune_passes.so";
 /// Where the plugin keeps the LLVM version it was built for
 /// (passes/src/ffi/mod.rs).
 const VERSION_SECTION: &str = ".regtune_llvm";
-/// What the plugin reads from its environment (passes/src/lib.rs).
-pub const DECISIONS_ENV: &str = "REGTUNE_DECISIONS";
-pub const INPUT_HASH_ENV: &str = "REGTUNE_INPUT_HASH";
-/// Compile this kernel alone (the tuner's one-kernel variants).
-pub const ONLY_KERNEL_ENV: &str = "REGTUNE_ONLY_KERNEL";
-/// The plugin says on stderr what each transform did (`regtune: ...`).
-pub const VERBOSE_ENV: &str = "REGTUNE_VERBOSE";
 
 #[derive(Debug, thiserror::Error)]
 #[error("pass plugin {FILE_NAME} not found (looked in {looked}); build it with `cargo build --release --workspace` or set REGTUNE_PLUGIN")]

@@ -14,11 +14,11 @@ use regtune_decisions::{Db, Entry, Transforms, Usage};
 use serde::Serialize;
 
 use crate::cost::{self, Estimate, Machine, Profile};
+use crate::names;
 use crate::output::Failure;
-use crate::report;
 use crate::runtime::code;
 use crate::session::Session;
-use crate::target::Arch;
+use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
 use crate::tune::{self, Options};
 
@@ -87,10 +87,10 @@ pub fn unit(
             };
             out.push(Candidate {
                 file: file.display().to_string(),
-                kernel: report::short_name(&row.report.name).to_string(),
+                kernel: names::short_name(&row.report.name).to_string(),
                 symbol: row.report.symbol.clone(),
                 arch: arch.processor().to_string(),
-                transforms: tune::labels(&t, arch, &[]),
+                transforms: target::labels(&t, arch, &[]),
                 decision,
                 usage,
                 predicted_speedup: cost::speedup(&plain, &estimate),

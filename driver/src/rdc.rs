@@ -17,8 +17,8 @@ use rayon::prelude::*;
 
 use crate::compile::{self, CompileError, Compiled, Emit, Location, Temps, Variant};
 use crate::measure::{self, MeasureError, Measured};
+use crate::names;
 use crate::output::Failure;
-use crate::report;
 use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
 
@@ -150,7 +150,7 @@ impl LinkSet {
         self.unresolved(source)
             .into_iter()
             .map(|(kernel, calls)| {
-                let names: Vec<String> = calls.iter().map(|c| format!("`{}`", report::demangle(c))).collect();
+                let names: Vec<String> = calls.iter().map(|c| format!("`{}`", names::demangle(c))).collect();
                 let it = if calls.len() == 1 { "it" } else { "them" };
                 let (looked, done, named) = match given {
                     Given::Files { command, done } => (
@@ -167,7 +167,7 @@ impl LinkSet {
                 };
                 Failure::new(format!(
                     "{named}kernel {} calls {}, {looked}; not {done}",
-                    report::short_name(&report::demangle(&kernel)),
+                    names::short_name(&names::demangle(&kernel)),
                     names.join(", "),
                 ))
             })
@@ -253,7 +253,7 @@ fn compile_unit(toolchain: &Toolchain, arch: &Arch, source: &Path, args: &[Strin
     std::fs::create_dir_all(dir).map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
     let unit = compile::Unit { toolchain, arch, source, user_args: args };
     let started = Instant::now();
-    let temps = unit.build_keeping_temps(dir).map_err(report::compile_failure)?;
+    let temps = unit.build_keeping_temps(dir).map_err(compile::compile_failure)?;
     let plain_seconds = started.elapsed().as_secs_f64();
     let ir = disassemble(toolchain, &temps.pre_opt_ir)?;
     Ok(Unit { source: source.to_path_buf(), user_args: args.to_vec(), temps, plain_seconds, graph: CallGraph::parse(&ir) })

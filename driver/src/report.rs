@@ -11,8 +11,9 @@ use rayon::prelude::*;
 use regtune_decisions::Usage;
 use serde::Serialize;
 
-use crate::compile::{self, CompileError, Unit};
+use crate::compile::{self, compile_failure, Unit};
 use crate::measure::{self, Measured, NvidiaUsage};
+use crate::names::{demangle, short_name};
 use crate::output::{Failure, Tabular};
 use crate::rdc;
 use crate::target::{self, Arch, Limiter};
@@ -156,51 +157,6 @@ fn rows_of(measured: Vec<Measured>, arch: &Arch, locations: &[compile::Location]
     rows
 }
 
-pub fn compile_failure(e: CompileError) -> Failure {
-    if let Some(message) = undefined_device_functions(&e) {
-        return Failure::new(message);
-    }
-    Failure { message: e.to_string(), diagnostics: e.diagnostics().map(str::to_string) }
-}
-
-/// A whole-file compile whose device link found calls to functions the file
-/// does not define: one line naming them, instead of lld's, and the way to
-/// build them (relocatable device code, with the files that define them).
-fn undefined_device_functions(e: &CompileError) -> Option<String> {
-    let CompileError::Failed { file, arch, diagnostics, .. } = e else { return None };
-    let mut names: Vec<&str> = Vec::new();
-    for line in diagnostics.lines() {
-        let Some((_, rest)) = line.split_once("error: undefined ") else { continue };
-        let Some((_, name)) = rest.split_once("symbol: ") else { continue };
-        if !names.contains(&name.trim()) {
-            names.push(name.trim());
-        }
-    }
-    if names.is_empty() {
-        return None;
-    }
-    let file = file.display();
-    let listed: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-    Some(format!(
-        "{file} for {arch}: its device code calls {}, which it does not define; if another file defines {} \
-         (relocatable device code), give -fgpu-rdc and that file too: regtune tune {file} OTHER.hip -- -fgpu-rdc",
-        listed.join(", "),
-        if names.len() == 1 { "it" } else { "them" },
-    ))
-}
-
-/// The name without its parameter list, as a table shows it.
-pub fn short_name(demangled: &str) -> &str {
-    demangled.split('(').next().unwrap_or(demangled).trim()
-}
-
-pub fn demangle(symbol: &str) -> String {
-    cpp_demangle::Symbol::new(symbol)
-        .ok()
-        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
-        .unwrap_or_else(|| symbol.to_string())
-}
-
 impl Tabular for KernelReport {
     fn header() -> Vec<&'static str> {
         vec![
@@ -242,13 +198,4 @@ pub fn occupancy_cell(occupancy: u32, nvidia: Option<&NvidiaUsage>) -> String {
 /// The limiter as a table names it, in the words of `arch`'s vendor.
 pub fn limiter_name(limiter: Limiter, arch: &str) -> String {
     Arch::parse(arch).map_or_else(|_| limiter.to_string(), |a| target::of(&a).limiter_name(limiter))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn names_are_demangled() {
-        assert_eq!(super::demangle("_Z4axpyfPKfPfi"), "axpy(float, float const*, float*, int)");
-        assert_eq!(super::demangle("plain_c_kernel"), "plain_c_kernel");
-    }
 }

@@ -16,11 +16,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use regtune_decisions::{Db, Entry, Param, Transforms};
+use regtune_decisions::plugin::{Inspection, DECISIONS_ENV, INPUT_HASH_ENV, ONLY_KERNEL_ENV, VERBOSE_ENV};
+use regtune_decisions::{Db, Entry, Transforms};
 
 use crate::compile::{self, CompileError, Emit, Location, Unit, Variant};
-use crate::{hash, plugin, rdc};
 use crate::measure::{self, Measured};
+use crate::rdc;
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
 
@@ -129,7 +130,7 @@ impl<'a> Session<'a> {
             arch,
             plugin,
             source,
-            input_hash: input_hash(&unit, &preprocessed),
+            input_hash: unit.input_hash(&preprocessed),
             user_args,
             options,
             plain_seconds,
@@ -166,7 +167,7 @@ impl<'a> Session<'a> {
             arch,
             plugin,
             source,
-            input_hash: input_hash(&compile_unit, &plain.preprocessed),
+            input_hash: compile_unit.input_hash(&plain.preprocessed),
             user_args: &plain.unit.user_args,
             options,
             plain_seconds: plain.seconds,
@@ -232,11 +233,11 @@ impl<'a> Session<'a> {
         }
         let decisions = self.decisions_file(variant)?;
         let mut env = vec![
-            (plugin::DECISIONS_ENV, decisions.into_os_string()),
-            (plugin::INPUT_HASH_ENV, OsString::from(&self.input_hash)),
+            (DECISIONS_ENV, decisions.into_os_string()),
+            (INPUT_HASH_ENV, OsString::from(&self.input_hash)),
         ];
         if let Some(symbol) = only {
-            env.push((plugin::ONLY_KERNEL_ENV, OsString::from(symbol)));
+            env.push((ONLY_KERNEL_ENV, OsString::from(symbol)));
         }
         Ok(Variant { args: vec![OsString::from(format!("-fpass-plugin={}", self.plugin.display()))], env, deadline: None })
     }
@@ -289,7 +290,7 @@ impl<'a> Session<'a> {
     /// `transforms` (`REGTUNE_VERBOSE`): its `regtune: ...` lines.
     pub fn plugin_notes(&self, symbol: &str, transforms: &Transforms) -> Result<Vec<String>, SessionError> {
         let mut variant = self.plugin_variant(&[(symbol.to_string(), transforms.clone())], Some(symbol))?;
-        variant.env.push((plugin::VERBOSE_ENV, OsString::from("1")));
+        variant.env.push((VERBOSE_ENV, OsString::from("1")));
         // The values' names, for the notes (clang drops them reading IR).
         variant.args.push(OsString::from("-fno-discard-value-names"));
         let compiled = self.compile(&variant, &self.scratch_path("o"), Emit::Object)?;
@@ -364,30 +365,4 @@ impl<'a> Session<'a> {
             })
             .collect()
     }
-}
-
-/// One kernel as `regtune-inspect` describes it.
-#[derive(Debug, Clone, serde::Deserialize)]
-pub struct Inspection {
-    pub kernel: String,
-    /// pow2 would rewrite something.
-    pub pow2: bool,
-    /// pow2 with inexact rewrites allowed would rewrite more.
-    #[serde(default)]
-    pub pow2_inexact: bool,
-    /// There are loops an unroll cap would touch.
-    pub unroll_cap: bool,
-    /// Pointer parameters in the heuristic's order, most promising first.
-    pub noalias_candidates: Vec<Param>,
-}
-
-/// Hash of what determines the device code: the preprocessed source, the
-/// user's flags, the compiler and the target (NVPTX: and ptxas).
-pub fn input_hash(unit: &Unit<'_>, preprocessed: &[u8]) -> String {
-    let mut parts: Vec<&[u8]> = vec![unit.toolchain.version.as_bytes(), unit.arch.name().as_bytes()];
-    let extra = crate::target::of(unit.arch).hash_inputs(unit.toolchain);
-    parts.extend(extra.iter().map(|e| e.as_bytes()));
-    parts.extend(unit.user_args.iter().map(|a| a.as_bytes()));
-    parts.push(preprocessed);
-    hash::of_parts(parts)
 }

@@ -8,23 +8,25 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
+use regtune_decisions::plugin::Inspection;
 use regtune_decisions::{Db, Entry, Param, Reason, Suggestion, Transforms, Usage};
 use serde::Serialize;
 
+use crate::{candidates, compile, cost, launch};
+use crate::evidence::{Class, Evidence};
 use crate::limits::Limits;
 use crate::measure::Measured;
-use crate::target::Limiter;
+use crate::names;
 use crate::output::{Failure, Tabular};
 use crate::progress::{Progress, UnitProgress};
-use crate::report::{self, KernelReport};
+use crate::rdc::{self, LinkSet};
+use crate::report::KernelReport;
 use crate::search::{self, Objective, Outcome, Rule, Space};
-use crate::session::{Inspection, Listing, Session};
+use crate::session::{Listing, Session};
+use crate::target::Limiter;
 use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
 use crate::verdict::{self, Basis, Verdict};
-use crate::evidence::{Class, Evidence};
-use crate::rdc::{self, LinkSet};
-use crate::{candidates, compile, cost, launch};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -249,7 +251,7 @@ fn tune_in_set(
 
 fn session_failure(e: crate::session::SessionError) -> Failure {
     match e {
-        crate::session::SessionError::Compile(c) => report::compile_failure(c),
+        crate::session::SessionError::Compile(c) => compile::compile_failure(c),
         other => Failure::new(other.to_string()),
     }
 }
@@ -347,7 +349,7 @@ fn tune_session(
         let measured = match session.measure(&variant, Some(Instant::now() + limits.variant)) {
             Err(e) if e.timed_out() => {
                 for p in plans.iter_mut().filter(|p| !p.outcome.transforms.is_empty()) {
-                    p.outcome = Outcome { transforms: Transforms::default(), usage: p.rule.baseline, tried: vec![] };
+                    p.outcome = Outcome { transforms: Transforms::default(), usage: p.rule.baseline };
                     p.combined_timed_out = true;
                 }
                 continue;
@@ -365,7 +367,7 @@ fn tune_session(
             break measured;
         }
         for i in regressed {
-            plans[i].outcome = Outcome { transforms: Transforms::default(), usage: plans[i].rule.baseline, tried: vec![] };
+            plans[i].outcome = Outcome { transforms: Transforms::default(), usage: plans[i].rule.baseline };
             plans[i].combined_regressed = true;
         }
     };
@@ -495,7 +497,7 @@ fn plan_kernel(
     let mut plan = Plan {
         symbol: base.symbol.clone(),
         rule,
-        outcome: Outcome { transforms: Transforms::default(), usage: base.usage, tried: vec![] },
+        outcome: Outcome { transforms: Transforms::default(), usage: base.usage },
         reason: Reason::NoGain,
         suggestion: None,
         variants: 0,
@@ -607,7 +609,7 @@ fn plan_kernel(
 
     // Everything held for the user: unroll caps, inexact pow2, and the
     // caller assumptions the user has not stated.
-    let kernel_name = base_name(&report::demangle(&base.symbol));
+    let kernel_name = names::unqualified(&base.symbol);
     let inferred_block = match options.block_size {
         BlockSize::Auto if allowed.launch_bounds.is_none() => launch::block_size(source, &kernel_name),
         _ => None,
@@ -737,26 +739,6 @@ fn occupancy_targets(arch: &Arch, base: &Measured) -> Vec<u32> {
     target::of(arch).occupancy_targets(arch, base)
 }
 
-/// Transform labels as the target names them: on NVPTX an occupancy target
-/// is in warps per SM ("warps-per-sm=48"; the db keeps it as `waves_per_eu`).
-/// noalias on every pointer parameter reads `noalias=all`.
-pub(crate) fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Vec<String> {
-    let mut labels = t.labels();
-    if !every_pointer.is_empty() && t.noalias == every_pointer {
-        let first = labels.iter().position(|l| l.starts_with("noalias=")).unwrap_or(labels.len());
-        labels.retain(|l| !l.starts_with("noalias="));
-        labels.insert(first, "noalias=all".to_string());
-    }
-    let target = target::of(arch);
-    labels
-        .into_iter()
-        .map(|l| match l.strip_prefix("waves-per-eu=").and_then(|n| n.parse().ok()) {
-            Some(n) => target.occupancy_label(n),
-            None => l,
-        })
-        .collect()
-}
-
 /// What the register column counts.
 fn registers_word(arch: &Arch) -> &'static str {
     target::of(arch).registers_word()
@@ -768,13 +750,6 @@ fn at_best(rule: &Rule, max_waves: u32) -> bool {
     let b = &rule.baseline;
     let clean = b.vgpr_spills + b.sgpr_spills == 0 && (rule.allow_scratch || b.scratch_bytes == 0);
     b.occupancy >= max_waves && (rule.objective == Objective::Occupancy || clean)
-}
-
-/// "ns::lbm_collide<float>(double*, ...)" → "lbm_collide", as launches name it.
-fn base_name(demangled: &str) -> String {
-    let no_args = report::short_name(demangled);
-    let no_template = no_args.split('<').next().unwrap_or(no_args);
-    no_template.rsplit("::").next().unwrap_or(no_template).trim().to_string()
 }
 
 /// "<what> would reach occupancy N (a → b VGPRs) with <the rest> — <what
@@ -794,8 +769,8 @@ fn suggestion_message(
         effect.push_str(&format!(", spills {} → {}", spills(now), spills(then)));
     }
     effect.push(')');
-    let held_labels = labels(held, arch, every_pointer);
-    let others: Vec<String> = labels(with, arch, every_pointer)
+    let held_labels = target::labels(held, arch, every_pointer);
+    let others: Vec<String> = target::labels(with, arch, every_pointer)
         .into_iter()
         .filter(|l| !held_labels.contains(l) && !(l == "pow2=inexact" && held.pow2_inexact))
         .collect();
@@ -877,7 +852,7 @@ fn finish(
     session: &Session<'_>,
     diff: Option<String>,
 ) -> KernelTuning {
-    let applied = labels(&plan.outcome.transforms, arch, &plan.every_pointer);
+    let applied = target::labels(&plan.outcome.transforms, arch, &plan.every_pointer);
     let (before_u, after_u) = (base.usage, after.usage);
     let max_waves = occupancy_ceiling(arch, base);
     let registers = registers_word(arch);
@@ -927,7 +902,7 @@ fn finish(
             Some(p) => format!(
                 "suggested, not applied ({}): {} would reach occupancy {} → {}, {registers} {} → {}",
                 p.reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "),
-                labels(&p.transforms, arch, &plan.every_pointer).join(" + "),
+                target::labels(&p.transforms, arch, &plan.every_pointer).join(" + "),
                 before_u.occupancy,
                 p.usage.occupancy,
                 before_u.vgpr,
@@ -943,7 +918,7 @@ fn finish(
     };
     let (suggested, suggestions, suggested_entries) = match &plan.suggestion {
         Some(p) => (
-            labels(&p.held, arch, &plan.every_pointer),
+            target::labels(&p.held, arch, &plan.every_pointer),
             vec![p.message.clone()],
             vec![Suggestion {
                 transforms: p.transforms.clone(),
@@ -968,7 +943,7 @@ fn finish(
         before: Some(before_u),
         after: Some(after_u),
         candidates: plan.search.kept.clone(),
-        left_out: plan.search.left_out.iter().map(|t| labels(t, arch, &plan.every_pointer).join(" + ")).collect(),
+        left_out: plan.search.left_out.iter().map(|t| target::labels(t, arch, &plan.every_pointer).join(" + ")).collect(),
         measured: None,
     };
     KernelTuning {
@@ -986,10 +961,10 @@ fn finish(
             .measured
             .iter()
             .filter(|m| m.status == VariantStatus::TimedOut)
-            .map(|m| labels(&m.transforms, arch, &plan.every_pointer).join(" + "))
+            .map(|m| target::labels(&m.transforms, arch, &plan.every_pointer).join(" + "))
             .collect(),
         budget_reached: plan.budget_reached,
-        candidates: plan.search.kept.iter().map(|c| labels(&c.transforms, arch, &plan.every_pointer).join(" + ")).collect(),
+        candidates: plan.search.kept.iter().map(|c| target::labels(&c.transforms, arch, &plan.every_pointer).join(" + ")).collect(),
         left_out: entry.left_out.clone(),
         diff,
         limiter_before: base.limiter,
@@ -1014,7 +989,7 @@ impl Plan {
         };
         Some(format!(
             "no variant {goal} (closest: {}, {} → {} {} at occupancy {}); kept the plain compile",
-            labels(best.0, arch, &self.every_pointer).join(" + "),
+            target::labels(best.0, arch, &self.every_pointer).join(" + "),
             self.rule.baseline.vgpr,
             best.1.vgpr,
             registers_word(arch),
@@ -1071,7 +1046,7 @@ impl Tabular for KernelTuning {
         let arrow = |x: u32, y: u32| if x == y { x.to_string() } else { format!("{x} → {y}") };
         let list = |v: &[String]| if v.is_empty() { "-".to_string() } else { v.join(", ") };
         vec![
-            report::short_name(&self.report.name).to_string(),
+            names::short_name(&self.report.name).to_string(),
             self.report.arch.clone(),
             arrow(b.vgpr, a.vgpr),
             arrow(b.vgpr_spills + b.sgpr_spills, a.vgpr_spills + a.sgpr_spills),
@@ -1089,12 +1064,6 @@ impl Tabular for KernelTuning {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base_names_match_how_launches_spell_kernels() {
-        assert_eq!(base_name("lbm_collide(double*, double*)"), "lbm_collide");
-        assert_eq!(base_name("void ns::stencil<float, 4>(float*)"), "stencil");
-    }
 
     #[test]
     fn suggestions_say_what_to_verify() {
@@ -1135,8 +1104,6 @@ mod tests {
         let m = suggestion_message(&restrict, &restrict, &now, &then, &all, &gfx, &Evidence::shipped());
         assert!(m.starts_with("`__restrict__` on every pointer parameter (nvcc's --restrict) would reach"), "{m}");
         assert!(m.ends_with("verify that no two pointer arguments ever overlap"), "{m}");
-        assert_eq!(labels(&restrict, &gfx, &all), ["noalias=all"]);
-        assert_eq!(labels(&Transforms { waves_per_eu: Some(48), ..restrict }, &sm, &all), ["noalias=all", "warps-per-sm=48"]);
     }
 
     #[test]

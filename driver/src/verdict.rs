@@ -3,8 +3,8 @@
 //! suggests, and the reason it gives for either.
 //!
 //! Which classes of transform may be applied unasked at all is the GPU's
-//! call ([`crate::evidence`]): only those that never cost more than 2 % on
-//! real kernels. Within those:
+//! call ([`crate::evidence`]): only those that never cost more than its
+//! tolerance on real kernels. Within those:
 //!   - A transform that trades instruction-level parallelism for registers
 //!     (`unroll-cap`) is applied only where it removes the memory traffic
 //!     of spills, scratch and (NVPTX) local memory; elsewhere suggested.

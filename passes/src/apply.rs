@@ -47,7 +47,7 @@ use regtune_decisions::{Db, Transforms};
 use crate::pow2::Rounding;
 use crate::spec::{Occupancy, Phase};
 use crate::{
-    ir, lds_spill, noalias, occupancy, only_kernel, pow2, sink, spill_to_shared, unroll_cap, RunOptions, DECISIONS_ENV, INPUT_HASH_ENV, VERBOSE_ENV,
+    ir, lds_spill, noalias, occupancy, only_kernel, pow2, sink, spill_to_shared, unroll_cap, RunOptions, DECISIONS_ENV, INPUT_HASH_ENV,
 };
 
 /// The largest work-group AMDGPU supports (and the largest CUDA block).
@@ -195,7 +195,7 @@ fn note(message: &str, changed: bool) -> bool {
 }
 
 fn verbose() -> bool {
-    std::env::var_os(VERBOSE_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+    regtune_decisions::plugin::verbose()
 }
 
 /// One `regtune: warning: ...` line per distinct message and process.

@@ -3,6 +3,8 @@
 //!
 //!   {"kernel":"<symbol>","pow2":true,"pow2_inexact":false,"unroll_cap":false,"noalias_candidates":[...]}
 //!
+//! (`regtune_decisions::plugin::Inspection`, which the driver reads.)
+//!
 //! `pow2` / `unroll_cap`: whether that transform would change anything in
 //! the kernel's scope (found by running it on a copy of the module), so the
 //! tuner never compiles a variant identical to the plain build.
@@ -19,17 +21,11 @@ use std::io::Write;
 use inkwell::module::Module;
 use inkwell::values::FunctionValue;
 
-use crate::pow2::Rounding;
 use crate::{ir, noalias, pow2, unroll_cap};
+use crate::pow2::Rounding;
 
-#[derive(serde::Serialize)]
-struct Line {
-    kernel: String,
-    pow2: bool,
-    pow2_inexact: bool,
-    unroll_cap: bool,
-    noalias_candidates: Vec<noalias::Candidate>,
-}
+/// The line's layout is the driver's too: the decisions crate holds it.
+type Line = regtune_decisions::plugin::Inspection<noalias::Candidate>;
 
 pub fn print(module: &Module<'_>) {
     let mut out = std::io::stdout().lock();

@@ -58,15 +58,9 @@ use inkwell::module::Module;
 
 use spec::{ParamRef, PassSpec};
 
-/// Where `regtune-apply` finds its decisions when the shim's
-/// `-regtune-decisions=` option is empty.
-pub const DECISIONS_ENV: &str = "REGTUNE_DECISIONS";
-/// Narrows `regtune-apply` to the entries of one input hash.
-pub const INPUT_HASH_ENV: &str = "REGTUNE_INPUT_HASH";
-/// Set (to anything but 0) to have the plugin say on stderr what it changed.
-pub const VERBOSE_ENV: &str = "REGTUNE_VERBOSE";
-/// Set by the tuner: compile only this kernel ([`only_kernel`]).
-pub const ONLY_KERNEL_ENV: &str = "REGTUNE_ONLY_KERNEL";
+/// The environment the plugin reads: the decisions crate names it, for
+/// the driver and the plugin both.
+pub use regtune_decisions::plugin::{DECISIONS_ENV, INPUT_HASH_ENV, ONLY_KERNEL_ENV, VERBOSE_ENV};
 
 /// Options the host tool hands to every pass run.
 #[derive(Debug, Default, Clone)]

@@ -47,9 +47,9 @@
 //! libdevice's `__nv_powi`/`__nv_powif` compute (repeated squaring). The
 //! device libraries' other pows are not correctly rounded: ocml's
 //! `__ocml_pow_*`, `__ocml_powr_*` and `__ocml_pown_*` (pown too: it runs
-//! the same log/exp routine) differ from `x * x` in the last bit for ~21% of
-//! random doubles (bench/ocml, on the CPU), libdevice's `__nv_pow`/`__nv_powf`
-//! for ~20% / ~6% (bench/gpu, on an H100). Rewriting those changes results,
+//! the same log/exp routine) differ from `x * x` in the last bit for a
+//! share of random doubles (bench/ocml counts it, on the CPU), and so do
+//! libdevice's `__nv_pow`/`__nv_powf` (bench/gpu). Rewriting those changes results,
 //! so it needs `afn` on the call (`-ffast-math`, `-fapprox-func`), or the
 //! user's explicit word: the pass parameter `<inexact>`, which `regtune tune
 //! --pow2 apply` (or a confirmed suggestion) puts in the decisions db.

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::render::{arrow, display_path, Summary};
 use super::{Batch, KernelRow, Status};
-use crate::report::short_name;
+use crate::names::short_name;
 
 /// Text and attribute values, escaped for HTML.
 pub(crate) fn esc(s: &str) -> String {

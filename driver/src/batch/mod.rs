@@ -23,14 +23,13 @@ use rayon::prelude::*;
 use regtune_decisions::{Db, DbError, Usage};
 use serde::{Deserialize, Serialize};
 
-use crate::compile::Unit as CompileUnit;
+use crate::compile::{self, Unit as CompileUnit};
 use crate::output::Failure;
+use crate::progress::Progress;
+use crate::rdc::{self, Given, LinkSet};
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
 use crate::tune::{self, KernelTuning};
-use crate::progress::Progress;
-use crate::rdc::{self, Given, LinkSet};
-use crate::{report, session};
 use compile_db::{CompileDbError, Parsed, Unit};
 use records::{Records, UnitRecord};
 
@@ -565,9 +564,8 @@ fn preprocessed_hash(toolchain: &Toolchain, arch: &Arch, file: &Path, args: &[St
     let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
     let out = dir.path().join("unit.hipi");
     let unit = CompileUnit { toolchain, arch, source: file, user_args: args };
-    unit.preprocess(&out).map_err(report::compile_failure)?;
-    let bytes = std::fs::read(&out).map_err(|e| Failure::new(format!("cannot read {}: {e}", out.display())))?;
-    Ok(session::input_hash(&unit, &bytes))
+    let (hash, _) = unit.preprocess_and_hash(&out).map_err(compile::compile_failure)?;
+    Ok(hash)
 }
 
 /// One `--record-all` line per variant compiled.

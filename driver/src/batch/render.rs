@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::{Batch, KernelRow, Selection, Status};
+use crate::names::short_name;
 use crate::output::{self, Format, Tabular};
-use crate::report::short_name;
 
 /// What the whole codebase looks like before and after tuning.
 #[derive(Debug, Clone, Serialize)]

@@ -26,9 +26,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use regtune_decisions::{Entry, Usage};
 use serde::Serialize;
 
-use super::ir::{self, Function, Module};
+use crate::ir::{self, Function, Module};
 use super::loops::Cfg;
-use crate::report::{demangle, short_name};
+use crate::names::{demangle, short_name};
 use crate::target::Arch;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -32,7 +32,7 @@ pub fn diagnostic(
     let Tuned::Current(entry) = tuned else { return None };
     let (transforms, used) = lds_build(entry)?;
     Some(notes(toolchain, source, arch, user_args, symbol, &transforms).map(|lines| {
-        let label = crate::tune::labels(&transforms, arch, &[]).join(" + ");
+        let label = crate::target::labels(&transforms, arch, &[]).join(" + ");
         // `regtune: lds-spill<N> SYMBOL: what it did`
         let said = lines
             .iter()

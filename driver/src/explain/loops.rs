@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::ir::{Function, Module};
+use crate::ir::{Function, Module};
 
 pub struct Cfg {
     pub succs: Vec<Vec<usize>>,
@@ -142,7 +142,7 @@ impl Cfg {
 
 #[cfg(test)]
 mod tests {
-    use super::super::ir;
+    use crate::ir;
     use super::*;
 
     const IR: &str = r#"

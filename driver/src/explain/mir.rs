@@ -14,6 +14,8 @@
 
 use std::fmt;
 
+use crate::ir::SourcePos;
+
 /// The pass after which regtune reads the machine code: the last one before
 /// the assembly printer that can change instructions.
 pub const LAST_PASS: &str = "amdgpu-preload-kern-arg-prolog";
@@ -149,22 +151,6 @@ impl FromIterator<Reg> for RegSet {
             s.insert(r);
         }
         s
-    }
-}
-
-/// One place in the source: file as the debug info names it, line, column.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SourcePos {
-    pub file: String,
-    pub line: u32,
-    pub col: u32,
-}
-
-impl SourcePos {
-    /// The file's last path component: the debug info may spell a path
-    /// relative to the compile directory or absolute.
-    pub fn file_name(&self) -> &str {
-        self.file.rsplit('/').next().unwrap_or(&self.file)
     }
 }
 

@@ -15,7 +15,6 @@
 pub mod diagnose;
 pub mod html;
 pub mod lds;
-pub mod ir;
 pub mod loops;
 pub mod mir;
 pub mod pressure;
@@ -28,13 +27,14 @@ use rayon::prelude::*;
 use regtune_decisions::{Db, Usage};
 use serde::Serialize;
 
-use crate::compile::{self, CompileError, Unit};
+use crate::compile::{self, compile_failure, CompileError, Unit};
+use crate::ir;
+use crate::launch;
 use crate::measure::{self, Measured};
+use crate::names::{self, demangle, short_name};
 use crate::output::{self, Failure};
-use crate::report::{compile_failure, demangle, short_name};
 use crate::target::{self, Arch, Limiter};
 use crate::toolchain::Toolchain;
-use crate::{launch, session};
 
 pub use diagnose::{Diagnostic, Kind, Tuned};
 pub use timeline::Timeline;
@@ -209,7 +209,7 @@ fn one(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], op
         return Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())));
     }
     let wanted = |m: &Measured| {
-        options.kernel.is_none_or(|k| k == m.symbol || k == short_name(&demangle(&m.symbol)) || k == base_name(&m.symbol))
+        options.kernel.is_none_or(|k| k == m.symbol || k == short_name(&demangle(&m.symbol)) || k == names::unqualified(&m.symbol))
     };
     let source = std::fs::read_to_string(file).unwrap_or_default();
     let input_hash = if options.db.kernels.is_empty() { None } else { Some(input_hash(toolchain, file, arch, user_args, dir.path())?) };
@@ -256,7 +256,7 @@ fn one(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], op
             max_flat_workgroup_size: b.max_block_sizes.iter().find(|(k, _)| *k == m.symbol).map(|(_, n)| *n),
             post: &b.post,
             pre: &b.pre,
-            launch_block_size: launch::block_size(&source, base_name(&m.symbol)),
+            launch_block_size: launch::block_size(&source, &names::unqualified(&m.symbol)),
             tuned: &tuned,
         };
         let mut diagnostics = diagnose::diagnose(&cx);
@@ -289,26 +289,7 @@ fn one(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], op
 /// the user's flags, compiler, target).
 fn input_hash(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], dir: &Path) -> Result<String, Failure> {
     let unit = Unit { toolchain, arch, source: file, user_args };
-    let out = dir.join("preprocessed.i");
-    unit.preprocess(&out).map_err(compile_failure)?;
-    let bytes = std::fs::read(&out).map_err(|e| Failure::new(format!("cannot read {}: {e}", out.display())))?;
-    Ok(session::input_hash(&unit, &bytes))
+    let (hash, _) = unit.preprocess_and_hash(&dir.join("preprocessed.i")).map_err(compile_failure)?;
+    Ok(hash)
 }
 
-/// The kernel's unqualified name, as launch sites spell it: `ns::k<int>(float*)` → `k`.
-fn base_name(symbol: &str) -> &str {
-    // The demangled string is a temporary; find the same name in the symbol.
-    let demangled = demangle(symbol);
-    let name = short_name(&demangled).rsplit("::").next().unwrap_or("").split('<').next().unwrap_or("").to_string();
-    symbol.find(&name).map_or(symbol, |i| &symbol[i..i + name.len()])
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn base_names_are_the_unqualified_kernel_names() {
-        assert_eq!(super::base_name("_Z16md_lj_force_kickPKdS0_"), "md_lj_force_kick");
-        assert_eq!(super::base_name("_ZN2ns7stencilIfEEvPf"), "stencil");
-        assert_eq!(super::base_name("plain_c_kernel"), "plain_c_kernel");
-    }
-}

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::{KernelExplain, Timeline};
-use crate::report::short_name;
+use crate::names::short_name;
 
 /// Live values listed before the rest are summed up.
 const LIVE_SHOWN: usize = 24;

@@ -13,8 +13,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use super::ir;
-use super::mir::{RegClass, Scratch, SourcePos};
+use crate::ir;
+use super::mir::{RegClass, Scratch};
+use crate::ir::SourcePos;
 use super::pressure::Liveness;
 
 #[derive(Debug, Clone, Serialize)]
@@ -147,8 +148,8 @@ impl Names {
                     continue;
                 }
                 if let Some(k) = key(&pm.location(dbg)).pop() {
-                    let name = crate::report::demangle(callee);
-                    let name = crate::report::short_name(&name).rsplit("::").next().unwrap_or(callee).to_string();
+                    let name = crate::names::demangle(callee);
+                    let name = crate::names::short_name(&name).rsplit("::").next().unwrap_or(callee).to_string();
                     calls.insert(k, name);
                 }
             }

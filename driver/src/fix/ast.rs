@@ -122,11 +122,6 @@ impl Node {
         self.begin.as_ref().is_some_and(|b| b.in_macro && !b.macro_arg && b.spelling.is_some())
     }
 
-    /// Begins in `file` (possibly at a macro's expansion).
-    pub fn begins_in(&self, file: &str) -> bool {
-        self.begin.as_ref().is_some_and(|b| &*b.file == file)
-    }
-
     /// The node below implicit casts and parentheses.
     pub fn ignoring_implicit(&self) -> &Node {
         let mut n = self;

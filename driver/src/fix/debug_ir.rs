@@ -2,7 +2,7 @@
 //! pre-optimization IR with line tables (`-gline-tables-only`), before and
 //! after the plugin's early phase (`opt -passes=regtune-apply<early>`).
 //!
-//! Two things are read from LLVM's textual IR, nothing else:
+//! Two things are read from LLVM's textual IR (with `crate::ir`), nothing else:
 //!   - calls that are gone afterwards (pow2 turned them into multiplies),
 //!     with their `!dbg` location and the exponent they were passed;
 //!   - where each function's loops start, from the start location clang
@@ -14,7 +14,9 @@
 //! So the source edits follow exactly what the passes did, including
 //! their rules about which calls and which functions they may touch.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::ir;
 
 /// A source position as debug info gives it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -199,200 +201,53 @@ struct Function {
     loops: Vec<u32>,
 }
 
+/// The module as `crate::ir` reads it, with each function's direct calls
+/// and loop IDs gathered.
 struct Module {
     functions: Vec<Function>,
-    /// `!N = ...`: the text after the `=`.
-    metadata: HashMap<u32, String>,
+    ir: ir::Module,
 }
 
 impl Module {
     fn parse(text: &str) -> Module {
-        let mut functions = Vec::new();
-        let mut metadata = HashMap::new();
-        let mut current: Option<Function> = None;
-        for line in text.lines() {
-            if let Some(f) = current.as_mut() {
-                if line == "}" {
-                    functions.extend(current.take());
-                    continue;
-                }
-                if let Some(call) = call_of(line) {
-                    f.calls.push(call);
-                }
-                if let Some(id) = attachment(line, "!llvm.loop") {
-                    if !f.loops.contains(&id) {
-                        f.loops.push(id);
+        let ir = ir::parse(text);
+        let functions = ir
+            .functions
+            .iter()
+            .map(|f| {
+                let insts = || f.blocks.iter().flat_map(|b| &b.insts);
+                let calls = insts()
+                    .filter_map(|i| {
+                        let last_arg = i.call_args().last().and_then(|a| a.split_whitespace().last()).map(str::to_string);
+                        Some(Call { callee: i.callee()?.to_string(), dbg: i.dbg, last_arg })
+                    })
+                    .collect();
+                let mut loops: Vec<u32> = Vec::new();
+                for id in insts().filter_map(|i| i.loop_md) {
+                    if !loops.contains(&id) {
+                        loops.push(id);
                     }
                 }
-            } else if line.starts_with("define ") {
-                if let Some(name) = global_name(line) {
-                    current = Some(Function { name, calls: vec![], loops: vec![] });
-                }
-            } else if let Some(rest) = line.strip_prefix('!') {
-                let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-                if let (Ok(n), Some(body)) = (rest[..digits].parse::<u32>(), rest[digits..].strip_prefix(" = ")) {
-                    metadata.insert(n, body.trim_start_matches("distinct ").to_string());
-                }
-            }
-        }
-        Module { functions, metadata }
+                Function { name: f.name.clone(), calls, loops }
+            })
+            .collect();
+        Module { functions, ir }
     }
 
     /// The source position of a `!DILocation` node.
     fn pos(&self, id: Option<u32>) -> Option<Pos> {
-        let loc = self.metadata.get(&id?)?.strip_prefix("!DILocation(")?;
-        let line: u32 = field(loc, "line")?.parse().ok()?;
-        let col: u32 = field(loc, "column").and_then(|c| c.parse().ok()).unwrap_or(0);
-        let file = self.file_of_scope(node_ref(&field(loc, "scope")?)?)?;
-        (line > 0).then_some(Pos { file, line, col })
-    }
-
-    /// The file of a scope (subprogram, lexical block): its `file:` field.
-    fn file_of_scope(&self, scope: u32) -> Option<String> {
-        let node = self.metadata.get(&scope)?;
-        let file = self.metadata.get(&node_ref(&field(node, "file")?)?)?.strip_prefix("!DIFile(")?;
-        let name = unquote(&field(file, "filename")?);
-        let dir = field(file, "directory").map(|d| unquote(&d)).unwrap_or_default();
-        Some(if name.starts_with('/') || dir.is_empty() { name } else { format!("{dir}/{name}") })
+        self.ir.full_position(id?).map(|p| Pos { file: p.file, line: p.line, col: p.col })
     }
 
     /// A loop ID holds `!{!"llvm.loop.unroll.disable"}`.
     fn disables(&self, id: u32) -> bool {
-        let Some(ops) = self.metadata.get(&id).and_then(|m| m.strip_prefix("!{")) else { return false };
-        ops.trim_end_matches('}').split(", ").filter_map(node_ref).any(|op| self.metadata.get(&op).is_some_and(|n| n == "!{!\"llvm.loop.unroll.disable\"}"))
+        self.ir.disables_unroll(id)
     }
 
     /// A loop ID's start location: its first `!DILocation` operand.
     fn loop_start(&self, id: u32) -> Option<Pos> {
-        let ops = self.metadata.get(&id)?.strip_prefix("!{")?.trim_end_matches('}');
-        ops.split(", ")
-            .filter_map(node_ref)
-            .filter(|&op| op != id)
-            .find(|op| self.metadata.get(op).is_some_and(|n| n.starts_with("!DILocation(")))
-            .and_then(|op| self.pos(Some(op)))
+        self.ir.loop_start(id).map(|p| Pos { file: p.file, line: p.line, col: p.col })
     }
-}
-
-/// The callee, `!dbg` and last argument of a direct call instruction.
-fn call_of(line: &str) -> Option<Call> {
-    let at = line.find(" call ")?;
-    let rest = &line[at + " call ".len()..];
-    let callee_at = rest.find('@')?;
-    // An indirect call has its callee in a register, not after the type.
-    if rest[..callee_at].contains('%') {
-        return None;
-    }
-    let callee = global_name(&rest[callee_at..])?;
-    let args_from = callee_at + rest[callee_at..].find('(')?;
-    let args = balanced(&rest[args_from..])?;
-    let last_arg = split_top_level(args).pop().and_then(|a| a.split_whitespace().last().map(str::to_string));
-    Some(Call { callee, dbg: attachment(line, "!dbg"), last_arg })
-}
-
-/// `@name` or `@"quoted name"` at the first `@` of `text`.
-fn global_name(text: &str) -> Option<String> {
-    let rest = &text[text.find('@')? + 1..];
-    if let Some(q) = rest.strip_prefix('"') {
-        return Some(q[..q.find('"')?].to_string());
-    }
-    let len = rest.bytes().take_while(|b| b.is_ascii_alphanumeric() || b"$._-".contains(b)).count();
-    (len > 0).then(|| rest[..len].to_string())
-}
-
-/// The text inside the parenthesis that `text` starts with.
-fn balanced(text: &str) -> Option<&str> {
-    let mut depth = 0i32;
-    let mut quoted = false;
-    for (i, c) in text.char_indices() {
-        match c {
-            '"' => quoted = !quoted,
-            '(' | '[' | '{' | '<' if !quoted => depth += 1,
-            ')' | ']' | '}' | '>' if !quoted => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(&text[1..i]);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-fn split_top_level(text: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' | '[' | '{' | '<' => depth += 1,
-            ')' | ']' | '}' | '>' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(text[start..i].trim());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    if !text[start..].trim().is_empty() {
-        parts.push(text[start..].trim());
-    }
-    parts
-}
-
-/// `, !dbg !12` -> 12.
-fn attachment(line: &str, name: &str) -> Option<u32> {
-    let at = line.find(&format!("{name} !"))?;
-    let rest = &line[at + name.len() + 2..];
-    rest[..rest.bytes().take_while(u8::is_ascii_digit).count()].parse().ok()
-}
-
-/// `key: value` inside a specialized metadata node; a quoted value whole.
-fn field(node: &str, key: &str) -> Option<String> {
-    let pat = format!("{key}: ");
-    let mut search = 0;
-    let at = loop {
-        let i = search + node[search..].find(&pat)?;
-        // A whole field name: after `(` or `, `.
-        if i == 0 || node[..i].ends_with('(') || node[..i].ends_with(", ") {
-            break i;
-        }
-        search = i + pat.len();
-    };
-    let rest = &node[at + pat.len()..];
-    if let Some(q) = rest.strip_prefix('"') {
-        let mut end = 0;
-        let bytes = q.as_bytes();
-        while end < bytes.len() && bytes[end] != b'"' {
-            end += if bytes[end] == b'\\' { 2 } else { 1 };
-        }
-        return Some(format!("\"{}\"", &q[..end.min(q.len())]));
-    }
-    let end = rest.find([',', ')']).unwrap_or(rest.len());
-    Some(rest[..end].trim().to_string())
-}
-
-fn node_ref(text: &str) -> Option<u32> {
-    text.trim().strip_prefix('!')?.parse().ok()
-}
-
-/// A quoted metadata string, with LLVM's `\XX` escapes undone.
-fn unquote(text: &str) -> String {
-    let inner = text.trim_matches('"');
-    let mut out = Vec::new();
-    let bytes = inner.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 2 < bytes.len() + 1 {
-            if let Some(b) = inner.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// An IR constant as a number: `2.000000e+00`, `0x4000000000000000`, `2`.

@@ -16,7 +16,7 @@ use regtune_decisions::{Db, Entry};
 use std::ffi::OsString;
 
 use crate::compile::{self, Unit, Variant};
-use crate::plugin::{DECISIONS_ENV, INPUT_HASH_ENV};
+use regtune_decisions::plugin::{DECISIONS_ENV, INPUT_HASH_ENV};
 
 use super::debug_ir::{self, Changes};
 use super::{unrolled, Decision};
@@ -66,8 +66,8 @@ pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision], uncapped
         .args(["-passes=regtune-apply<early>", "-S", "-o"])
         .arg(&after)
         .arg(&bc)
-        .env("REGTUNE_DECISIONS", &decisions_file)
-        .env_remove("REGTUNE_INPUT_HASH");
+        .env(DECISIONS_ENV, &decisions_file)
+        .env_remove(INPUT_HASH_ENV);
     run(opt, "opt with the pass plugin")?;
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
     let before = read(&before)?;

@@ -40,8 +40,8 @@ use std::sync::Arc;
 
 use regtune_decisions::{Db, Transforms, Usage};
 
+use crate::names;
 use crate::output::Failure;
-use crate::report;
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
 
@@ -311,7 +311,7 @@ impl Source<'_> {
 
     /// A function's name as a reader knows it.
     pub fn function_name(&self, symbol: &str) -> String {
-        report::short_name(&report::demangle(symbol)).to_string()
+        names::short_name(&names::demangle(symbol)).to_string()
     }
 }
 
@@ -469,7 +469,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 // Not its own edits: others' in code it shares (a helper, a
                 // header). Their kernels lose them, and are told why.
                 let span = units.iter().find_map(|u| u.spans.get(symbol));
-                let name = report::short_name(&report::demangle(symbol)).to_string();
+                let name = names::short_name(&names::demangle(symbol)).to_string();
                 for e in edits.iter().filter(|e| span.map_or(e.kernels.len() > 1, |(f, a, b)| e.file == *f && *a <= e.start && e.start < *b)) {
                     for k in &e.kernels {
                         dropped.entry(k.clone()).or_insert_with(|| format!("its edits change {name} too, where {why}"));
@@ -514,7 +514,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
             let measured = found.usage.get(&(d.symbol.clone(), d.arch.to_string())).copied();
             let verified = outcome == Outcome::Verified;
             kernels.push(KernelResult {
-                name: report::short_name(&report::demangle(&d.symbol)).to_string(),
+                name: names::short_name(&names::demangle(&d.symbol)).to_string(),
                 symbol: d.symbol.clone(),
                 arch: d.arch.to_string(),
                 applied: labels(&d.transforms, &d.arch),
@@ -533,7 +533,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
         // A kernel without decisions whose numbers moved: say so too.
         for d in u.decisions.iter().filter(|d| d.transforms.is_empty()) {
             if let Some(why) = dropped.get(&d.symbol) {
-                let name = report::short_name(&report::demangle(&d.symbol)).to_string();
+                let name = names::short_name(&names::demangle(&d.symbol)).to_string();
                 let line = format!("{}: note: {name}: {why}; the edits it shares with others were left out", u.path.display());
                 if !notes.contains(&line) {
                     notes.push(line);

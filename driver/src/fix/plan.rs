@@ -10,9 +10,8 @@ use std::sync::Arc;
 use regtune_decisions::{Db, Transforms};
 
 use crate::compile::{self, Unit};
+use crate::names;
 use crate::output::Failure;
-use crate::report;
-use crate::session;
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
 
@@ -129,10 +128,10 @@ pub fn plan(ctx: &Context<'_>, path: &Path, files: &mut Files) -> Result<Planned
     }
 
     // The AST of every function the edits touch, once per GPU family.
-    let mut names: BTreeSet<String> = active.iter().map(|d| compile::unqualified_name(&d.symbol)).collect();
+    let mut names: BTreeSet<String> = active.iter().map(|d| names::unqualified(&d.symbol)).collect();
     for (_, c) in &changes {
-        names.extend(c.removed_calls.iter().map(|r| compile::unqualified_name(&r.function)));
-        names.extend(c.loops.iter().map(|l| compile::unqualified_name(&l.function)));
+        names.extend(c.removed_calls.iter().map(|r| names::unqualified(&r.function)));
+        names.extend(c.loops.iter().map(|l| names::unqualified(&l.function)));
     }
     let names: Vec<String> = names.into_iter().filter(|n| !n.is_empty()).collect();
     let mut nodes: Vec<Node> = Vec::new();
@@ -236,7 +235,6 @@ fn group_by_symbol<'a>(active: &[&'a Decision]) -> BTreeMap<String, Vec<&'a Deci
 fn input_hash(unit: &Unit<'_>) -> Result<(String, String), Failure> {
     let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
     let out = dir.path().join("unit.i");
-    unit.preprocess(&out).map_err(report::compile_failure)?;
-    let bytes = std::fs::read(&out).map_err(|e| Failure::new(format!("cannot read {}: {e}", out.display())))?;
-    Ok((session::input_hash(unit, &bytes), String::from_utf8_lossy(&bytes).into_owned()))
+    let (hash, bytes) = unit.preprocess_and_hash(&out).map_err(compile::compile_failure)?;
+    Ok((hash, String::from_utf8_lossy(&bytes).into_owned()))
 }

@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use crate::compile;
+use crate::names;
 
 use super::ast::{self, Node};
 use super::debug_ir::{CallSite, RemovedCall};
@@ -56,7 +56,7 @@ pub fn edits(
         let file = ast::canonical(&call.at.file);
         let found: Vec<CallSite> = if source.files.text(&file).is_some() {
             vec![CallSite { function: call.function.clone(), at: call.at.clone(), exponent: call.exponent }]
-        } else if POW_NAMES.contains(&compile::unqualified_name(&call.function).as_str()) {
+        } else if POW_NAMES.contains(&names::unqualified(&call.function).as_str()) {
             call.callers.iter().filter(|c| source.files.text(&ast::canonical(&c.at.file)).is_some()).cloned().collect()
         } else {
             vec![]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use regtune_decisions::Transforms;
 
-use crate::report;
+use crate::names;
 use crate::target::Arch;
 
 use super::plan::Planned;
@@ -125,7 +125,7 @@ pub fn keeps_own(group: &Group, what: &str) -> bool {
 }
 
 fn name(symbol: &str) -> String {
-    report::short_name(&report::demangle(symbol)).to_string()
+    names::short_name(&names::demangle(symbol)).to_string()
 }
 
 /// The groups among the units' decided kernels, leaving out `skipped` ones.

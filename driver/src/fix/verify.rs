@@ -14,7 +14,7 @@ use regtune_decisions::Usage;
 
 use crate::compile::Unit;
 use crate::measure;
-use crate::report;
+use crate::names;
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
 
@@ -81,7 +81,7 @@ pub fn check(build: &Build<'_>, units: &[Planned], changed: &BTreeSet<Arc<str>>,
                     found.wrong.entry(d.symbol.clone()).or_insert(format!("the plain build of the patched files on {arch} gives {why}"));
                 } else if let (true, Some(g), Some(p)) = (d.transforms.is_empty(), got, d.promised) {
                     if mismatch(Some(g), Some(p)).is_some() {
-                        let name = report::short_name(&report::demangle(&d.symbol)).to_string();
+                        let name = names::short_name(&names::demangle(&d.symbol)).to_string();
                         found.side_effects.push(format!(
                             "{}: {name} on {arch}, where nothing was decided, changes too (code it shares with a decided kernel or target): VGPRs {} → {}, occupancy {} → {}",
                             u.path.display(),

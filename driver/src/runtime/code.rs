@@ -73,7 +73,7 @@ pub fn has_candidates(entry: &Entry) -> bool {
 /// SM); an arch this build cannot parse keeps the db's own labels.
 pub fn labels(entry: &Entry, t: &Transforms) -> Vec<String> {
     match crate::target::Arch::parse(&entry.arch) {
-        Ok(arch) => crate::tune::labels(t, &arch, &[]),
+        Ok(arch) => crate::target::labels(t, &arch, &[]),
         Err(_) => t.labels(),
     }
 }

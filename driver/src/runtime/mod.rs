@@ -177,7 +177,7 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
     let launched_nothing_planned = collected.measured.is_empty();
     if !collected.unplanned.is_empty() {
         let names: Vec<String> =
-            collected.unplanned.iter().map(|s| crate::report::short_name(&crate::report::demangle(s)).to_string()).collect();
+            collected.unplanned.iter().map(|s| crate::names::short_name(&crate::names::demangle(s)).to_string()).collect();
         notes.push(format!("launched without candidates in {}: {}", o.db.display(), names.join(", ")));
     }
     notes.push(format!("{program}: {}, {seconds:.3} s under regtune measure", exit_text(&status)));
@@ -208,7 +208,7 @@ fn left_out<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String> 
     keys.filter_map(|k| db.kernels.get(k))
         .filter(|e| !e.left_out.is_empty())
         .map(|e| {
-            let name = crate::report::short_name(&e.name);
+            let name = crate::names::short_name(&e.name);
             format!("{name}: {} more candidates left out by tune (--candidates): {}", e.left_out.len(), e.left_out.join(", "))
         })
         .collect()

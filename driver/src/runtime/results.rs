@@ -9,8 +9,8 @@ use regtune_runtime::plan::{Event, LaunchResult};
 use serde::Serialize;
 
 use super::plan::PlannedCandidate;
+use crate::names;
 use crate::output::Tabular;
-use crate::report;
 
 /// What one run of the program showed.
 #[derive(Debug, Default)]
@@ -120,7 +120,7 @@ fn faulted_candidate(message: &str) -> Option<String> {
 }
 
 fn short(symbol: &str) -> String {
-    report::short_name(&report::demangle(symbol)).to_string()
+    names::short_name(&names::demangle(symbol)).to_string()
 }
 
 /// One candidate of one kernel, as reported.
@@ -156,7 +156,7 @@ pub fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]) -> Ve
     let built = entry.effective();
     let allowed = entry.allowed();
     let theirs = compared.iter().map(|(name, c)| Row {
-        kernel: report::short_name(&entry.name).to_string(),
+        kernel: names::short_name(&entry.name).to_string(),
         symbol: entry.symbol.clone(),
         arch: entry.arch.clone(),
         candidate: name.clone(),
@@ -203,7 +203,7 @@ pub fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]) -> Ve
                 }
             };
             Row {
-                kernel: report::short_name(&entry.name).to_string(),
+                kernel: names::short_name(&entry.name).to_string(),
                 symbol: entry.symbol.clone(),
                 arch: entry.arch.clone(),
                 candidate: if c.transforms.is_empty() { "plain".into() } else { super::code::label(entry, &c.transforms) },

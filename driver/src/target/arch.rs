@@ -4,7 +4,8 @@
 
 use std::fmt;
 
-use crate::{nvidia, occupancy};
+use super::amdgpu::occupancy;
+use super::nvptx::nvidia;
 
 #[derive(Debug, thiserror::Error)]
 #[error("unknown target `{0}`: regtune knows {known}", known = known_names())]

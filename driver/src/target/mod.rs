@@ -29,6 +29,8 @@ pub use arch::*;
 /// [`Target::limiter_name`]).
 pub use amdgpu::occupancy::Limiter;
 
+use regtune_decisions::{Param, Transforms};
+
 use crate::compile::{Compiled, CompileError, Emit, Location, Temps, Unit, Variant};
 use crate::cost::{Machine, Profile};
 use crate::measure::{self, MeasureError, Measured};
@@ -207,6 +209,26 @@ pub trait Target: fmt::Debug + Sync {
 
 /// Does `path` hold a built object (ELF, an offload bundle) rather than
 /// source? By its first bytes.
+/// Transform labels as the target names them: on NVPTX an occupancy target
+/// is in warps per SM ("warps-per-sm=48"; the db keeps it as `waves_per_eu`).
+/// noalias on every pointer parameter reads `noalias=all`.
+pub fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Vec<String> {
+    let mut labels = t.labels();
+    if !every_pointer.is_empty() && t.noalias == every_pointer {
+        let first = labels.iter().position(|l| l.starts_with("noalias=")).unwrap_or(labels.len());
+        labels.retain(|l| !l.starts_with("noalias="));
+        labels.insert(first, "noalias=all".to_string());
+    }
+    let target = of(arch);
+    labels
+        .into_iter()
+        .map(|l| match l.strip_prefix("waves-per-eu=").and_then(|n| n.parse().ok()) {
+            Some(n) => target.occupancy_label(n),
+            None => l,
+        })
+        .collect()
+}
+
 pub fn is_built_object(path: &Path) -> bool {
     amdgpu::codeobj::is_object(path)
 }
@@ -308,10 +330,20 @@ mod tests {
     }
 
     #[test]
+    fn labels_are_in_the_targets_words() {
+        let all: Vec<Param> = (0..3).map(|i| Param { index: i, name: format!("p{i}") }).collect();
+        let restrict = Transforms { noalias: all.clone(), ..Default::default() };
+        assert_eq!(labels(&restrict, &arch("gfx90a"), &all), ["noalias=all"]);
+        let with_target = Transforms { waves_per_eu: Some(48), ..restrict };
+        assert_eq!(labels(&with_target, &arch("sm_90"), &all), ["noalias=all", "warps-per-sm=48"]);
+    }
+
+    #[test]
     fn targets_follow_the_arch() {
         assert_eq!(of(&arch("gfx1100")).family(), "amdgpu");
         assert_eq!(of(&arch("sm_90")).family(), "nvptx");
-        assert_eq!(of(&arch("sm_90")).occupancy_unit(), arch("sm_90").occupancy_unit());
+        assert_eq!(of(&arch("gfx90a")).occupancy_unit(), "waves/SIMD");
+        assert_eq!(of(&arch("sm_90")).occupancy_unit(), "warps/SM");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The input hash of a source on a target, as `regtune tune` records it:
 //! compiler version, target, the user's device flags and the preprocessed
-//! device source (`session::input_hash`). A db entry is current for a build
+//! device source (`compile::Unit::input_hash`). A db entry is current for a build
 //! exactly when its hash equals this one.
 //!
 //! Preprocessing costs a few percent of a compile, so the answer is
@@ -19,7 +19,6 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::compile::Unit;
-use crate::session;
 use crate::target::Arch;
 use crate::toolchain::Toolchain;
 
@@ -88,7 +87,7 @@ pub fn input_hash(
     }
     let started = SystemTime::now();
     let preprocessed = preprocess(toolchain, arch, source, device_args)?;
-    let hash = session::input_hash(&Unit { toolchain, arch, source, user_args: device_args }, &preprocessed);
+    let hash = Unit { toolchain, arch, source, user_args: device_args }.input_hash(&preprocessed);
     if let Some(files) = dependencies(&preprocessed, &cwd, started) {
         let manifest = Manifest { input_hash: hash.clone(), files };
         if let Ok(json) = serde_json::to_vec(&manifest) {

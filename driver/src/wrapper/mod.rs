@@ -42,6 +42,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Output};
 
+use regtune_decisions::plugin::{DECISIONS_ENV, INPUT_HASH_ENV};
 use regtune_decisions::{Db, Entry};
 
 use crate::target::Arch;
@@ -401,10 +402,10 @@ impl Wrapper {
     fn build_tuned(&self, cmd: &CompileCommand, front: &[OsString], tuned: &Tuned) -> ExitCode {
         let mut command = self.captured(Some(cmd), front);
         command.arg(format!("-fpass-plugin={}", tuned.plugin.display()));
-        command.env("REGTUNE_DECISIONS", &tuned.decisions);
+        command.env(DECISIONS_ENV, &tuned.decisions);
         match &tuned.input_hash {
-            Some(h) => command.env("REGTUNE_INPUT_HASH", h),
-            None => command.env_remove("REGTUNE_INPUT_HASH"),
+            Some(h) => command.env(INPUT_HASH_ENV, h),
+            None => command.env_remove(INPUT_HASH_ENV),
         };
         let out = match command.output() {
             Ok(out) => out,
@@ -515,7 +516,7 @@ fn describe(out: &Output) -> String {
 }
 
 fn verbose() -> bool {
-    std::env::var_os("REGTUNE_VERBOSE").is_some_and(|v| !v.is_empty() && v != "0")
+    regtune_decisions::plugin::verbose()
 }
 
 /// The `regtune` CLI (for `regtune tune`): this binary, or the one next to it.

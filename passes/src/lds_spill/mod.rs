@@ -112,7 +112,6 @@ use inkwell::values::{FunctionValue, InstructionOpcode, InstructionValue};
 use crate::ffi::sink::{self as llvm, Def, Source};
 use crate::ir;
 use crate::sink::cfg::Cfg;
-use crate::VERBOSE_ENV;
 
 use choice::{Block, Candidate, Model, Point};
 use legality::{Refusal, Target, MAX_RELOADS};
@@ -191,7 +190,7 @@ fn value_name(value: InstructionValue<'_>) -> String {
 }
 
 fn note(kernel: FunctionValue<'_>, slots: u32, message: &str) {
-    if std::env::var_os(VERBOSE_ENV).is_some_and(|v| !v.is_empty() && v != "0") {
+    if regtune_decisions::plugin::verbose() {
         eprintln!("regtune: lds-spill<{slots}> {}: {message}", ir::symbol(kernel));
     }
 }

@@ -6,7 +6,7 @@
 //! at run time is no spill at all, yet every access to it goes to local
 //! memory. So an unroll cap that "removes 3000 bytes of spills" can put the
 //! matrices it no longer unrolls into local memory, inside the loops: far
-//! more traffic (a Kalman filter on an H100: 0.13×). Counting the accesses
+//! more traffic (bench/gpu's Kalman filter shows it). Counting the accesses
 //! in the final code, weighted by loop depth, shows that.
 //!
 //! A loop is a backward branch (`BRA` to a label at or before it); each

@@ -1,13 +1,27 @@
-//! A reader for the parts of textual LLVM IR that `explain` looks at:
-//! functions, blocks, instructions (result, opcode, operands, type, debug
-//! location), debug records (`#dbg_value`, `#dbg_declare`) and the
-//! debug-info metadata they point to. The IR is the compiler's own output
-//! (`clang -S -emit-llvm -g`), one instruction per line, so a line reader
-//! is enough; anything it does not recognise is skipped.
+//! A reader for the parts of textual LLVM IR that `explain` and `fix` look
+//! at: functions, blocks, instructions (result, opcode, operands, type, debug
+//! location, loop ID), debug records (`#dbg_value`, `#dbg_declare`) and the
+//! metadata they point to (debug info, loop IDs). The IR is the compiler's
+//! own output (`clang -S -emit-llvm -g`), one instruction per line, so a line
+//! reader is enough; anything it does not recognise is skipped.
 
 use std::collections::{HashMap, HashSet};
 
-use super::mir::SourcePos;
+/// One place in the source: file as the debug info names it, line, column.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourcePos {
+    pub file: String,
+    pub line: u32,
+    pub col: u32,
+}
+
+impl SourcePos {
+    /// The file's last path component: the debug info may spell a path
+    /// relative to the compile directory or absolute.
+    pub fn file_name(&self) -> &str {
+        self.file.rsplit('/').next().unwrap_or(&self.file)
+    }
+}
 
 #[derive(Debug, Default)]
 pub struct Module {
@@ -84,6 +98,26 @@ impl Node {
 
 fn md_id(s: &str) -> Option<u32> {
     s.trim().strip_prefix('!')?.parse().ok()
+}
+
+/// A quoted metadata string, with LLVM's `\XX` escapes undone.
+fn unquote(text: &str) -> String {
+    let inner = text.trim_matches('"');
+    let mut out = Vec::new();
+    let bytes = inner.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' {
+            if let Some(b) = inner.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A source variable as the debug info describes it.
@@ -480,6 +514,41 @@ impl Module {
         })
     }
 
+    /// Where a `!DILocation` is, its file as `directory/filename` (the name
+    /// alone where it is absolute or has no directory); None on line 0.
+    pub fn full_position(&self, id: u32) -> Option<SourcePos> {
+        let loc = self.metadata.get(&id).filter(|n| n.kind == "DILocation")?;
+        let line = loc.num("line")? as u32;
+        let col = loc.num("column").unwrap_or(0) as u32;
+        let scope = self.metadata.get(&loc.id("scope")?)?;
+        let file = self.metadata.get(&scope.id("file")?).filter(|n| n.kind == "DIFile")?;
+        let name = unquote(file.get("filename")?);
+        let dir = file.get("directory").map(unquote).unwrap_or_default();
+        let file = if name.starts_with('/') || dir.is_empty() { name } else { format!("{dir}/{name}") };
+        (line > 0).then_some(SourcePos { file, line, col })
+    }
+
+    /// A loop ID holds `!{!"llvm.loop.unroll.disable"}`.
+    pub fn disables_unroll(&self, loop_md: u32) -> bool {
+        let Some(n) = self.metadata.get(&loop_md).filter(|n| n.kind.is_empty()) else { return false };
+        n.fields.iter().filter_map(|(_, v)| md_id(v)).any(|op| {
+            self.metadata.get(&op).is_some_and(|m| {
+                m.kind.is_empty() && m.fields.len() == 1 && m.fields[0].1 == "!\"llvm.loop.unroll.disable\""
+            })
+        })
+    }
+
+    /// A loop ID's start location: its first `!DILocation` operand.
+    pub fn loop_start(&self, loop_md: u32) -> Option<SourcePos> {
+        let n = self.metadata.get(&loop_md).filter(|n| n.kind.is_empty())?;
+        n.fields
+            .iter()
+            .filter_map(|(_, v)| md_id(v))
+            .filter(|&op| op != loop_md)
+            .find(|op| self.metadata.get(op).is_some_and(|n| n.kind == "DILocation"))
+            .and_then(|op| self.full_position(op))
+    }
+
     /// The source lines a loop spans, from its `!llvm.loop` node.
     pub fn loop_lines(&self, loop_md: u32) -> Option<(u32, u32)> {
         let n = self.metadata.get(&loop_md)?;
@@ -495,17 +564,25 @@ impl Module {
 }
 
 impl Inst {
-    /// The function a direct call calls (without `@`).
+    /// The function a direct call calls (without `@`); None for an
+    /// indirect call (its first global is an argument, not followed by `(`).
     pub fn callee(&self) -> Option<&str> {
         if !matches!(self.opcode.as_str(), "call" | "invoke") {
             return None;
         }
         let at = self.text.find(" @")? + 2;
         let rest = &self.text[at..];
-        match rest.strip_prefix('"') {
-            Some(q) => q.split('"').next(),
-            None => rest.split('(').next(),
-        }
+        let (name, after) = match rest.strip_prefix('"') {
+            Some(q) => {
+                let end = q.find('"')?;
+                (&q[..end], &q[end + 1..])
+            }
+            None => {
+                let len = rest.bytes().take_while(|b| b.is_ascii_alphanumeric() || b"$._-".contains(b)).count();
+                (&rest[..len], &rest[len..])
+            }
+        };
+        (!name.is_empty() && after.starts_with('(')).then_some(name)
     }
 
     /// A call's arguments as written (`double noundef 2.000000e+00`).
@@ -661,6 +738,9 @@ exit:
         let call = instruction("%c = call contract noundef double @_ZL3powdd(double noundef %40, double noundef 2.000000e+00) #25, !dbg !7");
         assert_eq!((call.callee(), call.call_args()), (Some("_ZL3powdd"), vec!["double noundef %40", "double noundef 2.000000e+00"]));
         assert_eq!(call.dbg, Some(7));
+        assert_eq!(instruction("call void %fp(ptr noundef @g)").callee(), None, "indirect");
+        assert_eq!(instruction("%s = call %struct.S @make(i32 1)").callee(), Some("make"));
+        assert_eq!(instruction("call i32 (ptr, ...) @printf(ptr @fmt)").callee(), Some("printf"));
         assert_eq!(f.blocks[0].insts[4].ty, "double", "a load's type");
         assert_eq!(f.blocks[0].insts[5].ty, "double", "a select's type");
         assert_eq!(f.blocks[0].insts[6].text, "alloca [64 x i32], align 16, addrspace(5)");
