@@ -7,7 +7,7 @@ unroll caps), and the program's hand sweep (`--maxrregcount=R` for each R,
 built by corpus.py) is listed beside them as `--compare` builds. run.sh then
 times all of it inside each program with `regtune measure`, in one GPU run.
 
-    python3 bench/search/build.py [--regtune target/release/regtune] [--candidates 16] [--only P...] [-j 2]
+    python3 bench/search/build.py [--regtune target/release/regtune] [--candidates 16] [--only P...] [-j 2] [--block-size N]
 
 Writes bench/search/build/ (ignored by git, carried to the GPU machine):
 
@@ -35,7 +35,7 @@ CORPUS = os.path.join(REPO, "bench", "calibrate", "build", "corpus")
 ARCH = "sm_90"
 
 
-def tune(regtune, name, program, candidates, evidence):
+def tune(regtune, name, program, candidates, evidence, block_size=None):
     """Tune the program's kernel files into its own db; the wall time."""
     db = os.path.join(OUT, name, "db", "decisions.json")
     if os.path.isdir(os.path.dirname(db)):
@@ -45,7 +45,8 @@ def tune(regtune, name, program, candidates, evidence):
     log = open(os.path.join(OUT, name, "tune.log"), "w")
     for unit in (u for u in program["units"] if u.get("kernels")):
         cmd = [regtune, "tune", "--offload-arch", ARCH, "--candidates", str(candidates), "--evidence", evidence,
-               "--format", "json", "--db", db, unit["file"], "--"] + unit["regtune_args"]
+               "--format", "json", "--db", db] + (["--block-size", str(block_size)] if block_size else []) \
+            + [unit["file"], "--"] + unit["regtune_args"]
         r = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=log, text=True)
         with open(os.path.join(OUT, name, "tune." + os.path.basename(unit["file"]) + ".json"), "w") as f:
             f.write(r.stdout)
@@ -79,6 +80,9 @@ def main():
     p.add_argument("--evidence", default=os.path.join(REPO, "tests", "fixtures", "evidence-none.json"),
                    help="what tune may apply unasked: none, so every class is a candidate, not a decision")
     p.add_argument("--only", nargs="*")
+    p.add_argument("--block-size", type=int,
+                   help="state that every launch has at most N threads (tune's --block-size): adds the shared-memory "
+                        "spilling candidates; a program that launches more fails those candidates, which measure rejects")
     p.add_argument("-j", type=int, default=2)
     a = p.parse_args()
     regtune = os.path.abspath(a.regtune)
@@ -90,7 +94,8 @@ def main():
     for n in chosen:
         os.makedirs(os.path.join(OUT, n), exist_ok=True)
     with concurrent.futures.ThreadPoolExecutor(a.j) as pool:
-        jobs = {pool.submit(tune, regtune, n, pr, a.candidates, os.path.abspath(a.evidence)): n for n, pr in chosen.items()}
+        jobs = {pool.submit(tune, regtune, n, pr, a.candidates, os.path.abspath(a.evidence), a.block_size): n
+                for n, pr in chosen.items()}
         for job in concurrent.futures.as_completed(jobs):
             n = jobs[job]
             db, seconds = job.result()

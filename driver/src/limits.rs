@@ -44,14 +44,16 @@ impl Limits {
         }
     }
 
-    /// Time for the builds `regtune measure` will time, whose search may
-    /// have spent the budget: at least a quarter of it from now (a whole
-    /// second budget made the slowest files of the corpus take 15× their
-    /// plain compile). Once per file: the kernels that reach it later share it.
+    /// Time for the builds `regtune measure` will time, when the search
+    /// has spent the budget: a quarter of it more, from now (a whole second
+    /// budget made the slowest files of the corpus take 15× their plain
+    /// compile). Once per file, by the first kernel that finds the budget
+    /// spent: the kernels that reach it later share it.
     pub fn renew(&self) {
-        if !self.renewed.swap(true, Ordering::Relaxed) {
-            let mut deadline = self.deadline.lock().expect("deadline lock");
-            *deadline = (*deadline).max(Instant::now() + self.budget / CANDIDATE_SHARE);
+        let mut deadline = self.deadline.lock().expect("deadline lock");
+        let now = Instant::now();
+        if now >= *deadline && !self.renewed.swap(true, Ordering::Relaxed) {
+            *deadline = now + self.budget / CANDIDATE_SHARE;
         }
     }
 
@@ -117,9 +119,14 @@ mod tests {
         std::thread::sleep(Duration::from_millis(60));
         once.renew();
         assert!(once.spent(), "a file's budget is renewed once, not per kernel");
-        // A budget not yet spent is not cut short.
-        let early = Limits::new(Instant::now(), 1.0, None, Some(Duration::from_secs(100)));
+        // A budget not yet spent is neither cut short nor renewed: a kernel
+        // that finds it spent later still gets its quarter.
+        let early = Limits::new(Instant::now() - Duration::from_millis(100), 1.0, None, Some(Duration::from_millis(150)));
         early.renew();
-        assert!(early.deadline() > Instant::now() + Duration::from_secs(90));
+        assert!(!early.spent());
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(early.spent());
+        early.renew();
+        assert!(!early.spent(), "renewed by the kernel that found it spent");
     }
 }

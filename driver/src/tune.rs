@@ -653,7 +653,6 @@ fn plan_kernel(
     // The measured search: every occupancy step, alone and with the best
     // allowed rewrites, and unroll caps, for `regtune measure` to time.
     if options.candidates > 0 {
-        tuning.limits.renew();
         let mut known_builds = vec![Transforms::default(), outcome.transforms.clone()];
         known_builds.extend(suggestion.as_ref().map(|p| p.transforms.clone()));
         known_builds.dedup();
@@ -682,6 +681,8 @@ fn plan_kernel(
         };
         let build = |t: &Transforms| Some((eval(t)?, session.kernel_code_hash(&base.symbol, t).ok()?));
         plan.search = candidates::select(candidates::proposals(&pool), options.candidates.saturating_sub(taken), &known, build, || {
+            // The first kernel to find the budget spent renews it for the candidates.
+            tuning.limits.renew();
             tuning.limits.spent()
         });
     }
