@@ -88,7 +88,7 @@ fn tune_keeps_the_candidates_it_measured_and_measure_plans_them() {
     assert_eq!(names, expected);
     // The kept cubins are the very builds the db describes: ptxas's register counts, read back.
     let registers = |path: &Path| {
-        let ks = regtune::target::nvptx::cubin::read(&std::fs::read(path).unwrap()).unwrap();
+        let ks = regtune::gpu::nvptx::cubin::read(&std::fs::read(path).unwrap()).unwrap();
         ks.into_iter().find(|k| k.name == entry.symbol).unwrap().registers
     };
     assert_eq!(registers(&candidates[0].2), entry.before.unwrap().vgpr);
@@ -294,7 +294,7 @@ fn the_build_follows_the_measurement() {
     }
     db.save(&db_path).unwrap();
     tune();
-    let cuda = regtune::target::nvptx::cuda::Cuda::detect().unwrap();
+    let cuda = regtune::gpu::nvptx::cuda::Cuda::detect().unwrap();
     let plugin = regtune::plugin::find().unwrap();
     let registers = |db: &Path| {
         let out = dir.path().join("k.cubin");
@@ -309,7 +309,7 @@ fn the_build_follows_the_measurement() {
             .status()
             .unwrap();
         assert!(status.success());
-        let kernels = regtune::target::nvptx::cubin::read(&std::fs::read(&out).unwrap()).unwrap();
+        let kernels = regtune::gpu::nvptx::cubin::read(&std::fs::read(&out).unwrap()).unwrap();
         kernels.into_iter().find(|k| k.name.starts_with("_Z20laplacian3d")).unwrap().registers
     };
     let entry = Db::load(&db_path).unwrap().kernels.into_values().find(|e| e.symbol.starts_with("_Z20laplacian3d")).unwrap();

@@ -512,7 +512,7 @@ fn the_time_budget_ends_the_search_with_the_best_result_so_far() {
 #[test]
 fn one_kernel_variants_measure_as_the_whole_file_does() {
     use regtune::session::Session;
-    use regtune::target::Arch;
+    use regtune::gpu::Arch;
     use regtune::toolchain::Toolchain;
     use regtune_decisions::Transforms;
 

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use regtune::target::Arch;
+use regtune::gpu::Arch;
 use regtune::toolchain::Toolchain;
 use regtune::wrapper::cache::Cache;
 use regtune::wrapper::command::CompileCommand;

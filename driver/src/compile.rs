@@ -5,7 +5,7 @@
 //!
 //! What differs per target (HIP or CUDA flags, how a code object is built
 //! and which intermediate files are kept) is the target's
-//! ([`crate::target::Target`]); NVPTX compiles as CUDA, to PTX and then
+//! ([`crate::gpu::Target`]); NVPTX compiles as CUDA, to PTX and then
 //! through ptxas, whose `-v` report is appended to [`Compiled::stderr`].
 
 use std::ffi::OsString;
@@ -16,8 +16,8 @@ use std::time::Instant;
 use crate::job::{self, JobError};
 use crate::names;
 use crate::output::Failure;
-use crate::target::nvptx::ptxas;
-use crate::target::{self, Arch};
+use crate::gpu::nvptx::ptxas;
+use crate::gpu::{self, Arch};
 use crate::toolchain::Toolchain;
 
 /// clang's default for HIP; the user's own -O in CLANG_ARGS comes later and wins.
@@ -124,7 +124,7 @@ impl Unit<'_> {
         self.check_source()?;
         self.toolchain.prepare(self.arch)?;
         let mut cmd = Command::new(&self.toolchain.clang);
-        cmd.args(target::of(self.arch).device_args(self.toolchain, self.arch, self.user_args)?);
+        cmd.args(gpu::of(self.arch).device_args(self.toolchain, self.arch, self.user_args)?);
         cmd.arg(DEFAULT_OPT);
         cmd.args(self.user_args);
         Ok(cmd)
@@ -135,7 +135,7 @@ impl Unit<'_> {
     /// source location); NVPTX: a cubin, with the `ptxas -v` report.
     pub fn code_object(&self, out: &Path) -> Result<Compiled, CompileError> {
         let cmd = self.hip_command()?;
-        target::of(self.arch).code_object(self, cmd, out)
+        gpu::of(self.arch).code_object(self, cmd, out)
     }
 
     /// Device-only compile to a listing in `out`: assembly (PTX on NVPTX,
@@ -158,7 +158,7 @@ impl Unit<'_> {
     /// `tune` records and the hipcc wrapper looks up
     /// ([`regtune_decisions::hash::input_hash`]; NVPTX adds ptxas's version).
     pub fn input_hash(&self, preprocessed: &[u8]) -> String {
-        let tools = target::of(self.arch).hash_inputs(self.toolchain);
+        let tools = gpu::of(self.arch).hash_inputs(self.toolchain);
         regtune_decisions::hash::input_hash(&self.toolchain.version, self.arch.name(), &tools, self.user_args, preprocessed)
     }
 
@@ -179,7 +179,7 @@ impl Unit<'_> {
         // Value names keep kernel parameters recognisable ("noalias=f14");
         // they never change the generated code.
         let cmd = self.hip_command()?;
-        target::of(self.arch).build_keeping_temps(self, cmd, dir, object)
+        gpu::of(self.arch).build_keeping_temps(self, cmd, dir, object)
     }
 }
 
@@ -225,7 +225,7 @@ pub fn ir_to_object(
     variant: &Variant,
     user_args: &[String],
 ) -> Result<Compiled, CompileError> {
-    target::of(arch).ir_to_object(toolchain, arch, ir, out, variant, user_args)
+    gpu::of(arch).ir_to_object(toolchain, arch, ir, out, variant, user_args)
 }
 
 /// Run a compile of `ir` with the variant's environment, until its deadline.

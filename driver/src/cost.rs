@@ -20,7 +20,7 @@
 
 use serde::Serialize;
 
-use crate::target::Arch;
+use crate::gpu::Arch;
 
 /// Trip count assumed for a loop whose count the code does not show.
 pub const UNKNOWN_TRIPS: f64 = 8.0;
@@ -65,7 +65,7 @@ pub struct Machine {
 impl Machine {
     /// The target's machine.
     pub fn of(arch: &Arch) -> Machine {
-        crate::target::of(arch).machine(arch)
+        crate::gpu::of(arch).machine(arch)
     }
 
     /// An NVIDIA SM sub-partition.
@@ -164,13 +164,13 @@ impl Estimate {
 pub fn estimate(p: &Profile, usage: &regtune_decisions::Usage, arch: &Arch) -> Estimate {
     let m = Machine::of(arch);
     let mut p = p.clone();
-    if !crate::target::of(arch).listing_shows_spills() && usage.local_accesses > 0 {
+    if !crate::gpu::of(arch).listing_shows_spills() && usage.local_accesses > 0 {
         let n = f64::from(usage.local_accesses);
         p.issue_cycles += n - p.scratch_ops;
         p.latency_cycles += n / 2.0 * m.spill_latency;
         p.scratch_ops = n;
         p.scratch_bytes = n * 4.0;
-    } else if !crate::target::of(arch).listing_shows_spills() {
+    } else if !crate::gpu::of(arch).listing_shows_spills() {
         let weight = if p.code_instructions > 0.0 { (p.instructions / p.code_instructions).max(1.0) } else { 1.0 };
         // ptxas spills whole 32-bit registers at least.
         let (stores, loads) = (f64::from(usage.vgpr_spills) / 4.0, f64::from(usage.sgpr_spills) / 4.0);
@@ -190,12 +190,12 @@ pub fn speedup(plain: &Estimate, variant: &Estimate) -> f64 {
 /// A variant's profile from its listing (AMDGPU assembly or PTX, the
 /// kernel's part alone).
 pub fn profile_of(kernel_listing: &str, arch: &Arch) -> Profile {
-    crate::target::of(arch).profile(kernel_listing, &Machine::of(arch))
+    crate::gpu::of(arch).profile(kernel_listing, &Machine::of(arch))
 }
 
 /// Waves per SIMD (or warps per SM sub-partition) at a reported occupancy.
 pub fn waves(arch: &Arch, occupancy: u32) -> f64 {
-    crate::target::of(arch).waves(occupancy)
+    crate::gpu::of(arch).waves(occupancy)
 }
 
 /// One instruction as the simulation needs it.

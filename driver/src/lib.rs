@@ -3,7 +3,7 @@
 //!
 //! Data flows one way: toolchain → compile → measure → search/cost →
 //! verdict → tune/report/predict → output. Each stage is one module; what
-//! differs between AMDGPU and NVPTX is behind [`target::Target`], one folder
+//! differs between AMDGPU and NVPTX is behind [`gpu::Target`], one folder
 //! per target (ARCHITECTURE.md); `main.rs` is only the CLI.
 
 pub mod batch;
@@ -13,6 +13,7 @@ pub mod cost;
 pub mod evidence;
 pub mod explain;
 pub mod fix;
+pub mod gpu;
 pub mod hash;
 pub mod ir;
 pub mod job;
@@ -29,7 +30,6 @@ pub mod report;
 pub mod runtime;
 pub mod search;
 pub mod session;
-pub mod target;
 pub mod toolchain;
 pub mod tools;
 pub mod tune;

@@ -7,9 +7,9 @@ use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
 use regtune::output::{self, Format};
-use regtune::target::Arch;
+use regtune::gpu::Arch;
 use regtune::toolchain::Toolchain;
-use regtune::{batch, explain, fix, measure, names, plugin, report, search, target, tune};
+use regtune::{batch, explain, fix, gpu, measure, names, plugin, report, search, tune};
 
 #[derive(Parser)]
 #[command(name = "regtune", version, about = "Rewrite HIP kernels to need fewer registers, verified by the real backend")]
@@ -112,13 +112,13 @@ impl Inputs {
     fn archs(&self) -> Result<Vec<Arch>> {
         let list = match (&self.offload_arch, self.target) {
             (Some(list), _) => list.clone(),
-            (None, Some(TargetFamily::Nvptx)) => target::DEFAULT_NVPTX_ARCH.to_string(),
-            (None, _) => target::DEFAULT_AMDGPU_ARCH.to_string(),
+            (None, Some(TargetFamily::Nvptx)) => gpu::DEFAULT_NVPTX_ARCH.to_string(),
+            (None, _) => gpu::DEFAULT_AMDGPU_ARCH.to_string(),
         };
         let archs = Arch::parse_list(&list)?;
         if let Some(family) = self.target {
             let want = if family == TargetFamily::Nvptx { "nvptx" } else { "amdgpu" };
-            if let Some(a) = archs.iter().find(|a| target::of(a).family() != want) {
+            if let Some(a) = archs.iter().find(|a| gpu::of(a).family() != want) {
                 anyhow::bail!("--offload-arch {a} is not a target of --target {want}");
             }
         }

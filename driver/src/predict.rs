@@ -18,7 +18,7 @@ use crate::names;
 use crate::output::Failure;
 use crate::runtime::code;
 use crate::session::Session;
-use crate::target::{self, Arch};
+use crate::gpu::{self, Arch};
 use crate::toolchain::Toolchain;
 use crate::tune::{self, Options};
 
@@ -90,7 +90,7 @@ pub fn unit(
                 kernel: names::short_name(&row.report.name).to_string(),
                 symbol: row.report.symbol.clone(),
                 arch: arch.processor().to_string(),
-                transforms: target::labels(&t, arch, &[]),
+                transforms: gpu::labels(&t, arch, &[]),
                 decision,
                 usage,
                 predicted_speedup: cost::speedup(&plain, &estimate),

@@ -6,7 +6,7 @@
 //! once (keeping the temps its variants start from) and says which kernels
 //! still call a function no unit defines. Those are named, not measured:
 //! their registers depend on code regtune was not given. How a target links
-//! is its own ([`crate::target::Target::device_link`]).
+//! is its own ([`crate::gpu::Target::device_link`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ use crate::compile::{self, CompileError, Compiled, Emit, Location, Temps, Varian
 use crate::measure::{self, MeasureError, Measured};
 use crate::names;
 use crate::output::Failure;
-use crate::target::{self, Arch};
+use crate::gpu::{self, Arch};
 use crate::toolchain::Toolchain;
 
 #[derive(Debug, thiserror::Error)]
@@ -188,7 +188,7 @@ impl Link {
     pub fn device_link(&self, toolchain: &Toolchain, arch: &Arch, own: PathBuf, out: &Path, emit: Emit, user_args: &[String], variant: &Variant)
         -> Result<Compiled, CompileError> {
         let inputs: Vec<PathBuf> = std::iter::once(own).chain(self.others.iter().cloned()).collect();
-        target::of(arch).device_link(toolchain, arch, &inputs, out, emit, user_args, variant)
+        gpu::of(arch).device_link(toolchain, arch, &inputs, out, emit, user_args, variant)
     }
 
     /// The unit's own kernels of a linked code object.
@@ -232,7 +232,7 @@ impl LinkSet {
             let pre_ir = dir.join("resolved.bc");
             without_kernels(toolchain, &unit.temps.pre_opt_ir, &unresolved, &pre_ir).map_err(|f| RdcError::Other(f.message))?;
             let own = dir.join("resolved.o.bc");
-            target::of(arch).ir_to_bitcode(toolchain, arch, &pre_ir, &own, &Variant::default())?;
+            gpu::of(arch).ir_to_bitcode(toolchain, arch, &pre_ir, &own, &Variant::default())?;
             (pre_ir, own)
         };
         let object = dir.join("plain.o");
@@ -249,7 +249,7 @@ impl LinkSet {
 }
 
 fn compile_unit(toolchain: &Toolchain, arch: &Arch, source: &Path, args: &[String], dir: &Path) -> Result<Unit, Failure> {
-    target::of(arch).relocatable().map_err(|why| Failure::new(format!("{}: -fgpu-rdc for {arch}: {why}", source.display())))?;
+    gpu::of(arch).relocatable().map_err(|why| Failure::new(format!("{}: -fgpu-rdc for {arch}: {why}", source.display())))?;
     std::fs::create_dir_all(dir).map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
     let unit = compile::Unit { toolchain, arch, source, user_args: args };
     let started = Instant::now();

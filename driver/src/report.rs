@@ -16,7 +16,7 @@ use crate::measure::{self, Measured, NvidiaUsage};
 use crate::names::{demangle, short_name};
 use crate::output::{Failure, Tabular};
 use crate::rdc;
-use crate::target::{self, Arch, Limiter};
+use crate::gpu::{self, Arch, Limiter};
 use crate::toolchain::Toolchain;
 
 /// One row of the report; the JSON keys are stable.
@@ -120,8 +120,8 @@ fn one(
     user_args: &[String],
     options: &measure::Options,
 ) -> Result<Vec<KernelReport>, Failure> {
-    let target = target::of(arch);
-    let built = target::is_built_object(file);
+    let target = gpu::of(arch);
+    let built = gpu::is_built_object(file);
     let (measured, locations) = if let (true, Err(why)) = (built, target.reads_built_objects()) {
         return Err(Failure::new(format!("{}: {why}", file.display())));
     } else if built {
@@ -197,5 +197,5 @@ pub fn occupancy_cell(occupancy: u32, nvidia: Option<&NvidiaUsage>) -> String {
 
 /// The limiter as a table names it, in the words of `arch`'s vendor.
 pub fn limiter_name(limiter: Limiter, arch: &str) -> String {
-    Arch::parse(arch).map_or_else(|_| limiter.to_string(), |a| target::of(&a).limiter_name(limiter))
+    Arch::parse(arch).map_or_else(|_| limiter.to_string(), |a| gpu::of(&a).limiter_name(limiter))
 }

@@ -22,7 +22,7 @@ use regtune_decisions::{Db, Entry, Transforms};
 use crate::compile::{self, CompileError, Emit, Location, Unit, Variant};
 use crate::measure::{self, Measured};
 use crate::rdc;
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 
 #[derive(Debug, thiserror::Error)]
@@ -143,7 +143,7 @@ impl<'a> Session<'a> {
             link: None,
         };
         let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
-        let locations = crate::target::of(arch).locations(source, &temps.stderr, &symbols);
+        let locations = crate::gpu::of(arch).locations(source, &temps.stderr, &symbols);
         Ok((session, baseline, locations))
     }
 
@@ -189,7 +189,7 @@ impl<'a> Session<'a> {
             return Ok(compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, out, variant, self.user_args)?);
         };
         let own = out.with_extension("own.bc");
-        let target = crate::target::of(self.arch);
+        let target = crate::gpu::of(self.arch);
         let compiled = target.ir_to_bitcode(self.toolchain, self.arch, &self.pre_ir, &own, variant)?;
         let linked = link.device_link(self.toolchain, self.arch, own, out, emit, self.user_args, variant)?;
         Ok(compile::Compiled { stderr: compiled.stderr + &linked.stderr })

@@ -23,8 +23,8 @@ use crate::rdc::{self, LinkSet};
 use crate::report::KernelReport;
 use crate::search::{self, Objective, Outcome, Rule, Space};
 use crate::session::{Listing, Session};
-use crate::target::Limiter;
-use crate::target::{self, Arch};
+use crate::gpu::Limiter;
+use crate::gpu::{self, Arch};
 use crate::toolchain::Toolchain;
 use crate::verdict::{self, Basis, Verdict};
 
@@ -492,7 +492,7 @@ fn plan_kernel(
         objective: options.objective,
         allow_scratch: options.allow_scratch,
         baseline: base.usage,
-        lane_spills: target::of(session.arch).lane_spills(),
+        lane_spills: gpu::of(session.arch).lane_spills(),
     };
     let mut plan = Plan {
         symbol: base.symbol.clone(),
@@ -639,11 +639,11 @@ fn plan_kernel(
                 if let Some((w, ratio)) = held_target.filter(|(w, _)| held.waves_per_eu == Some(*w)) {
                     message.push_str(&format!(
                         "; {} alone was predicted {:.2}× as fast (its schedule keeps fewer loads in flight)",
-                        target::of(session.arch).occupancy_label(w),
+                        gpu::of(session.arch).occupancy_label(w),
                         1.0 / ratio
                     ));
                 }
-                message = message.replace(" VGPRs", &format!(" {}", target::of(session.arch).registers_word()));
+                message = message.replace(" VGPRs", &format!(" {}", gpu::of(session.arch).registers_word()));
                 suggestion = Some(Proposal { held, transforms: better.transforms, usage: better.usage, reasons, message });
             }
         }
@@ -661,7 +661,7 @@ fn plan_kernel(
         let known: Vec<String> = known_builds.iter().filter_map(|t| session.kernel_code_hash(&base.symbol, t).ok()).collect();
         // Spilling to shared memory needs the block size every launch keeps
         // to: the source's launch bounds, or the user's --block-size.
-        let target = target::of(session.arch);
+        let target = gpu::of(session.arch);
         let stated = match options.block_size {
             BlockSize::Given(n) => Some(n),
             _ => None,
@@ -669,7 +669,7 @@ fn plan_kernel(
         let shared_spill = (stated.is_some() || target.promised_block(base).is_some())
             .then(|| Transforms { launch_bounds: stated, ..Default::default() });
         let pool = candidates::Pool {
-            steps: target::of(session.arch).occupancy_steps(session.arch, base),
+            steps: gpu::of(session.arch).occupancy_steps(session.arch, base),
             rewrites: search::best_rewrites(&allowed_rewrites, &rule, &eval),
             unroll_caps: caps.clone(),
             spill_to_shared: shared_spill.clone().filter(|_| target.backend_spills_to_shared()),
@@ -731,17 +731,17 @@ fn predicted_time_ratio(
 
 /// The most occupancy fewer registers could bring (the target's model).
 fn occupancy_ceiling(arch: &Arch, base: &Measured) -> u32 {
-    target::of(arch).occupancy_ceiling(arch, base)
+    gpu::of(arch).occupancy_ceiling(arch, base)
 }
 
 /// Occupancy steps the register allocator could plausibly reach.
 fn occupancy_targets(arch: &Arch, base: &Measured) -> Vec<u32> {
-    target::of(arch).occupancy_targets(arch, base)
+    gpu::of(arch).occupancy_targets(arch, base)
 }
 
 /// What the register column counts.
 fn registers_word(arch: &Arch) -> &'static str {
-    target::of(arch).registers_word()
+    gpu::of(arch).registers_word()
 }
 
 /// Nothing can beat the plain build: top occupancy and, for `no-spill`,
@@ -769,8 +769,8 @@ fn suggestion_message(
         effect.push_str(&format!(", spills {} → {}", spills(now), spills(then)));
     }
     effect.push(')');
-    let held_labels = target::labels(held, arch, every_pointer);
-    let others: Vec<String> = target::labels(with, arch, every_pointer)
+    let held_labels = gpu::labels(held, arch, every_pointer);
+    let others: Vec<String> = gpu::labels(with, arch, every_pointer)
         .into_iter()
         .filter(|l| !held_labels.contains(l) && !(l == "pow2=inexact" && held.pow2_inexact))
         .collect();
@@ -793,7 +793,7 @@ fn suggestion_message(
         checks.push(format!("it computes the same values, but {} ({}); confirm it after timing the kernel", evidence.summary(class), class.name()));
     }
     if held.pow2_inexact {
-        let library = target::of(arch).pow_library().0;
+        let library = gpu::of(arch).pow_library().0;
         what.push("`pow(x, 2.0)` → `x * x`".to_string());
         checks.push(format!(
             "{library} is not correctly rounded, so results change in the last bit (for ~20% of doubles); \
@@ -804,7 +804,7 @@ fn suggestion_message(
         what.push(format!("capping unrolling at {n}"));
     }
     if let Some(w) = held.waves_per_eu {
-        let target = target::of(arch).occupancy_label(w);
+        let target = gpu::of(arch).occupancy_label(w);
         what.push(format!("the occupancy target {target}"));
     }
     let trades: Vec<Class> = Class::of(held).into_iter().filter(|c| matches!(c, Class::UnrollCap | Class::OccupancyTarget)).collect();
@@ -852,7 +852,7 @@ fn finish(
     session: &Session<'_>,
     diff: Option<String>,
 ) -> KernelTuning {
-    let applied = target::labels(&plan.outcome.transforms, arch, &plan.every_pointer);
+    let applied = gpu::labels(&plan.outcome.transforms, arch, &plan.every_pointer);
     let (before_u, after_u) = (base.usage, after.usage);
     let max_waves = occupancy_ceiling(arch, base);
     let registers = registers_word(arch);
@@ -902,7 +902,7 @@ fn finish(
             Some(p) => format!(
                 "suggested, not applied ({}): {} would reach occupancy {} → {}, {registers} {} → {}",
                 p.reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "),
-                target::labels(&p.transforms, arch, &plan.every_pointer).join(" + "),
+                gpu::labels(&p.transforms, arch, &plan.every_pointer).join(" + "),
                 before_u.occupancy,
                 p.usage.occupancy,
                 before_u.vgpr,
@@ -918,7 +918,7 @@ fn finish(
     };
     let (suggested, suggestions, suggested_entries) = match &plan.suggestion {
         Some(p) => (
-            target::labels(&p.held, arch, &plan.every_pointer),
+            gpu::labels(&p.held, arch, &plan.every_pointer),
             vec![p.message.clone()],
             vec![Suggestion {
                 transforms: p.transforms.clone(),
@@ -943,7 +943,7 @@ fn finish(
         before: Some(before_u),
         after: Some(after_u),
         candidates: plan.search.kept.clone(),
-        left_out: plan.search.left_out.iter().map(|t| target::labels(t, arch, &plan.every_pointer).join(" + ")).collect(),
+        left_out: plan.search.left_out.iter().map(|t| gpu::labels(t, arch, &plan.every_pointer).join(" + ")).collect(),
         measured: None,
     };
     KernelTuning {
@@ -961,10 +961,10 @@ fn finish(
             .measured
             .iter()
             .filter(|m| m.status == VariantStatus::TimedOut)
-            .map(|m| target::labels(&m.transforms, arch, &plan.every_pointer).join(" + "))
+            .map(|m| gpu::labels(&m.transforms, arch, &plan.every_pointer).join(" + "))
             .collect(),
         budget_reached: plan.budget_reached,
-        candidates: plan.search.kept.iter().map(|c| target::labels(&c.transforms, arch, &plan.every_pointer).join(" + ")).collect(),
+        candidates: plan.search.kept.iter().map(|c| gpu::labels(&c.transforms, arch, &plan.every_pointer).join(" + ")).collect(),
         left_out: entry.left_out.clone(),
         diff,
         limiter_before: base.limiter,
@@ -989,7 +989,7 @@ impl Plan {
         };
         Some(format!(
             "no variant {goal} (closest: {}, {} → {} {} at occupancy {}); kept the plain compile",
-            target::labels(best.0, arch, &self.every_pointer).join(" + "),
+            gpu::labels(best.0, arch, &self.every_pointer).join(" + "),
             self.rule.baseline.vgpr,
             best.1.vgpr,
             registers_word(arch),
@@ -1002,7 +1002,7 @@ impl Plan {
 fn diff_listings(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<String, crate::session::SessionError> {
     let tuned = [(symbol.to_string(), t.clone())];
     let mut out = String::new();
-    let target = target::of(session.arch);
+    let target = gpu::of(session.arch);
     let asm = |listing: &str, symbol: &str| target.kernel_listing(listing, symbol);
     for (kind, extract, label) in
         [(Listing::Ir, &ir_function as &dyn Fn(&str, &str) -> String, "IR"), (Listing::Asm, &asm as &dyn Fn(&str, &str) -> String, "asm")]
@@ -1025,7 +1025,7 @@ fn diff_listings(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<
 /// to assembly (PTX on NVPTX).
 pub(crate) fn profile(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<cost::Profile, crate::session::SessionError> {
     let listing = session.listing(&[(symbol.to_string(), t.clone())], Listing::Asm)?;
-    let code = target::of(session.arch).kernel_listing(&listing, symbol);
+    let code = gpu::of(session.arch).kernel_listing(&listing, symbol);
     Ok(cost::profile_of(&code, session.arch))
 }
 
@@ -1112,6 +1112,6 @@ mod tests {
         assert_eq!(ir_function(ir, "k"), "define amdgpu_kernel void @k(ptr %p) #0 {\nentry:\n  ret void\n}\n");
         let asm = "a:\n  s_endpgm\n.Lfunc_end0:\nk:\n  s_load_dword s0\n  s_endpgm\n.Lfunc_end1:\n";
         let gfx90a = Arch::parse("gfx90a").unwrap();
-        assert_eq!(target::of(&gfx90a).kernel_listing(asm, "k"), "k:\n  s_load_dword s0\n  s_endpgm\n");
+        assert_eq!(gpu::of(&gfx90a).kernel_listing(asm, "k"), "k:\n  s_load_dword s0\n  s_endpgm\n");
     }
 }

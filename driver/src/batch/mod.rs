@@ -27,7 +27,7 @@ use crate::compile::{self, Unit as CompileUnit};
 use crate::output::Failure;
 use crate::progress::Progress;
 use crate::rdc::{self, Given, LinkSet};
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 use crate::tune::{self, KernelTuning};
 use compile_db::{CompileDbError, Parsed, Unit};

@@ -29,7 +29,7 @@ use serde::Serialize;
 use crate::ir::{self, Function, Module};
 use super::loops::Cfg;
 use crate::names::{demangle, short_name};
-use crate::target::Arch;
+use crate::gpu::Arch;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -454,7 +454,7 @@ fn pow_calls(cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
             format!("{call} at line{} {}", if lines.len() == 1 { "" } else { "s" }, at.join(", "))
         })
         .collect();
-    let library = crate::target::of(cx.arch).pow_library().1;
+    let library = crate::gpu::of(cx.arch).pow_library().1;
     let squares = sites.iter().all(|s| s.3 == 2.0);
     out.push(Diagnostic {
         kind: Kind::Pow,
@@ -632,7 +632,7 @@ fn hoisted_loads(cx: &Context<'_>, f: &Function, out: &mut Vec<Diagnostic>) {
 }
 
 fn no_launch_bounds(cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
-    let target = crate::target::of(cx.arch);
+    let target = crate::gpu::of(cx.arch);
     let cap_for = |threads: u32| target.register_cap_for_block(cx.arch, threads);
     let (Some(cap), Some(max)) = (cap_for(1024), cx.max_flat_workgroup_size) else { return };
     if max != 0 && max != 1024 {

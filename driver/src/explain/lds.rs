@@ -9,7 +9,7 @@ use regtune_decisions::{Entry, Transforms};
 
 use super::diagnose::{Diagnostic, Kind, Tuned};
 use crate::session::Session;
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 use crate::{measure, plugin};
 
@@ -32,7 +32,7 @@ pub fn diagnostic(
     let Tuned::Current(entry) = tuned else { return None };
     let (transforms, used) = lds_build(entry)?;
     Some(notes(toolchain, source, arch, user_args, symbol, &transforms).map(|lines| {
-        let label = crate::target::labels(&transforms, arch, &[]).join(" + ");
+        let label = crate::gpu::labels(&transforms, arch, &[]).join(" + ");
         // `regtune: lds-spill<N> SYMBOL: what it did`
         let said = lines
             .iter()

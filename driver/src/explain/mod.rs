@@ -33,7 +33,7 @@ use crate::launch;
 use crate::measure::{self, Measured};
 use crate::names::{self, demangle, short_name};
 use crate::output::{self, Failure};
-use crate::target::{self, Arch, Limiter};
+use crate::gpu::{self, Arch, Limiter};
 use crate::toolchain::Toolchain;
 
 pub use diagnose::{Diagnostic, Kind, Tuned};
@@ -172,7 +172,7 @@ fn build(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], 
             rayon::join(
                 || unit(user_args).code_object(&plain_obj).map_err(compile_failure).and_then(|c| measured(&plain_obj, c)),
                 || -> Result<Option<(Vec<Measured>, String)>, Failure> {
-                    if target::of(arch).pressure_timeline().is_err() {
+                    if gpu::of(arch).pressure_timeline().is_err() {
                         return Ok(None);
                     }
                     let c = unit(&line_table_args).code_object(&lt_obj).map_err(compile_failure)?;
@@ -189,7 +189,7 @@ fn build(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], 
         },
     );
     let (plain, stderr) = plain?;
-    let target = target::of(arch);
+    let target = gpu::of(arch);
     let max_block_sizes = target.max_block_sizes(&plain_obj, arch).map_err(Failure::new)?;
     let locations = target.locations(file, &stderr, &plain.iter().map(|m| m.symbol.clone()).collect::<Vec<_>>());
     Ok(Builds {
@@ -222,7 +222,7 @@ fn one(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], op
         let (timeline, no_timeline) = match &b.line_tables {
             None => (None, Some(format!(
                 "no pressure timeline on {arch}: {}",
-                target::of(arch).pressure_timeline().err().unwrap_or_default()
+                gpu::of(arch).pressure_timeline().err().unwrap_or_default()
             ))),
             Some((_, functions)) => match functions.iter().find(|f| f.name == m.symbol) {
                 None => (None, Some(format!("the backend printed no machine code for this kernel after `{}`", mir::LAST_PASS))),

@@ -24,7 +24,7 @@ pub fn render(kernels: &[KernelExplain], source: impl Fn(&str) -> Option<String>
 
 pub fn usage_line(k: &KernelExplain) -> String {
     let u = &k.usage;
-    let unit = crate::target::Arch::parse(&k.arch).map_or("", |a| a.occupancy_unit());
+    let unit = crate::gpu::Arch::parse(&k.arch).map_or("", |a| a.occupancy_unit());
     let next = k.vgprs_to_next_step.map_or_else(String::new, |n| format!("; {n} fewer VGPRs for the next step"));
     format!(
         "{} VGPRs, {} AGPRs, {} SGPRs, {} bytes scratch, {} VGPR and {} SGPR spills, occupancy {} {unit} (limited by {}{next})",

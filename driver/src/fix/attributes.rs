@@ -19,7 +19,7 @@
 //! which the definition inherits, as clang merges attributes over
 //! redeclarations.
 
-use crate::target::Arch;
+use crate::gpu::Arch;
 
 use super::ast::Node;
 use super::edit::{self, Edit};
@@ -33,7 +33,7 @@ pub fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> 
     let mut per_arch: Vec<(&Arch, String)> = Vec::new();
     for d in decisions {
         let t = &d.transforms;
-        let parts = match crate::target::of(&d.arch).source_attributes(&d.arch, t.launch_bounds, t.waves_per_eu) {
+        let parts = match crate::gpu::of(&d.arch).source_attributes(&d.arch, t.launch_bounds, t.waves_per_eu) {
             Ok(parts) => parts,
             Err(why) => {
                 notes.kernel(kernel, why);
@@ -107,7 +107,7 @@ fn extend_launch_bounds(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mu
     let mut args = Vec::new();
     for d in decisions {
         let (None, Some(w)) = (d.transforms.launch_bounds, d.transforms.waves_per_eu) else { return None };
-        match crate::target::of(&d.arch).min_blocks_argument(&d.arch, w, &bounds.threads)? {
+        match crate::gpu::of(&d.arch).min_blocks_argument(&d.arch, w, &bounds.threads)? {
             Ok(a) => args.push(a),
             Err(why) => {
                 notes.kernel(kernel, why);
@@ -198,7 +198,7 @@ fn redeclaration(kernel: &Kernel<'_>) -> Result<String, String> {
 
 /// The preprocessor test for compiling device code for `arch`.
 pub fn target_macro(arch: &Arch) -> String {
-    crate::target::of(arch).device_macro(arch)
+    crate::gpu::of(arch).device_macro(arch)
 }
 
 /// An attribute of the kind we would add that the kernel already has.

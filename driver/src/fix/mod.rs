@@ -42,7 +42,7 @@ use regtune_decisions::{Db, Transforms, Usage};
 
 use crate::names;
 use crate::output::Failure;
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 
 use ast::Node;
@@ -343,7 +343,7 @@ impl Kernel<'_> {
 /// A decision as the tuner labels it on `arch` (its occupancy target in
 /// the target's words: `warps-per-sm=44` on NVPTX).
 pub fn labels(t: &Transforms, arch: &Arch) -> Vec<String> {
-    let target = crate::target::of(arch);
+    let target = crate::gpu::of(arch);
     let mut out = Transforms { waves_per_eu: None, launch_bounds: None, ..t.clone() }.labels();
     out.extend(t.waves_per_eu.map(|w| target.occupancy_label(w)));
     out.extend(t.launch_bounds.map(|n| format!("launch-bounds={n}")));

@@ -12,7 +12,7 @@ use regtune_decisions::{Db, Transforms};
 use crate::compile::{self, Unit};
 use crate::names;
 use crate::output::Failure;
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 
 use super::ast::{self, Node};

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use regtune_decisions::Transforms;
 
 use crate::names;
-use crate::target::Arch;
+use crate::gpu::Arch;
 
 use super::plan::Planned;
 

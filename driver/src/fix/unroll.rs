@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use crate::target::Arch;
+use crate::gpu::Arch;
 
 use super::ast::{self, Node};
 use super::attributes::target_macro;

@@ -15,7 +15,7 @@ use regtune_decisions::Usage;
 use crate::compile::Unit;
 use crate::measure;
 use crate::names;
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 
 use super::overlay::Overlay;

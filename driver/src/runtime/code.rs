@@ -72,8 +72,8 @@ pub fn has_candidates(entry: &Entry) -> bool {
 /// As tune labels the transforms (NVPTX occupancy targets in warps per
 /// SM); an arch this build cannot parse keeps the db's own labels.
 pub fn labels(entry: &Entry, t: &Transforms) -> Vec<String> {
-    match crate::target::Arch::parse(&entry.arch) {
-        Ok(arch) => crate::target::labels(t, &arch, &[]),
+    match crate::gpu::Arch::parse(&entry.arch) {
+        Ok(arch) => crate::gpu::labels(t, &arch, &[]),
         Err(_) => t.labels(),
     }
 }

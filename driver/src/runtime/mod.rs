@@ -75,7 +75,7 @@ fn cupti() -> Option<PathBuf> {
     if std::env::var_os(regtune_runtime::cupti::CUPTI_ENV).is_some() {
         return None;
     }
-    crate::target::nvptx::cuda::Cuda::candidates()
+    crate::gpu::nvptx::cuda::Cuda::candidates()
         .into_iter()
         .flat_map(|root| ["lib64/libcupti.so.12", "extras/CUPTI/lib64/libcupti.so.12", "extras/CUPTI/lib64/libcupti.so"].map(|l| root.join(l)))
         .find(|p| p.is_file())

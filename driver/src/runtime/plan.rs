@@ -88,10 +88,10 @@ fn holds_kernel(object: &Path, symbol: &str) -> bool {
 /// The kernels a code object defines.
 fn kernel_symbols(object: &Path) -> Vec<String> {
     let Ok(bytes) = std::fs::read(object) else { return vec![] };
-    if crate::target::nvptx::cubin::is_cubin(&bytes) {
-        crate::target::nvptx::cubin::read(&bytes).map(|ks| ks.into_iter().map(|k| k.name).collect()).unwrap_or_default()
+    if crate::gpu::nvptx::cubin::is_cubin(&bytes) {
+        crate::gpu::nvptx::cubin::read(&bytes).map(|ks| ks.into_iter().map(|k| k.name).collect()).unwrap_or_default()
     } else {
-        let objects = crate::target::amdgpu::codeobj::read(&bytes).unwrap_or_default();
+        let objects = crate::gpu::amdgpu::codeobj::read(&bytes).unwrap_or_default();
         objects.into_iter().flat_map(|o| o.kernels).map(|k| k.name).collect()
     }
 }
@@ -107,10 +107,10 @@ fn absolute(p: &Path) -> PathBuf {
 /// tell, and the interposer checks the two agree.)
 pub fn kernel_params(object: &Path, symbol: &str) -> Vec<Param> {
     let Ok(bytes) = std::fs::read(object) else { return vec![] };
-    let pairs: Option<Vec<(u64, u64)>> = if crate::target::nvptx::cubin::is_cubin(&bytes) {
-        crate::target::nvptx::cubin::read(&bytes).ok().and_then(|ks| ks.into_iter().find(|k| k.name == symbol)).map(|k| k.params)
+    let pairs: Option<Vec<(u64, u64)>> = if crate::gpu::nvptx::cubin::is_cubin(&bytes) {
+        crate::gpu::nvptx::cubin::read(&bytes).ok().and_then(|ks| ks.into_iter().find(|k| k.name == symbol)).map(|k| k.params)
     } else {
-        crate::target::amdgpu::codeobj::read(&bytes).ok().and_then(|os| os.into_iter().flat_map(|o| o.kernels).find(|k| k.name == symbol)).map(|k| k.args)
+        crate::gpu::amdgpu::codeobj::read(&bytes).ok().and_then(|os| os.into_iter().flat_map(|o| o.kernels).find(|k| k.name == symbol)).map(|k| k.args)
     };
     pairs.unwrap_or_default().into_iter().map(|(offset, size)| Param { offset, size }).collect()
 }

@@ -24,7 +24,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::{Flavor, Toolchain};
 
 use super::cache::{file_identity, Cache};
@@ -211,7 +211,7 @@ pub fn debian_flags(
     let mut host_prelude = None;
     for (n, arch) in archs.iter().chain(std::iter::once(&wave64)).enumerate() {
         toolchain.prepare(arch).map_err(|e| e.to_string())?;
-        let args = crate::target::of(arch).device_args(toolchain, arch, device_args).map_err(|e| e.to_string())?;
+        let args = crate::gpu::of(arch).device_args(toolchain, arch, device_args).map_err(|e| e.to_string())?;
         let mut it = args.iter();
         let mut arch_libs = Vec::new();
         while let Some(a) = it.next() {

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::compile::Unit;
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 
 use super::cache::{mtime_ns, Cache};
@@ -102,7 +102,7 @@ pub fn input_hash(
 fn preprocess(toolchain: &Toolchain, arch: &Arch, source: &Path, device_args: &[String]) -> Result<Vec<u8>, HashError> {
     toolchain.prepare(arch)?;
     let out = Command::new(&toolchain.clang)
-        .args(crate::target::of(arch).device_args(toolchain, arch, device_args)?)
+        .args(crate::gpu::of(arch).device_args(toolchain, arch, device_args)?)
         .arg(TUNER_OPT)
         .args(device_args)
         .args(["-E", "-o", "-"])

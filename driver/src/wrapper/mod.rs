@@ -45,7 +45,7 @@ use std::process::{Command, ExitCode, Output};
 use regtune_decisions::plugin::{DECISIONS_ENV, INPUT_HASH_ENV};
 use regtune_decisions::{Db, Entry};
 
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 use crate::tools;
 

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::fix::copy::PatchedCopy;
 use crate::fix::overlay::Overlay;
 use crate::fix::{self, Outcome};
-use crate::target::Arch;
+use crate::gpu::Arch;
 
 use super::command::CompileCommand;
 use super::{hashes, verbose, Wrapper};

@@ -11,9 +11,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use crate::target::nvptx::cuda::Cuda;
+use crate::gpu::nvptx::cuda::Cuda;
 use crate::job::{self, JobError};
-use crate::target::Arch;
+use crate::gpu::Arch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PtxasError {

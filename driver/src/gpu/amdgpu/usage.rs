@@ -9,7 +9,7 @@ use regtune_decisions::Usage;
 use super::codeobj::{self, KernelMeta};
 use super::occupancy::{KernelAttrs, KernelResources};
 use crate::measure::{MeasureError, Measured};
-use crate::target::Arch;
+use crate::gpu::Arch;
 
 /// Every kernel of the code object for `arch` in `bytes` (a code object,
 /// bundle or host object, read from `path`).

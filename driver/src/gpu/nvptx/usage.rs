@@ -9,7 +9,7 @@ use regtune_decisions::Usage;
 use super::nvidia::KernelResources as NvResources;
 use super::{cubin, ptxas, sass};
 use crate::measure::{BlockSizeFrom, MeasureError, Measured, NvidiaUsage, Options, DEFAULT_BLOCK_SIZE};
-use crate::target::{Arch, Limiter};
+use crate::gpu::{Arch, Limiter};
 
 /// Every kernel of the cubin `bytes` (read from `path`), its spills, shared
 /// memory and barriers from the ptxas report in `compiler_output`.

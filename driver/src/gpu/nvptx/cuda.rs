@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::target::Arch;
+use crate::gpu::Arch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CudaError {

@@ -31,7 +31,7 @@
 //! compute capability (CUDA C++ Programming Guide, "Technical Specifications
 //! per Compute Capability"): the same for every GPU of that capability.
 
-use crate::target::amdgpu::occupancy::Limiter;
+use crate::gpu::amdgpu::occupancy::Limiter;
 
 /// Warp size on every NVIDIA GPU.
 pub const WARP_SIZE: u32 = 32;

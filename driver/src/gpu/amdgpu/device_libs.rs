@@ -15,7 +15,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::{Flavor, Toolchain, ToolchainError};
 
 const DEBIAN_DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";

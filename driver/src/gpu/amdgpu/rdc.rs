@@ -16,7 +16,7 @@ use std::process::Command;
 
 use super::device_libs;
 use crate::compile::{self, CompileError, Compiled, Emit, Variant};
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 
 /// Pre-optimization IR to the unit's optimized bitcode, as the `-fgpu-rdc`
