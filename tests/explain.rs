@@ -4,6 +4,9 @@
 //! seed pattern's fixture (tests/explain/) triggers exactly its diagnostic,
 //! the db's measurements are quoted, and the HTML page renders in Chromium.
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -204,7 +207,7 @@ fn the_db_measurement_is_quoted_next_to_the_diagnostic() {
     let lbm = repo().join("examples/lbm_d3q19.hip");
     let tuned = regtune().args(["tune", "--format", "json", "--db"]).arg(&db).arg(&lbm).output().unwrap();
     assert!(tuned.status.success(), "{}", String::from_utf8_lossy(&tuned.stderr));
-    let k = &explain(&[lbm.clone()], &["--db", db.to_str().unwrap()])[0];
+    let k = &explain(std::slice::from_ref(&lbm), &["--db", db.to_str().unwrap()])[0];
     let pow = diagnostic(k, "pow");
     // ocml's pow is not correctly rounded: pow2 waits for the user's word.
     let note = pow["tune"].as_str().unwrap();

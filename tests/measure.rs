@@ -4,6 +4,9 @@
 //! program run with its own output and exit status. What it measures on a
 //! GPU is in bench/runtime (README: "Runtime truth").
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

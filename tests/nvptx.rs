@@ -7,6 +7,9 @@
 //! These tests need the CUDA installation `ci/bootstrap.sh` assembles (or a
 //! real toolkit): without one they fail, naming the fix.
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -8,6 +8,9 @@
 //! resource-usage remarks (`-Xoffload-linker
 //! -plugin-opt=-pass-remarks-analysis=kernel-resource-usage`).
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -2,6 +2,9 @@
 //! own `-Rpass-analysis=kernel-resource-usage` remarks, and bad input must
 //! end in one line naming the cause.
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -5,6 +5,9 @@
 //! that prints every constant and structure offset the Rust side relies
 //! on, and declares every function it looks up, and compare.
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeMap;
 use std::mem::{offset_of, size_of};
 use std::path::{Path, PathBuf};

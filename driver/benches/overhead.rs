@@ -6,6 +6,9 @@
 //!
 //! Targets (from the issues): report ≤ 1.10×, tune ≤ 3× (medians over examples/).
 
+// A benchmark fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../tests/common/mod.rs"]
 mod common;
 

@@ -17,6 +17,9 @@
 //!
 //! Targets (issue 10): median ≤ 3×, p95 ≤ 10×, no file over 20×.
 
+// A benchmark fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../tests/common/mod.rs"]
 mod common;
 

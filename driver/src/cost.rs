@@ -8,6 +8,7 @@
 //!     included, shared among the waves resident on the SIMD (occupancy),
 //!   - bandwidth: the bytes it moves (global memory, and spills or private
 //!     arrays in scratch) at the SIMD's share of the memory bandwidth.
+//!
 //! The latency term is what unrolling buys: a wave alone is simulated
 //! instruction by instruction, loads complete after a fixed latency, and
 //! each `s_waitcnt` (AMDGPU) or first use of a loaded register (PTX) stalls
@@ -228,23 +229,31 @@ enum Item {
     Loop { header: String, trips: Option<u64>, assumed: f64, body: Vec<Item> },
 }
 
+/// One line of a listing: the label it defines, or the instruction it
+/// holds as (mnemonic, operands).
+type Line = (Option<String>, Option<(String, String)>);
+
+/// A loop's trip count from the listing and the loop's (first, last) line,
+/// where the code shows it.
+type TripCount = dyn Fn(&[Line], usize, usize) -> Option<u64>;
+
 /// The profile of an AMDGPU kernel from its assembly (the lines from
 /// `symbol:` to `.Lfunc_end`, as `clang -S` prints them).
 pub fn profile_amdgpu(asm: &str, m: &Machine) -> Profile {
-    let lines: Vec<(Option<String>, Option<(String, String)>)> = asm.lines().map(amdgpu_line).collect();
+    let lines: Vec<Line> = asm.lines().map(amdgpu_line).collect();
     let items = structure(&lines, &amdgpu_branch_target, &amdgpu_op, &amdgpu_trips);
     profile(&items, m, false)
 }
 
 /// The profile of an NVPTX kernel from its PTX (the `.entry` block).
 pub fn profile_ptx(ptx: &str, m: &Machine) -> Profile {
-    let lines: Vec<(Option<String>, Option<(String, String)>)> = ptx.lines().map(ptx_line).collect();
+    let lines: Vec<Line> = ptx.lines().map(ptx_line).collect();
     let items = structure(&lines, &ptx_branch_target, &ptx_op, &ptx_trips);
     profile(&items, m, true)
 }
 
 /// A line as (label it defines, (mnemonic, operands)); comments dropped.
-fn amdgpu_line(line: &str) -> (Option<String>, Option<(String, String)>) {
+fn amdgpu_line(line: &str) -> Line {
     let code = line.split(';').next().unwrap_or("").trim();
     if let Some(label) = code.strip_suffix(':') {
         return (Some(label.to_string()), None);
@@ -262,7 +271,7 @@ fn amdgpu_line(line: &str) -> (Option<String>, Option<(String, String)>) {
     (None, Some((mnemonic.to_string(), operands)))
 }
 
-fn ptx_line(line: &str) -> (Option<String>, Option<(String, String)>) {
+fn ptx_line(line: &str) -> Line {
     let code = line.split("//").next().unwrap_or("").trim();
     if let Some(label) = code.strip_suffix(':') {
         return (Some(label.to_string()), None);
@@ -301,10 +310,10 @@ fn ptx_branch_target(mnemonic: &str, operands: &str) -> Option<String> {
 /// that label to the branch. Loops that overlap without nesting are
 /// flattened (counted once).
 fn structure(
-    lines: &[(Option<String>, Option<(String, String)>)],
+    lines: &[Line],
     target: &dyn Fn(&str, &str) -> Option<String>,
     op: &dyn Fn(&str, &str) -> Option<Op>,
-    trips: &dyn Fn(&[(Option<String>, Option<(String, String)>)], usize, usize) -> Option<u64>,
+    trips: &TripCount,
 ) -> Vec<Item> {
     // Back edges: (label line, branch line).
     let label_at = |name: &str| lines.iter().position(|(l, _)| l.as_deref() == Some(name));
@@ -324,12 +333,12 @@ fn structure(
 }
 
 fn build(
-    lines: &[(Option<String>, Option<(String, String)>)],
+    lines: &[Line],
     from: usize,
     to: usize,
     loops: &[(usize, usize)],
     op: &dyn Fn(&str, &str) -> Option<Op>,
-    trips_fn: &dyn Fn(&[(Option<String>, Option<(String, String)>)], usize, usize) -> Option<u64>,
+    trips_fn: &TripCount,
 ) -> Vec<Item> {
     let mut items = Vec::new();
     let mut i = from;
@@ -359,7 +368,7 @@ fn build(
 /// by `n < K` just before it (`setp.lt`, `s_cmp_lt`, `v_cmp_gt`...) and runs
 /// UNKNOWN_TRIPS / K times; the remainder loop counts `n & (K - 1)` and runs
 /// UNKNOWN_TRIPS mod K times.
-fn assumed_trips(lines: &[(Option<String>, Option<(String, String)>)], start: usize) -> f64 {
+fn assumed_trips(lines: &[Line], start: usize) -> f64 {
     const WINDOW: usize = 12;
     let before = lines[start.saturating_sub(WINDOW)..start].iter().filter_map(|(_, i)| i.as_ref());
     let constant = |o: &str| -> Vec<i64> { o.split(',').skip(1).filter_map(|a| parse_int(a.trim())).collect() };
@@ -503,9 +512,9 @@ fn count(init: i64, step: i64, bound: i64, inclusive: bool) -> Option<u64> {
 
 /// A scalar counter: `s_mov_b32 sN, I` before the loop, `s_add_i32 sN,
 /// sN, S` in it, and the branch's `s_cmp_{lg,eq,..}_{u32,i32} sN, B`.
-fn amdgpu_trips(lines: &[(Option<String>, Option<(String, String)>)], start: usize, end: usize) -> Option<u64> {
+fn amdgpu_trips(lines: &[Line], start: usize, end: usize) -> Option<u64> {
     let ops = |r: std::ops::Range<usize>| lines[r].iter().filter_map(|(_, i)| i.as_ref());
-    let (cmp, cmp_ops) = ops(start..end).filter(|(m, _)| m.starts_with("s_cmp_")).last()?;
+    let (cmp, cmp_ops) = ops(start..end).rfind(|(m, _)| m.starts_with("s_cmp_"))?;
     let args: Vec<&str> = cmp_ops.split(',').map(str::trim).collect();
     let (reg, bound) = match (args.first().and_then(|a| parse_int(a)), args.get(1).and_then(|a| parse_int(a))) {
         (None, Some(b)) => (args[0], b),
@@ -518,7 +527,7 @@ fn amdgpu_trips(lines: &[(Option<String>, Option<(String, String)>)], start: usi
         let sub = matches!(m.as_str(), "s_sub_i32" | "s_sub_u32");
         ((add || sub) && a.len() == 3 && a[0] == reg && a[1] == reg).then(|| parse_int(a[2]).map(|s| if sub { -s } else { s }))?
     })?;
-    let init = ops(0..start).filter(|(m, o)| m == "s_mov_b32" && o.split(',').next().map(str::trim) == Some(reg)).last()?;
+    let init = ops(0..start).rfind(|(m, o)| m == "s_mov_b32" && o.split(',').next().map(str::trim) == Some(reg))?;
     let init = parse_int(init.1.split(',').nth(1)?)?;
     // The loop runs while the compare lets the branch back: lg/ne continue until equal.
     let inclusive = cmp.contains("_le_") || cmp.contains("_ge_");
@@ -527,16 +536,16 @@ fn amdgpu_trips(lines: &[(Option<String>, Option<(String, String)>)], start: usi
 
 /// A PTX counter: `mov.{u32,b32} %r, I` before the loop, `add.s32 %r, %r,
 /// S` in it, `setp.{ne,lt,..}.s32 %p, %r, B` feeding the back branch.
-fn ptx_trips(lines: &[(Option<String>, Option<(String, String)>)], start: usize, end: usize) -> Option<u64> {
+fn ptx_trips(lines: &[Line], start: usize, end: usize) -> Option<u64> {
     let ops = |r: std::ops::Range<usize>| lines[r].iter().filter_map(|(_, i)| i.as_ref());
-    let (setp, setp_ops) = ops(start..end).filter(|(m, _)| m.starts_with("setp.")).last()?;
+    let (setp, setp_ops) = ops(start..end).rfind(|(m, _)| m.starts_with("setp."))?;
     let args: Vec<&str> = setp_ops.split(',').map(str::trim).collect();
     let (reg, bound) = (*args.get(1)?, parse_int(args.get(2)?)?);
     let step = ops(start..end).find_map(|(m, o)| {
         let a: Vec<&str> = o.split(',').map(str::trim).collect();
         (m.starts_with("add.") && a.len() == 3 && a[0] == reg && a[1] == reg).then(|| parse_int(a[2]))?
     })?;
-    let init = ops(0..start).filter(|(m, o)| m.starts_with("mov.") && o.split(',').next().map(str::trim) == Some(reg)).last()?;
+    let init = ops(0..start).rfind(|(m, o)| m.starts_with("mov.") && o.split(',').next().map(str::trim) == Some(reg))?;
     let init = parse_int(init.1.split(',').nth(1)?)?;
     let inclusive = setp.contains(".le.") || setp.contains(".ge.");
     count(init, step, bound, inclusive)

@@ -620,7 +620,7 @@ impl Function {
             .filter_map(|s| s.trim_start().strip_prefix('%'))
             .map(|s| {
                 let s = s.trim_start_matches('"');
-                s.split(|c: char| c == ',' || c == ' ' || c == ']' || c == '"').next().unwrap_or("").to_string()
+                s.split([',', ' ', ']', '"']).next().unwrap_or("").to_string()
             })
             .collect()
     }

@@ -133,7 +133,7 @@ fn constants(source: &str) -> HashMap<&str, u32> {
 
 fn literal(s: &str) -> Option<u32> {
     let s = s.trim().trim_start_matches('(').trim_end_matches(')');
-    let digits = s.trim_end_matches(|c: char| matches!(c, 'u' | 'U' | 'l' | 'L'));
+    let digits = s.trim_end_matches(['u', 'U', 'l', 'L']);
     digits.parse().ok()
 }
 

@@ -623,7 +623,6 @@ fn plan_kernel(
         noalias_all: if noalias_suggest { every_pointer } else { allowed.noalias_all.clone() },
         launch_bounds: allowed.launch_bounds.or(inferred_block),
         waves: occupancy_targets(session.arch, base),
-        ..allowed.clone()
     };
     let mut suggestion = None;
     if wider != allowed {
@@ -772,7 +771,7 @@ fn suggestion_message(
     let held_labels = gpu::labels(held, arch, every_pointer);
     let others: Vec<String> = gpu::labels(with, arch, every_pointer)
         .into_iter()
-        .filter(|l| !held_labels.contains(l) && !(l == "pow2=inexact" && held.pow2_inexact))
+        .filter(|l| !(held_labels.contains(l) || (l == "pow2=inexact" && held.pow2_inexact)))
         .collect();
     if !others.is_empty() {
         effect.push_str(&format!(" with {}", others.join(" + ")));

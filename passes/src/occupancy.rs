@@ -18,6 +18,7 @@
 //!     the same on sm_70 through sm_90), and
 //!   - with `block=N`, `"nvvm.maxntid"="N"` (PTX `.maxntid N`): the CUDA
 //!     `__launch_bounds__(N)`.
+//!
 //! A register cap needs no promise about the launch, unlike
 //! `"nvvm.minctasm"`, which ptxas honours only next to `.maxntid`.
 //! LLVM 19 reads both limits from `!nvvm.annotations` (`maxnreg`,

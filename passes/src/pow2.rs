@@ -17,6 +17,7 @@
 //!   - `__nv_pow`, `__nv_powf` (pow), `__nv_powi`, `__nv_powif` (pown),
 //!   - any single-block function that only forwards its two arguments to
 //!     one of those (or to another forwarder) and returns the result.
+//!
 //! libdevice's `__nv_fast_powf` (CUDA's `__powf`, an approximation through
 //! `exp2(y * log2(x))`) is left alone: `x * x` would not give its results.
 //!

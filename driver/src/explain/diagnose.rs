@@ -114,7 +114,7 @@ pub fn diagnose(cx: &Context<'_>) -> Vec<Diagnostic> {
             d.tune = tune_note(cx.tuned, t);
         }
     }
-    out.sort_by(|a, b| (a.line, a.kind).cmp(&(b.line, b.kind)));
+    out.sort_by_key(|d| (d.line, d.kind));
     out
 }
 

@@ -9,6 +9,7 @@
 //!      at the peak, and most of the diagnostics (`diagnose`);
 //!   4. the frontend's IR (`-g`, no optimization): the `pow` calls, before
 //!      the device library is inlined into them.
+//!
 //! On NVPTX, registers are allocated by ptxas in SASS, which regtune does
 //! not read: there is no timeline, only the usage and the diagnostics.
 

@@ -200,15 +200,16 @@ pub fn build(l: &Liveness<'_>, file: &str, names: Option<&Names>, loops: &[(u32,
     };
     // An instruction without a location takes the nearest located one's
     // line in its block: before it, else after it.
-    let mut line = vec![0; n];
-    for k in 0..n {
-        let block = l.order[k].0;
-        let same_block = |j: &usize| l.order[*j].0 == block;
-        line[k] = own_line(k)
-            .or_else(|| (0..k).rev().take_while(same_block).find_map(own_line))
-            .or_else(|| (k + 1..n).take_while(same_block).find_map(own_line))
-            .unwrap_or(0);
-    }
+    let line: Vec<u32> = (0..n)
+        .map(|k| {
+            let block = l.order[k].0;
+            let same_block = |j: &usize| l.order[*j].0 == block;
+            own_line(k)
+                .or_else(|| (0..k).rev().take_while(same_block).find_map(own_line))
+                .or_else(|| (k + 1..n).take_while(same_block).find_map(own_line))
+                .unwrap_or(0)
+        })
+        .collect();
     let scratch: Vec<Option<Scratch>> = (0..n).map(|k| l.instr(k).scratch).collect();
     let mut per_line: BTreeMap<u32, LinePressure> = BTreeMap::new();
     for k in 0..n {

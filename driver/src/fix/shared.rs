@@ -10,7 +10,6 @@
 //! declaration of their own (attributes.rs): only the rest must agree.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use regtune_decisions::Transforms;
 
@@ -130,7 +129,8 @@ fn name(symbol: &str) -> String {
 
 /// The groups among the units' decided kernels, leaving out `skipped` ones.
 pub fn groups(units: &[Planned], archs: &[Arch], skipped: &dyn Fn(&str) -> bool) -> Vec<Group> {
-    let mut by_body: BTreeMap<(Arc<str>, usize), (&'static str, Vec<String>)> = BTreeMap::new();
+    // Per body (its file and offset): what it is, and the kernels built from it.
+    let mut by_body = BTreeMap::new();
     let mut decisions: BTreeMap<String, Vec<Option<Transforms>>> = BTreeMap::new();
     for u in units {
         for (symbol, (body, what)) in &u.bodies {
@@ -142,7 +142,7 @@ pub fn groups(units: &[Planned], archs: &[Arch], skipped: &dyn Fn(&str) -> bool)
                 .map(|a| u.active().find(|d| &d.symbol == symbol && &d.arch == a).map(|d| shared_part(what, &d.transforms)))
                 .collect();
             decisions.insert(symbol.clone(), per_arch);
-            by_body.entry(body.clone()).or_insert((what, vec![])).1.push(symbol.clone());
+            by_body.entry(body.clone()).or_insert((*what, vec![])).1.push(symbol.clone());
         }
     }
     let mut out = Vec::new();

@@ -274,11 +274,7 @@ impl Sm {
                 None => return 0,
             }
         };
-        if allocated == 0 {
-            u32::MAX
-        } else {
-            per_sm / allocated
-        }
+        per_sm.checked_div(allocated).unwrap_or(u32::MAX)
     }
 
     /// `cudaOccMaxBlocksPerSMBlockBarrierLimit`, applied from sm_90 on.
