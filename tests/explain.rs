@@ -288,9 +288,9 @@ fn nvptx_has_diagnostics_but_no_timeline() {
 }
 
 fn chromium() -> PathBuf {
-    let found = ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|name| {
-        std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|c| c.is_file()))
-    });
+    let found = ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|c| c.is_file())));
     found.unwrap_or_else(|| {
         panic!("chromium is not installed, so the HTML pages cannot be checked: apt-get install -y chromium (ci/bootstrap.sh installs it)")
     })
@@ -307,7 +307,8 @@ fn html_pages_render_the_plot_the_source_and_the_diagnostics_in_chromium() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let pages: Vec<PathBuf> = String::from_utf8(out.stdout).unwrap().lines().map(|l| PathBuf::from(l.strip_prefix("wrote ").unwrap())).collect();
+    let pages: Vec<PathBuf> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| PathBuf::from(l.strip_prefix("wrote ").unwrap())).collect();
     assert_eq!(pages, [dir.path().join("md_lj_force_kick.gfx90a.html"), dir.path().join("kinetic_energy.gfx90a.html")]);
     for (page, peak, kind, first, last) in [(&pages[0], 60, "hoisted-loads", 27, 83), (&pages[1], 9, "pow", 4, 10)] {
         let html = std::fs::read_to_string(page).unwrap();
@@ -329,6 +330,10 @@ fn html_pages_render_the_plot_the_source_and_the_diagnostics_in_chromium() {
         assert!(dom.contains(&format!("<tr data-line=\"{peak}\" class=\"peak\">")), "{}: peak line marked", page.display());
         assert!(dom.contains(&format!("<li data-kind=\"{kind}\"")), "{}: the diagnostic", page.display());
         assert_eq!(dom.matches("<tr data-line=").count(), last - first + 1, "{}: every source line of the kernel", page.display());
-        assert!(dom.contains(&format!("<tr data-line=\"{first}\"")) && dom.contains(&format!("<tr data-line=\"{last}\"")), "{}", page.display());
+        assert!(
+            dom.contains(&format!("<tr data-line=\"{first}\"")) && dom.contains(&format!("<tr data-line=\"{last}\"")),
+            "{}",
+            page.display()
+        );
     }
 }

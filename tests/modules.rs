@@ -14,12 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Edges (from, to) that still close a cycle in the driver.
-const KNOWN: &[(&str, &str)] = &[
-    ("gpu", "compile"),
-    ("gpu", "cost"),
-    ("gpu", "measure"),
-    ("toolchain", "gpu"),
-];
+const KNOWN: &[(&str, &str)] = &[("gpu", "compile"), ("gpu", "cost"), ("gpu", "measure"), ("toolchain", "gpu")];
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
@@ -130,10 +125,7 @@ fn the_driver_has_no_module_cycles_but_the_known_ones() {
 
 #[test]
 fn cycles_are_found() {
-    let g: Graph = [("a", "b"), ("b", "c"), ("c", "a")]
-        .iter()
-        .map(|(f, t)| (f.to_string(), BTreeSet::from([t.to_string()])))
-        .collect();
+    let g: Graph = [("a", "b"), ("b", "c"), ("c", "a")].iter().map(|(f, t)| (f.to_string(), BTreeSet::from([t.to_string()]))).collect();
     assert_eq!(cycle(&g).unwrap(), ["a", "b", "c", "a"]);
     let modules: BTreeSet<String> = ["compile", "gpu"].map(String::from).into();
     assert_eq!(named("use crate::{compile::Unit, gpu};", &modules), modules);

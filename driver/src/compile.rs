@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::gpu::nvptx::ptxas;
+use crate::gpu::{self, Arch};
 use crate::job::{self, JobError};
 use crate::names;
 use crate::output::Failure;
-use crate::gpu::nvptx::ptxas;
-use crate::gpu::{self, Arch};
 use crate::toolchain::Toolchain;
 
 /// clang's default for HIP; the user's own -O in CLANG_ARGS comes later and wins.
@@ -58,9 +58,7 @@ impl CompileError {
             CompileError::Failed { diagnostics, .. } | CompileError::Link { diagnostics, .. } if !diagnostics.trim().is_empty() => {
                 Some(diagnostics)
             }
-            CompileError::Ptxas(ptxas::PtxasError::Failed { diagnostics, .. }) if !diagnostics.trim().is_empty() => {
-                Some(diagnostics)
-            }
+            CompileError::Ptxas(ptxas::PtxasError::Failed { diagnostics, .. }) if !diagnostics.trim().is_empty() => Some(diagnostics),
             _ => None,
         }
     }
@@ -109,9 +107,7 @@ pub struct Unit<'a> {
 
 impl Unit<'_> {
     fn check_source(&self) -> Result<(), CompileError> {
-        std::fs::File::open(self.source)
-            .map(drop)
-            .map_err(|source| CompileError::Input { file: self.source.into(), source })
+        std::fs::File::open(self.source).map(drop).map_err(|source| CompileError::Input { file: self.source.into(), source })
     }
 
     /// The device-only compile command: HIP for AMDGPU, CUDA for NVPTX
@@ -229,7 +225,13 @@ pub fn ir_to_object(
 }
 
 /// Run a compile of `ir` with the variant's environment, until its deadline.
-pub(crate) fn run_variant(mut cmd: Command, toolchain: &Toolchain, arch: &Arch, ir: &Path, variant: &Variant) -> Result<Compiled, CompileError> {
+pub(crate) fn run_variant(
+    mut cmd: Command,
+    toolchain: &Toolchain,
+    arch: &Arch,
+    ir: &Path,
+    variant: &Variant,
+) -> Result<Compiled, CompileError> {
     for (k, v) in &variant.env {
         cmd.env(k, v);
     }
@@ -442,8 +444,27 @@ k.hip:7:3: warning: unused variable 'q' [-Wunused-variable]
     #[test]
     fn frontend_only_flags_stay_with_the_frontend() {
         let args: Vec<String> = [
-            "-include", "hdr.h", "-imacros", "m.h", "-includeother.h", "-include-pch", "p.pch", "-I", "inc", "-Iinc2",
-            "-DX=1", "-D", "Y", "-UZ", "-isystem", "sys", "-O2", "-ffast-math", "-Xcuda-ptxas", "-v", "-std=c++17",
+            "-include",
+            "hdr.h",
+            "-imacros",
+            "m.h",
+            "-includeother.h",
+            "-include-pch",
+            "p.pch",
+            "-I",
+            "inc",
+            "-Iinc2",
+            "-DX=1",
+            "-D",
+            "Y",
+            "-UZ",
+            "-isystem",
+            "sys",
+            "-O2",
+            "-ffast-math",
+            "-Xcuda-ptxas",
+            "-v",
+            "-std=c++17",
         ]
         .map(String::from)
         .to_vec();
@@ -452,10 +473,7 @@ k.hip:7:3: warning: unused variable 'q' [-Wunused-variable]
 
     #[test]
     fn locations_come_from_function_name_remarks() {
-        assert_eq!(
-            remark_locations(REMARKS),
-            [Location { symbol: "_Z4axpyfPKfPfi".into(), file: "k.hip".into(), line: 2 }]
-        );
+        assert_eq!(remark_locations(REMARKS), [Location { symbol: "_Z4axpyfPKfPfi".into(), file: "k.hip".into(), line: 2 }]);
     }
 
     #[test]

@@ -226,7 +226,12 @@ enum MemKind {
 enum Item {
     Op(Op),
     /// `assumed`: the trips taken when the code does not show the count.
-    Loop { header: String, trips: Option<u64>, assumed: f64, body: Vec<Item> },
+    Loop {
+        header: String,
+        trips: Option<u64>,
+        assumed: f64,
+        body: Vec<Item>,
+    },
 }
 
 /// One line of a listing: the label it defines, or the instruction it
@@ -412,9 +417,8 @@ fn amdgpu_op(mnemonic: &str, operands: &str) -> Option<Op> {
     let mem = |kind, load| Some(Op::Mem { kind, bytes: access_bytes(mnemonic), load, dest: None, srcs: vec![] });
     let is_load = mnemonic.contains("load") || mnemonic.contains("atomic");
     if mnemonic == "s_waitcnt" {
-        let count = |name: &str| {
-            operands.split_whitespace().find_map(|t| t.strip_prefix(name)?.strip_prefix('(')?.strip_suffix(')')?.parse().ok())
-        };
+        let count =
+            |name: &str| operands.split_whitespace().find_map(|t| t.strip_prefix(name)?.strip_prefix('(')?.strip_suffix(')')?.parse().ok());
         return Some(Op::Wait { vm: count("vmcnt"), lgkm: count("lgkmcnt") });
     }
     if mnemonic.starts_with("scratch_") || (mnemonic.starts_with("buffer_") && operands.ends_with(";spill")) {

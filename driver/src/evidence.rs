@@ -157,10 +157,7 @@ impl Evidence {
     /// One line on what the GPU showed of `class`, for suggestions.
     pub fn summary(&self, class: Class) -> String {
         match self.record(class) {
-            Some(r) => format!(
-                "on {} real kernels timed on a GPU it ran {:.2}×–{:.2}× (median {:.2}×)",
-                r.kernels, r.min, r.max, r.median
-            ),
+            Some(r) => format!("on {} real kernels timed on a GPU it ran {:.2}×–{:.2}× (median {:.2}×)", r.kernels, r.min, r.max, r.median),
             None => "no GPU has timed it on real kernels yet".to_string(),
         }
     }

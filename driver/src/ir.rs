@@ -304,9 +304,8 @@ fn value_names(s: &str) -> Vec<String> {
                 i += end + 3;
                 continue;
             }
-            let len = s[i + 1..]
-                .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$' | '-')))
-                .unwrap_or(s.len() - i - 1);
+            let len =
+                s[i + 1..].find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$' | '-'))).unwrap_or(s.len() - i - 1);
             if len > 0 {
                 out.push(s[i + 1..i + 1 + len].to_string());
             }
@@ -320,8 +319,8 @@ fn value_names(s: &str) -> Vec<String> {
 
 /// Flags that may stand between an opcode and its type.
 const FLAGS: &[&str] = &[
-    "nuw", "nsw", "exact", "disjoint", "nneg", "samesign", "fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn",
-    "reassoc", "inbounds", "nusw", "volatile", "atomic",
+    "nuw", "nsw", "exact", "disjoint", "nneg", "samesign", "fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "inbounds",
+    "nusw", "volatile", "atomic",
 ];
 
 fn result_type(opcode: &str, rest: &str) -> String {
@@ -338,8 +337,8 @@ fn result_type(opcode: &str, rest: &str) -> String {
         }
     };
     match opcode {
-        "add" | "sub" | "mul" | "shl" | "lshr" | "ashr" | "and" | "or" | "xor" | "udiv" | "sdiv" | "urem" | "srem" | "fadd"
-        | "fsub" | "fmul" | "fdiv" | "frem" | "fneg" | "phi" | "load" | "freeze" => first_type(rest),
+        "add" | "sub" | "mul" | "shl" | "lshr" | "ashr" | "and" | "or" | "xor" | "udiv" | "sdiv" | "urem" | "srem" | "fadd" | "fsub"
+        | "fmul" | "fdiv" | "frem" | "fneg" | "phi" | "load" | "freeze" => first_type(rest),
         "sext" | "zext" | "trunc" | "fptrunc" | "fpext" | "fptoui" | "fptosi" | "uitofp" | "sitofp" | "ptrtoint" | "inttoptr"
         | "bitcast" | "addrspacecast" => rest.rsplit(" to ").next().unwrap_or("").trim().to_string(),
         "icmp" | "fcmp" => "i1".to_string(),
@@ -448,12 +447,8 @@ impl Module {
 
     /// Every parameter whose scope is `subprogram`, in order.
     pub fn parameters(&self, subprogram: u32) -> Vec<Variable> {
-        let mut vars: Vec<Variable> = self
-            .metadata
-            .keys()
-            .filter_map(|&id| self.variable(id))
-            .filter(|v| v.arg.is_some() && v.scope == Some(subprogram))
-            .collect();
+        let mut vars: Vec<Variable> =
+            self.metadata.keys().filter_map(|&id| self.variable(id)).filter(|v| v.arg.is_some() && v.scope == Some(subprogram)).collect();
         vars.sort_by_key(|v| v.arg);
         vars.dedup_by_key(|v| v.arg);
         vars
@@ -466,7 +461,10 @@ impl Module {
             let n = self.metadata.get(&id)?;
             let tag = n.get("tag").unwrap_or("");
             let transparent = n.kind == "DIDerivedType"
-                && matches!(tag, "DW_TAG_typedef" | "DW_TAG_const_type" | "DW_TAG_volatile_type" | "DW_TAG_restrict_type" | "DW_TAG_atomic_type");
+                && matches!(
+                    tag,
+                    "DW_TAG_typedef" | "DW_TAG_const_type" | "DW_TAG_volatile_type" | "DW_TAG_restrict_type" | "DW_TAG_atomic_type"
+                );
             match n.id("baseType") {
                 Some(base) if transparent => id = base,
                 _ => return Some(n),
@@ -532,9 +530,9 @@ impl Module {
     pub fn disables_unroll(&self, loop_md: u32) -> bool {
         let Some(n) = self.metadata.get(&loop_md).filter(|n| n.kind.is_empty()) else { return false };
         n.fields.iter().filter_map(|(_, v)| md_id(v)).any(|op| {
-            self.metadata.get(&op).is_some_and(|m| {
-                m.kind.is_empty() && m.fields.len() == 1 && m.fields[0].1 == "!\"llvm.loop.unroll.disable\""
-            })
+            self.metadata
+                .get(&op)
+                .is_some_and(|m| m.kind.is_empty() && m.fields.len() == 1 && m.fields[0].1 == "!\"llvm.loop.unroll.disable\"")
         })
     }
 
@@ -735,7 +733,8 @@ exit:
         assert_eq!(f.blocks[0].insts[1].ty, "i64", "zext's result type");
         assert_eq!(f.blocks[0].insts[0].ty, "i32", "a call's return type");
         assert_eq!(f.blocks[0].insts[0].callee(), Some("llvm.amdgcn.workitem.id.x"));
-        let call = instruction("%c = call contract noundef double @_ZL3powdd(double noundef %40, double noundef 2.000000e+00) #25, !dbg !7");
+        let call =
+            instruction("%c = call contract noundef double @_ZL3powdd(double noundef %40, double noundef 2.000000e+00) #25, !dbg !7");
         assert_eq!((call.callee(), call.call_args()), (Some("_ZL3powdd"), vec!["double noundef %40", "double noundef 2.000000e+00"]));
         assert_eq!(call.dbg, Some(7));
         assert_eq!(instruction("call void %fp(ptr noundef @g)").callee(), None, "indirect");

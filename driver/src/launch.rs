@@ -40,9 +40,10 @@ fn launches<'a>(source: &'a str, kernel: &str) -> Vec<Vec<&'a str>> {
         }
         // hipLaunchKernelGGL(k, grid, block, ...): the same order after the kernel.
         let head = before.trim_end();
-        let is_launch_call = head.strip_suffix('(').map(str::trim_end).is_some_and(|h| {
-            h.ends_with("hipLaunchKernelGGL") || h.ends_with("hipLaunchKernelEx")
-        });
+        let is_launch_call = head
+            .strip_suffix('(')
+            .map(str::trim_end)
+            .is_some_and(|h| h.ends_with("hipLaunchKernelGGL") || h.ends_with("hipLaunchKernelEx"));
         if let (true, Some(list)) = (is_launch_call, after.strip_prefix(',')) {
             out.push(split_args(until_close(list)));
         }

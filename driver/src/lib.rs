@@ -35,4 +35,3 @@ pub mod tools;
 pub mod tune;
 pub mod verdict;
 pub mod wrapper;
-

@@ -35,13 +35,7 @@ impl Limits {
         let scaled = |factor: f64| Duration::from_secs_f64(plain_seconds * factor);
         let variant = variant.unwrap_or_else(|| scaled(VARIANT_TIMEOUT_FACTOR).max(MIN_VARIANT_TIMEOUT));
         let budget = budget.unwrap_or_else(|| scaled(BUDGET_FACTOR));
-        Limits {
-            variant,
-            budget,
-            deadline: Mutex::new(started + budget),
-            reached: AtomicBool::new(false),
-            renewed: AtomicBool::new(false),
-        }
+        Limits { variant, budget, deadline: Mutex::new(started + budget), reached: AtomicBool::new(false), renewed: AtomicBool::new(false) }
     }
 
     /// Time for the builds `regtune measure` will time, whose search may

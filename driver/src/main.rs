@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
-use regtune::output::{self, Format};
 use regtune::gpu::Arch;
+use regtune::output::{self, Format};
 use regtune::toolchain::Toolchain;
 use regtune::{batch, explain, fix, gpu, measure, names, plugin, report, search, tune};
 
@@ -497,7 +497,8 @@ fn predict(args: PredictArgs) -> Result<ExitCode> {
     let toolchain = Toolchain::detect_for(&archs)?;
     let plugin = plugin::find()?;
     let options = args.search.tune_options(false)?;
-    let (doc, failures) = regtune::predict::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, args.code_dir.as_deref());
+    let (doc, failures) =
+        regtune::predict::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, args.code_dir.as_deref());
     for f in &failures {
         f.print();
     }

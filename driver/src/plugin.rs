@@ -39,13 +39,13 @@ pub fn find() -> Result<PathBuf, NotFound> {
         return if p.is_file() { Ok(p) } else { Err(NotFound { looked: p.display().to_string() }) };
     }
     let exe_dir = env::current_exe().ok().and_then(|e| e.parent().map(PathBuf::from));
-    let candidates: Vec<PathBuf> = exe_dir
+    let candidates: Vec<PathBuf> =
+        exe_dir.iter().flat_map(|d| [d.join(FILE_NAME), d.join("..").join(FILE_NAME), d.join("../lib").join(FILE_NAME)]).collect();
+    candidates
         .iter()
-        .flat_map(|d| [d.join(FILE_NAME), d.join("..").join(FILE_NAME), d.join("../lib").join(FILE_NAME)])
-        .collect();
-    candidates.iter().find(|p| p.is_file()).cloned().ok_or_else(|| NotFound {
-        looked: candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
-    })
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or_else(|| NotFound { looked: candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ") })
 }
 
 /// The LLVM version `plugin` was built for (`22.1.8`); `None` for a file
@@ -113,11 +113,8 @@ pub fn check_version(plugin: &Path, clang: &Path, clang_version: &str) -> Result
 /// an empty C file with the plugin, which loads it and runs its
 /// registration. Returns clang's version line.
 pub fn check_loads(plugin: &Path, clang: &Path) -> Result<String, LoadError> {
-    let probe_error = |detail: String| LoadError::Probe {
-        plugin: plugin.display().to_string(),
-        clang: clang.display().to_string(),
-        detail,
-    };
+    let probe_error =
+        |detail: String| LoadError::Probe { plugin: plugin.display().to_string(), clang: clang.display().to_string(), detail };
     let version = Command::new(clang).arg("--version").output().map_err(|e| probe_error(format!("cannot run it: {e}")))?;
     let version = String::from_utf8_lossy(&version.stdout).lines().next().unwrap_or_default().trim().to_string();
     check_version(plugin, clang, &version)?;

@@ -104,8 +104,7 @@ impl UnitProgress<'_> {
     }
 
     fn status(&self) -> String {
-        let (n, done, v) =
-            (self.kernels.load(Ordering::Relaxed), self.done.load(Ordering::Relaxed), self.variants.load(Ordering::Relaxed));
+        let (n, done, v) = (self.kernels.load(Ordering::Relaxed), self.done.load(Ordering::Relaxed), self.variants.load(Ordering::Relaxed));
         if n == 0 {
             return format!("{}: plain build", self.name);
         }
@@ -119,9 +118,7 @@ impl UnitProgress<'_> {
         }
         let now = self.started.elapsed().as_secs();
         let last = self.said.load(Ordering::Relaxed);
-        if now >= last + HEARTBEAT.as_secs()
-            && self.said.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
-        {
+        if now >= last + HEARTBEAT.as_secs() && self.said.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
             eprintln!("regtune: still tuning {} ({now} s)", self.status());
         }
     }

@@ -16,10 +16,10 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::compile::{self, CompileError, Compiled, Emit, Location, Temps, Variant};
+use crate::gpu::{self, Arch};
 use crate::measure::{self, MeasureError, Measured};
 use crate::names;
 use crate::output::Failure;
-use crate::gpu::{self, Arch};
 use crate::toolchain::Toolchain;
 
 #[derive(Debug, thiserror::Error)]
@@ -63,9 +63,7 @@ pub enum Given<'a> {
 /// they stop with under `-fgpu-rdc`.
 pub fn unsupported(command: &str, user_args: &[String]) -> Result<(), String> {
     if enabled(user_args) {
-        return Err(format!(
-            "-fgpu-rdc: `regtune {command}` does not link relocatable device code yet (report, tune and batch do)"
-        ));
+        return Err(format!("-fgpu-rdc: `regtune {command}` does not link relocatable device code yet (report, tune and batch do)"));
     }
     Ok(())
 }
@@ -129,13 +127,8 @@ impl LinkSet {
     /// defines, each with those functions (symbols).
     pub fn unresolved(&self, source: &Path) -> BTreeMap<String, Vec<String>> {
         let Ok(unit) = self.unit(source) else { return BTreeMap::new() };
-        let elsewhere: BTreeSet<&String> = self
-            .units
-            .iter()
-            .filter(|(s, _)| s != source)
-            .filter_map(|(_, u)| u.as_ref().ok())
-            .flat_map(|u| u.graph.exported())
-            .collect();
+        let elsewhere: BTreeSet<&String> =
+            self.units.iter().filter(|(s, _)| s != source).filter_map(|(_, u)| u.as_ref().ok()).flat_map(|u| u.graph.exported()).collect();
         unit.graph
             .external_calls()
             .into_iter()
@@ -185,8 +178,16 @@ pub struct Link {
 impl Link {
     /// Link the unit's bitcode `own` with the other units'.
     #[allow(clippy::too_many_arguments)]
-    pub fn device_link(&self, toolchain: &Toolchain, arch: &Arch, own: PathBuf, out: &Path, emit: Emit, user_args: &[String], variant: &Variant)
-        -> Result<Compiled, CompileError> {
+    pub fn device_link(
+        &self,
+        toolchain: &Toolchain,
+        arch: &Arch,
+        own: PathBuf,
+        out: &Path,
+        emit: Emit,
+        user_args: &[String],
+        variant: &Variant,
+    ) -> Result<Compiled, CompileError> {
         let inputs: Vec<PathBuf> = std::iter::once(own).chain(self.others.iter().cloned()).collect();
         gpu::of(arch).device_link(toolchain, arch, &inputs, out, emit, user_args, variant)
     }

@@ -12,11 +12,11 @@ use regtune_decisions::Usage;
 use serde::Serialize;
 
 use crate::compile::{self, compile_failure, Unit};
+use crate::gpu::{self, Arch, Limiter};
 use crate::measure::{self, Measured, NvidiaUsage};
 use crate::names::{demangle, short_name};
 use crate::output::{Failure, Tabular};
 use crate::rdc;
-use crate::gpu::{self, Arch, Limiter};
 use crate::toolchain::Toolchain;
 
 /// One row of the report; the JSON keys are stable.
@@ -93,8 +93,13 @@ pub fn run_with(
 /// builds them, and one failure per kernel whose callees no file defines.
 /// Linked with other files, a file without kernels is a library of device
 /// functions, not a failure.
-fn one_linked(toolchain: &Toolchain, set: &rdc::LinkSet, file: &Path, linked_with_others: bool, options: &measure::Options)
-    -> (Vec<KernelReport>, Vec<Failure>) {
+fn one_linked(
+    toolchain: &Toolchain,
+    set: &rdc::LinkSet,
+    file: &Path,
+    linked_with_others: bool,
+    options: &measure::Options,
+) -> (Vec<KernelReport>, Vec<Failure>) {
     if let Err(f) = set.unit(file) {
         return (vec![], vec![f]);
     }
@@ -132,8 +137,7 @@ fn one(
         let obj = dir.path().join("device.o");
         let unit = Unit { toolchain, arch, source: file, user_args };
         let compiled = unit.code_object(&obj).map_err(compile_failure)?;
-        let measured =
-            measure::object_file_with(&obj, arch, &compiled.stderr, options).map_err(|e| Failure::new(e.to_string()))?;
+        let measured = measure::object_file_with(&obj, arch, &compiled.stderr, options).map_err(|e| Failure::new(e.to_string()))?;
         let symbols: Vec<String> = measured.iter().map(|m| m.symbol.clone()).collect();
         let locations = target.locations(file, &compiled.stderr, &symbols);
         (measured, locations)
@@ -160,8 +164,20 @@ fn rows_of(measured: Vec<Measured>, arch: &Arch, locations: &[compile::Location]
 impl Tabular for KernelReport {
     fn header() -> Vec<&'static str> {
         vec![
-            "kernel", "arch", "VGPR", "AGPR", "SGPR", "scratch", "VGPR spill", "SGPR spill", "LDS", "occupancy",
-            "limiter", "VGPRs to next", "code bytes", "location",
+            "kernel",
+            "arch",
+            "VGPR",
+            "AGPR",
+            "SGPR",
+            "scratch",
+            "VGPR spill",
+            "SGPR spill",
+            "LDS",
+            "occupancy",
+            "limiter",
+            "VGPRs to next",
+            "code bytes",
+            "location",
         ]
     }
 

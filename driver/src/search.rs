@@ -89,13 +89,7 @@ impl Rule {
     /// fewer SGPRs, smaller code. `Greater` means `a` is better.
     pub fn compare(&self, a: &Usage, b: &Usage) -> Ordering {
         let key = |u: &Usage| {
-            (
-                self.primary(u),
-                -i64::from(self.spills(u)),
-                -i64::from(u.vgpr + u.agpr),
-                -i64::from(u.sgpr),
-                -(u.code_bytes as i64),
-            )
+            (self.primary(u), -i64::from(self.spills(u)), -i64::from(u.vgpr + u.agpr), -i64::from(u.sgpr), -(u.code_bytes as i64))
         };
         match (self.admissible(a), self.admissible(b)) {
             (true, false) => Ordering::Greater,
@@ -356,9 +350,9 @@ where
                 results.push((t, u));
             }
         }
-        let Some(drop) = results.into_iter().find(|(t, u)| {
-            rule.compare(u, &best.1) != Ordering::Less && (!t.is_empty() || rule.improves(u))
-        }) else {
+        let Some(drop) =
+            results.into_iter().find(|(t, u)| rule.compare(u, &best.1) != Ordering::Less && (!t.is_empty() || rule.improves(u)))
+        else {
             break;
         };
         if drop.0.is_empty() {

@@ -20,9 +20,9 @@ use regtune_decisions::plugin::{Inspection, DECISIONS_ENV, INPUT_HASH_ENV, ONLY_
 use regtune_decisions::{Db, Entry, Transforms};
 
 use crate::compile::{self, CompileError, Emit, Location, Unit, Variant};
+use crate::gpu::Arch;
 use crate::measure::{self, Measured};
 use crate::rdc;
-use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 
 #[derive(Debug, thiserror::Error)]
@@ -232,10 +232,7 @@ impl<'a> Session<'a> {
             return Ok(Variant::default());
         }
         let decisions = self.decisions_file(variant)?;
-        let mut env = vec![
-            (DECISIONS_ENV, decisions.into_os_string()),
-            (INPUT_HASH_ENV, OsString::from(&self.input_hash)),
-        ];
+        let mut env = vec![(DECISIONS_ENV, decisions.into_os_string()), (INPUT_HASH_ENV, OsString::from(&self.input_hash))];
         if let Some(symbol) = only {
             env.push((ONLY_KERNEL_ENV, OsString::from(symbol)));
         }
@@ -255,10 +252,10 @@ impl<'a> Session<'a> {
     pub fn measure_kernel(&self, symbol: &str, transforms: &Transforms, deadline: Option<Instant>) -> Result<Measured, SessionError> {
         let key = (Some(symbol.to_string()), vec![(symbol.to_string(), transforms.clone())]);
         let measured = self.build(key, deadline)?;
-        measured.into_iter().find(|m| m.symbol == symbol).ok_or_else(|| SessionError::NoSuchKernel {
-            file: self.source.display().to_string(),
-            symbol: symbol.to_string(),
-        })
+        measured
+            .into_iter()
+            .find(|m| m.symbol == symbol)
+            .ok_or_else(|| SessionError::NoSuchKernel { file: self.source.display().to_string(), symbol: symbol.to_string() })
     }
 
     fn build(&self, key: BuildKey, deadline: Option<Instant>) -> Result<Vec<Measured>, SessionError> {
@@ -311,7 +308,8 @@ impl<'a> Session<'a> {
     /// measured (kept in the session's directory), else a fresh compile.
     pub fn save_code_object(&self, variant: &[(String, Transforms)], dest: &Path) -> Result<(), SessionError> {
         let key: Vec<(String, Transforms)> = variant.iter().filter(|(_, t)| !t.is_empty()).cloned().collect();
-        let kept = if key.is_empty() { Some(self.plain_object.clone()) } else { self.objects.lock().expect("objects lock").get(&key).cloned() };
+        let kept =
+            if key.is_empty() { Some(self.plain_object.clone()) } else { self.objects.lock().expect("objects lock").get(&key).cloned() };
         let source = match kept {
             Some(path) => path,
             None => {

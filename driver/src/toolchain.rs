@@ -82,24 +82,14 @@ impl Toolchain {
                 version,
             });
         }
-        let missing: Vec<String> = debian_checks(false)
-            .into_iter()
-            .filter(|c| c.found.is_none())
-            .map(|c| c.what.to_string())
-            .collect();
+        let missing: Vec<String> = debian_checks(false).into_iter().filter(|c| c.found.is_none()).map(|c| c.what.to_string()).collect();
         if !missing.is_empty() {
             return Err(ToolchainError::Missing { missing: missing.join(", ") });
         }
         let llvm_bin = Path::new(DEBIAN_LLVM).join("bin");
         let clang = llvm_bin.join("clang");
         let version = clang_version(&clang)?;
-        Ok(Toolchain {
-            flavor: Flavor::Debian,
-            device_libs: overlay_dir(&version),
-            clang,
-            llvm_bin,
-            version,
-        })
+        Ok(Toolchain { flavor: Flavor::Debian, device_libs: overlay_dir(&version), clang, llvm_bin, version })
     }
 
     /// The toolchain for `archs`: [`Toolchain::detect`] when one of them is

@@ -78,9 +78,7 @@ pub fn package_of(program: &Path) -> Option<&'static str> {
     }
     // The rest of what clang-22 may spawn for an offload build.
     match name {
-        "clang-offload-packager" | "clang-linker-wrapper" | "clang-nvlink-wrapper" | "amdgpu-arch" | "nvptx-arch" => {
-            Some("clang-tools-22")
-        }
+        "clang-offload-packager" | "clang-linker-wrapper" | "clang-nvlink-wrapper" | "amdgpu-arch" | "nvptx-arch" => Some("clang-tools-22"),
         "lld" => Some("lld-22"),
         "llc" | "llvm-as" | "llvm-dis" | "llvm-objcopy" | "llvm-extract" => Some("llvm-22"),
         _ => None,
@@ -95,10 +93,8 @@ pub fn unrunnable_jobs(compiler: &Path, args: &[OsString]) -> Vec<PathBuf> {
         return vec![];
     };
     // clang prints the bare name of a program it could not find.
-    let mut missing: Vec<PathBuf> = jobs(&String::from_utf8_lossy(&out.stderr))
-        .into_iter()
-        .filter(|p| !p.is_absolute() || !p.exists())
-        .collect();
+    let mut missing: Vec<PathBuf> =
+        jobs(&String::from_utf8_lossy(&out.stderr)).into_iter().filter(|p| !p.is_absolute() || !p.exists()).collect();
     missing.dedup();
     missing
 }

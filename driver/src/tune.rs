@@ -12,8 +12,9 @@ use regtune_decisions::plugin::Inspection;
 use regtune_decisions::{Db, Entry, Param, Reason, Suggestion, Transforms, Usage};
 use serde::Serialize;
 
-use crate::{candidates, compile, cost, launch};
 use crate::evidence::{Class, Evidence};
+use crate::gpu::Limiter;
+use crate::gpu::{self, Arch};
 use crate::limits::Limits;
 use crate::measure::Measured;
 use crate::names;
@@ -23,10 +24,9 @@ use crate::rdc::{self, LinkSet};
 use crate::report::KernelReport;
 use crate::search::{self, Objective, Outcome, Rule, Space};
 use crate::session::{Listing, Session};
-use crate::gpu::Limiter;
-use crate::gpu::{self, Arch};
 use crate::toolchain::Toolchain;
 use crate::verdict::{self, Basis, Verdict};
+use crate::{candidates, compile, cost, launch};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -302,8 +302,7 @@ pub fn tune_linked(
             _ => None,
         },
     };
-    let (session, baseline, locations) =
-        Session::start_linked(toolchain, plugin, set, file, measure_options).map_err(session_failure)?;
+    let (session, baseline, locations) = Session::start_linked(toolchain, plugin, set, file, measure_options).map_err(session_failure)?;
     tune_session(&session, baseline, locations, started, options, known, progress, &line)
 }
 
@@ -466,13 +465,7 @@ struct Plan {
     search: candidates::Selection,
 }
 
-fn plan_kernel(
-    tuning: &Tuning<'_>,
-    base: &Measured,
-    source: &str,
-    inspection: Option<&Inspection>,
-    previous: Option<&Entry>,
-) -> Plan {
+fn plan_kernel(tuning: &Tuning<'_>, base: &Measured, source: &str, inspection: Option<&Inspection>, previous: Option<&Entry>) -> Plan {
     let (session, options) = (tuning.session, tuning.options);
     let ranked: Vec<Param> = match (options.noalias, inspection) {
         (Noalias::Off, _) | (_, None) => vec![],
@@ -633,8 +626,15 @@ fn plan_kernel(
             let held = held_part(&better.transforms, &allowed);
             let reasons = verdict::held_reasons(&held);
             if !held.is_empty() {
-                let mut message =
-                    suggestion_message(&held, &better.transforms, &outcome.usage, &better.usage, &plan.every_pointer, session.arch, &options.evidence);
+                let mut message = suggestion_message(
+                    &held,
+                    &better.transforms,
+                    &outcome.usage,
+                    &better.usage,
+                    &plan.every_pointer,
+                    session.arch,
+                    &options.evidence,
+                );
                 if let Some((w, ratio)) = held_target.filter(|(w, _)| held.waves_per_eu == Some(*w)) {
                     message.push_str(&format!(
                         "; {} alone was predicted {:.2}× as fast (its schedule keeps fewer loads in flight)",
@@ -665,8 +665,8 @@ fn plan_kernel(
             BlockSize::Given(n) => Some(n),
             _ => None,
         };
-        let shared_spill = (stated.is_some() || target.promised_block(base).is_some())
-            .then(|| Transforms { launch_bounds: stated, ..Default::default() });
+        let shared_spill =
+            (stated.is_some() || target.promised_block(base).is_some()).then(|| Transforms { launch_bounds: stated, ..Default::default() });
         let pool = candidates::Pool {
             steps: gpu::of(session.arch).occupancy_steps(session.arch, base),
             rewrites: search::best_rewrites(&allowed_rewrites, &rule, &eval),
@@ -789,7 +789,11 @@ fn suggestion_message(
         unproven.push(Class::Pow2);
     }
     for class in unproven {
-        checks.push(format!("it computes the same values, but {} ({}); confirm it after timing the kernel", evidence.summary(class), class.name()));
+        checks.push(format!(
+            "it computes the same values, but {} ({}); confirm it after timing the kernel",
+            evidence.summary(class),
+            class.name()
+        ));
     }
     if held.pow2_inexact {
         let library = gpu::of(arch).pow_library().0;
@@ -835,7 +839,8 @@ fn suggestion_message(
     }
     let mut message = format!("{} {effect} — {}", what.join(" and "), checks.join("; "));
     if held.unroll_cap.is_some() || held.waves_per_eu.is_some() || held.sink || (held.pow2 && !held.pow2_inexact) {
-        message.push_str("; `regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results");
+        message
+            .push_str("; `regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results");
     }
     message
 }
@@ -910,11 +915,7 @@ fn finish(
             None => plan.objective_gap(arch).unwrap_or_else(|| "nothing tried improved on the plain compile; kept it".to_string()),
         },
     };
-    let why = if plan.budget_reached {
-        format!("{why} (the file's time budget ended the search early: best result so far)")
-    } else {
-        why
-    };
+    let why = if plan.budget_reached { format!("{why} (the file's time budget ended the search early: best result so far)") } else { why };
     let (suggested, suggestions, suggested_entries) = match &plan.suggestion {
         Some(p) => (
             gpu::labels(&p.held, arch, &plan.every_pointer),
@@ -1034,7 +1035,6 @@ fn ir_function(listing: &str, symbol: &str) -> String {
     compile::cut(listing, |l| l.starts_with("define") && l.contains(&start), |l| l == "}", true)
 }
 
-
 impl Tabular for KernelTuning {
     fn header() -> Vec<&'static str> {
         vec!["kernel", "arch", "VGPR", "spills", "occupancy", "applied", "suggested", "why"]
@@ -1075,7 +1075,8 @@ mod tests {
             "`__restrict__` on `g14` would reach occupancy 6 (96 → 84 VGPRs) — verify that `g14` never overlaps another argument"
         );
         let with = Transforms { pow2: true, waves_per_eu: Some(6), ..t.clone() };
-        assert!(suggestion_message(&t, &with, &now, &then, &[], &gfx, &Evidence::shipped()).contains("(96 → 84 VGPRs) with pow2 + waves-per-eu=6 — verify"));
+        assert!(suggestion_message(&t, &with, &now, &then, &[], &gfx, &Evidence::shipped())
+            .contains("(96 → 84 VGPRs) with pow2 + waves-per-eu=6 — verify"));
     }
 
     #[test]

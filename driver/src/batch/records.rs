@@ -111,11 +111,8 @@ impl Records {
     /// options match.
     pub fn cached<'a>(&'a self, key: &str, options: &str, db: &Db) -> Option<&'a UnitRecord> {
         let record = self.units.get(key)?;
-        let entries: Option<Vec<&Entry>> = record
-            .kernels
-            .iter()
-            .map(|k| db.kernels.get(&Db::key(&k.symbol, arch_processor(&record.arch), &record.input_hash)))
-            .collect();
+        let entries: Option<Vec<&Entry>> =
+            record.kernels.iter().map(|k| db.kernels.get(&Db::key(&k.symbol, arch_processor(&record.arch), &record.input_hash))).collect();
         (record.options == options && entries_digest(&entries?) == record.entries).then_some(record)
     }
 }
@@ -154,10 +151,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<(Records, usize), DbError
     let mut merged = Records { version: VERSION, ..Records::default() };
     for path in inputs {
         if !path.is_file() {
-            return Err(DbError::Read {
-                path: path.clone(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
-            });
+            return Err(DbError::Read { path: path.clone(), source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file") });
         }
         dbs.push(Db::load(path)?);
         merged.units.extend(Records::load(&path_for(path)).units);

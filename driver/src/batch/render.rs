@@ -76,8 +76,7 @@ impl Summary {
     pub fn of(batch: &Batch) -> Summary {
         let k = &batch.kernels;
         let count = |s: Status| batch.units.iter().filter(|u| u.status == s && u.arch.is_some()).count();
-        let units: BTreeSet<(usize, &str)> =
-            batch.units.iter().filter(|u| u.arch.is_some()).map(|u| (u.entry, u.file.as_str())).collect();
+        let units: BTreeSet<(usize, &str)> = batch.units.iter().filter(|u| u.arch.is_some()).map(|u| (u.entry, u.file.as_str())).collect();
         let mut occupancy = BeforeAfter::<BTreeMap<u32, usize>>::default();
         for r in k {
             *occupancy.before.entry(r.before.occupancy).or_default() += 1;
@@ -130,8 +129,7 @@ impl Summary {
 pub fn display_path(path: &str) -> String {
     let clean = super::compile_db::lexical(std::path::Path::new(path));
     let cwd = std::env::current_dir().ok();
-    cwd.and_then(|c| clean.strip_prefix(c).ok().map(|p| p.display().to_string()))
-        .unwrap_or_else(|| clean.display().to_string())
+    cwd.and_then(|c| clean.strip_prefix(c).ok().map(|p| p.display().to_string())).unwrap_or_else(|| clean.display().to_string())
 }
 
 /// `x` when it did not change, else `x → y`.
@@ -243,9 +241,29 @@ fn table(batch: &Batch, s: &Summary) -> String {
 fn csv(rows: &[KernelRow]) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
-        "unit", "file", "line", "kernel", "symbol", "arch", "status", "vgpr_before", "vgpr_after", "sgpr_before",
-        "sgpr_after", "spills_before", "spills_after", "scratch_before", "scratch_after", "occupancy_before",
-        "occupancy_after", "limiter_before", "limiter_after", "applied", "suggested", "variants", "why",
+        "unit",
+        "file",
+        "line",
+        "kernel",
+        "symbol",
+        "arch",
+        "status",
+        "vgpr_before",
+        "vgpr_after",
+        "sgpr_before",
+        "sgpr_after",
+        "spills_before",
+        "spills_after",
+        "scratch_before",
+        "scratch_after",
+        "occupancy_before",
+        "occupancy_after",
+        "limiter_before",
+        "limiter_after",
+        "applied",
+        "suggested",
+        "variants",
+        "why",
     ])
     .expect("csv to memory");
     for r in rows {

@@ -8,8 +8,8 @@ use std::path::Path;
 use regtune_decisions::{Entry, Transforms};
 
 use super::diagnose::{Diagnostic, Kind, Tuned};
-use crate::session::Session;
 use crate::gpu::Arch;
+use crate::session::Session;
 use crate::toolchain::Toolchain;
 use crate::{measure, plugin};
 
@@ -51,7 +51,10 @@ pub fn diagnostic(
             fix: "`regtune measure` times it inside your program and keeps it only if faster with identical results".into(),
             transform: Some(label),
             tune: usage.map(|u| {
-                format!("tune measured it: registers {}, spills {}, shared memory {} B, occupancy {}", u.vgpr, u.vgpr_spills, u.lds_bytes, u.occupancy)
+                format!(
+                    "tune measured it: registers {}, spills {}, shared memory {} B, occupancy {}",
+                    u.vgpr, u.vgpr_spills, u.lds_bytes, u.occupancy
+                )
             }),
         }
     }))
@@ -68,7 +71,14 @@ fn lds_build(entry: &Entry) -> Option<(Transforms, bool)> {
 }
 
 /// The plugin's `regtune: ...` lines for `symbol` built with `transforms`.
-fn notes(toolchain: &Toolchain, source: &Path, arch: &Arch, user_args: &[String], symbol: &str, transforms: &Transforms) -> Result<Vec<String>, String> {
+fn notes(
+    toolchain: &Toolchain,
+    source: &Path,
+    arch: &Arch,
+    user_args: &[String],
+    symbol: &str,
+    transforms: &Transforms,
+) -> Result<Vec<String>, String> {
     let plugin = plugin::find().map_err(|e| e.to_string())?;
     // Line tables, so the pass can say where each value is defined (they
     // do not change its choice: debug records are not instructions).

@@ -142,8 +142,8 @@ impl Cfg {
 
 #[cfg(test)]
 mod tests {
-    use crate::ir;
     use super::*;
+    use crate::ir;
 
     const IR: &str = r#"
 define void @f(i1 %c) {

@@ -523,7 +523,10 @@ k.hip:2:1: remark: Function Name: _Z1kPdi [-Rpass-analysis=kernel-resource-usage
     fn definitions_uses_and_locations_come_from_the_operands() {
         let f = &parse(DUMP)[0];
         let load = &f.blocks[0].instrs[0];
-        assert_eq!((load.opcode.as_str(), load.defs.as_slice(), load.uses.as_slice()), ("S_LOAD_DWORD_IMM", &[s(0)][..], &[s(4), s(5)][..]));
+        assert_eq!(
+            (load.opcode.as_str(), load.defs.as_slice(), load.uses.as_slice()),
+            ("S_LOAD_DWORD_IMM", &[s(0)][..], &[s(4), s(5)][..])
+        );
         assert!(load.loads);
         assert_eq!(load.location.len(), 2);
         assert_eq!(load.outer(), Some(&SourcePos { file: "/w/k.hip".into(), line: 29, col: 32 }));

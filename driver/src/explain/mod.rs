@@ -29,12 +29,12 @@ use regtune_decisions::{Db, Usage};
 use serde::Serialize;
 
 use crate::compile::{self, compile_failure, CompileError, Unit};
+use crate::gpu::{self, Arch, Limiter};
 use crate::ir;
 use crate::launch;
 use crate::measure::{self, Measured};
 use crate::names::{self, demangle, short_name};
 use crate::output::{self, Failure};
-use crate::gpu::{self, Arch, Limiter};
 use crate::toolchain::Toolchain;
 
 pub use diagnose::{Diagnostic, Kind, Tuned};
@@ -93,10 +93,8 @@ pub fn emit(kernels: &[KernelExplain], format: Format, output: Option<&Path>) ->
             std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
             let mut written: Vec<PathBuf> = Vec::new();
             for k in kernels {
-                let stem: String = short_name(&k.name)
-                    .chars()
-                    .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
-                    .collect();
+                let stem: String =
+                    short_name(&k.name).chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
                 let mut path = dir.join(format!("{stem}.{}.html", k.arch.replace(':', "_")));
                 for n in 2.. {
                     if !written.contains(&path) {
@@ -203,7 +201,13 @@ fn build(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], 
     })
 }
 
-fn one(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], options: &Options<'_>) -> Result<Vec<KernelExplain>, Failure> {
+fn one(
+    toolchain: &Toolchain,
+    file: &Path,
+    arch: &Arch,
+    user_args: &[String],
+    options: &Options<'_>,
+) -> Result<Vec<KernelExplain>, Failure> {
     let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
     let b = build(toolchain, file, arch, user_args, dir.path())?;
     if b.plain.is_empty() {
@@ -221,10 +225,9 @@ fn one(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], op
         let lt_usage = b.line_tables.as_ref().and_then(|(ms, _)| ms.iter().find(|x| x.symbol == m.symbol)).map(|x| x.usage);
         let post_fn = b.post.function(&m.symbol);
         let (timeline, no_timeline) = match &b.line_tables {
-            None => (None, Some(format!(
-                "no pressure timeline on {arch}: {}",
-                gpu::of(arch).pressure_timeline().err().unwrap_or_default()
-            ))),
+            None => {
+                (None, Some(format!("no pressure timeline on {arch}: {}", gpu::of(arch).pressure_timeline().err().unwrap_or_default())))
+            }
             Some((_, functions)) => match functions.iter().find(|f| f.name == m.symbol) {
                 None => (None, Some(format!("the backend printed no machine code for this kernel after `{}`", mir::LAST_PASS))),
                 Some(f) => {
@@ -293,4 +296,3 @@ fn input_hash(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[Stri
     let (hash, _) = unit.preprocess_and_hash(&dir.join("preprocessed.i")).map_err(compile_failure)?;
     Ok(hash)
 }
-

@@ -193,9 +193,7 @@ impl Liveness<'_> {
                 // The move reads its source before it writes `r`: look before it.
                 // A source with no definition (a kernel input) ends at the move.
                 match source {
-                    Some(s) if depth < 8 && d > 0 && !self.reaching_defs(s, d - 1).is_empty() => {
-                        work.push((s, d - 1, depth + 1))
-                    }
+                    Some(s) if depth < 8 && d > 0 && !self.reaching_defs(s, d - 1).is_empty() => work.push((s, d - 1, depth + 1)),
                     _ => {
                         out.insert(d);
                     }

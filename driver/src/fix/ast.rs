@@ -145,9 +145,7 @@ pub fn dump(unit: &Unit<'_>, names: &[String]) -> Result<Vec<Node>, AstError> {
     let mut nodes = Vec::new();
     for name in names {
         let mut cmd = unit.device_command().map_err(|e| AstError::Run { file: file.clone(), detail: e.to_string() })?;
-        cmd.args(["-fsyntax-only", "-Xclang", "-ast-dump=json", "-Xclang"])
-            .arg(format!("-ast-dump-filter={name}"))
-            .arg(unit.source);
+        cmd.args(["-fsyntax-only", "-Xclang", "-ast-dump=json", "-Xclang"]).arg(format!("-ast-dump-filter={name}")).arg(unit.source);
         let out = cmd.output().map_err(|e| AstError::Run { file: file.clone(), detail: e.to_string() })?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);

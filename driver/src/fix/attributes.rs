@@ -185,8 +185,7 @@ fn redeclaration(kernel: &Kernel<'_>) -> Result<String, String> {
     if !ty.starts_with("void (") {
         return Err(format!("its type `{ty}` is not a kernel's"));
     }
-    let params: Vec<&str> =
-        kernel.decl.inner.iter().filter(|n| n.kind == "ParmVarDecl").map(|p| p.ty.as_deref().unwrap_or("")).collect();
+    let params: Vec<&str> = kernel.decl.inner.iter().filter(|n| n.kind == "ParmVarDecl").map(|p| p.ty.as_deref().unwrap_or("")).collect();
     if params.iter().any(|p| p.is_empty()) || ty.contains("...") {
         return Err("its parameters have no type clang names".into());
     }

@@ -306,15 +306,13 @@ define dso_local amdgpu_kernel void @_Z1kPd(ptr addrspace(1) noundef %x.coerce) 
                 callers: vec![],
             }]
         );
-        assert_eq!(
-            loop_starts(BEFORE),
-            [LoopStart { function: "_Z1kPd".into(), at: Pos { file: "/src/k.hip".into(), line: 8, col: 5 } }]
-        );
+        assert_eq!(loop_starts(BEFORE), [LoopStart { function: "_Z1kPd".into(), at: Pos { file: "/src/k.hip".into(), line: 8, col: 5 } }]);
     }
 
     #[test]
     fn deleted_functions_and_unchanged_modules_report_nothing() {
-        let without_forwarder = BEFORE.lines().filter(|l| !l.contains("_ZL3powdd(double noundef %0") && !l.contains("@__ocml")).collect::<Vec<_>>().join("\n");
+        let without_forwarder =
+            BEFORE.lines().filter(|l| !l.contains("_ZL3powdd(double noundef %0") && !l.contains("@__ocml")).collect::<Vec<_>>().join("\n");
         assert!(changes(BEFORE, BEFORE).removed_calls.is_empty());
         assert!(changes(BEFORE, &without_forwarder).removed_calls.is_empty());
     }
@@ -323,7 +321,10 @@ define dso_local amdgpu_kernel void @_Z1kPd(ptr addrspace(1) noundef %x.coerce) 
     fn loops_the_early_phase_disables_are_found() {
         let after = BEFORE.replace("!30 = distinct !{!30, !31, !32, !33, !34}", "!30 = distinct !{!30, !31, !32, !33, !35}")
             + "!35 = !{!\"llvm.loop.unroll.disable\"}\n";
-        assert_eq!(disabled_loops(BEFORE, &after), [LoopStart { function: "_Z1kPd".into(), at: Pos { file: "/src/k.hip".into(), line: 8, col: 5 } }]);
+        assert_eq!(
+            disabled_loops(BEFORE, &after),
+            [LoopStart { function: "_Z1kPd".into(), at: Pos { file: "/src/k.hip".into(), line: 8, col: 5 } }]
+        );
         assert!(disabled_loops(&after, &after).is_empty(), "already disabled: nothing new");
     }
 

@@ -75,7 +75,13 @@ impl Edit {
     /// the rest.
     fn sort_key(&self) -> (usize, u8, usize, usize) {
         let rank = ORDER.iter().position(|w| *w == self.what).unwrap_or(ORDER.len());
-        let class = if self.is_insertion() { 0 } else if self.is_move_source() { 1 } else { 2 };
+        let class = if self.is_insertion() {
+            0
+        } else if self.is_move_source() {
+            1
+        } else {
+            2
+        };
         (self.start, class, rank, self.end)
     }
 
@@ -268,11 +274,7 @@ mod tests {
     #[test]
     fn edits_apply_in_order_and_equal_ones_merge() {
         let text = "a b c\n";
-        let (merged, conflicts) = merge(vec![
-            new(4, 5, "C", "k1", "x"),
-            new(0, 1, "A", "k1", "x"),
-            new(0, 1, "A", "k2", "x"),
-        ]);
+        let (merged, conflicts) = merge(vec![new(4, 5, "C", "k1", "x"), new(0, 1, "A", "k1", "x"), new(0, 1, "A", "k2", "x")]);
         assert!(conflicts.is_empty());
         assert_eq!(merged[0].kernels.len(), 2);
         assert_eq!(apply(F, text, &merged), "A b C\n");
@@ -280,8 +282,7 @@ mod tests {
 
     #[test]
     fn disagreeing_edits_are_conflicts() {
-        let (merged, conflicts) =
-            merge(vec![new(0, 1, "A", "k1", "x"), new(0, 1, "B", "k2", "x"), new(2, 2, "+", "k1", "x")]);
+        let (merged, conflicts) = merge(vec![new(0, 1, "A", "k1", "x"), new(0, 1, "B", "k2", "x"), new(2, 2, "+", "k1", "x")]);
         assert_eq!(merged.len(), 2);
         assert_eq!(conflicts.len(), 1);
         let (_, c) = merge(vec![new(2, 2, "x", "k1", "a"), new(2, 2, "y", "k2", "a")]);

@@ -63,7 +63,11 @@ fn include_dirs(args: &[String]) -> Vec<PathBuf> {
     while let Some(a) = it.next() {
         let dir = match a.as_str() {
             "-I" | "-iquote" | "--include-directory" => it.next().cloned(),
-            _ => ["-I", "-iquote", "--include-directory="].iter().find_map(|p| a.strip_prefix(p)).filter(|d| !d.is_empty()).map(str::to_string),
+            _ => ["-I", "-iquote", "--include-directory="]
+                .iter()
+                .find_map(|p| a.strip_prefix(p))
+                .filter(|d| !d.is_empty())
+                .map(str::to_string),
         };
         out.extend(dir.map(PathBuf::from));
     }
@@ -105,7 +109,8 @@ impl Files {
                 }
                 continue;
             }
-            let refused = if Path::new(&*path).is_absolute() { project.refuses(Path::new(&*path), system) } else { Some("not a file".into()) };
+            let refused =
+                if Path::new(&*path).is_absolute() { project.refuses(Path::new(&*path), system) } else { Some("not a file".into()) };
             let (text, refused) = match refused {
                 Some(why) => (None, Some(why)),
                 None => match std::fs::read_to_string(&*path) {

@@ -40,9 +40,9 @@ use std::sync::Arc;
 
 use regtune_decisions::{Db, Transforms, Usage};
 
+use crate::gpu::Arch;
 use crate::names;
 use crate::output::Failure;
-use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 
 use ast::Node;
@@ -418,7 +418,8 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
         }
         rounds += 1;
         // Each patched text under every name clang reaches its file by.
-        let named: Vec<(String, &str)> = changes.iter().flat_map(|(p, t)| files.names(p).into_iter().map(move |n| (n, t.as_str()))).collect();
+        let named: Vec<(String, &str)> =
+            changes.iter().flat_map(|(p, t)| files.names(p).into_iter().map(move |n| (n, t.as_str()))).collect();
         let overlay = match Overlay::new(named.iter().map(|(n, t)| (n.as_str(), *t))) {
             Ok(o) => o,
             Err(e) => {
@@ -452,7 +453,8 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
         if found.wrong.is_empty() {
             break (edits, changes);
         }
-        let (dropped_before, choices_before) = (dropped.len(), groups.iter().map(|g| g.chosen().map(<[String]>::to_vec)).collect::<Vec<_>>());
+        let (dropped_before, choices_before) =
+            (dropped.len(), groups.iter().map(|g| g.chosen().map(<[String]>::to_vec)).collect::<Vec<_>>());
         let mut rejected: BTreeSet<usize> = BTreeSet::new();
         for (symbol, why) in &found.wrong {
             if let Some(i) = groups.iter().position(|g| g.has(symbol) && g.chosen().is_some()) {
@@ -470,7 +472,9 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 // header). Their kernels lose them, and are told why.
                 let span = units.iter().find_map(|u| u.spans.get(symbol));
                 let name = names::short_name(&names::demangle(symbol)).to_string();
-                for e in edits.iter().filter(|e| span.map_or(e.kernels.len() > 1, |(f, a, b)| e.file == *f && *a <= e.start && e.start < *b)) {
+                for e in
+                    edits.iter().filter(|e| span.map_or(e.kernels.len() > 1, |(f, a, b)| e.file == *f && *a <= e.start && e.start < *b))
+                {
                     for k in &e.kernels {
                         dropped.entry(k.clone()).or_insert_with(|| format!("its edits change {name} too, where {why}"));
                     }
@@ -523,9 +527,17 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 outcome,
                 elsewhere: if verified { elsewhere } else { vec![] },
                 instead: donor.zip(group).map(|(o, g)| {
-                    let theirs = units_decisions.iter().find(|x| x.symbol == o && x.arch == d.arch).map(|x| x.transforms.clone()).unwrap_or_default();
+                    let theirs = units_decisions
+                        .iter()
+                        .find(|x| x.symbol == o && x.arch == d.arch)
+                        .map(|x| x.transforms.clone())
+                        .unwrap_or_default();
                     let t = shared::patched_with(g, &theirs, &d.transforms);
-                    if t.is_empty() { "nothing".to_string() } else { labels(&t, &d.arch).join(" + ") }
+                    if t.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        labels(&t, &d.arch).join(" + ")
+                    }
                 }),
             });
         }
@@ -550,7 +562,13 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
     }
     for (path, patched) in changes {
         let original = files.text(&path).unwrap_or_default().to_string();
-        patch.files.push(FileChange { path: PathBuf::from(&*path), shown: files.shown(&path), names: files.names(&path), original, patched });
+        patch.files.push(FileChange {
+            path: PathBuf::from(&*path),
+            shown: files.shown(&path),
+            names: files.names(&path),
+            original,
+            patched,
+        });
     }
     patch.files.sort_by(|a, b| a.shown.cmp(&b.shown));
     patch

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 
 use regtune_decisions::Transforms;
 
-use crate::names;
 use crate::gpu::Arch;
+use crate::names;
 
 use super::plan::Planned;
 
@@ -72,7 +72,14 @@ impl Group {
     pub fn settled(&self) -> Option<String> {
         let donor = self.chosen()?.first()?;
         (!self.tried.is_empty()).then(|| {
-            format!("the {} of {} takes {}'s {} (tried before it: {})", self.what, self.members().map(|m| name(m)).collect::<Vec<_>>().join(", "), name(donor), self.labels(donor), self.tried.join("; "))
+            format!(
+                "the {} of {} takes {}'s {} (tried before it: {})",
+                self.what,
+                self.members().map(|m| name(m)).collect::<Vec<_>>().join(", "),
+                name(donor),
+                self.labels(donor),
+                self.tried.join("; ")
+            )
         })
     }
 
@@ -174,10 +181,7 @@ mod tests {
         let waves = Transforms { waves_per_eu: Some(6), ..Default::default() };
         Group {
             what: "template",
-            decisions: BTreeMap::from([
-                ("_Z1kIfEvPT_".to_string(), vec![Some(pow2)]),
-                ("_Z1kIdEvPT_".to_string(), vec![Some(waves)]),
-            ]),
+            decisions: BTreeMap::from([("_Z1kIfEvPT_".to_string(), vec![Some(pow2)]), ("_Z1kIdEvPT_".to_string(), vec![Some(waves)])]),
             archs: vec![Arch::parse("gfx90a").unwrap()],
             candidates: vec![vec!["_Z1kIfEvPT_".into()], vec!["_Z1kIdEvPT_".into()]],
             choice: 0,

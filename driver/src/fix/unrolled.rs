@@ -158,7 +158,10 @@ pub fn changed(
             [Unrolled::Fully(n)] => Unroll::Count(*n),
             _ => {
                 let what: Vec<String> = kinds.iter().map(describe).collect();
-                let why = format!("unroll-cap unrolled the copies of this loop differently ({}); no one pragma spells that, not patched", what.join(", "));
+                let why = format!(
+                    "unroll-cap unrolled the copies of this loop differently ({}); no one pragma spells that, not patched",
+                    what.join(", ")
+                );
                 if !unpatchable.iter().any(|(p, _)| *p == at) {
                     unpatchable.push((at, why));
                 }

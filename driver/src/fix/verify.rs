@@ -13,9 +13,9 @@ use std::sync::Arc;
 use regtune_decisions::Usage;
 
 use crate::compile::Unit;
+use crate::gpu::Arch;
 use crate::measure;
 use crate::names;
-use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 
 use super::overlay::Overlay;
@@ -53,7 +53,13 @@ pub struct Found {
 
 /// Rebuild every unit that reads one of `changed` with `overlay`, holding
 /// each decided kernel to `promise(its decision)`.
-pub fn check(build: &Build<'_>, units: &[Planned], changed: &BTreeSet<Arc<str>>, overlay: &Overlay, promise: &dyn Fn(&Decision) -> Promise) -> Found {
+pub fn check(
+    build: &Build<'_>,
+    units: &[Planned],
+    changed: &BTreeSet<Arc<str>>,
+    overlay: &Overlay,
+    promise: &dyn Fn(&Decision) -> Promise,
+) -> Found {
     let mut found = Found::default();
     for (i, u) in units.iter().enumerate() {
         if u.reads.is_disjoint(changed) {

@@ -59,9 +59,10 @@ impl Tools {
         let exe_dir = std::env::current_exe().ok().and_then(|e| e.parent().map(PathBuf::from)).unwrap_or_default();
         let dirs = [exe_dir.clone(), exe_dir.join("..")];
         let find = |name: &str| {
-            dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()).ok_or_else(|| {
-                format!("{name} not found beside {}; build it with `cargo build --workspace`", exe_dir.display())
-            })
+            dirs.iter()
+                .map(|d| d.join(name))
+                .find(|p| p.is_file())
+                .ok_or_else(|| format!("{name} not found beside {}; build it with `cargo build --workspace`", exe_dir.display()))
         };
         let interposer = std::path::absolute(find(INTERPOSER)?).map_err(|e| e.to_string())?;
         let replayer = std::path::absolute(find(REPLAYER)?).map_err(|e| e.to_string())?;
@@ -77,7 +78,9 @@ fn cupti() -> Option<PathBuf> {
     }
     crate::gpu::nvptx::cuda::Cuda::candidates()
         .into_iter()
-        .flat_map(|root| ["lib64/libcupti.so.12", "extras/CUPTI/lib64/libcupti.so.12", "extras/CUPTI/lib64/libcupti.so"].map(|l| root.join(l)))
+        .flat_map(|root| {
+            ["lib64/libcupti.so.12", "extras/CUPTI/lib64/libcupti.so.12", "extras/CUPTI/lib64/libcupti.so"].map(|l| root.join(l))
+        })
         .find(|p| p.is_file())
 }
 

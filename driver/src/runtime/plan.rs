@@ -58,7 +58,12 @@ pub fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
             .collect();
         let mut paths: Vec<PathBuf> = all.into_iter().map(|(_, _, p)| p).collect();
         for (label, path) in settings.compare.iter().filter(|(_, p)| holds_kernel(p, &entry.symbol)) {
-            planned.push(PlannedCandidate { name: format!("compare:{label}"), transforms: Transforms::default(), code: code::hash_of(path), compared: true });
+            planned.push(PlannedCandidate {
+                name: format!("compare:{label}"),
+                transforms: Transforms::default(),
+                code: code::hash_of(path),
+                compared: true,
+            });
             paths.push(path.clone());
         }
         kernels.push(PlanKernel {
@@ -110,7 +115,10 @@ pub fn kernel_params(object: &Path, symbol: &str) -> Vec<Param> {
     let pairs: Option<Vec<(u64, u64)>> = if crate::gpu::nvptx::cubin::is_cubin(&bytes) {
         crate::gpu::nvptx::cubin::read(&bytes).ok().and_then(|ks| ks.into_iter().find(|k| k.name == symbol)).map(|k| k.params)
     } else {
-        crate::gpu::amdgpu::codeobj::read(&bytes).ok().and_then(|os| os.into_iter().flat_map(|o| o.kernels).find(|k| k.name == symbol)).map(|k| k.args)
+        crate::gpu::amdgpu::codeobj::read(&bytes)
+            .ok()
+            .and_then(|os| os.into_iter().flat_map(|o| o.kernels).find(|k| k.name == symbol))
+            .map(|k| k.args)
     };
     pairs.unwrap_or_default().into_iter().map(|(offset, size)| Param { offset, size }).collect()
 }
@@ -158,7 +166,8 @@ mod tests {
         let k = &planned.plan.kernels[0];
         assert_eq!(k.candidates.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["plain", "decided"]);
         assert!(k.candidates.iter().all(|c| c.path.is_absolute() && c.path.is_file()));
-        let names: Vec<(&str, &Transforms)> = planned.candidates["sm_90/_Z4sinkv/h"].iter().map(|c| (c.name.as_str(), &c.transforms)).collect();
+        let names: Vec<(&str, &Transforms)> =
+            planned.candidates["sm_90/_Z4sinkv/h"].iter().map(|c| (c.name.as_str(), &c.transforms)).collect();
         assert_eq!(names, [("plain", &Transforms::default()), ("decided", &sink)]);
         assert!(planned.candidates["sm_90/_Z4sinkv/h"].iter().all(|c| c.code.is_some()));
     }

@@ -75,12 +75,7 @@ impl Cache {
         let fail = |e: &dyn std::fmt::Display| format!("cannot link the device bitcode {}: {e}", join(libs));
         std::fs::create_dir_all(&dir).map_err(|e| fail(&e))?;
         let tmp = tempfile::Builder::new().suffix(".bc").tempfile_in(&dir).map_err(|e| fail(&e))?;
-        let out = Command::new(toolchain.llvm_bin.join("llvm-link"))
-            .args(libs)
-            .arg("-o")
-            .arg(tmp.path())
-            .output()
-            .map_err(|e| fail(&e))?;
+        let out = Command::new(toolchain.llvm_bin.join("llvm-link")).args(libs).arg("-o").arg(tmp.path()).output().map_err(|e| fail(&e))?;
         if !out.status.success() {
             return Err(fail(&String::from_utf8_lossy(&out.stderr).trim()));
         }

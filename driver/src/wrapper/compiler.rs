@@ -60,8 +60,7 @@ impl Compiler {
     /// toolchain too when finding the default needed it.
     pub fn resolve(explicit: Option<(&OsStr, &'static str)>) -> Result<(Compiler, Option<Toolchain>), CompilerError> {
         if let Some((name, from)) = explicit {
-            let path = find_program(name)
-                .ok_or_else(|| CompilerError::NotFound { name: name.to_string_lossy().into_owned(), from })?;
+            let path = find_program(name).ok_or_else(|| CompilerError::NotFound { name: name.to_string_lossy().into_owned(), from })?;
             return Ok((Compiler { path, stand_in: false }, None));
         }
         let toolchain = Toolchain::detect().map_err(|e| CompilerError::NoDefault(e.to_string()))?;
@@ -102,7 +101,10 @@ impl Compiler {
         let canonical = |p: &Path| std::fs::canonicalize(p).ok();
         toolchain.flavor == Flavor::Debian
             && canonical(&self.path).is_some_and(|c| Some(c) == canonical(&toolchain.clang))
-            && !cmd.args.iter().any(|a| OWN_DEVICE_LIBS.iter().any(|f| a == f.trim_end_matches('=') || (f.ends_with('=') && a.starts_with(f))))
+            && !cmd
+                .args
+                .iter()
+                .any(|a| OWN_DEVICE_LIBS.iter().any(|f| a == f.trim_end_matches('=') || (f.ends_with('=') && a.starts_with(f))))
     }
 
     /// The compile without regtune: the user's arguments as given, plus for
@@ -207,7 +209,8 @@ pub fn debian_flags(
     let mut libs: Vec<PathBuf> = Vec::new();
     let mut preludes: Vec<(String, OsString)> = Vec::new();
     // The host wants HIP 5.2's 64-wide warpSize; any 64-wide target's prelude says so.
-    let wave64 = archs.iter().find(|a| a.wave_size() == 64).cloned().map_or_else(|| Arch::parse("gfx906"), Ok).map_err(|e| e.to_string())?;
+    let wave64 =
+        archs.iter().find(|a| a.wave_size() == 64).cloned().map_or_else(|| Arch::parse("gfx906"), Ok).map_err(|e| e.to_string())?;
     let mut host_prelude = None;
     for (n, arch) in archs.iter().chain(std::iter::once(&wave64)).enumerate() {
         toolchain.prepare(arch).map_err(|e| e.to_string())?;

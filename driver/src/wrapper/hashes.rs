@@ -195,10 +195,7 @@ mod tests {
     #[test]
     fn line_markers_name_each_file_once() {
         let text = b"# 1 \"k.hip\"\n# 1 \"<built-in>\" 1\n# 1 \"<command line>\" 1\n# 1 \"/inc/a b.h\" 1 3\nint x;\n# 7 \"k.hip\" 2\n# 1 \"dir\\\\q\\\"x.h\" 1\n#pragma once\n";
-        assert_eq!(
-            line_marker_files(text),
-            [PathBuf::from("k.hip"), PathBuf::from("/inc/a b.h"), PathBuf::from("dir\\q\"x.h")]
-        );
+        assert_eq!(line_marker_files(text), [PathBuf::from("k.hip"), PathBuf::from("/inc/a b.h"), PathBuf::from("dir\\q\"x.h")]);
     }
 
     #[test]

@@ -266,11 +266,7 @@ impl Wrapper {
         let compiler = self.compiler.clone();
         let toolchain = self.toolchain()?.clone();
         if !compiler.is_toolchain_clang(&toolchain) {
-            return Err(format!(
-                "{} is not the compiler regtune tunes with ({})",
-                compiler.path.display(),
-                toolchain.clang.display()
-            ));
+            return Err(format!("{} is not the compiler regtune tunes with ({})", compiler.path.display(), toolchain.clang.display()));
         }
         let mut archs = Vec::new();
         for name in &arch_names {

@@ -111,7 +111,8 @@ impl Wrapper {
             if verbose() {
                 eprintln!("regtune: note: building {} from a patched copy", source.path);
             }
-            let copy = PatchedCopy::new(&path, &original, &cached.patched).map_err(|e| format!("cannot write a patched copy of {}: {e}", path.display()))?;
+            let copy = PatchedCopy::new(&path, &original, &cached.patched)
+                .map_err(|e| format!("cannot write a patched copy of {}: {e}", path.display()))?;
             copies.push((source.path.clone(), copy));
         }
         Ok((!copies.is_empty() || !overlays.is_empty()).then_some(Patched { copies, overlays }))

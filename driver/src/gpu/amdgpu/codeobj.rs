@@ -85,11 +85,7 @@ pub fn is_object(path: &std::path::Path) -> bool {
 /// bundle, or a host object whose `.hip_fatbin` holds a bundle.
 pub fn read(bytes: &[u8]) -> Result<Vec<CodeObject>, CodeObjectError> {
     if bytes.starts_with(BUNDLE_MAGIC) {
-        return bundle_entries(bytes)?
-            .into_iter()
-            .filter(|(id, _)| id.contains("amdgcn"))
-            .map(|(_, obj)| read_elf(obj))
-            .collect();
+        return bundle_entries(bytes)?.into_iter().filter(|(id, _)| id.contains("amdgcn")).map(|(_, obj)| read_elf(obj)).collect();
     }
     if bytes.starts_with(b"CCOB") {
         return Err(CodeObjectError::Compressed);

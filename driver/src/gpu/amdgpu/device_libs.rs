@@ -59,11 +59,8 @@ fn prelude(toolchain: &Toolchain, arch: &Arch) -> PathBuf {
 /// `llvm-dis` a bitcode file to text.
 fn disassemble(toolchain: &Toolchain, bc: &Path) -> Result<String, ToolchainError> {
     let tool_error = |detail: String| ToolchainError::Tool { tool: "llvm-dis".into(), detail };
-    let out = Command::new(toolchain.llvm_bin.join("llvm-dis"))
-        .arg(bc)
-        .args(["-o", "-"])
-        .output()
-        .map_err(|e| tool_error(e.to_string()))?;
+    let out =
+        Command::new(toolchain.llvm_bin.join("llvm-dis")).arg(bc).args(["-o", "-"]).output().map_err(|e| tool_error(e.to_string()))?;
     if !out.status.success() {
         return Err(tool_error(String::from_utf8_lossy(&out.stderr).trim().to_string()));
     }
@@ -93,10 +90,7 @@ fn assemble(toolchain: &Toolchain, ir: &str, out: &Path) -> Result<(), Toolchain
 /// Flags for a HIP device-only compile for `arch` (no input, no output,
 /// no optimization level: the caller adds those and the user's flags).
 pub fn device_args(toolchain: &Toolchain, arch: &Arch, user_args: &[String]) -> Vec<OsString> {
-    let mut args: Vec<OsString> = ["-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output"]
-        .iter()
-        .map(OsString::from)
-        .collect();
+    let mut args: Vec<OsString> = ["-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output"].iter().map(OsString::from).collect();
     args.push(format!("--offload-arch={}", arch.name()).into());
     match &toolchain.flavor {
         Flavor::Rocm { root } => args.push(format!("--rocm-path={}", root.display()).into()),

@@ -140,11 +140,7 @@ impl Target {
             // getMaxWavesPerEU: isGFX90A (FeatureGFX90AInsts) ? 8 : 10.
             max_waves_per_simd: if unified { 8 } else { 10 },
             // getVGPRAllocGranule / getTotalNumVGPRs: FeatureGFX90AInsts ? 8/512 : 4/256.
-            vgpr_wave64: if unified {
-                VgprFile { granule: 8, total: 512 }
-            } else {
-                VgprFile { granule: 4, total: 256 }
-            },
+            vgpr_wave64: if unified { VgprFile { granule: 8, total: 512 } } else { VgprFile { granule: 4, total: 256 } },
             vgpr_wave32: None,
             addressable_vgprs: if unified { 512 } else { 256 },
             agprs,
@@ -167,16 +163,8 @@ impl Target {
             // getMaxWavesPerEU: hasGFX10_3Insts ? 16 : 20.
             max_waves_per_simd: 16,
             // getVGPRAllocGranule / getTotalNumVGPRs.
-            vgpr_wave64: if full_vgprs {
-                VgprFile { granule: 12, total: 768 }
-            } else {
-                VgprFile { granule: 8, total: 512 }
-            },
-            vgpr_wave32: Some(if full_vgprs {
-                VgprFile { granule: 24, total: 1536 }
-            } else {
-                VgprFile { granule: 16, total: 1024 }
-            }),
+            vgpr_wave64: if full_vgprs { VgprFile { granule: 12, total: 768 } } else { VgprFile { granule: 8, total: 512 } },
+            vgpr_wave32: Some(if full_vgprs { VgprFile { granule: 24, total: 1536 } } else { VgprFile { granule: 16, total: 1024 } }),
             addressable_vgprs: 256,
             agprs: AgprFile::None,
             total_sgprs: 800,
@@ -483,13 +471,7 @@ impl Target {
     /// the (minimum, maximum) waves per EU that workgroups of any size in
     /// the range can reach, given LDS and barrier limits. The LDS allocation
     /// granularity is ignored, as the backend does ("FIXME").
-    fn occupancy_with_workgroup_sizes(
-        &self,
-        lds_bytes: u32,
-        (min_wg, max_wg): (u32, u32),
-        ws: u32,
-        a: &KernelAttrs,
-    ) -> (u32, u32) {
+    fn occupancy_with_workgroup_sizes(&self, lds_bytes: u32, (min_wg, max_wg): (u32, u32), ws: u32, a: &KernelAttrs) -> (u32, u32) {
         let max_wgs_lds = self.lds_per_cu(a) / lds_bytes.max(1);
         if max_wgs_lds == 0 {
             return (1, 1);
@@ -579,11 +561,7 @@ impl Target {
         } else {
             Limiter::Vgpr
         };
-        Occupancy {
-            waves,
-            limiter,
-            limits: Limits { target: max, workgroup_size: wg, lds, waves_per_eu: wpe, sgpr, vgpr },
-        }
+        Occupancy { waves, limiter, limits: Limits { target: max, workgroup_size: wg, lds, waves_per_eu: wpe, sgpr, vgpr } }
     }
 
     /// VGPRs (arch+acc as the backend counts them, i.e. `.vgpr_count`) that
@@ -676,9 +654,7 @@ mod tests {
     fn vgpr_granule_boundaries() {
         let g = t("gfx90a");
         // 512 / align8(n), at most 8.
-        for (v, w) in
-            [(1, 8), (7, 8), (64, 8), (65, 7), (72, 7), (73, 6), (128, 4), (129, 3), (256, 2), (257, 1), (512, 1)]
-        {
+        for (v, w) in [(1, 8), (7, 8), (64, 8), (65, 7), (72, 7), (73, 6), (128, 4), (129, 3), (256, 2), (257, 1), (512, 1)] {
             assert_eq!(g.occupancy(&k(v, 10)).waves, w, "gfx90a {v} VGPRs");
         }
         let g = t("gfx906");

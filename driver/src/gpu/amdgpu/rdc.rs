@@ -23,10 +23,8 @@ use crate::toolchain::Toolchain;
 /// compile's last job does: [`device_libs::ir_args`] less the
 /// internalization (the unit's functions are other units' callees).
 pub fn ir_to_bitcode(toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, variant: &Variant) -> Result<Compiled, CompileError> {
-    let args: Vec<OsString> = device_libs::ir_args(toolchain, arch)
-        .into_iter()
-        .filter(|a| a != "-mllvm" && a != "-amdgpu-internalize-symbols")
-        .collect();
+    let args: Vec<OsString> =
+        device_libs::ir_args(toolchain, arch).into_iter().filter(|a| a != "-mllvm" && a != "-amdgpu-internalize-symbols").collect();
     let mut cmd = Command::new(&toolchain.clang);
     cmd.args(args).arg(compile::DEFAULT_OPT).args(&variant.args);
     cmd.args(["-c", "-emit-llvm", "-o"]).arg(out).arg(ir);

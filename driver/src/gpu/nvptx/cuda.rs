@@ -121,9 +121,8 @@ fn cache_dir() -> PathBuf {
 /// "12.9.86" from `{"cuda": {"version": "12.9.86"}}` or "CUDA Version 12.9.86".
 fn version(root: &Path) -> String {
     if let Ok(text) = std::fs::read_to_string(root.join("version.json")) {
-        if let Some(v) = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|j| j["cuda"]["version"].as_str().map(str::to_string))
+        if let Some(v) =
+            serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|j| j["cuda"]["version"].as_str().map(str::to_string))
         {
             return v;
         }

@@ -12,8 +12,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::gpu::nvptx::cuda::Cuda;
-use crate::job::{self, JobError};
 use crate::gpu::Arch;
+use crate::job::{self, JobError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PtxasError {
@@ -56,11 +56,7 @@ pub fn opt_level(user_args: &[String]) -> &'static str {
 
 /// Arguments the user passed to ptxas through clang (`-Xcuda-ptxas X`).
 pub fn user_ptxas_args(user_args: &[String]) -> Vec<String> {
-    user_args
-        .windows(2)
-        .filter(|w| w[0] == "-Xcuda-ptxas")
-        .map(|w| w[1].clone())
-        .collect()
+    user_args.windows(2).filter(|w| w[0] == "-Xcuda-ptxas").map(|w| w[1].clone()).collect()
 }
 
 /// `ptxas -v` on `ptx` into `cubin`, stopped at `deadline`; returns ptxas's
@@ -84,9 +80,7 @@ pub fn assemble(
     cmd.args(&args);
     let out = job::run(cmd, deadline).map_err(|e| match e {
         JobError::Spawn(source) => PtxasError::Spawn { tool: tool.clone(), source },
-        JobError::TimedOut(after) => {
-            PtxasError::TimedOut { file: ptx.into(), arch: arch.to_string(), seconds: after.as_secs_f64() }
-        }
+        JobError::TimedOut(after) => PtxasError::TimedOut { file: ptx.into(), arch: arch.to_string(), seconds: after.as_secs_f64() },
     })?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {

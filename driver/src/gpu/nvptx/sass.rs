@@ -28,11 +28,7 @@ pub fn nvdisasm() -> Option<PathBuf> {
 
 /// Weighted local accesses per kernel symbol of the cubin at `path`.
 pub fn local_accesses(nvdisasm: &Path, path: &Path) -> Result<HashMap<String, u32>, String> {
-    let out = Command::new(nvdisasm)
-        .arg("-c")
-        .arg(path)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", nvdisasm.display()))?;
+    let out = Command::new(nvdisasm).arg("-c").arg(path).output().map_err(|e| format!("cannot run {}: {e}", nvdisasm.display()))?;
     if !out.status.success() {
         return Err(format!("{} failed on {}: {}", nvdisasm.display(), path.display(), String::from_utf8_lossy(&out.stderr).trim()));
     }
@@ -90,9 +86,8 @@ fn instruction(line: &str) -> Option<Instruction> {
     let mut words = text.split_whitespace().skip_while(|w| w.starts_with('@') || w.starts_with('{'));
     let opcode = words.next()?;
     let local = opcode.starts_with("LDL") || opcode.starts_with("STL");
-    let branch_to = (opcode.starts_with("BRA") && !opcode.starts_with("BRA.")).then(|| {
-        text.split_once("`(").and_then(|(_, l)| l.split(')').next()).map(str::to_string)
-    });
+    let branch_to = (opcode.starts_with("BRA") && !opcode.starts_with("BRA."))
+        .then(|| text.split_once("`(").and_then(|(_, l)| l.split(')').next()).map(str::to_string));
     Some(Instruction { address, local, branch_to: branch_to.flatten() })
 }
 

@@ -8,8 +8,8 @@ use regtune_decisions::Usage;
 
 use super::nvidia::KernelResources as NvResources;
 use super::{cubin, ptxas, sass};
-use crate::measure::{BlockSizeFrom, MeasureError, Measured, NvidiaUsage, Options, DEFAULT_BLOCK_SIZE};
 use crate::gpu::{Arch, Limiter};
+use crate::measure::{BlockSizeFrom, MeasureError, Measured, NvidiaUsage, Options, DEFAULT_BLOCK_SIZE};
 
 /// Every kernel of the cubin `bytes` (read from `path`), its spills, shared
 /// memory and barriers from the ptxas report in `compiler_output`.
@@ -97,8 +97,17 @@ mod tests {
     use super::*;
 
     fn measure(regs: u32, max_threads: Option<u32>, options: Options) -> Measured {
-        let k = cubin::CubinKernel { name: "k".into(), registers: regs, stack_frame_bytes: 8, max_threads, code_bytes: 512, params: vec![] };
-        let info = ptxas::FunctionInfo { name: "k".into(), entry: true, registers: regs, spill_store_bytes: 4, spill_load_bytes: 8, shared_bytes: 1024, ..Default::default() };
+        let k =
+            cubin::CubinKernel { name: "k".into(), registers: regs, stack_frame_bytes: 8, max_threads, code_bytes: 512, params: vec![] };
+        let info = ptxas::FunctionInfo {
+            name: "k".into(),
+            entry: true,
+            registers: regs,
+            spill_store_bytes: 4,
+            spill_load_bytes: 8,
+            shared_bytes: 1024,
+            ..Default::default()
+        };
         kernel(&k, &info, &Arch::parse("sm_90").unwrap(), &options)
     }
 
