@@ -28,9 +28,11 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "regtune bootstrap: cargo not found; install Rust (https://rustup.rs) and re-run" >&2
   exit 1
 fi
-# ci/test.sh lints with clippy (in rustup's default profile, not in every other).
-if ! cargo clippy --version >/dev/null 2>&1 && command -v rustup >/dev/null 2>&1; then
-  rustup component add clippy
+# ci/test.sh lints with clippy and checks rustfmt's formatting (both in
+# rustup's default profile, not in every other).
+if command -v rustup >/dev/null 2>&1; then
+  cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+  cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 fi
 
 # CUDA 12.9 from PyPI: ptxas and libdevice, the runtime headers, and the
