@@ -37,7 +37,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn modules(src: &Path) -> BTreeSet<String> {
     let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
     lib.lines()
-        .filter_map(|l| l.trim().strip_prefix("pub mod ").or_else(|| l.trim().strip_prefix("mod ")))
+        .filter_map(|l| ["pub mod ", "pub(crate) mod ", "mod "].iter().find_map(|p| l.trim().strip_prefix(p)))
         .map(|l| l.trim_end_matches(';').to_string())
         .collect()
 }

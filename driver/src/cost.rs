@@ -24,7 +24,7 @@ use serde::Serialize;
 use crate::gpu::Arch;
 
 /// Trip count assumed for a loop whose count the code does not show.
-pub const UNKNOWN_TRIPS: f64 = 8.0;
+pub(crate) const UNKNOWN_TRIPS: f64 = 8.0;
 
 /// NVPTX's [`Machine::spill_latency`] and [`Machine::hiding`], fitted on an
 /// H100 to 137 candidates: the example kernels' and those of three Rodinia
@@ -65,12 +65,12 @@ pub struct Machine {
 
 impl Machine {
     /// The target's machine.
-    pub fn of(arch: &Arch) -> Machine {
+    pub(crate) fn of(arch: &Arch) -> Machine {
         crate::gpu::of(arch).machine(arch)
     }
 
     /// An NVIDIA SM sub-partition.
-    pub fn nvptx() -> Machine {
+    pub(crate) fn nvptx() -> Machine {
         Machine {
             valu_cycles: 1.0,
             memory_latency: 600.0,
@@ -87,7 +87,7 @@ impl Machine {
     }
 
     /// An AMDGPU SIMD (wave64 on gfx9, wave32 on gfx10+).
-    pub fn amdgpu(arch: &Arch) -> Machine {
+    pub(crate) fn amdgpu(arch: &Arch) -> Machine {
         let wave32 = arch.processor().starts_with("gfx1");
         Machine {
             valu_cycles: if wave32 { 1.0 } else { 4.0 },
@@ -145,7 +145,7 @@ pub struct Estimate {
 }
 
 impl Estimate {
-    pub fn of(p: &Profile, waves: f64, m: &Machine) -> Estimate {
+    pub(crate) fn of(p: &Profile, waves: f64, m: &Machine) -> Estimate {
         let waves = waves.max(1.0);
         let issue = p.issue_cycles;
         let latency = p.latency_cycles / waves.powf(m.hiding);
@@ -162,7 +162,7 @@ impl Estimate {
 /// spills ptxas reports (store and load bytes, as `Usage` carries them in
 /// `vgpr_spills` and `sgpr_spills`) are added: each access runs as often as
 /// the code around it does on average, and each reload waits.
-pub fn estimate(p: &Profile, usage: &regtune_decisions::Usage, arch: &Arch) -> Estimate {
+pub(crate) fn estimate(p: &Profile, usage: &regtune_decisions::Usage, arch: &Arch) -> Estimate {
     let m = Machine::of(arch);
     let mut p = p.clone();
     if !crate::gpu::of(arch).listing_shows_spills() && usage.local_accesses > 0 {
@@ -184,18 +184,18 @@ pub fn estimate(p: &Profile, usage: &regtune_decisions::Usage, arch: &Arch) -> E
 }
 
 /// Plain time over variant time: above 1.0 the variant is predicted faster.
-pub fn speedup(plain: &Estimate, variant: &Estimate) -> f64 {
+pub(crate) fn speedup(plain: &Estimate, variant: &Estimate) -> f64 {
     plain.cycles / variant.cycles
 }
 
 /// A variant's profile from its listing (AMDGPU assembly or PTX, the
 /// kernel's part alone).
-pub fn profile_of(kernel_listing: &str, arch: &Arch) -> Profile {
+pub(crate) fn profile_of(kernel_listing: &str, arch: &Arch) -> Profile {
     crate::gpu::of(arch).profile(kernel_listing, &Machine::of(arch))
 }
 
 /// Waves per SIMD (or warps per SM sub-partition) at a reported occupancy.
-pub fn waves(arch: &Arch, occupancy: u32) -> f64 {
+pub(crate) fn waves(arch: &Arch, occupancy: u32) -> f64 {
     crate::gpu::of(arch).waves(occupancy)
 }
 
@@ -244,14 +244,14 @@ type TripCount = dyn Fn(&[Line], usize, usize) -> Option<u64>;
 
 /// The profile of an AMDGPU kernel from its assembly (the lines from
 /// `symbol:` to `.Lfunc_end`, as `clang -S` prints them).
-pub fn profile_amdgpu(asm: &str, m: &Machine) -> Profile {
+pub(crate) fn profile_amdgpu(asm: &str, m: &Machine) -> Profile {
     let lines: Vec<Line> = asm.lines().map(amdgpu_line).collect();
     let items = structure(&lines, &amdgpu_branch_target, &amdgpu_op, &amdgpu_trips);
     profile(&items, m, false)
 }
 
 /// The profile of an NVPTX kernel from its PTX (the `.entry` block).
-pub fn profile_ptx(ptx: &str, m: &Machine) -> Profile {
+pub(crate) fn profile_ptx(ptx: &str, m: &Machine) -> Profile {
     let lines: Vec<Line> = ptx.lines().map(ptx_line).collect();
     let items = structure(&lines, &ptx_branch_target, &ptx_op, &ptx_trips);
     profile(&items, m, true)

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 /// The block size (threads per block) every launch of `kernel` in `source`
 /// uses, if all launches agree on one constant; the largest if they differ
 /// (the bound must admit every launch).
-pub fn block_size(source: &str, kernel: &str) -> Option<u32> {
+pub(crate) fn block_size(source: &str, kernel: &str) -> Option<u32> {
     let constants = constants(source);
     let mut sizes = Vec::new();
     for args in launches(source, kernel) {

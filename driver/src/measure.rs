@@ -44,7 +44,7 @@ pub enum MeasureError {
 
 /// The block size NVPTX occupancy is computed for, when the caller states
 /// none and the kernel has no launch bounds.
-pub const DEFAULT_BLOCK_SIZE: u32 = 256;
+pub(crate) const DEFAULT_BLOCK_SIZE: u32 = 256;
 
 /// What a measurement needs beyond the object.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -107,13 +107,13 @@ pub struct Measured {
 }
 
 /// Usage of every kernel in the code object for `arch` inside `path`.
-pub fn object_file(path: &Path, arch: &Arch) -> Result<Vec<Measured>, MeasureError> {
+pub(crate) fn object_file(path: &Path, arch: &Arch) -> Result<Vec<Measured>, MeasureError> {
     object_file_with(path, arch, "", &Options::default())
 }
 
 /// [`object_file`] for any target: `compiler_output` is the compile's stderr,
 /// which for NVPTX holds the `ptxas -v` report.
-pub fn object_file_with(path: &Path, arch: &Arch, compiler_output: &str, options: &Options) -> Result<Vec<Measured>, MeasureError> {
+pub(crate) fn object_file_with(path: &Path, arch: &Arch, compiler_output: &str, options: &Options) -> Result<Vec<Measured>, MeasureError> {
     let bytes = std::fs::read(path).map_err(|source| MeasureError::Read { path: path.into(), source })?;
     crate::gpu::of(arch).read_usage(path, &bytes, arch, compiler_output, options)
 }

@@ -46,7 +46,7 @@ pub struct Candidate {
 }
 
 /// Every candidate of every kernel of `file` on `arch`.
-pub fn unit(
+pub(crate) fn unit(
     toolchain: &Toolchain,
     plugin: &Path,
     file: &Path,

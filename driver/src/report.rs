@@ -37,7 +37,7 @@ pub struct KernelReport {
 }
 
 impl KernelReport {
-    pub fn new(m: Measured, arch: &Arch, location: Option<&compile::Location>, fallback_file: &str) -> Self {
+    pub(crate) fn new(m: Measured, arch: &Arch, location: Option<&compile::Location>, fallback_file: &str) -> Self {
         KernelReport {
             name: demangle(&m.symbol),
             file: location.map_or_else(|| fallback_file.to_string(), |l| l.file.clone()),
@@ -52,13 +52,9 @@ impl KernelReport {
     }
 }
 
-/// Report every kernel of every file on every target. Files are independent:
-/// one that fails to compile is reported and the rest still come back.
-pub fn run(toolchain: &Toolchain, files: &[PathBuf], archs: &[Arch], user_args: &[String]) -> (Vec<KernelReport>, Vec<Failure>) {
-    run_with(toolchain, files, archs, user_args, &measure::Options::default())
-}
-
-/// [`run`], measuring with `options` (NVPTX: the block size).
+/// Report every kernel of every file on every target, measuring with
+/// `options` (NVPTX: the block size). Files are independent: one that
+/// fails to compile is reported and the rest still come back.
 pub fn run_with(
     toolchain: &Toolchain,
     files: &[PathBuf],
@@ -204,7 +200,7 @@ impl Tabular for KernelReport {
 
 /// Occupancy as a table shows it; NVPTX adds the block size it holds for and
 /// where that came from: "24 @256 (default)".
-pub fn occupancy_cell(occupancy: u32, nvidia: Option<&NvidiaUsage>) -> String {
+pub(crate) fn occupancy_cell(occupancy: u32, nvidia: Option<&NvidiaUsage>) -> String {
     match nvidia {
         None => occupancy.to_string(),
         Some(n) => format!("{occupancy} @{} ({})", n.block_size, n.block_size_from),
@@ -212,6 +208,6 @@ pub fn occupancy_cell(occupancy: u32, nvidia: Option<&NvidiaUsage>) -> String {
 }
 
 /// The limiter as a table names it, in the words of `arch`'s vendor.
-pub fn limiter_name(limiter: Limiter, arch: &str) -> String {
+pub(crate) fn limiter_name(limiter: Limiter, arch: &str) -> String {
     Arch::parse(arch).map_or_else(|_| limiter.to_string(), |a| gpu::of(&a).limiter_name(limiter))
 }

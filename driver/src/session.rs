@@ -51,14 +51,14 @@ impl From<rdc::RdcError> for SessionError {
 
 impl SessionError {
     /// The compile was stopped at its deadline.
-    pub fn timed_out(&self) -> bool {
+    pub(crate) fn timed_out(&self) -> bool {
         matches!(self, SessionError::Compile(c) if c.timed_out())
     }
 }
 
 /// What a variant compile produces.
 #[derive(Debug, Clone, Copy)]
-pub enum Listing {
+pub(crate) enum Listing {
     /// Optimized LLVM IR.
     Ir,
     /// AMDGPU assembly, or PTX on NVPTX.
@@ -109,7 +109,7 @@ impl<'a> Session<'a> {
     }
 
     /// [`Session::start`], measuring with `options` (NVPTX: the block size).
-    pub fn start_with(
+    pub(crate) fn start_with(
         toolchain: &'a Toolchain,
         arch: &'a Arch,
         plugin: &'a Path,
@@ -151,7 +151,7 @@ impl<'a> Session<'a> {
     /// bitcode linked with the other units'. Its kernels that call a
     /// function no unit defines are left out (declarations, so the rest
     /// links); the others are measured from the linked code object.
-    pub fn start_linked(
+    pub(crate) fn start_linked(
         toolchain: &'a Toolchain,
         plugin: &'a Path,
         set: &'a rdc::LinkSet,
@@ -285,7 +285,7 @@ impl<'a> Session<'a> {
 
     /// What the plugin says it did to `symbol` built alone with
     /// `transforms` (`REGTUNE_VERBOSE`): its `regtune: ...` lines.
-    pub fn plugin_notes(&self, symbol: &str, transforms: &Transforms) -> Result<Vec<String>, SessionError> {
+    pub(crate) fn plugin_notes(&self, symbol: &str, transforms: &Transforms) -> Result<Vec<String>, SessionError> {
         let mut variant = self.plugin_variant(&[(symbol.to_string(), transforms.clone())], Some(symbol))?;
         variant.env.push((VERBOSE_ENV, OsString::from("1")));
         // The values' names, for the notes (clang drops them reading IR).
@@ -296,7 +296,7 @@ impl<'a> Session<'a> {
 
     /// A hash of the code object of `symbol` built alone with `transforms`
     /// (built now if it was not): equal hashes, identical code.
-    pub fn kernel_code_hash(&self, symbol: &str, transforms: &Transforms) -> Result<String, SessionError> {
+    pub(crate) fn kernel_code_hash(&self, symbol: &str, transforms: &Transforms) -> Result<String, SessionError> {
         self.measure_kernel(symbol, transforms, None)?;
         let key = vec![(symbol.to_string(), transforms.clone())];
         let path = self.objects.lock().expect("objects lock").get(&key).cloned().expect("a measured build keeps its object");
@@ -306,7 +306,7 @@ impl<'a> Session<'a> {
 
     /// Write the code object of a variant to `dest`: the one already
     /// measured (kept in the session's directory), else a fresh compile.
-    pub fn save_code_object(&self, variant: &[(String, Transforms)], dest: &Path) -> Result<(), SessionError> {
+    pub(crate) fn save_code_object(&self, variant: &[(String, Transforms)], dest: &Path) -> Result<(), SessionError> {
         let key: Vec<(String, Transforms)> = variant.iter().filter(|(_, t)| !t.is_empty()).cloned().collect();
         let kept =
             if key.is_empty() { Some(self.plain_object.clone()) } else { self.objects.lock().expect("objects lock").get(&key).cloned() };
@@ -321,7 +321,7 @@ impl<'a> Session<'a> {
     }
 
     /// Optimized IR or assembly of a variant, for `--diff`.
-    pub fn listing(&self, variant: &[(String, Transforms)], kind: Listing) -> Result<String, SessionError> {
+    pub(crate) fn listing(&self, variant: &[(String, Transforms)], kind: Listing) -> Result<String, SessionError> {
         let mut v = self.plugin_variant(variant, None)?;
         let out = self.scratch_path("s");
         if self.link.is_some() {
@@ -343,7 +343,7 @@ impl<'a> Session<'a> {
 
     /// What the plugin sees in each kernel before any variant compiles:
     /// which transforms could change it, and the noalias candidates.
-    pub fn inspect(&self) -> Result<HashMap<String, Inspection>, SessionError> {
+    pub(crate) fn inspect(&self) -> Result<HashMap<String, Inspection>, SessionError> {
         let out = Command::new(self.toolchain.llvm_bin.join("opt"))
             .arg(format!("-load-pass-plugin={}", self.plugin.display()))
             .args(["-passes=regtune-inspect", "-disable-output"])

@@ -110,13 +110,13 @@ impl Toolchain {
     }
 
     /// The CUDA installation NVPTX compiles use.
-    pub fn cuda(&self) -> Result<&'static Cuda, ToolchainError> {
+    pub(crate) fn cuda(&self) -> Result<&'static Cuda, ToolchainError> {
         Ok(Cuda::get()?)
     }
 
     /// Make sure everything a device compile for `arch` needs exists on
     /// disk (the target says what: [`crate::gpu::Target::prepare`]).
-    pub fn prepare(&self, arch: &Arch) -> Result<(), ToolchainError> {
+    pub(crate) fn prepare(&self, arch: &Arch) -> Result<(), ToolchainError> {
         crate::gpu::of(arch).prepare(self, arch)
     }
 

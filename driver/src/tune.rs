@@ -259,7 +259,7 @@ fn session_failure(e: crate::session::SessionError) -> Failure {
 /// One file on one target; no rows when it defines no kernels. `known` is
 /// the db as loaded: confirmed suggestions in it are applied.
 #[allow(clippy::too_many_arguments)]
-pub fn tune_unit(
+pub(crate) fn tune_unit(
     toolchain: &Toolchain,
     plugin: &Path,
     file: &Path,
@@ -285,7 +285,7 @@ pub fn tune_unit(
 /// One `-fgpu-rdc` unit of `set`: its kernels measured through the device
 /// link with the other units; those whose callees no unit defines are not
 /// here ([`crate::rdc::LinkSet::unresolved_failures`] names them).
-pub fn tune_linked(
+pub(crate) fn tune_linked(
     toolchain: &Toolchain,
     plugin: &Path,
     set: &crate::rdc::LinkSet,

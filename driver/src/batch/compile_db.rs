@@ -25,7 +25,7 @@ pub enum CompileDbError {
 }
 
 /// Where the database is: `-p` names a build directory or the file itself.
-pub fn locate(p: &Path) -> PathBuf {
+pub(crate) fn locate(p: &Path) -> PathBuf {
     if p.is_dir() {
         p.join("compile_commands.json")
     } else {
@@ -44,7 +44,7 @@ struct RawEntry {
 
 /// One HIP translation unit, ready to compile.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Unit {
+pub(crate) struct Unit {
     /// The source, absolute.
     pub file: PathBuf,
     /// Flags for the device compile: defines, include paths (absolute),
@@ -60,12 +60,10 @@ pub struct Unit {
 
 /// What one entry turned out to be.
 #[derive(Debug, Clone)]
-pub enum Parsed {
+pub(crate) enum Parsed {
     Hip(Unit),
     /// Not a HIP translation unit (C, C++, CUDA for NVPTX...): skipped.
-    NotHip {
-        file: String,
-    },
+    NotHip,
     /// The entry cannot be used; the message names the cause.
     Bad {
         entry: usize,
@@ -76,7 +74,7 @@ pub enum Parsed {
 
 /// Read the database: one result per entry. Errors here are about the file
 /// as a whole; a bad entry is a [`Parsed::Bad`] and the rest still count.
-pub fn load(path: &Path) -> Result<Vec<Parsed>, CompileDbError> {
+pub(crate) fn load(path: &Path) -> Result<Vec<Parsed>, CompileDbError> {
     let text = std::fs::read_to_string(path).map_err(|source| CompileDbError::Read { path: path.into(), source })?;
     let doc: serde_json::Value = serde_json::from_str(&text).map_err(|source| CompileDbError::Json { path: path.into(), source })?;
     let serde_json::Value::Array(entries) = doc else {
@@ -118,7 +116,7 @@ fn parse_entry(entry: usize, value: serde_json::Value) -> Parsed {
     let source = absolute(&directory, &file);
     match understand(&argv, &directory, &source) {
         Ok(Some((args, archs))) => Parsed::Hip(Unit { file: source, args, archs, directory, entry }),
-        Ok(None) => Parsed::NotHip { file },
+        Ok(None) => Parsed::NotHip,
         Err(message) => bad(&file, message),
     }
 }
@@ -137,7 +135,7 @@ fn absolute(dir: &Path, path: &str) -> PathBuf {
 
 /// `a/b/../c` as `a/c`, for reading and matching paths; compiles keep the
 /// path as the entry wrote it (`b` may be a symbolic link).
-pub fn lexical(path: &Path) -> PathBuf {
+pub(crate) fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {

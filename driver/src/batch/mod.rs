@@ -7,9 +7,9 @@
 //! recorded result if nothing changed ([`records`]), else `tune` it and record
 //! it at once → report ([`render`], [`html`]).
 
-pub mod compile_db;
+pub(crate) mod compile_db;
 pub mod html;
-pub mod records;
+pub(crate) mod records;
 pub mod render;
 
 use std::collections::BTreeSet;
@@ -34,7 +34,7 @@ use compile_db::{CompileDbError, Parsed, Unit};
 use records::{Records, UnitRecord};
 
 /// The target a unit gets when neither `--offload-arch` nor its entry names one.
-pub const DEFAULT_ARCH: &str = "gfx90a";
+pub(crate) const DEFAULT_ARCH: &str = "gfx90a";
 
 #[derive(Debug, thiserror::Error)]
 pub enum BatchError {
@@ -146,11 +146,11 @@ impl KernelRow {
         serde_json::from_value(v).expect("tune rows have every key a batch row needs")
     }
 
-    pub fn spills_before(&self) -> u32 {
+    pub(crate) fn spills_before(&self) -> u32 {
         self.before.vgpr_spills + self.before.sgpr_spills
     }
 
-    pub fn spills_after(&self) -> u32 {
+    pub(crate) fn spills_after(&self) -> u32 {
         self.after.vgpr_spills + self.after.sgpr_spills
     }
 }
@@ -193,7 +193,7 @@ impl UnitStatus {
     }
 
     /// The one-line error, naming the entry, file and target.
-    pub fn message(&self) -> Option<String> {
+    pub(crate) fn message(&self) -> Option<String> {
         let error = self.error.as_ref()?;
         let what = match &self.arch {
             Some(a) => format!("{} for {a}", self.file),
@@ -329,7 +329,7 @@ fn select(parsed: Vec<Parsed>, options: &Options, cwd: Option<&Path>) -> (Vec<Un
         match p {
             Parsed::Hip(u) if options.selects(&u.file, cwd) => units.push(u),
             Parsed::Hip(_) => selection.filtered_out += 1,
-            Parsed::NotHip { .. } => selection.not_hip += 1,
+            Parsed::NotHip => selection.not_hip += 1,
             Parsed::Bad { entry, file, message } => {
                 bad.push(UnitStatus { error: Some(message), ..UnitStatus::new(entry, file, None, Status::Failed) })
             }

@@ -10,7 +10,7 @@ use crate::output::{self, Format, Tabular};
 
 /// What the whole codebase looks like before and after tuning.
 #[derive(Debug, Clone, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub selection: Option<Selection>,
     /// HIP translation units in this report.
@@ -37,20 +37,20 @@ pub struct Summary {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Targets {
+pub(crate) struct Targets {
     pub tuned: usize,
     pub cached: usize,
     pub failed: usize,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct BeforeAfter<T> {
+pub(crate) struct BeforeAfter<T> {
     pub before: T,
     pub after: T,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Spills {
+pub(crate) struct Spills {
     pub before: u64,
     pub after: u64,
     pub removed: u64,
@@ -59,7 +59,7 @@ pub struct Spills {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Suggestions {
+pub(crate) struct Suggestions {
     /// Kernels with a suggestion.
     pub kernels: usize,
     pub noalias: usize,
@@ -73,7 +73,7 @@ fn register_limited(limiter: &str) -> bool {
 }
 
 impl Summary {
-    pub fn of(batch: &Batch) -> Summary {
+    pub(crate) fn of(batch: &Batch) -> Summary {
         let k = &batch.kernels;
         let count = |s: Status| batch.units.iter().filter(|u| u.status == s && u.arch.is_some()).count();
         let units: BTreeSet<(usize, &str)> = batch.units.iter().filter(|u| u.arch.is_some()).map(|u| (u.entry, u.file.as_str())).collect();
@@ -118,7 +118,7 @@ impl Summary {
     }
 
     /// Every occupancy value either histogram has, in order.
-    pub fn occupancy_levels(&self) -> Vec<u32> {
+    pub(crate) fn occupancy_levels(&self) -> Vec<u32> {
         let levels: BTreeSet<u32> = self.occupancy.before.keys().chain(self.occupancy.after.keys()).copied().collect();
         levels.into_iter().collect()
     }
@@ -126,7 +126,7 @@ impl Summary {
 
 /// `path` for people: `a/b/../c` read as `a/c`, and relative to the
 /// current directory when it lies under it.
-pub fn display_path(path: &str) -> String {
+pub(crate) fn display_path(path: &str) -> String {
     let clean = super::compile_db::lexical(std::path::Path::new(path));
     let cwd = std::env::current_dir().ok();
     cwd.and_then(|c| clean.strip_prefix(c).ok().map(|p| p.display().to_string())).unwrap_or_else(|| clean.display().to_string())

@@ -45,7 +45,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub fn title(self) -> &'static str {
+    pub(crate) fn title(self) -> &'static str {
         match self {
             Kind::PrivateArray => "private array indexed at run time",
             Kind::AddressTaken => "address-taken local",
@@ -78,14 +78,15 @@ pub struct Diagnostic {
 /// The db's word on a kernel: the entry for this very input, one for an
 /// older input (other source or flags), or nothing.
 #[derive(Debug, Clone)]
-pub enum Tuned {
+#[allow(clippy::large_enum_variant)] // one per kernel explained: a Box would buy nothing
+pub(crate) enum Tuned {
     Current(Entry),
-    Stale(Entry),
+    Stale,
     Never,
 }
 
 /// What a diagnosis needs to know about the kernel.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub arch: &'a Arch,
     pub symbol: &'a str,
     pub usage: &'a Usage,
@@ -100,7 +101,7 @@ pub struct Context<'a> {
     pub tuned: &'a Tuned,
 }
 
-pub fn diagnose(cx: &Context<'_>) -> Vec<Diagnostic> {
+pub(crate) fn diagnose(cx: &Context<'_>) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     if let Some(f) = cx.post.function(cx.symbol) {
         private_memory(cx, f, &mut out);
@@ -679,7 +680,7 @@ fn no_launch_bounds(cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
 fn tune_note(tuned: &Tuned, transform: &str) -> Option<String> {
     let e = match tuned {
         Tuned::Never => return None,
-        Tuned::Stale(_) => {
+        Tuned::Stale => {
             return Some("the db's entry for this kernel is from another version of the source or other flags: tune again".into())
         }
         Tuned::Current(e) => e,
@@ -770,6 +771,6 @@ mod tests {
             "tune measured launch-bounds=256: VGPRs 82 → 162, spills 0 → 0, occupancy 5 → 3; suggested, not applied (confirm it in the db)"
         );
         assert!(tune_note(&Tuned::Never, "pow2").is_none());
-        assert!(tune_note(&Tuned::Stale(entry(Transforms::default(), vec![])), "pow2").unwrap().contains("tune again"));
+        assert!(tune_note(&Tuned::Stale, "pow2").unwrap().contains("tune again"));
     }
 }

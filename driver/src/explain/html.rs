@@ -36,7 +36,7 @@ ul.diagnostics li { margin-bottom: 0.8em; }
 .fix, .regtune { color: #3b4650; }
 "#;
 
-pub fn page(k: &KernelExplain, source: Option<&str>) -> String {
+pub(crate) fn page(k: &KernelExplain, source: Option<&str>) -> String {
     let name = short_name(&k.name);
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");

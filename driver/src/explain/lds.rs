@@ -14,13 +14,13 @@ use crate::toolchain::Toolchain;
 use crate::{measure, plugin};
 
 /// Where the kernel is, for the diagnostic.
-pub struct Place<'a> {
+pub(crate) struct Place<'a> {
     pub file: &'a str,
     pub line: u32,
 }
 
 /// The diagnostic for `symbol`, where the db has an `lds-spill` build of it.
-pub fn diagnostic(
+pub(crate) fn diagnostic(
     toolchain: &Toolchain,
     source: &Path,
     arch: &Arch,

@@ -13,14 +13,14 @@
 //! On NVPTX, registers are allocated by ptxas in SASS, which regtune does
 //! not read: there is no timeline, only the usage and the diagnostics.
 
-pub mod diagnose;
-pub mod html;
-pub mod lds;
-pub mod loops;
-pub mod mir;
-pub mod pressure;
-pub mod text;
-pub mod timeline;
+pub(crate) mod diagnose;
+pub(crate) mod html;
+pub(crate) mod lds;
+pub(crate) mod loops;
+pub(crate) mod mir;
+pub(crate) mod pressure;
+pub(crate) mod text;
+pub(crate) mod timeline;
 
 use std::path::{Path, PathBuf};
 
@@ -37,8 +37,8 @@ use crate::names::{self, demangle, short_name};
 use crate::output::{self, Failure};
 use crate::toolchain::Toolchain;
 
-pub use diagnose::{Diagnostic, Kind, Tuned};
-pub use timeline::Timeline;
+pub(crate) use diagnose::{Diagnostic, Tuned};
+pub(crate) use timeline::Timeline;
 
 pub struct Options<'a> {
     /// Only kernels whose name (demangled, without parameters) or symbol is this.
@@ -248,7 +248,7 @@ fn one(
                 let any = options.db.lookup(&m.symbol, arch.processor(), None).next().cloned();
                 match (current, any) {
                     (Some(e), _) => Tuned::Current(e),
-                    (None, Some(e)) => Tuned::Stale(e),
+                    (None, Some(_)) => Tuned::Stale,
                     (None, None) => Tuned::Never,
                 }
             }

@@ -77,7 +77,7 @@ pub struct LiveValue {
 
 /// IR instructions by location, with the variables their results hold,
 /// and the calls the kernel makes (before inlining) by location.
-pub struct Names {
+pub(crate) struct Names {
     sites: HashMap<Vec<(String, u32, u32)>, Vec<Site>>,
     calls: HashMap<(String, u32, u32), String>,
 }
@@ -119,7 +119,7 @@ fn base_of<'a>(
 impl Names {
     /// From the kernel `f` of the optimized IR, and the same kernel `before`
     /// optimization (for its calls).
-    pub fn new(module: &ir::Module, f: &ir::Function, pre: Option<(&ir::Module, &ir::Function)>) -> Names {
+    pub(crate) fn new(module: &ir::Module, f: &ir::Function, pre: Option<(&ir::Module, &ir::Function)>) -> Names {
         let vars = f.variables_of(module);
         let defs: HashMap<&str, &ir::Inst> =
             f.blocks.iter().flat_map(|b| &b.insts).filter_map(|i| Some((i.result.as_deref()?, i))).collect();
@@ -197,7 +197,7 @@ impl Names {
 
 /// Build the timeline of one kernel. `file` is the kernel's source file
 /// (lines count only there); `loops` are the loop line ranges of its IR.
-pub fn build(l: &Liveness<'_>, file: &str, names: Option<&Names>, loops: &[(u32, u32)]) -> Timeline {
+pub(crate) fn build(l: &Liveness<'_>, file: &str, names: Option<&Names>, loops: &[(u32, u32)]) -> Timeline {
     let points = l.points();
     let n = points.len();
     let file_name = file.rsplit('/').next().unwrap_or(file);

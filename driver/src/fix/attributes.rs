@@ -26,7 +26,7 @@ use super::edit::{self, Edit};
 use super::{Decision, Kernel, Notes};
 
 /// The attribute edit for one kernel, from its decisions on every target.
-pub fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> Option<Edit> {
+pub(crate) fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> Option<Edit> {
     if let Some(extended) = extend_launch_bounds(kernel, decisions, notes) {
         return extended;
     }
@@ -196,7 +196,7 @@ fn redeclaration(kernel: &Kernel<'_>) -> Result<String, String> {
 }
 
 /// The preprocessor test for compiling device code for `arch`.
-pub fn target_macro(arch: &Arch) -> String {
+pub(crate) fn target_macro(arch: &Arch) -> String {
     crate::gpu::of(arch).device_macro(arch)
 }
 

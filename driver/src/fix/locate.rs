@@ -23,7 +23,7 @@ use super::{unrolled, Decision};
 
 /// What the decisions change in the unit, by source position.
 /// `uncapped`: the unit's kernels that cap nothing on this target.
-pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision], uncapped: &BTreeSet<String>) -> Result<Changes, String> {
+pub(crate) fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision], uncapped: &BTreeSet<String>) -> Result<Changes, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
     let bc = dir.path().join("lines.bc");
     let mut front = unit.device_command().map_err(|e| e.to_string())?;

@@ -22,7 +22,7 @@ use super::{attributes, debug_ir, locate, pow2, restrict, sink, unroll};
 use super::{Decision, Kernel, Notes, Options, Source};
 
 /// What every unit is built with.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub toolchain: &'a Toolchain,
     pub plugin: &'a Path,
     pub archs: &'a [Arch],
@@ -33,7 +33,7 @@ pub struct Context<'a> {
 }
 
 /// A unit's decisions and edits.
-pub struct Planned {
+pub(crate) struct Planned {
     /// The unit's file, as given.
     pub path: PathBuf,
     /// Every kernel's decision per target, empty ones included.
@@ -53,13 +53,13 @@ pub struct Planned {
 }
 
 impl Planned {
-    pub fn active(&self) -> impl Iterator<Item = &Decision> {
+    pub(crate) fn active(&self) -> impl Iterator<Item = &Decision> {
         self.decisions.iter().filter(|d| !d.transforms.is_empty())
     }
 }
 
 /// Plan one unit; the files it reads go into `files`.
-pub fn plan(ctx: &Context<'_>, path: &Path, files: &mut Files) -> Result<Planned, Failure> {
+pub(crate) fn plan(ctx: &Context<'_>, path: &Path, files: &mut Files) -> Result<Planned, Failure> {
     std::fs::File::open(path).map_err(|e| Failure::new(format!("cannot read {}: {e}", path.display())))?;
     let mut notes = Notes::new(path);
     let mut planned = Planned {

@@ -25,18 +25,18 @@ use super::{Notes, Source};
 
 /// The helper, defined once per file that uses it (guarded: a unit may
 /// include several such files).
-pub const HELPER: &str = "// regtune fix: pow(x, 2) as one multiply, x evaluated once.\n\
+pub(crate) const HELPER: &str = "// regtune fix: pow(x, 2) as one multiply, x evaluated once.\n\
 #ifndef REGTUNE_SQUARE\n\
 #define REGTUNE_SQUARE\n\
 template <typename T>\n\
 __host__ __device__ inline T regtune_square(T x) { return x * x; }\n\
 #endif\n\n";
-pub const HELPER_NAME: &str = "regtune_square";
+pub(crate) const HELPER_NAME: &str = "regtune_square";
 
 /// Edits for the calls one target's decisions removed; `owners` gives the
 /// kernels a call in a function belongs to. An edit that calls the helper
 /// says where the helper must be defined (`Edit::helper`).
-pub fn edits(source: &Source<'_>, calls: &[RemovedCall], owners: &dyn Fn(&str) -> Vec<String>, notes: &mut Notes) -> Vec<Edit> {
+pub(crate) fn edits(source: &Source<'_>, calls: &[RemovedCall], owners: &dyn Fn(&str) -> Vec<String>, notes: &mut Notes) -> Vec<Edit> {
     // The calls to rewrite, with how many the pass removed at each place
     // (in a macro, debug info puts them all at the invocation).
     let mut sites: Vec<(CallSite, usize)> = Vec::new();

@@ -204,7 +204,7 @@ struct Stmt<'a> {
 }
 
 /// The sink edits for one kernel.
-pub fn edits(kernel: &Kernel<'_>, notes: &mut Notes) -> Vec<Edit> {
+pub(crate) fn edits(kernel: &Kernel<'_>, notes: &mut Notes) -> Vec<Edit> {
     let Some(body) = kernel.body() else { return vec![] };
     if kernel.defined_by_macro() {
         notes.kernel(kernel, "sink: a macro spells its body, and moving lines inside a macro is not a statement move; not patched".into());

@@ -23,7 +23,7 @@ const LOOPS: &[&str] = &["ForStmt", "WhileStmt", "DoStmt", "CXXForRangeStmt"];
 
 /// Edits for the loops one target's decisions changed; `owners` gives the
 /// kernels a change in a function belongs to.
-pub fn edits(
+pub(crate) fn edits(
     source: &Source<'_>,
     arch: &Arch,
     loops: &[ChangedLoop],

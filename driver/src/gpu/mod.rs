@@ -14,7 +14,7 @@
 //! fix, cost, toolchain, batch, wrapper) ask the target and never test
 //! which one it is.
 
-pub mod amdgpu;
+pub(crate) mod amdgpu;
 mod arch;
 pub mod nvptx;
 
@@ -26,7 +26,7 @@ use std::process::Command;
 /// What limits a kernel's occupancy; both targets' models name the same
 /// resources (a table names them in the target's words:
 /// [`Target::limiter_name`]).
-pub use amdgpu::occupancy::Limiter;
+pub(crate) use amdgpu::occupancy::Limiter;
 pub use arch::*;
 
 use regtune_decisions::{Param, Transforms};
@@ -239,7 +239,7 @@ pub trait Target: fmt::Debug + Sync {
 /// Transform labels as the target names them: on NVPTX an occupancy target
 /// is in warps per SM ("warps-per-sm=48"; the db keeps it as `waves_per_eu`).
 /// noalias on every pointer parameter reads `noalias=all`.
-pub fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Vec<String> {
+pub(crate) fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Vec<String> {
     let mut labels = t.labels();
     if !every_pointer.is_empty() && t.noalias == every_pointer {
         let first = labels.iter().position(|l| l.starts_with("noalias=")).unwrap_or(labels.len());
@@ -256,7 +256,7 @@ pub fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Vec<Strin
         .collect()
 }
 
-pub fn is_built_object(path: &Path) -> bool {
+pub(crate) fn is_built_object(path: &Path) -> bool {
     amdgpu::codeobj::is_object(path)
 }
 

@@ -12,7 +12,7 @@
 
 pub mod code;
 pub mod plan;
-pub mod results;
+pub(crate) mod results;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -51,8 +51,8 @@ struct Tools {
     cupti: Option<PathBuf>,
 }
 
-pub const INTERPOSER: &str = "libregtune_runtime.so";
-pub const REPLAYER: &str = "regtune-replay";
+pub(crate) const INTERPOSER: &str = "libregtune_runtime.so";
+pub(crate) const REPLAYER: &str = "regtune-replay";
 
 impl Tools {
     fn find() -> Result<Tools, String> {

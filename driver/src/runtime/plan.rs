@@ -10,7 +10,7 @@ use regtune_runtime::plan::{Param, Plan, PlanCandidate, PlanKernel};
 use super::code;
 
 /// The plan, and for each db entry (by key) its candidates.
-pub struct Planned {
+pub(crate) struct Planned {
     pub plan: Plan,
     pub candidates: BTreeMap<String, Vec<PlannedCandidate>>,
     /// Entries with something to measure but no code objects (tuned before
@@ -22,7 +22,7 @@ pub struct Planned {
 /// hash, which a measurement keeps so that a re-tune knows whether it
 /// still holds.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PlannedCandidate {
+pub(crate) struct PlannedCandidate {
     pub name: String,
     pub transforms: Transforms,
     pub code: Option<String>,
@@ -33,7 +33,7 @@ pub struct PlannedCandidate {
 
 /// How the plan is made: the measurement's settings and the user's own
 /// builds to time beside the candidates (label, code object).
-pub struct Settings {
+pub(crate) struct Settings {
     pub launches: u32,
     pub runs: u32,
     pub budget_s: f64,
@@ -41,7 +41,7 @@ pub struct Settings {
     pub compare: Vec<(String, PathBuf)>,
 }
 
-pub fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
+pub(crate) fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
     let mut kernels = Vec::new();
     let mut candidates = BTreeMap::new();
     let mut missing = Vec::new();

@@ -14,7 +14,7 @@ use crate::output::Tabular;
 
 /// What one run of the program showed.
 #[derive(Debug, Default)]
-pub struct Collected {
+pub(crate) struct Collected {
     /// Per db entry key.
     pub measured: BTreeMap<String, Measured>,
     /// The interposer was loaded (the program initialised the GPU runtime).
@@ -28,7 +28,7 @@ pub struct Collected {
 }
 
 /// Fold the events; `candidates` are each entry's, as planned.
-pub fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<PlannedCandidate>>, runs: u32) -> Collected {
+pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<PlannedCandidate>>, runs: u32) -> Collected {
     let mut out = Collected::default();
     let mut launches: BTreeMap<String, Vec<&LaunchResult>> = BTreeMap::new();
     let mut failed: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
@@ -123,7 +123,7 @@ fn short(symbol: &str) -> String {
 
 /// One candidate of one kernel, as reported.
 #[derive(Debug, Clone, Serialize)]
-pub struct Row {
+pub(crate) struct Row {
     pub kernel: String,
     pub symbol: String,
     pub arch: String,
@@ -150,7 +150,7 @@ pub struct Row {
 
 /// The rows of one measured entry, plain first, then the user's own
 /// builds (`--compare`).
-pub fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]) -> Vec<Row> {
+pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]) -> Vec<Row> {
     let built = entry.effective();
     let allowed = entry.allowed();
     let theirs = compared.iter().map(|(name, c)| Row {

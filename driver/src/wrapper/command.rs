@@ -322,22 +322,22 @@ impl CompileCommand {
     }
 
     /// Does the command choose an optimization level (`-O2`, `-Os`, `-O`...)?
-    pub fn sets_optimization(&self) -> bool {
+    pub(crate) fn sets_optimization(&self) -> bool {
         self.device_args.iter().any(|a| a.starts_with("-O") && a.len() <= 6)
     }
 
-    pub fn action(&self) -> Action {
+    pub(crate) fn action(&self) -> Action {
         self.action.unwrap_or(Action::Info)
     }
 
     /// The HIP sources, given whether the compiler takes `.cu` as HIP (hipcc does).
-    pub fn hip_sources(&self, cu_is_hip: bool) -> Vec<&Input> {
+    pub(crate) fn hip_sources(&self, cu_is_hip: bool) -> Vec<&Input> {
         self.inputs.iter().filter(|i| i.lang == Lang::Hip || (cu_is_hip && i.lang == Lang::Cuda && !i.explicit_lang)).collect()
     }
 
     /// Why regtune leaves this command to the compiler as it is; `None`
     /// when it builds device code regtune can tune.
-    pub fn untouched_because(&self, cu_is_hip: bool) -> Option<&'static str> {
+    pub(crate) fn untouched_because(&self, cu_is_hip: bool) -> Option<&'static str> {
         Some(match self.action() {
             Action::Info => "no input files",
             Action::Assemble | Action::Preprocess | Action::SyntaxOnly => "no object is built",
@@ -353,7 +353,7 @@ impl CompileCommand {
 }
 
 /// Does option `a` take the next argument as its value (`-I dir`)?
-pub fn takes_separate_value(a: &str) -> bool {
+pub(crate) fn takes_separate_value(a: &str) -> bool {
     SEPARATE_VALUE.contains(&a) || (a.starts_with("-Xarch_") && a.len() > "-Xarch_".len())
 }
 
@@ -381,7 +381,7 @@ fn expand_response_files(args: &[String], out: &mut Vec<String>, depth: usize) -
 
 /// Split a response file the way GNU tools do: whitespace separates,
 /// single quotes are literal, double quotes and backslashes escape.
-pub fn split_gnu(text: &str) -> Result<Vec<String>, &'static str> {
+pub(crate) fn split_gnu(text: &str) -> Result<Vec<String>, &'static str> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;

@@ -32,7 +32,7 @@ const TUNER_OPT: &str = "-O3";
 const PREPROCESSOR_ENV: &[&str] = &["CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH", "SOURCE_DATE_EPOCH"];
 
 #[derive(Debug, thiserror::Error)]
-pub enum HashError {
+pub(crate) enum HashError {
     #[error("cannot run {tool}: {source}")]
     Spawn { tool: String, source: std::io::Error },
     #[error("cannot preprocess {file} for {arch}: {first_error}")]
@@ -57,13 +57,13 @@ struct Dependency {
 
 /// Where a hash came from (for `REGTUNE_VERBOSE` and the benchmark).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     Manifest,
     Preprocessor,
 }
 
 /// The input hash of `source` on `arch` with `device_args`.
-pub fn input_hash(
+pub(crate) fn input_hash(
     toolchain: &Toolchain,
     arch: &Arch,
     source: &Path,
@@ -158,7 +158,7 @@ fn dependencies(preprocessed: &[u8], cwd: &Path, started: SystemTime) -> Option<
 
 /// The files named by the preprocessor's line markers (`# 12 "path" 1 3`),
 /// in first-seen order, less `<built-in>` and friends.
-pub fn line_marker_files(preprocessed: &[u8]) -> Vec<PathBuf> {
+pub(crate) fn line_marker_files(preprocessed: &[u8]) -> Vec<PathBuf> {
     let mut seen = BTreeSet::new();
     let mut files = Vec::new();
     for line in preprocessed.split(|&b| b == b'\n') {

@@ -32,8 +32,8 @@
 pub mod cache;
 pub mod command;
 pub mod compiler;
-pub mod hashes;
-pub mod patch;
+pub(crate) mod hashes;
+pub(crate) mod patch;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -53,16 +53,16 @@ use cache::Cache;
 use command::CompileCommand;
 use compiler::Compiler;
 
-pub const MODE_ENV: &str = "REGTUNE_MODE";
-pub const COMPILER_ENV: &str = "REGTUNE_COMPILER";
-pub const DB_ENV: &str = "REGTUNE_DB";
+pub(crate) const MODE_ENV: &str = "REGTUNE_MODE";
+pub(crate) const COMPILER_ENV: &str = "REGTUNE_COMPILER";
+pub(crate) const DB_ENV: &str = "REGTUNE_DB";
 /// More `regtune tune` options for tune mode, e.g. `--pow2 apply`.
-pub const TUNE_ARGS_ENV: &str = "REGTUNE_TUNE_ARGS";
+pub(crate) const TUNE_ARGS_ENV: &str = "REGTUNE_TUNE_ARGS";
 /// Relative to the directory the compiler runs in.
-pub const DEFAULT_DB: &str = ".regtune/decisions.json";
+pub(crate) const DEFAULT_DB: &str = ".regtune/decisions.json";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     Use,
     Tune,
     /// Build from patched copies: no plugin in the compiler.

@@ -29,7 +29,7 @@ use super::command::CompileCommand;
 use super::{hashes, verbose, Wrapper};
 
 /// The sources of one command that build from patched copies.
-pub struct Patched {
+pub(crate) struct Patched {
     /// (the source as the command names it, its copy)
     copies: Vec<(String, PatchedCopy)>,
     /// The other files the patches edit, by their own names.

@@ -22,7 +22,7 @@ const DEBIAN_DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
 
 /// What a HIP device compile for `arch` needs on disk: on Debian, the
 /// device-library overlay and the prelude; ROCm needs nothing.
-pub fn prepare(toolchain: &Toolchain, arch: &Arch) -> Result<(), ToolchainError> {
+pub(crate) fn prepare(toolchain: &Toolchain, arch: &Arch) -> Result<(), ToolchainError> {
     if toolchain.flavor != Flavor::Debian {
         return Ok(());
     }
@@ -89,7 +89,7 @@ fn assemble(toolchain: &Toolchain, ir: &str, out: &Path) -> Result<(), Toolchain
 
 /// Flags for a HIP device-only compile for `arch` (no input, no output,
 /// no optimization level: the caller adds those and the user's flags).
-pub fn device_args(toolchain: &Toolchain, arch: &Arch, user_args: &[String]) -> Vec<OsString> {
+pub(crate) fn device_args(toolchain: &Toolchain, arch: &Arch, user_args: &[String]) -> Vec<OsString> {
     let mut args: Vec<OsString> = ["-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output"].iter().map(OsString::from).collect();
     args.push(format!("--offload-arch={}", arch.name()).into());
     match &toolchain.flavor {
@@ -112,7 +112,7 @@ pub fn device_args(toolchain: &Toolchain, arch: &Arch, user_args: &[String]) -> 
 
 /// Flags that compile pre-optimization device IR (from the frontend run)
 /// exactly as the HIP compile would have compiled it.
-pub fn ir_args(toolchain: &Toolchain, arch: &Arch) -> Vec<OsString> {
+pub(crate) fn ir_args(toolchain: &Toolchain, arch: &Arch) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec![
         "-x".into(),
         "ir".into(),

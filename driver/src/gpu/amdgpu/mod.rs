@@ -1,11 +1,11 @@
 //! AMDGPU through HIP: code objects, clang's resource-usage remarks, waves
 //! per SIMD.
 
-pub mod codeobj;
-pub mod device_libs;
-pub mod occupancy;
-pub mod rdc;
-pub mod usage;
+pub(crate) mod codeobj;
+pub(crate) mod device_libs;
+pub(crate) mod occupancy;
+pub(crate) mod rdc;
+pub(crate) mod usage;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ use crate::measure::{self, MeasureError, Measured};
 use crate::toolchain::{Toolchain, ToolchainError};
 
 #[derive(Debug)]
-pub struct Amdgpu;
+pub(crate) struct Amdgpu;
 
 impl Target for Amdgpu {
     fn family(&self) -> &'static str {

@@ -22,7 +22,13 @@ use crate::toolchain::Toolchain;
 /// Pre-optimization IR to the unit's optimized bitcode, as the `-fgpu-rdc`
 /// compile's last job does: [`device_libs::ir_args`] less the
 /// internalization (the unit's functions are other units' callees).
-pub fn ir_to_bitcode(toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, variant: &Variant) -> Result<Compiled, CompileError> {
+pub(crate) fn ir_to_bitcode(
+    toolchain: &Toolchain,
+    arch: &Arch,
+    ir: &Path,
+    out: &Path,
+    variant: &Variant,
+) -> Result<Compiled, CompileError> {
     let args: Vec<OsString> =
         device_libs::ir_args(toolchain, arch).into_iter().filter(|a| a != "-mllvm" && a != "-amdgpu-internalize-symbols").collect();
     let mut cmd = Command::new(&toolchain.clang);
@@ -35,7 +41,7 @@ pub fn ir_to_bitcode(toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, 
 /// optimization level: the compile's `-O` (the build links as it
 /// compiles; hipcc's default is -O3). `Emit::Asm` and `Emit::Ir` give one
 /// listing of the whole (a single LTO partition) instead of the object.
-pub fn device_link(
+pub(crate) fn device_link(
     toolchain: &Toolchain,
     arch: &Arch,
     inputs: &[PathBuf],

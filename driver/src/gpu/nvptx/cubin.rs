@@ -49,7 +49,7 @@ pub struct CubinKernel {
 }
 
 /// Is `bytes` an NVIDIA cubin?
-pub fn is_cubin(bytes: &[u8]) -> bool {
+pub(crate) fn is_cubin(bytes: &[u8]) -> bool {
     elf::FileHeader64::<LE>::parse(bytes).ok().and_then(|h| h.endian().ok().map(|e| h.e_machine(e) == elf::EM_CUDA)).unwrap_or(false)
 }
 

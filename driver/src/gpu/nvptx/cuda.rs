@@ -41,12 +41,12 @@ pub struct Cuda {
 }
 
 impl Cuda {
-    pub fn ptxas(&self) -> PathBuf {
+    pub(crate) fn ptxas(&self) -> PathBuf {
         self.root.join("bin/ptxas")
     }
 
     /// Where detection looks, in order.
-    pub fn candidates() -> Vec<PathBuf> {
+    pub(crate) fn candidates() -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = Vec::new();
         v.extend(env::var_os("CUDA_PATH").filter(|p| !p.is_empty()).map(PathBuf::from));
         v.push(PathBuf::from("/usr/local/cuda"));
@@ -69,7 +69,7 @@ impl Cuda {
     }
 
     /// [`Cuda::detect`], once per process.
-    pub fn get() -> Result<&'static Cuda, CudaError> {
+    pub(crate) fn get() -> Result<&'static Cuda, CudaError> {
         static FOUND: OnceLock<Result<Cuda, CudaError>> = OnceLock::new();
         match FOUND.get_or_init(Cuda::detect) {
             Ok(c) => Ok(c),
@@ -79,7 +79,7 @@ impl Cuda {
 
     /// Flags for a CUDA device-only compile for `arch` (no input, output or
     /// optimization level: the caller adds those and the user's flags).
-    pub fn device_args(&self, arch: &Arch) -> Vec<OsString> {
+    pub(crate) fn device_args(&self, arch: &Arch) -> Vec<OsString> {
         let mut args: Vec<OsString> =
             ["-x", "cuda", "--cuda-device-only", "-Wno-unknown-cuda-version"].iter().map(OsString::from).collect();
         args.push(format!("--cuda-gpu-arch={}", arch.processor()).into());
@@ -95,7 +95,7 @@ impl Cuda {
     /// (both already in the IR), with the IR linked in whole
     /// (`-mlink-bitcode-file`). The caller adds `-O3`, the user's flags, the
     /// output and the empty file.
-    pub fn ir_args(&self, arch: &Arch, ir: &Path) -> Vec<OsString> {
+    pub(crate) fn ir_args(&self, arch: &Arch, ir: &Path) -> Vec<OsString> {
         let mut args = self.device_args(arch);
         args.extend(["-nocudainc", "-nocudalib", "-Xclang", "-mlink-bitcode-file", "-Xclang"].map(OsString::from));
         args.push(ir.into());

@@ -3,9 +3,9 @@
 pub mod cubin;
 pub mod cuda;
 pub mod nvidia;
-pub mod ptxas;
-pub mod sass;
-pub mod usage;
+pub(crate) mod ptxas;
+pub(crate) mod sass;
+pub(crate) mod usage;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ use crate::measure::{self, MeasureError, Measured, NvidiaUsage};
 use crate::toolchain::{Toolchain, ToolchainError};
 
 #[derive(Debug)]
-pub struct Nvptx;
+pub(crate) struct Nvptx;
 
 impl Target for Nvptx {
     fn family(&self) -> &'static str {
