@@ -28,6 +28,12 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "regtune bootstrap: cargo not found; install Rust (https://rustup.rs) and re-run" >&2
   exit 1
 fi
+# ci/test.sh lints with clippy and checks rustfmt's formatting (both in
+# rustup's default profile, not in every other).
+if command -v rustup >/dev/null 2>&1; then
+  cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+  cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+fi
 
 # CUDA 12.9 from PyPI: ptxas and libdevice, the runtime headers, and the
 # CCCL and cuRAND headers that clang's CUDA wrapper includes.

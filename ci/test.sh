@@ -20,6 +20,11 @@ llvm19=(-p regtune-passes --no-default-features --features llvm19 --target-dir t
 "${traced[@]}" cargo build "${llvm19[@]}"
 
 "${traced[@]}" cargo build --workspace --all-targets
+# Formatting (rustfmt.toml) and lints, for both plugins' features: no
+# difference and no warning passes.
+"${traced[@]}" cargo fmt --all --check
+"${traced[@]}" cargo clippy --workspace --all-targets -- -D warnings
+"${traced[@]}" cargo clippy "${llvm19[@]}" --all-targets -- -D warnings
 # Includes tests/modules.rs: the driver's module graph has no cycles but
 # the known ones it lists, which only shrink.
 "${traced[@]}" cargo test --workspace

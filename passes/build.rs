@@ -94,10 +94,7 @@ fn find_llvm_config(major: u32, prefix_var: &str) -> PathBuf {
 }
 
 fn llvm_config_output(llvm_config: &Path, arg: &str) -> String {
-    let out = Command::new(llvm_config)
-        .arg(arg)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {} {arg}: {e}", llvm_config.display()));
+    let out = Command::new(llvm_config).arg(arg).output().unwrap_or_else(|e| panic!("cannot run {} {arg}: {e}", llvm_config.display()));
     assert!(out.status.success(), "{} {arg} failed", llvm_config.display());
     String::from_utf8(out.stdout).expect("llvm-config prints UTF-8")
 }

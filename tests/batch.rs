@@ -5,6 +5,9 @@
 //! interrupted run resumes, the HTML page renders every kernel in Chromium,
 //! and bad input is reported per entry while the rest goes on.
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeSet;
@@ -190,7 +193,9 @@ fn every_hip_unit_is_tuned_with_its_own_flags_and_targets() {
     assert_eq!(s["kernels"], ks.len());
 
     // `tune`'s keys, plus the unit's.
-    for key in ["name", "symbol", "file", "line", "arch", "usage", "limiter", "before", "after", "applied", "suggested", "why", "unit", "cached"] {
+    for key in
+        ["name", "symbol", "file", "line", "arch", "usage", "limiter", "before", "after", "applied", "suggested", "why", "unit", "cached"]
+    {
         assert!(ks.iter().all(|k| !k[key].is_null()), "every row has `{key}`");
     }
     // The codebase picture adds up.
@@ -375,9 +380,9 @@ fn record_all_marks_variants_stopped_at_the_time_limit() {
     let root = dir.path();
     let compile_db = write_compile_db(root, &[small_unit(root, "axpy", &["gfx90a"]), example_unit(root, "long_lived.hip")]);
     let variants = root.join("variants.jsonl");
-    let doc = batch_ok(root, &compile_db, &root.join("db.json"), &["--variant-timeout", "0.05", "--record-all", variants.to_str().unwrap()]);
-    let lines: Vec<Value> =
-        std::fs::read_to_string(&variants).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let doc =
+        batch_ok(root, &compile_db, &root.join("db.json"), &["--variant-timeout", "0.05", "--record-all", variants.to_str().unwrap()]);
+    let lines: Vec<Value> = std::fs::read_to_string(&variants).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(!lines.is_empty());
     for l in &lines {
         assert_eq!(l["status"], "timed out", "{l}");
@@ -400,9 +405,9 @@ fn example_unit(root: &Path, name: &str) -> Value {
 }
 
 fn chromium() -> PathBuf {
-    let found = ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|name| {
-        std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|c| c.is_file()))
-    });
+    let found = ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|c| c.is_file())));
     found.unwrap_or_else(|| {
         panic!("chromium is not installed, so the HTML report cannot be checked: apt-get install -y chromium (ci/bootstrap.sh installs it)")
     })
@@ -430,7 +435,11 @@ fn html_report_renders_every_kernel_row_in_chromium() {
     let ks = kernels(&f.report);
     assert_eq!(dom.matches("<tr data-kernel=").count(), ks.len(), "one row per kernel in the rendered page");
     for k in ks {
-        assert!(dom.contains(&format!("<tr data-kernel=\"{}\" data-arch=\"{}\"", k["symbol"].as_str().unwrap(), k["arch"].as_str().unwrap())));
+        assert!(dom.contains(&format!(
+            "<tr data-kernel=\"{}\" data-arch=\"{}\"",
+            k["symbol"].as_str().unwrap(),
+            k["arch"].as_str().unwrap()
+        )));
     }
     assert_eq!(dom.matches("<svg").count(), 2, "both charts");
 }
@@ -456,7 +465,12 @@ fn table_and_csv_show_the_summary_and_every_kernel() {
     };
     let table = run("table");
     assert!(
-        table.starts_with(&format!("{} HIP units from {} entries, 1 not HIP; targets: 0 tuned, {} cached, 0 failed", units(), entries(), targets())),
+        table.starts_with(&format!(
+            "{} HIP units from {} entries, 1 not HIP; targets: 0 tuned, {} cached, 0 failed",
+            units(),
+            entries(),
+            targets()
+        )),
         "{table}"
     );
     assert!(table.contains("occupancy (waves/SIMD)") && table.contains("lbm_d3q19_collide_stream"), "{table}");
@@ -511,10 +525,7 @@ fn a_nonexistent_build_dir_is_a_usage_error_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let out = regtune(dir.path()).args(["batch", "-p", "/nonexistent"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        stderr_of(&out),
-        "error: cannot read compilation database /nonexistent: No such file or directory (os error 2)\n"
-    );
+    assert_eq!(stderr_of(&out), "error: cannot read compilation database /nonexistent: No such file or directory (os error 2)\n");
     assert!(out.stdout.is_empty());
 }
 
@@ -527,7 +538,10 @@ fn a_db_that_cannot_be_saved_stops_batch_before_tuning() {
     std::fs::write(&broken, "[").unwrap();
     for (db, message) in [
         (broken.clone(), format!("decisions db {} is not valid JSON: EOF while parsing a list at line 1 column 1", broken.display())),
-        ("/proc/regtune-db.json".into(), "cannot write decisions db /proc/regtune-db.json: No such file or directory (os error 2)".to_string()),
+        (
+            "/proc/regtune-db.json".into(),
+            "cannot write decisions db /proc/regtune-db.json: No such file or directory (os error 2)".to_string(),
+        ),
     ] {
         let out = batch(dir.path(), &compile_db, &db, &[]);
         assert_eq!(out.status.code(), Some(2));
@@ -578,7 +592,7 @@ fn bad_entries_are_reported_each_with_its_cause_and_the_rest_is_tuned() {
     let good = small_unit(root, "good_kernel", &["gfx90a"]);
     let db = root.join("db.json");
     // A first run records the good unit; the bad ones must not lose it.
-    batch_ok(root, &write_compile_db(root, &[good.clone()]), &db, &[]);
+    batch_ok(root, &write_compile_db(root, std::slice::from_ref(&good)), &db, &[]);
     let kept = db_kernels(&db);
 
     std::fs::write(root.join("src/broken.hip"), "__global__ void broken(float* p) { p[0] = undeclared; }\n").unwrap();
@@ -640,10 +654,7 @@ fn merge_names_a_missing_db() {
 fn cmake_project_is_tuned_from_its_build_directory() {
     let project = repo().join("examples/cmake");
     assert!(project.join("CMakeLists.txt").is_file(), "examples/cmake/CMakeLists.txt is missing");
-    assert!(
-        std::process::Command::new("cmake").arg("--version").output().is_ok(),
-        "cmake is not installed: run ci/bootstrap.sh"
-    );
+    assert!(std::process::Command::new("cmake").arg("--version").output().is_ok(), "cmake is not installed: run ci/bootstrap.sh");
     let dir = tempfile::tempdir().unwrap();
     let build = dir.path().join("build");
     let out = std::process::Command::new("cmake")
@@ -656,7 +667,12 @@ fn cmake_project_is_tuned_from_its_build_directory() {
         .arg("-DCMAKE_CXX_COMPILER=clang++-22")
         .output()
         .unwrap();
-    assert!(out.status.success(), "cmake configure failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "cmake configure failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let entries: Value = serde_json::from_str(&std::fs::read_to_string(build.join("compile_commands.json")).unwrap()).unwrap();
     let doc = batch_ok(dir.path(), &build, &dir.path().join("db.json"), &[]);
     let s = &doc["summary"];

@@ -4,6 +4,9 @@
 //! seed pattern's fixture (tests/explain/) triggers exactly its diagnostic,
 //! the db's measurements are quoted, and the HTML page renders in Chromium.
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -204,7 +207,7 @@ fn the_db_measurement_is_quoted_next_to_the_diagnostic() {
     let lbm = repo().join("examples/lbm_d3q19.hip");
     let tuned = regtune().args(["tune", "--format", "json", "--db"]).arg(&db).arg(&lbm).output().unwrap();
     assert!(tuned.status.success(), "{}", String::from_utf8_lossy(&tuned.stderr));
-    let k = &explain(&[lbm.clone()], &["--db", db.to_str().unwrap()])[0];
+    let k = &explain(std::slice::from_ref(&lbm), &["--db", db.to_str().unwrap()])[0];
     let pow = diagnostic(k, "pow");
     // ocml's pow is not correctly rounded: pow2 waits for the user's word.
     let note = pow["tune"].as_str().unwrap();
@@ -285,9 +288,9 @@ fn nvptx_has_diagnostics_but_no_timeline() {
 }
 
 fn chromium() -> PathBuf {
-    let found = ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|name| {
-        std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|c| c.is_file()))
-    });
+    let found = ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|c| c.is_file())));
     found.unwrap_or_else(|| {
         panic!("chromium is not installed, so the HTML pages cannot be checked: apt-get install -y chromium (ci/bootstrap.sh installs it)")
     })
@@ -304,7 +307,8 @@ fn html_pages_render_the_plot_the_source_and_the_diagnostics_in_chromium() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let pages: Vec<PathBuf> = String::from_utf8(out.stdout).unwrap().lines().map(|l| PathBuf::from(l.strip_prefix("wrote ").unwrap())).collect();
+    let pages: Vec<PathBuf> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| PathBuf::from(l.strip_prefix("wrote ").unwrap())).collect();
     assert_eq!(pages, [dir.path().join("md_lj_force_kick.gfx90a.html"), dir.path().join("kinetic_energy.gfx90a.html")]);
     for (page, peak, kind, first, last) in [(&pages[0], 60, "hoisted-loads", 27, 83), (&pages[1], 9, "pow", 4, 10)] {
         let html = std::fs::read_to_string(page).unwrap();
@@ -326,6 +330,10 @@ fn html_pages_render_the_plot_the_source_and_the_diagnostics_in_chromium() {
         assert!(dom.contains(&format!("<tr data-line=\"{peak}\" class=\"peak\">")), "{}: peak line marked", page.display());
         assert!(dom.contains(&format!("<li data-kind=\"{kind}\"")), "{}: the diagnostic", page.display());
         assert_eq!(dom.matches("<tr data-line=").count(), last - first + 1, "{}: every source line of the kernel", page.display());
-        assert!(dom.contains(&format!("<tr data-line=\"{first}\"")) && dom.contains(&format!("<tr data-line=\"{last}\"")), "{}", page.display());
+        assert!(
+            dom.contains(&format!("<tr data-line=\"{first}\"")) && dom.contains(&format!("<tr data-line=\"{last}\"")),
+            "{}",
+            page.display()
+        );
     }
 }

@@ -9,6 +9,9 @@
 //! (0 all or nothing to do, 1 some not expressed, 2 an error); bad input is
 //! one line.
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -66,8 +69,13 @@ fn db_entries(db: &Path) -> Vec<Value> {
     doc["kernels"].as_object().unwrap().values().cloned().collect()
 }
 
-const EXAMPLES: [&str; 5] =
-    ["examples/laplacian3d.hip", "examples/launch_bounds_spill.hip", "examples/lbm_d3q19.hip", "examples/long_lived.hip", "examples/private_array.hip"];
+const EXAMPLES: [&str; 5] = [
+    "examples/laplacian3d.hip",
+    "examples/launch_bounds_spill.hip",
+    "examples/lbm_d3q19.hip",
+    "examples/long_lived.hip",
+    "examples/private_array.hip",
+];
 
 /// The examples tuned for gfx90a (from the repository root, by relative
 /// path, as a user would), with `--patch`, under the evidence table where
@@ -170,7 +178,9 @@ fn suggestions_become_restrict_only_when_asked() {
     let out = regtune(&repo()).args(["fix", "--with-suggestions", "--db"]).arg(&t.db).arg("examples/lbm_d3q19.hip").output().unwrap();
     ok(&out, "regtune fix --with-suggestions");
     let patch = text(&out.stdout);
-    for expected in ["+    double* __restrict__ f0,", "+    const double* __restrict__ omega_cell,", "+__attribute__((amdgpu_waves_per_eu(6)))"] {
+    for expected in
+        ["+    double* __restrict__ f0,", "+    const double* __restrict__ omega_cell,", "+__attribute__((amdgpu_waves_per_eu(6)))"]
+    {
         assert!(patch.contains(expected), "the patch lacks {expected:?}:\n{patch}");
     }
     let dir = patched_examples(&patch);
@@ -187,12 +197,8 @@ fn a_stated_block_size_becomes_launch_bounds() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db.json");
     let file = "examples/launch_bounds_spill.hip";
-    let out = regtune(&repo())
-        .args(["tune", "--block-size", "256", "--objective", "no-spill", "--db"])
-        .arg(&db)
-        .arg(file)
-        .output()
-        .unwrap();
+    let out =
+        regtune(&repo()).args(["tune", "--block-size", "256", "--objective", "no-spill", "--db"]).arg(&db).arg(file).output().unwrap();
     ok(&out, "regtune tune --block-size 256");
     let entries = db_entries(&db);
     assert_eq!(entries[0]["transforms"]["launch_bounds"], 256, "{entries:?}");
@@ -354,14 +360,24 @@ fn templates_helpers_macros_and_declarations_that_may_not_move() {
     assert!(summary.contains("from_macro (gfx90a): pow2=inexact; verified by a plain build"), "{summary}");
     // Named, not patched.
     assert!(
-        summary.contains("cases.hip:26: note: sync_loop: sink: `keep` stays: moving it down past the loop at lines 28-31, which calls `__syncthreads`"),
+        summary.contains(
+            "cases.hip:26: note: sync_loop: sink: `keep` stays: moving it down past the loop at lines 28-31, which calls `__syncthreads`"
+        ),
         "{summary}"
     );
-    assert!(summary.contains("sync_loop (gfx90a): sink: not in the patch: nothing of it could be written in the source (see the notes)\n"), "{summary}");
+    assert!(
+        summary.contains("sync_loop (gfx90a): sink: not in the patch: nothing of it could be written in the source (see the notes)\n"),
+        "{summary}"
+    );
     // A class template's member function holds the loop a cap of 1 keeps rolled.
     assert!(patch.contains("+        #pragma nounroll\n         for (int k = 0; k < N; ++k)\n"), "{patch}");
     assert!(summary.contains("windows (gfx90a): unroll-cap=1; verified by a plain build"), "{summary}");
-    assert!(summary.ends_with("regtune fix: 1 of 6 decision(s) could not be expressed (see above); 5 in the patch, 1 file(s), verified by a plain build\n"), "{summary}");
+    assert!(
+        summary.ends_with(
+            "regtune fix: 1 of 6 decision(s) could not be expressed (see above); 5 in the patch, 1 file(s), verified by a plain build\n"
+        ),
+        "{summary}"
+    );
     assert!(patch.starts_with("cases.hip: "), "the patch opens with what it does and leaves out:\n{patch}");
 
     // In place: the same text, and the patched file keeps its promises.
@@ -376,7 +392,10 @@ fn templates_helpers_macros_and_declarations_that_may_not_move() {
     ok(&std::process::Command::new("git").current_dir(check.path()).args(["apply", "p.patch"]).output().unwrap(), "git apply");
     assert_eq!(std::fs::read_to_string(check.path().join("cases.hip")).unwrap(), after, "--apply writes what the patch says");
     let remarks = remarks_for(&dir.path().join("cases.hip"), "gfx90a");
-    for e in db_entries(&db).iter().filter(|e| ["void scale_sq", "rows", "from_macro", "windows"].iter().any(|n| e["name"].as_str().unwrap().starts_with(n))) {
+    for e in db_entries(&db)
+        .iter()
+        .filter(|e| ["void scale_sq", "rows", "from_macro", "windows"].iter().any(|n| e["name"].as_str().unwrap().starts_with(n)))
+    {
         assert_reaches(&remarks[e["symbol"].as_str().unwrap()], &e["after"], e["name"].as_str().unwrap());
     }
 }
@@ -536,7 +555,12 @@ fn kernels_in_included_files_and_headers_are_patched_where_they_live() {
     ] {
         assert!(summary.contains(&expected), "{expected:?} not in\n{summary}");
     }
-    assert!(summary.ends_with("regtune fix: 1 of 5 decision(s) could not be expressed (see above); 4 in the patch, 5 file(s), verified by a plain build\n"), "{summary}");
+    assert!(
+        summary.ends_with(
+            "regtune fix: 1 of 5 decision(s) could not be expressed (see above); 4 in the patch, 5 file(s), verified by a plain build\n"
+        ),
+        "{summary}"
+    );
 
     // The patch applied by git, compiled by clang with no plugin: every
     // patched kernel at its promise, the vendor's kernel as it was.
@@ -554,9 +578,15 @@ fn kernels_in_included_files_and_headers_are_patched_where_they_live() {
     let vendor = std::fs::read_to_string(project.join("sys/vendor_math.h")).unwrap();
     let out = regtune(&project).args(["fix", "--apply", "--db"]).arg(&db).arg("main.hip").arg("--").args(flags).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).ends_with("regtune fix: 1 of 5 decision(s) could not be expressed (see above); 4 patched in place, 5 file(s), verified by a plain build\n"));
+    assert!(text(&out.stderr).ends_with(
+        "regtune fix: 1 of 5 decision(s) could not be expressed (see above); 4 patched in place, 5 file(s), verified by a plain build\n"
+    ));
     for file in ["main.hip", "kernels.cu", "inc/dslash.h", "inc/su3.h", "inc/macros.h", "sys/vendor_math.h"] {
-        assert_eq!(std::fs::read_to_string(project.join(file)).unwrap(), std::fs::read_to_string(copy.path().join(file)).unwrap(), "{file}");
+        assert_eq!(
+            std::fs::read_to_string(project.join(file)).unwrap(),
+            std::fs::read_to_string(copy.path().join(file)).unwrap(),
+            "{file}"
+        );
     }
     assert_eq!(std::fs::read_to_string(project.join("sys/vendor_math.h")).unwrap(), vendor);
 }

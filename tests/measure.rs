@@ -4,6 +4,9 @@
 //! program run with its own output and exit status. What it measures on a
 //! GPU is in bench/runtime (README: "Runtime truth").
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -88,7 +91,7 @@ fn tune_keeps_the_candidates_it_measured_and_measure_plans_them() {
     assert_eq!(names, expected);
     // The kept cubins are the very builds the db describes: ptxas's register counts, read back.
     let registers = |path: &Path| {
-        let ks = regtune::target::nvptx::cubin::read(&std::fs::read(path).unwrap()).unwrap();
+        let ks = regtune::gpu::nvptx::cubin::read(&std::fs::read(path).unwrap()).unwrap();
         ks.into_iter().find(|k| k.name == entry.symbol).unwrap().registers
     };
     assert_eq!(registers(&candidates[0].2), entry.before.unwrap().vgpr);
@@ -158,7 +161,10 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
     let steps: Vec<&regtune_decisions::Candidate> = entry.candidates.iter().filter(|c| c.transforms.waves_per_eu.is_some()).collect();
     assert!(steps.len() >= 3, "several occupancy steps: {names:?}");
     assert!(steps.iter().any(|c| c.usage.occupancy > before.occupancy), "a step above the plain build's occupancy: {steps:?}");
-    assert!(steps.iter().any(|c| c.usage.vgpr_spills > 0 && c.usage.local_accesses > 0), "a step that spills is still a candidate: {steps:?}");
+    assert!(
+        steps.iter().any(|c| c.usage.vgpr_spills > 0 && c.usage.local_accesses > 0),
+        "a step that spills is still a candidate: {steps:?}"
+    );
     assert!(steps.iter().any(|c| c.transforms.waves_per_eu == Some(64)), "the highest step: {names:?}");
     assert!(entry.candidates.iter().any(|c| c.transforms.unroll_cap.is_some()), "unroll caps: {names:?}");
 
@@ -197,7 +203,11 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
     let out = regtune().args(["measure", "--dry-run", "--db"]).arg(&few_path).args(["--", "true"]).output().unwrap();
     let lines = stderr_lines(&out);
     assert!(lines.contains(&format!("would measure {} on sm_90: plain, suggested, {}", few.symbol, few_names.join(", "))), "{lines:?}");
-    let note = format!("laplacian3d_o8_ztile: {} more candidates left out by tune (--candidates): {}", few.left_out.len(), few.left_out.join(", "));
+    let note = format!(
+        "laplacian3d_o8_ztile: {} more candidates left out by tune (--candidates): {}",
+        few.left_out.len(),
+        few.left_out.join(", ")
+    );
     assert!(lines.contains(&note), "{note} in {lines:?}");
 }
 
@@ -246,10 +256,15 @@ fn without_a_gpu_the_program_runs_with_its_own_output_and_status() {
         assert_eq!(out.status.code(), Some(expected), "the program's status when it fails, else 1: nothing measured");
         let lines = stderr_lines(&out);
         assert_eq!(lines[0], "program err");
-        assert!(lines.iter().any(|l| l.starts_with(&format!("sh: exit status {status}, ")) && l.ends_with(" s under regtune measure")), "{lines:?}");
+        assert!(
+            lines.iter().any(|l| l.starts_with(&format!("sh: exit status {status}, ")) && l.ends_with(" s under regtune measure")),
+            "{lines:?}"
+        );
         let error = lines.last().unwrap();
         match &gpu {
-            Err(_) => assert!(error.starts_with("error: no CUDA driver (libcuda.so.1") && error.ends_with("; sh ran unmeasured"), "{error}"),
+            Err(_) => {
+                assert!(error.starts_with("error: no CUDA driver (libcuda.so.1") && error.ends_with("; sh ran unmeasured"), "{error}")
+            }
             Ok(_) => assert_eq!(error, "error: sh never initialised the GPU runtime; nothing measured"),
         }
         assert_eq!(lines.iter().filter(|l| l.starts_with("error:")).count(), 1);
@@ -284,7 +299,8 @@ fn the_build_follows_the_measurement() {
     let db_path = dir.path().join("decisions.json");
     // The default rule only suggests the Laplacian's cap: confirm it, as a
     // user does, and tune again so that it is the kernel's decision.
-    let tune = || regtune().args(["tune", "--offload-arch", "sm_90", "--db"]).arg(&db_path).arg("examples/laplacian3d.hip").assert().success();
+    let tune =
+        || regtune().args(["tune", "--offload-arch", "sm_90", "--db"]).arg(&db_path).arg("examples/laplacian3d.hip").assert().success();
     tune();
     let mut db = Db::load(&db_path).unwrap();
     for e in db.kernels.values_mut() {
@@ -294,7 +310,7 @@ fn the_build_follows_the_measurement() {
     }
     db.save(&db_path).unwrap();
     tune();
-    let cuda = regtune::target::nvptx::cuda::Cuda::detect().unwrap();
+    let cuda = regtune::gpu::nvptx::cuda::Cuda::detect().unwrap();
     let plugin = regtune::plugin::find().unwrap();
     let registers = |db: &Path| {
         let out = dir.path().join("k.cubin");
@@ -309,7 +325,7 @@ fn the_build_follows_the_measurement() {
             .status()
             .unwrap();
         assert!(status.success());
-        let kernels = regtune::target::nvptx::cubin::read(&std::fs::read(&out).unwrap()).unwrap();
+        let kernels = regtune::gpu::nvptx::cubin::read(&std::fs::read(&out).unwrap()).unwrap();
         kernels.into_iter().find(|k| k.name.starts_with("_Z20laplacian3d")).unwrap().registers
     };
     let entry = Db::load(&db_path).unwrap().kernels.into_values().find(|e| e.symbol.starts_with("_Z20laplacian3d")).unwrap();
@@ -325,8 +341,20 @@ fn the_build_follows_the_measurement() {
         deterministic: true,
         program_identical: Some(true),
         candidates: vec![
-            Candidate { transforms: Transforms::default(), time: Some(Timing { median_ms: 0.3272, spread_ms: 0.0014 }), identical: true, error: None, code: None },
-            Candidate { transforms: entry.transforms.clone(), time: Some(Timing { median_ms: decided_ms, spread_ms: 0.0014 }), identical: true, error: None, code: None },
+            Candidate {
+                transforms: Transforms::default(),
+                time: Some(Timing { median_ms: 0.3272, spread_ms: 0.0014 }),
+                identical: true,
+                error: None,
+                code: None,
+            },
+            Candidate {
+                transforms: entry.transforms.clone(),
+                time: Some(Timing { median_ms: decided_ms, spread_ms: 0.0014 }),
+                identical: true,
+                error: None,
+                code: None,
+            },
         ],
     };
     for (decided_ms, want) in [(0.3441, plain), (0.30, decided)] {

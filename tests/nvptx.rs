@@ -7,6 +7,9 @@
 //! These tests need the CUDA installation `ci/bootstrap.sh` assembles (or a
 //! real toolkit): without one they fail, naming the fix.
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -16,8 +19,8 @@ use std::sync::OnceLock;
 
 use assert_cmd::Command;
 use common::{evidence_all_proven, evidence_none, examples, repo};
-use regtune::target::nvptx::cuda::Cuda;
-use regtune::target::nvptx::nvidia::{self, KernelResources};
+use regtune::gpu::nvptx::cuda::Cuda;
+use regtune::gpu::nvptx::nvidia::{self, KernelResources};
 use serde_json::Value;
 
 fn cuda() -> &'static Cuda {
@@ -72,12 +75,7 @@ fn ptxas_v(file: &Path, arch: &str, extra: &[&str], decisions: Option<&Path>) ->
     if let Some(db) = decisions {
         cmd.env("REGTUNE_DECISIONS", db);
     }
-    let out = cmd
-        .args(extra)
-        .args(["-c", "-Xcuda-ptxas", "-v", "-o"])
-        .arg(dir.path().join("k.cubin"))
-        .output()
-        .unwrap();
+    let out = cmd.args(extra).args(["-c", "-Xcuda-ptxas", "-v", "-o"]).arg(dir.path().join("k.cubin")).output().unwrap();
     let text = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{text}");
     let mut all = BTreeMap::new();
@@ -274,7 +272,8 @@ fn labels_of(k: &Value, list: &str) -> Vec<String> {
     k[list].as_array().unwrap().iter().map(|l| l.as_str().unwrap().to_string()).collect()
 }
 
-const MEASURE_HINT: &str = "`regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results";
+const MEASURE_HINT: &str =
+    "`regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results";
 
 #[test]
 fn without_evidence_nothing_is_applied_unasked_on_sm_90_and_the_former_decisions_are_suggested() {
@@ -316,7 +315,11 @@ fn without_evidence_nothing_is_applied_unasked_on_sm_90_and_the_former_decisions
     let (p, k) = (md(proven), md(&none));
     assert_eq!(labels_of(&p, "applied"), ["sink"], "{p}");
     assert_eq!(p["after"]["occupancy"], 32, "{p}");
-    assert_eq!((k["suggested"].clone(), k["suggestion_reasons"].clone()), (serde_json::json!(["sink"]), serde_json::json!(["unproven"])), "{k}");
+    assert_eq!(
+        (k["suggested"].clone(), k["suggestion_reasons"].clone()),
+        (serde_json::json!(["sink"]), serde_json::json!(["unproven"])),
+        "{k}"
+    );
     assert_eq!(k["reason"], "unproven", "{k}");
     let message = k["suggestions"][0].as_str().unwrap();
     assert!(message.starts_with("moving definitions next to their first use (sink) would reach occupancy 32 ("), "{message}");
@@ -357,7 +360,8 @@ fn kalman_unroll_caps_put_the_matrices_in_local_memory_and_are_never_applied() {
         let before = &e["before"];
         assert_eq!((before["vgpr"].as_u64(), spills(before), local(before)), (Some(168), 0, 0), "{ctx}: {before}");
         let candidates = e["candidates"].as_array().unwrap();
-        let cap1 = candidates.iter().find(|c| c["transforms"] == serde_json::json!({"unroll_cap": 1})).unwrap_or_else(|| panic!("{ctx}: {e}"));
+        let cap1 =
+            candidates.iter().find(|c| c["transforms"] == serde_json::json!({"unroll_cap": 1})).unwrap_or_else(|| panic!("{ctx}: {e}"));
         let top = candidates
             .iter()
             .filter(|c| c["transforms"].get("waves_per_eu").is_some())

@@ -5,6 +5,9 @@
 //! plugin of the other LLVM is refused by name, before anything loads it.
 //! (That the host half is untouched is tests/lit/clang/hip-pow2.hip.)
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::path::Path;
@@ -21,12 +24,7 @@ fn plugin() -> std::path::PathBuf {
 
 /// Kernel symbols of an example, from `regtune report`.
 fn kernel_symbols(file: &Path) -> Vec<String> {
-    let out = assert_cmd::Command::cargo_bin("regtune")
-        .unwrap()
-        .args(["report", "--format", "json"])
-        .arg(file)
-        .output()
-        .unwrap();
+    let out = assert_cmd::Command::cargo_bin("regtune").unwrap().args(["report", "--format", "json"]).arg(file).output().unwrap();
     assert!(out.status.success());
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     doc["kernels"].as_array().unwrap().iter().map(|k| k["symbol"].as_str().unwrap().to_string()).collect()

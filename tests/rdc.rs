@@ -8,6 +8,9 @@
 //! resource-usage remarks (`-Xoffload-linker
 //! -plugin-opt=-pass-remarks-analysis=kernel-resource-usage`).
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -33,7 +36,9 @@ fn example(name: &str) -> PathBuf {
 fn regtune(name: &str, dir: &Path) -> Command {
     let mut c = Command::new(bin(name));
     c.current_dir(dir);
-    for v in ["REGTUNE_MODE", "REGTUNE_COMPILER", "REGTUNE_DB", "REGTUNE_VERBOSE", "REGTUNE_WRAPPED", "REGTUNE_DECISIONS", "REGTUNE_INPUT_HASH"] {
+    for v in
+        ["REGTUNE_MODE", "REGTUNE_COMPILER", "REGTUNE_DB", "REGTUNE_VERBOSE", "REGTUNE_WRAPPED", "REGTUNE_DECISIONS", "REGTUNE_INPUT_HASH"]
+    {
         c.env_remove(v);
     }
     c.env("REGTUNE_CACHE_DIR", dir.join("cache"));
@@ -79,8 +84,14 @@ fn build(dir: &Path, mode: &str, db: &Path) -> BTreeMap<String, BTreeMap<String,
         hipcc(&["--offload-arch=gfx90a", "-O3", "-fgpu-rdc", "-c", source.to_str().unwrap(), "-o", object]);
     }
     let linked = hipcc(&[
-        "--offload-arch=gfx90a", "-fgpu-rdc", "md_step.o", "thermostat.o", "-o", "md_rdc",
-        "-Xoffload-linker", "-plugin-opt=-pass-remarks-analysis=kernel-resource-usage",
+        "--offload-arch=gfx90a",
+        "-fgpu-rdc",
+        "md_step.o",
+        "thermostat.o",
+        "-o",
+        "md_rdc",
+        "-Xoffload-linker",
+        "-plugin-opt=-pass-remarks-analysis=kernel-resource-usage",
     ]);
     link_remarks(&text(&linked.stdout))
 }
@@ -104,7 +115,9 @@ fn link_remarks(stderr: &str) -> BTreeMap<String, BTreeMap<String, u64>> {
 }
 
 fn assert_usage(remarks: &BTreeMap<String, u64>, usage: &Value, what: &str) {
-    for (remark, key) in [("VGPRs", "vgpr"), ("TotalSGPRs", "sgpr"), ("Occupancy [waves/SIMD]", "occupancy"), ("VGPRs Spill", "vgpr_spills")] {
+    for (remark, key) in
+        [("VGPRs", "vgpr"), ("TotalSGPRs", "sgpr"), ("Occupancy [waves/SIMD]", "occupancy"), ("VGPRs Spill", "vgpr_spills")]
+    {
         assert_eq!(remarks.get(remark).copied(), usage[key].as_u64(), "{what}: {remark}");
     }
 }
@@ -228,7 +241,10 @@ fn without_rdc_an_undefined_device_function_is_one_line_suggesting_it() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert_eq!(stderr.lines().count(), 2, "{stderr}");
-    assert!(stderr.lines().all(|l| l.ends_with(": -fgpu-rdc for sm_90: regtune links relocatable device code for AMDGPU only, so far")), "{stderr}");
+    assert!(
+        stderr.lines().all(|l| l.ends_with(": -fgpu-rdc for sm_90: regtune links relocatable device code for AMDGPU only, so far")),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -271,7 +287,8 @@ fn cmake_builds_the_rdc_example_and_batch_tunes_it_across_files() {
     let source = repo().join("examples/rdc");
     cmake(&["-S", source.to_str().unwrap(), "-B", build_dir.to_str().unwrap(), "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"], "use");
     cmake(&["--build", build_dir.to_str().unwrap()], "tune");
-    let out = regtune("regtune", dir.path()).args(["batch", "--format", "json", "-p"]).arg(&build_dir).arg("--db").arg(&db).output().unwrap();
+    let out =
+        regtune("regtune", dir.path()).args(["batch", "--format", "json", "-p"]).arg(&build_dir).arg("--db").arg(&db).output().unwrap();
     ok(&out, "regtune batch");
     let rows = kernels(&out);
     let force = row(&rows, FORCE);

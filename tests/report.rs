@@ -2,6 +2,9 @@
 //! own `-Rpass-analysis=kernel-resource-usage` remarks, and bad input must
 //! end in one line naming the cause.
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -19,11 +22,7 @@ fn regtune() -> Command {
 }
 
 fn report_json(file: &Path, arch: &str) -> Vec<Value> {
-    let out = regtune()
-        .args(["report", "--format", "json", "--offload-arch", arch])
-        .arg(file)
-        .output()
-        .expect("run regtune");
+    let out = regtune().args(["report", "--format", "json", "--offload-arch", arch]).arg(file).output().expect("run regtune");
     assert!(out.status.success(), "report failed on {}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("report prints JSON");
     doc["kernels"].as_array().expect("kernels array").clone()

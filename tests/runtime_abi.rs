@@ -5,6 +5,9 @@
 //! that prints every constant and structure offset the Rust side relies
 //! on, and declares every function it looks up, and compare.
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeMap;
 use std::mem::{offset_of, size_of};
 use std::path::{Path, PathBuf};
@@ -13,7 +16,12 @@ use std::process::Command;
 use regtune_runtime::{cuda, cupti, hip};
 
 fn cuda_include() -> PathBuf {
-    let roots = [std::env::var("CUDA_PATH").ok(), Some("/usr/local/cuda".into()), std::env::var("REGTUNE_CUDA_PATH").ok(), Some("/opt/regtune-cuda".into())];
+    let roots = [
+        std::env::var("CUDA_PATH").ok(),
+        Some("/usr/local/cuda".into()),
+        std::env::var("REGTUNE_CUDA_PATH").ok(),
+        Some("/opt/regtune-cuda".into()),
+    ];
     for root in roots.into_iter().flatten() {
         for inc in ["include", "extras/CUPTI/include"] {
             if Path::new(&root).join(inc).join("cupti.h").is_file() {
@@ -29,7 +37,8 @@ fn probe(includes: &str, flags: &[&str], body: &str) -> BTreeMap<String, u64> {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("probe.c");
     let exe = dir.path().join("probe");
-    std::fs::write(&src, format!("#include <stddef.h>\n#include <stdio.h>\n{includes}\nint main(void) {{\n{body}\nreturn 0;\n}}\n")).unwrap();
+    std::fs::write(&src, format!("#include <stddef.h>\n#include <stdio.h>\n{includes}\nint main(void) {{\n{body}\nreturn 0;\n}}\n"))
+        .unwrap();
     let out = Command::new("clang-22").arg("-Werror").args(flags).arg(&src).arg("-o").arg(&exe).output().expect("clang++-22 runs");
     assert!(out.status.success(), "the probe does not compile against the headers:\n{}", String::from_utf8_lossy(&out.stderr));
     let run = Command::new(&exe).output().unwrap();
@@ -91,7 +100,11 @@ fn cuda_and_cupti_declarations_match_the_headers() {
     check("cc_major", "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR", cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR as u64);
     check("cc_minor", "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR", cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR as u64);
     check("max_threads", "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK", cuda::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK as u64);
-    check("max_dyn_shared", "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", cuda::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as u64);
+    check(
+        "max_dyn_shared",
+        "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES",
+        cuda::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as u64,
+    );
     check("param_end", "CU_LAUNCH_PARAM_END_AS_INT", cuda::CU_LAUNCH_PARAM_END as u64);
     check("param_buffer", "CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT", cuda::CU_LAUNCH_PARAM_BUFFER_POINTER as u64);
     check("param_size", "CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT", cuda::CU_LAUNCH_PARAM_BUFFER_SIZE as u64);

@@ -3,6 +3,9 @@
 //! the db round-trips, and a plain `clang -fpass-plugin` build with the db
 //! produces exactly the usage the tuner promised.
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeSet;
@@ -72,7 +75,8 @@ fn labels_of(k: &Value, list: &str) -> Vec<String> {
 }
 
 /// How a suggestion the evidence holds back ends.
-const MEASURE_HINT: &str = "`regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results";
+const MEASURE_HINT: &str =
+    "`regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results";
 
 #[test]
 fn without_evidence_nothing_is_applied_unasked_and_the_former_decisions_are_suggested() {
@@ -133,7 +137,12 @@ fn without_evidence_nothing_is_applied_unasked_and_the_former_decisions_are_sugg
     assert_eq!(k["suggestion_reasons"], serde_json::json!(["unproven", "assumes-caller"]), "{k}");
     let message = k["suggestions"][0].as_str().unwrap();
     assert!(message.starts_with("moving definitions next to their first use (sink) and `__restrict__` on `pos_x`, `pos_y` would reach occupancy 8 (72 → 48 VGPRs)"), "{message}");
-    assert!(message.contains("it computes the same values, but no GPU has timed it on real kernels yet (sink); confirm it after timing the kernel"), "{message}");
+    assert!(
+        message.contains(
+            "it computes the same values, but no GPU has timed it on real kernels yet (sink); confirm it after timing the kernel"
+        ),
+        "{message}"
+    );
     assert!(message.ends_with(MEASURE_HINT), "{message}");
     assert!(k["why"].as_str().unwrap().starts_with("suggested, not applied (unproven, assumes-caller): sink"), "{k}");
 }
@@ -156,7 +165,10 @@ fn a_bad_evidence_file_is_one_line_naming_it_and_nothing_is_tuned() {
         for from_env in [false, true] {
             let db = dir.path().join("db.json");
             let mut cmd = Command::cargo_bin("regtune").unwrap();
-            cmd.current_dir(repo()).env_remove("REGTUNE_EVIDENCE").args(["tune", "--format", "json", "--offload-arch", "gfx90a", "--db"]).arg(&db);
+            cmd.current_dir(repo())
+                .env_remove("REGTUNE_EVIDENCE")
+                .args(["tune", "--format", "json", "--offload-arch", "gfx90a", "--db"])
+                .arg(&db);
             if from_env {
                 cmd.env("REGTUNE_EVIDENCE", path);
             } else {
@@ -179,7 +191,11 @@ fn never_lowers_occupancy_or_adds_spills_on_any_example() {
     let ev = proven();
     for arch in ["gfx90a", "gfx1100"] {
         let dir = tempfile::tempdir().unwrap();
-        let kernels = if arch == "gfx90a" { examples_on_gfx90a_all_proven().clone() } else { tune(&refs, arch, &dir.path().join("db.json"), &["--evidence", &ev]) };
+        let kernels = if arch == "gfx90a" {
+            examples_on_gfx90a_all_proven().clone()
+        } else {
+            tune(&refs, arch, &dir.path().join("db.json"), &["--evidence", &ev])
+        };
         for k in kernels {
             let (b, a) = (&k["before"], &k["after"]);
             let name = k["name"].as_str().unwrap();
@@ -210,9 +226,8 @@ fn pow2_of_ocml_pow_is_suggested_unless_the_build_allows_it() {
         args.extend_from_slice(extra);
         tune(&[&file], "gfx90a", &db, &args)[0].clone()
     };
-    let labels = |k: &Value, list: &str| -> Vec<String> {
-        k[list].as_array().unwrap().iter().map(|l| l.as_str().unwrap().to_string()).collect()
-    };
+    let labels =
+        |k: &Value, list: &str| -> Vec<String> { k[list].as_array().unwrap().iter().map(|l| l.as_str().unwrap().to_string()).collect() };
     // By default ocml's pow stays (x * x would change the last bit): the
     // kernel keeps its plain build, and the rewrite is suggested with what
     // it would reach.
@@ -226,7 +241,9 @@ fn pow2_of_ocml_pow_is_suggested_unless_the_build_allows_it() {
     assert!(message.starts_with("`pow(x, 2.0)` → `x * x` would reach occupancy 5 (99 → 82 VGPRs"), "{message}");
     assert!(message.contains("not correctly rounded"), "{message}");
     // --pow2 apply: the user's word; -ffast-math: the build allows it (afn).
-    for (extra, label) in [(&["--noalias", "off", "--pow2", "apply"][..], "pow2=inexact"), (&["--noalias", "off", "--", "-ffast-math"][..], "pow2")] {
+    for (extra, label) in
+        [(&["--noalias", "off", "--pow2", "apply"][..], "pow2=inexact"), (&["--noalias", "off", "--", "-ffast-math"][..], "pow2")]
+    {
         let k = lbm(extra);
         assert!(labels(&k, "applied").contains(&label.to_string()), "{extra:?}: {k}");
         assert!(k["after"]["occupancy"].as_u64() > k["before"]["occupancy"].as_u64(), "{extra:?}: {k}");
@@ -519,8 +536,8 @@ fn the_time_budget_ends_the_search_with_the_best_result_so_far() {
 /// ones a whole-file build with the same decisions gives it.
 #[test]
 fn one_kernel_variants_measure_as_the_whole_file_does() {
+    use regtune::gpu::Arch;
     use regtune::session::Session;
-    use regtune::target::Arch;
     use regtune::toolchain::Toolchain;
     use regtune_decisions::Transforms;
 

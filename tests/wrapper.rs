@@ -5,6 +5,9 @@
 //! can fail leaves the compiler's own exit code and output untouched, with
 //! one warning line when the build still succeeded.
 
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -33,8 +36,16 @@ fn wrapper(name: &str, dir: &Path) -> Command {
     let mut c = Command::new(bin(name));
     c.current_dir(dir);
     for v in [
-        "REGTUNE_MODE", "REGTUNE_COMPILER", "REGTUNE_DB", "REGTUNE_VERBOSE", "REGTUNE_PLUGIN", "REGTUNE_WRAPPED",
-        "REGTUNE_DECISIONS", "REGTUNE_INPUT_HASH", "REGTUNE_TUNE_ARGS", "REGTUNE_EVIDENCE",
+        "REGTUNE_MODE",
+        "REGTUNE_COMPILER",
+        "REGTUNE_DB",
+        "REGTUNE_VERBOSE",
+        "REGTUNE_PLUGIN",
+        "REGTUNE_WRAPPED",
+        "REGTUNE_DECISIONS",
+        "REGTUNE_INPUT_HASH",
+        "REGTUNE_TUNE_ARGS",
+        "REGTUNE_EVIDENCE",
     ] {
         c.env_remove(v);
     }
@@ -52,11 +63,7 @@ fn ok(out: &Output, what: &str) {
 
 /// Kernel symbol → usage, read back from a built object for `arch`.
 fn read_back(object: &Path, arch: &str) -> BTreeMap<String, Value> {
-    let out = Command::new(bin("regtune"))
-        .args(["report", "--format", "json", "--offload-arch", arch])
-        .arg(object)
-        .output()
-        .unwrap();
+    let out = Command::new(bin("regtune")).args(["report", "--format", "json", "--offload-arch", arch]).arg(object).output().unwrap();
     ok(&out, &format!("regtune report {}", object.display()));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     doc["kernels"].as_array().unwrap().iter().map(|k| (k["symbol"].as_str().unwrap().to_string(), k["usage"].clone())).collect()
@@ -325,7 +332,8 @@ fn patch_mode_builds_the_headers_the_patch_edits_under_their_own_names() {
     suggestion["confirmed"] = Value::Bool(true);
     let promised = suggestion["usage"].clone();
     std::fs::write(&db, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
-    let before: Vec<String> = ["main.hip", "inc/dslash.h", "inc/su3.h"].iter().map(|f| std::fs::read_to_string(project.join(f)).unwrap()).collect();
+    let before: Vec<String> =
+        ["main.hip", "inc/dslash.h", "inc/su3.h"].iter().map(|f| std::fs::read_to_string(project.join(f)).unwrap()).collect();
 
     let out = build("patch");
     ok(&out, "patch-mode build");
@@ -335,7 +343,8 @@ fn patch_mode_builds_the_headers_the_patch_edits_under_their_own_names() {
         assert_eq!(built[&symbol][field], promised[field], "dslash: {field}");
     }
     assert_ne!(built[&symbol]["vgpr"], plain[&symbol]["vgpr"], "the decision changed something");
-    let after: Vec<String> = ["main.hip", "inc/dslash.h", "inc/su3.h"].iter().map(|f| std::fs::read_to_string(project.join(f)).unwrap()).collect();
+    let after: Vec<String> =
+        ["main.hip", "inc/dslash.h", "inc/su3.h"].iter().map(|f| std::fs::read_to_string(project.join(f)).unwrap()).collect();
     assert_eq!(before, after, "the sources on disk stay as they are");
     let log = std::fs::read_to_string(dir.path().join("hipcc.log")).unwrap();
     let patched = log.lines().last().unwrap();
@@ -460,10 +469,7 @@ fn a_missing_compiler_is_one_error_line_and_exit_127() {
     assert_eq!(out.status.code(), Some(127));
     assert_eq!(text(&out.stdout), "");
     assert_eq!(text(&out.stderr), "regtune: error: compiler `/no/such/hipcc` not found (REGTUNE_COMPILER)\n");
-    let out = wrapper("regtune", dir.path())
-        .args(["cc", "--compiler", "no-such-clang-xyz", "--", "-c", "k.hip"])
-        .output()
-        .unwrap();
+    let out = wrapper("regtune", dir.path()).args(["cc", "--compiler", "no-such-clang-xyz", "--", "-c", "k.hip"]).output().unwrap();
     assert_eq!(out.status.code(), Some(127));
     assert_eq!(text(&out.stderr), "regtune: error: compiler `no-such-clang-xyz` not found (--compiler)\n");
     let out = wrapper("regtune", dir.path()).args(["cc", "no-such-clang-xyz", "-c", "k.hip"]).output().unwrap();
@@ -473,10 +479,7 @@ fn a_missing_compiler_is_one_error_line_and_exit_127() {
     let itself = bin("regtune-hipcc");
     let out = wrapper("regtune-hipcc", dir.path()).env("REGTUNE_COMPILER", &itself).args(["-c", "k.hip"]).output().unwrap();
     assert_eq!(out.status.code(), Some(127));
-    assert_eq!(
-        text(&out.stderr),
-        format!("regtune: error: compiler `{}` is this wrapper itself (REGTUNE_COMPILER)\n", itself.display())
-    );
+    assert_eq!(text(&out.stderr), format!("regtune: error: compiler `{}` is this wrapper itself (REGTUNE_COMPILER)\n", itself.display()));
 }
 
 #[test]
@@ -487,7 +490,14 @@ fn a_corrupted_db_builds_plainly_with_one_warning_line_and_is_left_alone() {
     let lbm = example("lbm_d3q19.hip");
     let plain = dir.path().join("plain.o");
     ok(
-        &wrapper("regtune-hipcc", dir.path()).env("REGTUNE_MODE", "off").args(["--offload-arch=gfx90a", "-O3", "-c"]).arg(&lbm).arg("-o").arg(&plain).output().unwrap(),
+        &wrapper("regtune-hipcc", dir.path())
+            .env("REGTUNE_MODE", "off")
+            .args(["--offload-arch=gfx90a", "-O3", "-c"])
+            .arg(&lbm)
+            .arg("-o")
+            .arg(&plain)
+            .output()
+            .unwrap(),
         "off-mode build",
     );
     for mode in ["use", "tune"] {
@@ -692,7 +702,10 @@ fn a_failure_of_regtunes_own_adds_one_line_only_when_the_build_succeeds() {
         format!("regtune: warning: {} is not the compiler regtune tunes with (/usr/lib/llvm-22/bin/clang); compiling without regtune\nfake stderr\n", fake.display())
     );
     let bad_mode = run("0", "fast");
-    assert_eq!(text(&bad_mode.stderr), "regtune: warning: mode `fast` is not use, tune, patch or off; compiling without regtune\nfake stderr\n");
+    assert_eq!(
+        text(&bad_mode.stderr),
+        "regtune: warning: mode `fast` is not use, tune, patch or off; compiling without regtune\nfake stderr\n"
+    );
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "--offload-arch=gfx90a\n-O3\n-c\nk.hip\n");
 }
 
@@ -705,7 +718,8 @@ fn cmake(args: &[&std::ffi::OsStr], dir: &Path, env: &[(&str, &std::ffi::OsStr)]
         // binutils' archiver comes with the C toolchain on every machine.
         c.args(["-DCMAKE_AR=/usr/bin/ar", "-DCMAKE_RANLIB=/usr/bin/ranlib"]);
     }
-    for v in ["REGTUNE_MODE", "REGTUNE_COMPILER", "REGTUNE_DB", "REGTUNE_VERBOSE", "REGTUNE_PLUGIN", "REGTUNE_EVIDENCE", "CXX", "CXXFLAGS"] {
+    for v in ["REGTUNE_MODE", "REGTUNE_COMPILER", "REGTUNE_DB", "REGTUNE_VERBOSE", "REGTUNE_PLUGIN", "REGTUNE_EVIDENCE", "CXX", "CXXFLAGS"]
+    {
         c.env_remove(v);
     }
     c.env("REGTUNE_CACHE_DIR", dir.join("cache"));
@@ -817,14 +831,27 @@ fn a_db_regtune_batch_made_from_the_compile_commands_is_applied_by_the_build() {
     );
     // Every class proven: the MD kernel's sink is decided.
     ok(
-        &wrapper("regtune", dir.path()).arg("batch").arg("-p").arg(&build).arg("--evidence").arg(evidence_all_proven()).arg("--db").arg(&db).output().unwrap(),
+        &wrapper("regtune", dir.path())
+            .arg("batch")
+            .arg("-p")
+            .arg(&build)
+            .arg("--evidence")
+            .arg(evidence_all_proven())
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap(),
         "regtune batch",
     );
     let entries = db_entries(&db);
     let decided = entries.iter().filter(|e| e["transforms"].as_object().is_some_and(|t| !t.is_empty())).count();
     assert!(decided > 0);
     let db_before = std::fs::read(&db).unwrap();
-    let out = cmake(&[&os("--build"), build.as_os_str(), &os("-j2")], dir.path(), &[("REGTUNE_DB", db.as_os_str()), ("REGTUNE_VERBOSE", &os("1"))]);
+    let out = cmake(
+        &[&os("--build"), build.as_os_str(), &os("-j2")],
+        dir.path(),
+        &[("REGTUNE_DB", db.as_os_str()), ("REGTUNE_VERBOSE", &os("1"))],
+    );
     ok(&out, "cmake --build (use mode)");
     let log = text(&out.stdout) + &text(&out.stderr);
     assert_eq!(log.matches("regtune: note: building with").count(), decided, "{log}");
@@ -915,7 +942,11 @@ fn cmake_measured_loop_builds_what_the_gpu_kept() {
     let candidate = entry.candidates.iter().find(|c| c.transforms == sink).expect("sink is a candidate").clone();
     assert!(candidate.usage.vgpr < entry.before.unwrap().vgpr);
     let dry = wrapper("regtune", dir.path()).args(["measure", "--dry-run", "--db"]).arg(&db).args(["--", "true"]).output().unwrap();
-    assert!(text(&dry.stderr).lines().any(|l| l.starts_with(&format!("would measure {}", entry.symbol)) && l.contains("sink")), "{}", text(&dry.stderr));
+    assert!(
+        text(&dry.stderr).lines().any(|l| l.starts_with(&format!("would measure {}", entry.symbol)) && l.contains("sink")),
+        "{}",
+        text(&dry.stderr)
+    );
 
     // What `regtune measure -- ./md_program` writes when sink runs 1.38x
     // faster with the same bytes (its H100 figure, README "Runtime truth").

@@ -23,13 +23,7 @@ where
 /// The input hash of one unit on one target: the compiler's version, the
 /// target's name, the versions of the target's other tools (ptxas), the
 /// user's flags and the preprocessed source, in that order.
-pub fn input_hash(
-    compiler_version: &str,
-    arch: &str,
-    tool_versions: &[String],
-    user_args: &[String],
-    preprocessed: &[u8],
-) -> String {
+pub fn input_hash(compiler_version: &str, arch: &str, tool_versions: &[String], user_args: &[String], preprocessed: &[u8]) -> String {
     let mut parts: Vec<&[u8]> = vec![compiler_version.as_bytes(), arch.as_bytes()];
     parts.extend(tool_versions.iter().map(|e| e.as_bytes()));
     parts.extend(user_args.iter().map(|a| a.as_bytes()));

@@ -363,8 +363,7 @@ impl Db {
     }
 
     fn parse(text: &str, path: &Path) -> Result<Db, DbError> {
-        let db: Db = serde_json::from_str(text)
-            .map_err(|source| DbError::Parse { path: path.into(), source })?;
+        let db: Db = serde_json::from_str(text).map_err(|source| DbError::Parse { path: path.into(), source })?;
         if db.version != FORMAT_VERSION {
             return Err(DbError::Version { path: path.into(), found: db.version });
         }
@@ -373,15 +372,8 @@ impl Db {
 
     /// The entries for a kernel on a target, newest input first is not
     /// knowable, so a hash narrows it when the caller has one.
-    pub fn lookup<'a>(
-        &'a self,
-        symbol: &'a str,
-        arch: &'a str,
-        input_hash: Option<&'a str>,
-    ) -> impl Iterator<Item = &'a Entry> + 'a {
-        self.kernels.values().filter(move |e| {
-            e.symbol == symbol && e.arch == arch && input_hash.is_none_or(|h| e.input_hash == h)
-        })
+    pub fn lookup<'a>(&'a self, symbol: &'a str, arch: &'a str, input_hash: Option<&'a str>) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.kernels.values().filter(move |e| e.symbol == symbol && e.arch == arch && input_hash.is_none_or(|h| e.input_hash == h))
     }
 
     /// Insert or replace an entry as it is, its measurement included: the
@@ -436,12 +428,7 @@ impl Db {
             fs::create_dir_all(dir).map_err(err)?;
         }
         let lock_path = lock_path(path);
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(err)?;
+        let lock = File::options().create(true).truncate(false).write(true).open(&lock_path).map_err(err)?;
         lock.lock_exclusive().map_err(err)?;
         let mut db = Db::load(path)?;
         let out = f(&mut db);
@@ -525,7 +512,17 @@ mod tests {
         };
         assert_eq!(
             t.labels(),
-            ["pow2", "sink", "unroll-cap=4", "noalias=g14", "noalias=#2", "waves-per-eu=5", "launch-bounds=256", "spill-to-shared", "lds-spill=8"]
+            [
+                "pow2",
+                "sink",
+                "unroll-cap=4",
+                "noalias=g14",
+                "noalias=#2",
+                "waves-per-eu=5",
+                "launch-bounds=256",
+                "spill-to-shared",
+                "lds-spill=8"
+            ]
         );
         let inexact = Transforms { pow2: true, pow2_inexact: true, ..Default::default() };
         assert_eq!(inexact.labels(), ["pow2=inexact"]);
@@ -642,7 +639,13 @@ mod tests {
         let mut e = entry("_Z1kPf", "h");
         let decided = e.transforms.clone();
         let wider = Transforms { launch_bounds: Some(256), ..decided.clone() };
-        e.suggested = vec![Suggestion { transforms: wider.clone(), usage: Usage::default(), message: String::new(), reasons: vec![], confirmed: false }];
+        e.suggested = vec![Suggestion {
+            transforms: wider.clone(),
+            usage: Usage::default(),
+            message: String::new(),
+            reasons: vec![],
+            confirmed: false,
+        }];
         e.measured = Some(measured_with(&[(&decided, 1.2, true), (&wider, 0.5, true)]));
         assert!(e.effective().is_empty());
         e.suggested[0].confirmed = true;
@@ -658,7 +661,8 @@ mod tests {
         db.join(entry("_Z1kPf", "h"));
         assert!(db.kernels[&e.key()].measured.is_some());
         let mut more = entry("_Z1kPf", "h");
-        more.candidates = vec![Candidate { transforms: Transforms { waves_per_eu: Some(6), ..Default::default() }, usage: Usage::default() }];
+        more.candidates =
+            vec![Candidate { transforms: Transforms { waves_per_eu: Some(6), ..Default::default() }, usage: Usage::default() }];
         db.join(more);
         assert!(db.kernels[&e.key()].measured.is_none(), "another candidate: stale");
         // insert replaces as it is: the tuner decided what still holds.
@@ -695,7 +699,10 @@ mod tests {
         e.transforms = Transforms::default();
         let step = Transforms { waves_per_eu: Some(40), ..Default::default() };
         let cap = Transforms { unroll_cap: Some(2), ..Default::default() };
-        e.candidates = vec![Candidate { transforms: step.clone(), usage: Usage::default() }, Candidate { transforms: cap.clone(), usage: Usage::default() }];
+        e.candidates = vec![
+            Candidate { transforms: step.clone(), usage: Usage::default() },
+            Candidate { transforms: cap.clone(), usage: Usage::default() },
+        ];
         assert!(e.effective().is_empty(), "no measurement: the decision (plain)");
         e.measured = Some(measured_with(&[(&step, 0.83, true), (&cap, 0.9, true)]));
         assert_eq!(e.effective(), step);

@@ -8,6 +8,9 @@
 //!
 //! Target (issue 6): a warm run costs at most 5% of a cold one.
 
+// A benchmark fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
@@ -18,7 +21,11 @@ use std::time::Instant;
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 /// Seconds for one `regtune batch`; it must succeed.

@@ -6,6 +6,9 @@
 //!
 //! Targets (from the issues): report ≤ 1.10×, tune ≤ 3× (medians over examples/).
 
+// A benchmark fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
@@ -23,7 +26,11 @@ fn time(mut cmd: Command) -> Duration {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 fn regtune(args: &[&str], file: &Path, db: &Path) -> Command {

@@ -17,6 +17,9 @@
 //!
 //! Targets (issue 10): median ≤ 3×, p95 ≤ 10×, no file over 20×.
 
+// A benchmark fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
@@ -38,8 +41,7 @@ struct Entry {
 fn entries() -> Vec<Entry> {
     let corpus = std::env::var("REGTUNE_CORPUS").unwrap_or_else(|_| "/tmp/regtune-corpus".into());
     let db = Path::new(&corpus).join("compile_commands.json");
-    let text = std::fs::read_to_string(&db)
-        .unwrap_or_else(|e| panic!("{}: {e}; run bench/corpus/corpus.sh first", db.display()));
+    let text = std::fs::read_to_string(&db).unwrap_or_else(|e| panic!("{}: {e}; run bench/corpus/corpus.sh first", db.display()));
     let doc: Value = serde_json::from_str(&text).expect("compile_commands.json is JSON");
     let mut out: Vec<Entry> = doc
         .as_array()

@@ -14,6 +14,9 @@
 //!            it tunes the file, then builds with the decisions.
 //! Targets (issue 5): use ≤ 1.05×, tune ≤ 3× (medians over examples/).
 
+// A benchmark fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
@@ -22,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use regtune::target::Arch;
+use regtune::gpu::Arch;
 use regtune::toolchain::Toolchain;
 use regtune::wrapper::cache::Cache;
 use regtune::wrapper::command::CompileCommand;

@@ -14,7 +14,7 @@ use regtune_decisions::{Candidate, Transforms, Usage};
 
 /// What the candidates are made of.
 #[derive(Debug, Clone, Default)]
-pub struct Pool {
+pub(crate) struct Pool {
     /// Occupancy steps above the plain build's, nearest first.
     pub steps: Vec<u32>,
     /// The best combination of the rewrites the user allows (sink, exact
@@ -34,14 +34,14 @@ pub struct Pool {
 /// Words per thread the LDS spill may take at a step: what the pass needs
 /// to lower a peak by a step's worth of registers on the examples
 /// (8 slots: 32 → 24 VGPRs), in a tenth of the 64 KiB at 256 threads.
-pub const LDS_SLOTS: u32 = 8;
+pub(crate) const LDS_SLOTS: u32 = 8;
 
 /// Every candidate, the most worth measuring first: the rewrites alone;
 /// then per step, in [`spread`] order, the register cap alone, with the
 /// backend's spilling to shared memory, with regtune's LDS spill, and with
 /// the rewrites; the unroll caps come after the nearest and the farthest
 /// step.
-pub fn proposals(pool: &Pool) -> Vec<Transforms> {
+pub(crate) fn proposals(pool: &Pool) -> Vec<Transforms> {
     let at = |w: u32, with_rewrites: bool| {
         let base = if with_rewrites { pool.rewrites.clone() } else { Transforms::default() };
         Transforms { waves_per_eu: Some(w), ..base }
@@ -73,7 +73,7 @@ pub fn proposals(pool: &Pool) -> Vec<Transforms> {
 
 /// `items` in the order to take them when not all fit: the first, the
 /// last, then repeatedly the middle of the widest gap between those taken.
-pub fn spread<T: Copy>(items: &[T]) -> Vec<T> {
+pub(crate) fn spread<T: Copy>(items: &[T]) -> Vec<T> {
     let n = items.len();
     if n <= 2 {
         return items.to_vec();
@@ -90,7 +90,7 @@ pub fn spread<T: Copy>(items: &[T]) -> Vec<T> {
 
 /// What [`select`] kept and left out.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Selection {
+pub(crate) struct Selection {
     pub kept: Vec<Candidate>,
     /// Proposals past the limit or the time budget (not built).
     pub left_out: Vec<Transforms>,
@@ -101,7 +101,7 @@ pub struct Selection {
 /// build, the decision, the suggestions); `build` compiles a proposal and
 /// gives its usage and a hash of its code (None: it did not build, or the
 /// time budget is spent, which `spent` then says).
-pub fn select(
+pub(crate) fn select(
     proposals: Vec<Transforms>,
     limit: usize,
     known: &[String],

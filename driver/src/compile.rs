@@ -5,7 +5,7 @@
 //!
 //! What differs per target (HIP or CUDA flags, how a code object is built
 //! and which intermediate files are kept) is the target's
-//! ([`crate::target::Target`]); NVPTX compiles as CUDA, to PTX and then
+//! ([`crate::gpu::Target`]); NVPTX compiles as CUDA, to PTX and then
 //! through ptxas, whose `-v` report is appended to [`Compiled::stderr`].
 
 use std::ffi::OsString;
@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::gpu::nvptx::ptxas;
+use crate::gpu::{self, Arch};
 use crate::job::{self, JobError};
 use crate::names;
 use crate::output::Failure;
-use crate::target::nvptx::ptxas;
-use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
 
 /// clang's default for HIP; the user's own -O in CLANG_ARGS comes later and wins.
@@ -49,18 +49,16 @@ pub enum CompileError {
 impl CompileError {
     /// Compiler diagnostics worth showing above the one-line error.
     /// Whether the compile was stopped at its deadline.
-    pub fn timed_out(&self) -> bool {
+    pub(crate) fn timed_out(&self) -> bool {
         matches!(self, CompileError::TimedOut { .. } | CompileError::Ptxas(ptxas::PtxasError::TimedOut { .. }))
     }
 
-    pub fn diagnostics(&self) -> Option<&str> {
+    pub(crate) fn diagnostics(&self) -> Option<&str> {
         match self {
             CompileError::Failed { diagnostics, .. } | CompileError::Link { diagnostics, .. } if !diagnostics.trim().is_empty() => {
                 Some(diagnostics)
             }
-            CompileError::Ptxas(ptxas::PtxasError::Failed { diagnostics, .. }) if !diagnostics.trim().is_empty() => {
-                Some(diagnostics)
-            }
+            CompileError::Ptxas(ptxas::PtxasError::Failed { diagnostics, .. }) if !diagnostics.trim().is_empty() => Some(diagnostics),
             _ => None,
         }
     }
@@ -109,14 +107,12 @@ pub struct Unit<'a> {
 
 impl Unit<'_> {
     fn check_source(&self) -> Result<(), CompileError> {
-        std::fs::File::open(self.source)
-            .map(drop)
-            .map_err(|source| CompileError::Input { file: self.source.into(), source })
+        std::fs::File::open(self.source).map(drop).map_err(|source| CompileError::Input { file: self.source.into(), source })
     }
 
     /// The device-only compile command: HIP for AMDGPU, CUDA for NVPTX
     /// (no action, output or input yet).
-    pub fn device_command(&self) -> Result<Command, CompileError> {
+    pub(crate) fn device_command(&self) -> Result<Command, CompileError> {
         self.hip_command()
     }
 
@@ -124,7 +120,7 @@ impl Unit<'_> {
         self.check_source()?;
         self.toolchain.prepare(self.arch)?;
         let mut cmd = Command::new(&self.toolchain.clang);
-        cmd.args(target::of(self.arch).device_args(self.toolchain, self.arch, self.user_args)?);
+        cmd.args(gpu::of(self.arch).device_args(self.toolchain, self.arch, self.user_args)?);
         cmd.arg(DEFAULT_OPT);
         cmd.args(self.user_args);
         Ok(cmd)
@@ -133,14 +129,14 @@ impl Unit<'_> {
     /// Device-only compile to a code object, with the target's usage report
     /// on stderr: clang's resource-usage remarks (they carry each kernel's
     /// source location); NVPTX: a cubin, with the `ptxas -v` report.
-    pub fn code_object(&self, out: &Path) -> Result<Compiled, CompileError> {
+    pub(crate) fn code_object(&self, out: &Path) -> Result<Compiled, CompileError> {
         let cmd = self.hip_command()?;
-        target::of(self.arch).code_object(self, cmd, out)
+        gpu::of(self.arch).code_object(self, cmd, out)
     }
 
     /// Device-only compile to a listing in `out`: assembly (PTX on NVPTX,
     /// no ptxas), or optimized LLVM IR with `-emit-llvm` among `extra`.
-    pub fn listing(&self, out: &Path, extra: &[&str]) -> Result<Compiled, CompileError> {
+    pub(crate) fn listing(&self, out: &Path, extra: &[&str]) -> Result<Compiled, CompileError> {
         let mut cmd = self.hip_command()?;
         cmd.args(extra).arg("-S").arg("-o").arg(out).arg(self.source);
         run(cmd, self)
@@ -148,7 +144,7 @@ impl Unit<'_> {
 
     /// Preprocess only, to `out`: the same bytes as the `.hipi` that
     /// [`Unit::build_keeping_temps`] keeps, at a fraction of its cost.
-    pub fn preprocess(&self, out: &Path) -> Result<Compiled, CompileError> {
+    pub(crate) fn preprocess(&self, out: &Path) -> Result<Compiled, CompileError> {
         let mut cmd = self.hip_command()?;
         cmd.arg("-E").arg("-o").arg(out).arg(self.source);
         run(cmd, self)
@@ -157,14 +153,14 @@ impl Unit<'_> {
     /// The db's input hash of this unit, given its preprocessed source: what
     /// `tune` records and the hipcc wrapper looks up
     /// ([`regtune_decisions::hash::input_hash`]; NVPTX adds ptxas's version).
-    pub fn input_hash(&self, preprocessed: &[u8]) -> String {
-        let tools = target::of(self.arch).hash_inputs(self.toolchain);
+    pub(crate) fn input_hash(&self, preprocessed: &[u8]) -> String {
+        let tools = gpu::of(self.arch).hash_inputs(self.toolchain);
         regtune_decisions::hash::input_hash(&self.toolchain.version, self.arch.name(), &tools, self.user_args, preprocessed)
     }
 
     /// Preprocess into `out` and hash: the input hash `tune` gives this unit,
     /// at the cost of a preprocess; and the preprocessed source.
-    pub fn preprocess_and_hash(&self, out: &Path) -> Result<(String, Vec<u8>), CompileError> {
+    pub(crate) fn preprocess_and_hash(&self, out: &Path) -> Result<(String, Vec<u8>), CompileError> {
         self.preprocess(out)?;
         let bytes = std::fs::read(out).map_err(|source| CompileError::Input { file: out.to_path_buf(), source })?;
         Ok((self.input_hash(&bytes), bytes))
@@ -174,12 +170,12 @@ impl Unit<'_> {
     /// object with remarks, plus the preprocessed source and the
     /// pre-optimization IR (device libraries linked) that the variants start
     /// from. One compile's worth of work for all three.
-    pub fn build_keeping_temps(&self, dir: &Path) -> Result<Temps, CompileError> {
+    pub(crate) fn build_keeping_temps(&self, dir: &Path) -> Result<Temps, CompileError> {
         let object = dir.join("plain.o");
         // Value names keep kernel parameters recognisable ("noalias=f14");
         // they never change the generated code.
         let cmd = self.hip_command()?;
-        target::of(self.arch).build_keeping_temps(self, cmd, dir, object)
+        gpu::of(self.arch).build_keeping_temps(self, cmd, dir, object)
     }
 }
 
@@ -217,7 +213,7 @@ pub struct Variant {
 /// `-Xcuda-ptxas` options on to ptxas, as clang does. With `-S` in the
 /// variant's arguments, `out` is the listing (PTX on NVPTX) and ptxas does
 /// not run.
-pub fn ir_to_object(
+pub(crate) fn ir_to_object(
     toolchain: &Toolchain,
     arch: &Arch,
     ir: &Path,
@@ -225,11 +221,17 @@ pub fn ir_to_object(
     variant: &Variant,
     user_args: &[String],
 ) -> Result<Compiled, CompileError> {
-    target::of(arch).ir_to_object(toolchain, arch, ir, out, variant, user_args)
+    gpu::of(arch).ir_to_object(toolchain, arch, ir, out, variant, user_args)
 }
 
 /// Run a compile of `ir` with the variant's environment, until its deadline.
-pub(crate) fn run_variant(mut cmd: Command, toolchain: &Toolchain, arch: &Arch, ir: &Path, variant: &Variant) -> Result<Compiled, CompileError> {
+pub(crate) fn run_variant(
+    mut cmd: Command,
+    toolchain: &Toolchain,
+    arch: &Arch,
+    ir: &Path,
+    variant: &Variant,
+) -> Result<Compiled, CompileError> {
     for (k, v) in &variant.env {
         cmd.env(k, v);
     }
@@ -300,7 +302,7 @@ pub(crate) fn cut(listing: &str, starts: impl Fn(&str) -> bool, ends: impl Fn(&s
 }
 
 /// clang's stderr less our own resource-usage remarks and their context lines.
-pub fn without_remarks(stderr: &str) -> String {
+pub(crate) fn without_remarks(stderr: &str) -> String {
     let mut out = String::new();
     let mut skipping = false;
     for line in stderr.lines() {
@@ -331,7 +333,7 @@ pub struct Location {
 /// Locations from "Function Name:" remarks, in either of clang's forms:
 /// `k.hip:2:1: remark: Function Name: S` (from source) or
 /// `remark: k.hip:2:0: Function Name: S` (from IR).
-pub fn remark_locations(stderr: &str) -> Vec<Location> {
+pub(crate) fn remark_locations(stderr: &str) -> Vec<Location> {
     stderr
         .lines()
         .filter_map(|l| {
@@ -350,7 +352,7 @@ pub fn remark_locations(stderr: &str) -> Vec<Location> {
 /// its unqualified name (`ns::k<int>(...)` -> `k`) that follows `__global__`
 /// in the same declaration. Best effort: a kernel defined by a macro has no
 /// location.
-pub fn source_locations(source: &Path, symbols: &[String]) -> Vec<Location> {
+pub(crate) fn source_locations(source: &Path, symbols: &[String]) -> Vec<Location> {
     let Ok(text) = std::fs::read_to_string(source) else {
         return vec![];
     };
@@ -382,7 +384,7 @@ fn kernel_definition(text: &str, name: &str) -> Option<usize> {
 
 /// A compile error as one line for the user, with clang's diagnostics
 /// below it where there are any.
-pub fn compile_failure(e: CompileError) -> Failure {
+pub(crate) fn compile_failure(e: CompileError) -> Failure {
     if let Some(message) = undefined_device_functions(&e) {
         return Failure::new(message);
     }
@@ -442,8 +444,27 @@ k.hip:7:3: warning: unused variable 'q' [-Wunused-variable]
     #[test]
     fn frontend_only_flags_stay_with_the_frontend() {
         let args: Vec<String> = [
-            "-include", "hdr.h", "-imacros", "m.h", "-includeother.h", "-include-pch", "p.pch", "-I", "inc", "-Iinc2",
-            "-DX=1", "-D", "Y", "-UZ", "-isystem", "sys", "-O2", "-ffast-math", "-Xcuda-ptxas", "-v", "-std=c++17",
+            "-include",
+            "hdr.h",
+            "-imacros",
+            "m.h",
+            "-includeother.h",
+            "-include-pch",
+            "p.pch",
+            "-I",
+            "inc",
+            "-Iinc2",
+            "-DX=1",
+            "-D",
+            "Y",
+            "-UZ",
+            "-isystem",
+            "sys",
+            "-O2",
+            "-ffast-math",
+            "-Xcuda-ptxas",
+            "-v",
+            "-std=c++17",
         ]
         .map(String::from)
         .to_vec();
@@ -452,10 +473,7 @@ k.hip:7:3: warning: unused variable 'q' [-Wunused-variable]
 
     #[test]
     fn locations_come_from_function_name_remarks() {
-        assert_eq!(
-            remark_locations(REMARKS),
-            [Location { symbol: "_Z4axpyfPKfPfi".into(), file: "k.hip".into(), line: 2 }]
-        );
+        assert_eq!(remark_locations(REMARKS), [Location { symbol: "_Z4axpyfPKfPfi".into(), file: "k.hip".into(), line: 2 }]);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //!     included, shared among the waves resident on the SIMD (occupancy),
 //!   - bandwidth: the bytes it moves (global memory, and spills or private
 //!     arrays in scratch) at the SIMD's share of the memory bandwidth.
+//!
 //! The latency term is what unrolling buys: a wave alone is simulated
 //! instruction by instruction, loads complete after a fixed latency, and
 //! each `s_waitcnt` (AMDGPU) or first use of a loaded register (PTX) stalls
@@ -20,10 +21,10 @@
 
 use serde::Serialize;
 
-use crate::target::Arch;
+use crate::gpu::Arch;
 
 /// Trip count assumed for a loop whose count the code does not show.
-pub const UNKNOWN_TRIPS: f64 = 8.0;
+pub(crate) const UNKNOWN_TRIPS: f64 = 8.0;
 
 /// NVPTX's [`Machine::spill_latency`] and [`Machine::hiding`], fitted on an
 /// H100 to 137 candidates: the example kernels' and those of three Rodinia
@@ -64,12 +65,12 @@ pub struct Machine {
 
 impl Machine {
     /// The target's machine.
-    pub fn of(arch: &Arch) -> Machine {
-        crate::target::of(arch).machine(arch)
+    pub(crate) fn of(arch: &Arch) -> Machine {
+        crate::gpu::of(arch).machine(arch)
     }
 
     /// An NVIDIA SM sub-partition.
-    pub fn nvptx() -> Machine {
+    pub(crate) fn nvptx() -> Machine {
         Machine {
             valu_cycles: 1.0,
             memory_latency: 600.0,
@@ -86,7 +87,7 @@ impl Machine {
     }
 
     /// An AMDGPU SIMD (wave64 on gfx9, wave32 on gfx10+).
-    pub fn amdgpu(arch: &Arch) -> Machine {
+    pub(crate) fn amdgpu(arch: &Arch) -> Machine {
         let wave32 = arch.processor().starts_with("gfx1");
         Machine {
             valu_cycles: if wave32 { 1.0 } else { 4.0 },
@@ -144,7 +145,7 @@ pub struct Estimate {
 }
 
 impl Estimate {
-    pub fn of(p: &Profile, waves: f64, m: &Machine) -> Estimate {
+    pub(crate) fn of(p: &Profile, waves: f64, m: &Machine) -> Estimate {
         let waves = waves.max(1.0);
         let issue = p.issue_cycles;
         let latency = p.latency_cycles / waves.powf(m.hiding);
@@ -161,16 +162,16 @@ impl Estimate {
 /// spills ptxas reports (store and load bytes, as `Usage` carries them in
 /// `vgpr_spills` and `sgpr_spills`) are added: each access runs as often as
 /// the code around it does on average, and each reload waits.
-pub fn estimate(p: &Profile, usage: &regtune_decisions::Usage, arch: &Arch) -> Estimate {
+pub(crate) fn estimate(p: &Profile, usage: &regtune_decisions::Usage, arch: &Arch) -> Estimate {
     let m = Machine::of(arch);
     let mut p = p.clone();
-    if !crate::target::of(arch).listing_shows_spills() && usage.local_accesses > 0 {
+    if !crate::gpu::of(arch).listing_shows_spills() && usage.local_accesses > 0 {
         let n = f64::from(usage.local_accesses);
         p.issue_cycles += n - p.scratch_ops;
         p.latency_cycles += n / 2.0 * m.spill_latency;
         p.scratch_ops = n;
         p.scratch_bytes = n * 4.0;
-    } else if !crate::target::of(arch).listing_shows_spills() {
+    } else if !crate::gpu::of(arch).listing_shows_spills() {
         let weight = if p.code_instructions > 0.0 { (p.instructions / p.code_instructions).max(1.0) } else { 1.0 };
         // ptxas spills whole 32-bit registers at least.
         let (stores, loads) = (f64::from(usage.vgpr_spills) / 4.0, f64::from(usage.sgpr_spills) / 4.0);
@@ -183,19 +184,19 @@ pub fn estimate(p: &Profile, usage: &regtune_decisions::Usage, arch: &Arch) -> E
 }
 
 /// Plain time over variant time: above 1.0 the variant is predicted faster.
-pub fn speedup(plain: &Estimate, variant: &Estimate) -> f64 {
+pub(crate) fn speedup(plain: &Estimate, variant: &Estimate) -> f64 {
     plain.cycles / variant.cycles
 }
 
 /// A variant's profile from its listing (AMDGPU assembly or PTX, the
 /// kernel's part alone).
-pub fn profile_of(kernel_listing: &str, arch: &Arch) -> Profile {
-    crate::target::of(arch).profile(kernel_listing, &Machine::of(arch))
+pub(crate) fn profile_of(kernel_listing: &str, arch: &Arch) -> Profile {
+    crate::gpu::of(arch).profile(kernel_listing, &Machine::of(arch))
 }
 
 /// Waves per SIMD (or warps per SM sub-partition) at a reported occupancy.
-pub fn waves(arch: &Arch, occupancy: u32) -> f64 {
-    crate::target::of(arch).waves(occupancy)
+pub(crate) fn waves(arch: &Arch, occupancy: u32) -> f64 {
+    crate::gpu::of(arch).waves(occupancy)
 }
 
 /// One instruction as the simulation needs it.
@@ -225,26 +226,39 @@ enum MemKind {
 enum Item {
     Op(Op),
     /// `assumed`: the trips taken when the code does not show the count.
-    Loop { header: String, trips: Option<u64>, assumed: f64, body: Vec<Item> },
+    Loop {
+        header: String,
+        trips: Option<u64>,
+        assumed: f64,
+        body: Vec<Item>,
+    },
 }
+
+/// One line of a listing: the label it defines, or the instruction it
+/// holds as (mnemonic, operands).
+type Line = (Option<String>, Option<(String, String)>);
+
+/// A loop's trip count from the listing and the loop's (first, last) line,
+/// where the code shows it.
+type TripCount = dyn Fn(&[Line], usize, usize) -> Option<u64>;
 
 /// The profile of an AMDGPU kernel from its assembly (the lines from
 /// `symbol:` to `.Lfunc_end`, as `clang -S` prints them).
-pub fn profile_amdgpu(asm: &str, m: &Machine) -> Profile {
-    let lines: Vec<(Option<String>, Option<(String, String)>)> = asm.lines().map(amdgpu_line).collect();
+pub(crate) fn profile_amdgpu(asm: &str, m: &Machine) -> Profile {
+    let lines: Vec<Line> = asm.lines().map(amdgpu_line).collect();
     let items = structure(&lines, &amdgpu_branch_target, &amdgpu_op, &amdgpu_trips);
     profile(&items, m, false)
 }
 
 /// The profile of an NVPTX kernel from its PTX (the `.entry` block).
-pub fn profile_ptx(ptx: &str, m: &Machine) -> Profile {
-    let lines: Vec<(Option<String>, Option<(String, String)>)> = ptx.lines().map(ptx_line).collect();
+pub(crate) fn profile_ptx(ptx: &str, m: &Machine) -> Profile {
+    let lines: Vec<Line> = ptx.lines().map(ptx_line).collect();
     let items = structure(&lines, &ptx_branch_target, &ptx_op, &ptx_trips);
     profile(&items, m, true)
 }
 
 /// A line as (label it defines, (mnemonic, operands)); comments dropped.
-fn amdgpu_line(line: &str) -> (Option<String>, Option<(String, String)>) {
+fn amdgpu_line(line: &str) -> Line {
     let code = line.split(';').next().unwrap_or("").trim();
     if let Some(label) = code.strip_suffix(':') {
         return (Some(label.to_string()), None);
@@ -262,7 +276,7 @@ fn amdgpu_line(line: &str) -> (Option<String>, Option<(String, String)>) {
     (None, Some((mnemonic.to_string(), operands)))
 }
 
-fn ptx_line(line: &str) -> (Option<String>, Option<(String, String)>) {
+fn ptx_line(line: &str) -> Line {
     let code = line.split("//").next().unwrap_or("").trim();
     if let Some(label) = code.strip_suffix(':') {
         return (Some(label.to_string()), None);
@@ -301,10 +315,10 @@ fn ptx_branch_target(mnemonic: &str, operands: &str) -> Option<String> {
 /// that label to the branch. Loops that overlap without nesting are
 /// flattened (counted once).
 fn structure(
-    lines: &[(Option<String>, Option<(String, String)>)],
+    lines: &[Line],
     target: &dyn Fn(&str, &str) -> Option<String>,
     op: &dyn Fn(&str, &str) -> Option<Op>,
-    trips: &dyn Fn(&[(Option<String>, Option<(String, String)>)], usize, usize) -> Option<u64>,
+    trips: &TripCount,
 ) -> Vec<Item> {
     // Back edges: (label line, branch line).
     let label_at = |name: &str| lines.iter().position(|(l, _)| l.as_deref() == Some(name));
@@ -324,12 +338,12 @@ fn structure(
 }
 
 fn build(
-    lines: &[(Option<String>, Option<(String, String)>)],
+    lines: &[Line],
     from: usize,
     to: usize,
     loops: &[(usize, usize)],
     op: &dyn Fn(&str, &str) -> Option<Op>,
-    trips_fn: &dyn Fn(&[(Option<String>, Option<(String, String)>)], usize, usize) -> Option<u64>,
+    trips_fn: &TripCount,
 ) -> Vec<Item> {
     let mut items = Vec::new();
     let mut i = from;
@@ -359,7 +373,7 @@ fn build(
 /// by `n < K` just before it (`setp.lt`, `s_cmp_lt`, `v_cmp_gt`...) and runs
 /// UNKNOWN_TRIPS / K times; the remainder loop counts `n & (K - 1)` and runs
 /// UNKNOWN_TRIPS mod K times.
-fn assumed_trips(lines: &[(Option<String>, Option<(String, String)>)], start: usize) -> f64 {
+fn assumed_trips(lines: &[Line], start: usize) -> f64 {
     const WINDOW: usize = 12;
     let before = lines[start.saturating_sub(WINDOW)..start].iter().filter_map(|(_, i)| i.as_ref());
     let constant = |o: &str| -> Vec<i64> { o.split(',').skip(1).filter_map(|a| parse_int(a.trim())).collect() };
@@ -403,9 +417,8 @@ fn amdgpu_op(mnemonic: &str, operands: &str) -> Option<Op> {
     let mem = |kind, load| Some(Op::Mem { kind, bytes: access_bytes(mnemonic), load, dest: None, srcs: vec![] });
     let is_load = mnemonic.contains("load") || mnemonic.contains("atomic");
     if mnemonic == "s_waitcnt" {
-        let count = |name: &str| {
-            operands.split_whitespace().find_map(|t| t.strip_prefix(name)?.strip_prefix('(')?.strip_suffix(')')?.parse().ok())
-        };
+        let count =
+            |name: &str| operands.split_whitespace().find_map(|t| t.strip_prefix(name)?.strip_prefix('(')?.strip_suffix(')')?.parse().ok());
         return Some(Op::Wait { vm: count("vmcnt"), lgkm: count("lgkmcnt") });
     }
     if mnemonic.starts_with("scratch_") || (mnemonic.starts_with("buffer_") && operands.ends_with(";spill")) {
@@ -503,9 +516,9 @@ fn count(init: i64, step: i64, bound: i64, inclusive: bool) -> Option<u64> {
 
 /// A scalar counter: `s_mov_b32 sN, I` before the loop, `s_add_i32 sN,
 /// sN, S` in it, and the branch's `s_cmp_{lg,eq,..}_{u32,i32} sN, B`.
-fn amdgpu_trips(lines: &[(Option<String>, Option<(String, String)>)], start: usize, end: usize) -> Option<u64> {
+fn amdgpu_trips(lines: &[Line], start: usize, end: usize) -> Option<u64> {
     let ops = |r: std::ops::Range<usize>| lines[r].iter().filter_map(|(_, i)| i.as_ref());
-    let (cmp, cmp_ops) = ops(start..end).filter(|(m, _)| m.starts_with("s_cmp_")).last()?;
+    let (cmp, cmp_ops) = ops(start..end).rfind(|(m, _)| m.starts_with("s_cmp_"))?;
     let args: Vec<&str> = cmp_ops.split(',').map(str::trim).collect();
     let (reg, bound) = match (args.first().and_then(|a| parse_int(a)), args.get(1).and_then(|a| parse_int(a))) {
         (None, Some(b)) => (args[0], b),
@@ -518,7 +531,7 @@ fn amdgpu_trips(lines: &[(Option<String>, Option<(String, String)>)], start: usi
         let sub = matches!(m.as_str(), "s_sub_i32" | "s_sub_u32");
         ((add || sub) && a.len() == 3 && a[0] == reg && a[1] == reg).then(|| parse_int(a[2]).map(|s| if sub { -s } else { s }))?
     })?;
-    let init = ops(0..start).filter(|(m, o)| m == "s_mov_b32" && o.split(',').next().map(str::trim) == Some(reg)).last()?;
+    let init = ops(0..start).rfind(|(m, o)| m == "s_mov_b32" && o.split(',').next().map(str::trim) == Some(reg))?;
     let init = parse_int(init.1.split(',').nth(1)?)?;
     // The loop runs while the compare lets the branch back: lg/ne continue until equal.
     let inclusive = cmp.contains("_le_") || cmp.contains("_ge_");
@@ -527,16 +540,16 @@ fn amdgpu_trips(lines: &[(Option<String>, Option<(String, String)>)], start: usi
 
 /// A PTX counter: `mov.{u32,b32} %r, I` before the loop, `add.s32 %r, %r,
 /// S` in it, `setp.{ne,lt,..}.s32 %p, %r, B` feeding the back branch.
-fn ptx_trips(lines: &[(Option<String>, Option<(String, String)>)], start: usize, end: usize) -> Option<u64> {
+fn ptx_trips(lines: &[Line], start: usize, end: usize) -> Option<u64> {
     let ops = |r: std::ops::Range<usize>| lines[r].iter().filter_map(|(_, i)| i.as_ref());
-    let (setp, setp_ops) = ops(start..end).filter(|(m, _)| m.starts_with("setp.")).last()?;
+    let (setp, setp_ops) = ops(start..end).rfind(|(m, _)| m.starts_with("setp."))?;
     let args: Vec<&str> = setp_ops.split(',').map(str::trim).collect();
     let (reg, bound) = (*args.get(1)?, parse_int(args.get(2)?)?);
     let step = ops(start..end).find_map(|(m, o)| {
         let a: Vec<&str> = o.split(',').map(str::trim).collect();
         (m.starts_with("add.") && a.len() == 3 && a[0] == reg && a[1] == reg).then(|| parse_int(a[2]))?
     })?;
-    let init = ops(0..start).filter(|(m, o)| m.starts_with("mov.") && o.split(',').next().map(str::trim) == Some(reg)).last()?;
+    let init = ops(0..start).rfind(|(m, o)| m.starts_with("mov.") && o.split(',').next().map(str::trim) == Some(reg))?;
     let init = parse_int(init.1.split(',').nth(1)?)?;
     let inclusive = setp.contains(".le.") || setp.contains(".ge.");
     count(init, step, bound, inclusive)

@@ -15,13 +15,13 @@ use serde::Deserialize;
 
 /// The most a class may have cost on one kernel and still be applied
 /// unasked: 2 %.
-pub const TOLERANCE: f64 = 0.02;
+pub(crate) const TOLERANCE: f64 = 0.02;
 /// Fewer kernels than this show nothing either way.
-pub const MIN_KERNELS: u32 = 5;
+pub(crate) const MIN_KERNELS: u32 = 5;
 
 /// A class of transform, as the evidence names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
+pub(crate) enum Class {
     Sink,
     Pow2,
     Pow2Inexact,
@@ -47,11 +47,11 @@ impl Class {
     ];
 
     /// The class a record names.
-    pub fn named(name: &str) -> Option<Class> {
+    pub(crate) fn named(name: &str) -> Option<Class> {
         Class::ALL.into_iter().find(|c| c.name() == name)
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Class::Sink => "sink",
             Class::Pow2 => "pow2",
@@ -66,7 +66,7 @@ impl Class {
     }
 
     /// The classes a set of transforms belongs to.
-    pub fn of(t: &Transforms) -> Vec<Class> {
+    pub(crate) fn of(t: &Transforms) -> Vec<Class> {
         let mut v = Vec::new();
         if t.sink {
             v.push(Class::Sink);
@@ -137,30 +137,27 @@ impl Evidence {
     }
 
     /// The record of a class, if it was ever timed.
-    pub fn record(&self, class: Class) -> Option<&Record> {
+    pub(crate) fn record(&self, class: Class) -> Option<&Record> {
         self.records.iter().find(|r| r.class == class.name())
     }
 
     /// Every number a decision or a suggestion's text reads, in one line:
     /// a batch unit tuned under other evidence is tuned again.
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         let records: Vec<String> =
             self.records.iter().map(|r| format!("{}:{}:{}:{}:{}", r.class, r.kernels, r.min, r.median, r.max)).collect();
         records.join(",")
     }
 
     /// Whether the default build may apply `class` unasked.
-    pub fn never_loses(&self, class: Class) -> bool {
+    pub(crate) fn never_loses(&self, class: Class) -> bool {
         self.record(class).is_some_and(proven)
     }
 
     /// One line on what the GPU showed of `class`, for suggestions.
-    pub fn summary(&self, class: Class) -> String {
+    pub(crate) fn summary(&self, class: Class) -> String {
         match self.record(class) {
-            Some(r) => format!(
-                "on {} real kernels timed on a GPU it ran {:.2}×–{:.2}× (median {:.2}×)",
-                r.kernels, r.min, r.max, r.median
-            ),
+            Some(r) => format!("on {} real kernels timed on a GPU it ran {:.2}×–{:.2}× (median {:.2}×)", r.kernels, r.min, r.max, r.median),
             None => "no GPU has timed it on real kernels yet".to_string(),
         }
     }

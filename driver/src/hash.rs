@@ -1,9 +1,9 @@
 //! Content hashes for cache keys; the db's own hash is the decisions crate's.
 
-pub use regtune_decisions::hash::of_parts;
+pub(crate) use regtune_decisions::hash::of_parts;
 
 /// First 16 hex digits: enough to name a cache directory.
-pub fn short(bytes: &[u8]) -> String {
+pub(crate) fn short(bytes: &[u8]) -> String {
     of_parts([bytes])[..16].to_string()
 }
 

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 /// One place in the source: file as the debug info names it, line, column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SourcePos {
+pub(crate) struct SourcePos {
     pub file: String,
     pub line: u32,
     pub col: u32,
@@ -18,23 +18,21 @@ pub struct SourcePos {
 impl SourcePos {
     /// The file's last path component: the debug info may spell a path
     /// relative to the compile directory or absolute.
-    pub fn file_name(&self) -> &str {
+    pub(crate) fn file_name(&self) -> &str {
         self.file.rsplit('/').next().unwrap_or(&self.file)
     }
 }
 
 #[derive(Debug, Default)]
-pub struct Module {
+pub(crate) struct Module {
     pub functions: Vec<Function>,
     metadata: HashMap<u32, Node>,
 }
 
 #[derive(Debug, Default)]
-pub struct Function {
+pub(crate) struct Function {
     /// The symbol, without `@` or quotes.
     pub name: String,
-    /// `amdgpu_kernel` or `ptx_kernel`.
-    pub kernel: bool,
     /// Parameters: (name without `%`, full text with type and attributes).
     pub params: Vec<(String, String)>,
     /// The `DISubprogram`.
@@ -44,14 +42,14 @@ pub struct Function {
 }
 
 #[derive(Debug, Default)]
-pub struct Block {
+pub(crate) struct Block {
     /// Without `%`; empty for an unnamed entry block.
     pub name: String,
     pub insts: Vec<Inst>,
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Inst {
+pub(crate) struct Inst {
     /// Without `%`.
     pub result: Option<String>,
     pub opcode: String,
@@ -69,7 +67,7 @@ pub struct Inst {
 /// `#dbg_value(double %x, !12, ...)`: the value (`%x` without `%`, or a
 /// constant) is the variable `!12`.
 #[derive(Debug, Clone)]
-pub struct DbgRecord {
+pub(crate) struct DbgRecord {
     pub declare: bool,
     pub value: String,
     pub variable: u32,
@@ -122,7 +120,7 @@ fn unquote(text: &str) -> String {
 
 /// A source variable as the debug info describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Variable {
+pub(crate) struct Variable {
     pub name: String,
     pub line: u32,
     /// 1-based parameter number, for parameters.
@@ -131,7 +129,7 @@ pub struct Variable {
     pub scope: Option<u32>,
 }
 
-pub fn parse(text: &str) -> Module {
+pub(crate) fn parse(text: &str) -> Module {
     let mut m = Module::default();
     let mut current: Option<Function> = None;
     for line in text.lines() {
@@ -204,13 +202,7 @@ fn function_header(line: &str) -> Function {
         })
         .collect();
     let dbg = line.find("!dbg !").and_then(|i| md_id(line[i + 5..].split_whitespace().next().unwrap_or("")));
-    Function {
-        name: name.to_string(),
-        kernel: line[..at].contains("amdgpu_kernel") || line[..at].contains("ptx_kernel"),
-        params,
-        dbg,
-        ..Function::default()
-    }
+    Function { name: name.to_string(), params, dbg, ..Function::default() }
 }
 
 /// The text inside the parentheses that open `s`.
@@ -304,9 +296,8 @@ fn value_names(s: &str) -> Vec<String> {
                 i += end + 3;
                 continue;
             }
-            let len = s[i + 1..]
-                .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$' | '-')))
-                .unwrap_or(s.len() - i - 1);
+            let len =
+                s[i + 1..].find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$' | '-'))).unwrap_or(s.len() - i - 1);
             if len > 0 {
                 out.push(s[i + 1..i + 1 + len].to_string());
             }
@@ -320,8 +311,8 @@ fn value_names(s: &str) -> Vec<String> {
 
 /// Flags that may stand between an opcode and its type.
 const FLAGS: &[&str] = &[
-    "nuw", "nsw", "exact", "disjoint", "nneg", "samesign", "fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn",
-    "reassoc", "inbounds", "nusw", "volatile", "atomic",
+    "nuw", "nsw", "exact", "disjoint", "nneg", "samesign", "fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "inbounds",
+    "nusw", "volatile", "atomic",
 ];
 
 fn result_type(opcode: &str, rest: &str) -> String {
@@ -338,8 +329,8 @@ fn result_type(opcode: &str, rest: &str) -> String {
         }
     };
     match opcode {
-        "add" | "sub" | "mul" | "shl" | "lshr" | "ashr" | "and" | "or" | "xor" | "udiv" | "sdiv" | "urem" | "srem" | "fadd"
-        | "fsub" | "fmul" | "fdiv" | "frem" | "fneg" | "phi" | "load" | "freeze" => first_type(rest),
+        "add" | "sub" | "mul" | "shl" | "lshr" | "ashr" | "and" | "or" | "xor" | "udiv" | "sdiv" | "urem" | "srem" | "fadd" | "fsub"
+        | "fmul" | "fdiv" | "frem" | "fneg" | "phi" | "load" | "freeze" => first_type(rest),
         "sext" | "zext" | "trunc" | "fptrunc" | "fpext" | "fptoui" | "fptosi" | "uitofp" | "sitofp" | "ptrtoint" | "inttoptr"
         | "bitcast" | "addrspacecast" => rest.rsplit(" to ").next().unwrap_or("").trim().to_string(),
         "icmp" | "fcmp" => "i1".to_string(),
@@ -394,12 +385,12 @@ fn metadata(line: &str) -> Option<(u32, Node)> {
 }
 
 impl Module {
-    pub fn function(&self, name: &str) -> Option<&Function> {
+    pub(crate) fn function(&self, name: &str) -> Option<&Function> {
         self.functions.iter().find(|f| f.name == name)
     }
 
     /// A debug location with its inlined-at chain, innermost first.
-    pub fn location(&self, id: u32) -> Vec<SourcePos> {
+    pub(crate) fn location(&self, id: u32) -> Vec<SourcePos> {
         let mut out = Vec::new();
         let mut next = Some(id);
         while let Some(id) = next.take() {
@@ -430,7 +421,7 @@ impl Module {
         String::new()
     }
 
-    pub fn variable(&self, id: u32) -> Option<Variable> {
+    pub(crate) fn variable(&self, id: u32) -> Option<Variable> {
         let n = self.metadata.get(&id).filter(|n| n.kind == "DILocalVariable")?;
         Some(Variable {
             name: n.string("name").unwrap_or("").to_string(),
@@ -442,18 +433,14 @@ impl Module {
     }
 
     /// The `line:` of a metadata node (a subprogram's first line).
-    pub fn line_of(&self, id: u32) -> Option<u32> {
+    pub(crate) fn line_of(&self, id: u32) -> Option<u32> {
         self.metadata.get(&id).and_then(|n| n.num("line")).map(|l| l as u32)
     }
 
     /// Every parameter whose scope is `subprogram`, in order.
-    pub fn parameters(&self, subprogram: u32) -> Vec<Variable> {
-        let mut vars: Vec<Variable> = self
-            .metadata
-            .keys()
-            .filter_map(|&id| self.variable(id))
-            .filter(|v| v.arg.is_some() && v.scope == Some(subprogram))
-            .collect();
+    pub(crate) fn parameters(&self, subprogram: u32) -> Vec<Variable> {
+        let mut vars: Vec<Variable> =
+            self.metadata.keys().filter_map(|&id| self.variable(id)).filter(|v| v.arg.is_some() && v.scope == Some(subprogram)).collect();
         vars.sort_by_key(|v| v.arg);
         vars.dedup_by_key(|v| v.arg);
         vars
@@ -466,7 +453,10 @@ impl Module {
             let n = self.metadata.get(&id)?;
             let tag = n.get("tag").unwrap_or("");
             let transparent = n.kind == "DIDerivedType"
-                && matches!(tag, "DW_TAG_typedef" | "DW_TAG_const_type" | "DW_TAG_volatile_type" | "DW_TAG_restrict_type" | "DW_TAG_atomic_type");
+                && matches!(
+                    tag,
+                    "DW_TAG_typedef" | "DW_TAG_const_type" | "DW_TAG_volatile_type" | "DW_TAG_restrict_type" | "DW_TAG_atomic_type"
+                );
             match n.id("baseType") {
                 Some(base) if transparent => id = base,
                 _ => return Some(n),
@@ -476,7 +466,7 @@ impl Module {
     }
 
     /// How the source spells a type: the outermost name (`size_t`, `Params`).
-    pub fn type_name(&self, ty: u32) -> String {
+    pub(crate) fn type_name(&self, ty: u32) -> String {
         let mut id = ty;
         for _ in 0..32 {
             let Some(n) = self.metadata.get(&id) else { break };
@@ -496,17 +486,12 @@ impl Module {
     }
 
     /// Size in bytes of a type.
-    pub fn type_bytes(&self, ty: u32) -> Option<u64> {
+    pub(crate) fn type_bytes(&self, ty: u32) -> Option<u64> {
         self.underlying(ty).and_then(|n| n.num("size")).map(|bits| bits / 8)
     }
 
-    /// A struct, class, union or array: something passed by value as a whole.
-    pub fn is_aggregate(&self, ty: u32) -> bool {
-        self.underlying(ty).is_some_and(|n| n.kind == "DICompositeType")
-    }
-
     /// A 64-bit integer type (`long`, `size_t`, `int64_t`, ...).
-    pub fn is_64bit_integer(&self, ty: u32) -> bool {
+    pub(crate) fn is_64bit_integer(&self, ty: u32) -> bool {
         self.underlying(ty).is_some_and(|n| {
             n.kind == "DIBasicType"
                 && n.num("size") == Some(64)
@@ -516,7 +501,7 @@ impl Module {
 
     /// Where a `!DILocation` is, its file as `directory/filename` (the name
     /// alone where it is absolute or has no directory); None on line 0.
-    pub fn full_position(&self, id: u32) -> Option<SourcePos> {
+    pub(crate) fn full_position(&self, id: u32) -> Option<SourcePos> {
         let loc = self.metadata.get(&id).filter(|n| n.kind == "DILocation")?;
         let line = loc.num("line")? as u32;
         let col = loc.num("column").unwrap_or(0) as u32;
@@ -529,17 +514,17 @@ impl Module {
     }
 
     /// A loop ID holds `!{!"llvm.loop.unroll.disable"}`.
-    pub fn disables_unroll(&self, loop_md: u32) -> bool {
+    pub(crate) fn disables_unroll(&self, loop_md: u32) -> bool {
         let Some(n) = self.metadata.get(&loop_md).filter(|n| n.kind.is_empty()) else { return false };
         n.fields.iter().filter_map(|(_, v)| md_id(v)).any(|op| {
-            self.metadata.get(&op).is_some_and(|m| {
-                m.kind.is_empty() && m.fields.len() == 1 && m.fields[0].1 == "!\"llvm.loop.unroll.disable\""
-            })
+            self.metadata
+                .get(&op)
+                .is_some_and(|m| m.kind.is_empty() && m.fields.len() == 1 && m.fields[0].1 == "!\"llvm.loop.unroll.disable\"")
         })
     }
 
     /// A loop ID's start location: its first `!DILocation` operand.
-    pub fn loop_start(&self, loop_md: u32) -> Option<SourcePos> {
+    pub(crate) fn loop_start(&self, loop_md: u32) -> Option<SourcePos> {
         let n = self.metadata.get(&loop_md).filter(|n| n.kind.is_empty())?;
         n.fields
             .iter()
@@ -550,7 +535,7 @@ impl Module {
     }
 
     /// The source lines a loop spans, from its `!llvm.loop` node.
-    pub fn loop_lines(&self, loop_md: u32) -> Option<(u32, u32)> {
+    pub(crate) fn loop_lines(&self, loop_md: u32) -> Option<(u32, u32)> {
         let n = self.metadata.get(&loop_md)?;
         let lines: Vec<u32> = n
             .fields
@@ -566,7 +551,7 @@ impl Module {
 impl Inst {
     /// The function a direct call calls (without `@`); None for an
     /// indirect call (its first global is an argument, not followed by `(`).
-    pub fn callee(&self) -> Option<&str> {
+    pub(crate) fn callee(&self) -> Option<&str> {
         if !matches!(self.opcode.as_str(), "call" | "invoke") {
             return None;
         }
@@ -586,7 +571,7 @@ impl Inst {
     }
 
     /// A call's arguments as written (`double noundef 2.000000e+00`).
-    pub fn call_args(&self) -> Vec<&str> {
+    pub(crate) fn call_args(&self) -> Vec<&str> {
         let Some(callee) = self.callee() else { return vec![] };
         let after = self.text.find(callee).map_or("", |i| &self.text[i + callee.len()..]);
         balanced(after).map(|a| split_top(a, ',').into_iter().map(str::trim).collect()).unwrap_or_default()
@@ -595,7 +580,7 @@ impl Inst {
 
 impl Function {
     /// Variables each value is bound to by `#dbg_value`/`#dbg_declare`.
-    pub fn variables_of(&self, module: &Module) -> HashMap<String, Vec<Variable>> {
+    pub(crate) fn variables_of(&self, module: &Module) -> HashMap<String, Vec<Variable>> {
         let mut out: HashMap<String, Vec<Variable>> = HashMap::new();
         for r in &self.records {
             if let Some(v) = module.variable(r.variable) {
@@ -609,7 +594,7 @@ impl Function {
     }
 
     /// Block names of each block's successors.
-    pub fn successors(&self, b: usize) -> Vec<String> {
+    pub(crate) fn successors(&self, b: usize) -> Vec<String> {
         let Some(term) = self.blocks[b].insts.last() else { return vec![] };
         if !matches!(term.opcode.as_str(), "br" | "switch" | "indirectbr" | "invoke" | "callbr") {
             return vec![];
@@ -620,28 +605,15 @@ impl Function {
             .filter_map(|s| s.trim_start().strip_prefix('%'))
             .map(|s| {
                 let s = s.trim_start_matches('"');
-                s.split(|c: char| c == ',' || c == ' ' || c == ']' || c == '"').next().unwrap_or("").to_string()
+                s.split([',', ' ', ']', '"']).next().unwrap_or("").to_string()
             })
             .collect()
-    }
-
-    /// The instruction defining each value: (block, index).
-    pub fn definitions(&self) -> HashMap<&str, (usize, usize)> {
-        let mut out = HashMap::new();
-        for (b, block) in self.blocks.iter().enumerate() {
-            for (i, inst) in block.insts.iter().enumerate() {
-                if let Some(r) = &inst.result {
-                    out.insert(r.as_str(), (b, i));
-                }
-            }
-        }
-        out
     }
 }
 
 /// 32-bit registers a value of this IR type takes (pointers in the private
 /// and LDS address spaces are 32-bit on AMDGPU).
-pub fn registers_of_type(ty: &str) -> u32 {
+pub(crate) fn registers_of_type(ty: &str) -> u32 {
     let ty = ty.trim();
     if let Some(inner) = ty.strip_prefix('<').and_then(|t| t.strip_suffix('>')) {
         let (n, elem) = inner.split_once(" x ").unwrap_or(("1", inner));
@@ -725,7 +697,6 @@ exit:
     fn functions_blocks_and_instructions_are_read() {
         let m = parse(IR);
         let f = m.function("_Z1kPdl").unwrap();
-        assert!(f.kernel);
         assert_eq!(f.params.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["out.coerce", "n", "0"]);
         assert_eq!(f.dbg, Some(10));
         assert_eq!(f.blocks.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(), ["entry", "for.body", "exit"]);
@@ -735,7 +706,8 @@ exit:
         assert_eq!(f.blocks[0].insts[1].ty, "i64", "zext's result type");
         assert_eq!(f.blocks[0].insts[0].ty, "i32", "a call's return type");
         assert_eq!(f.blocks[0].insts[0].callee(), Some("llvm.amdgcn.workitem.id.x"));
-        let call = instruction("%c = call contract noundef double @_ZL3powdd(double noundef %40, double noundef 2.000000e+00) #25, !dbg !7");
+        let call =
+            instruction("%c = call contract noundef double @_ZL3powdd(double noundef %40, double noundef 2.000000e+00) #25, !dbg !7");
         assert_eq!((call.callee(), call.call_args()), (Some("_ZL3powdd"), vec!["double noundef %40", "double noundef 2.000000e+00"]));
         assert_eq!(call.dbg, Some(7));
         assert_eq!(instruction("call void %fp(ptr noundef @g)").callee(), None, "indirect");
@@ -765,7 +737,7 @@ exit:
         let params = m.parameters(10);
         assert_eq!(params.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(), ["n", "p"]);
         let p = &params[1];
-        assert!(m.is_aggregate(p.ty.unwrap()) && !m.is_64bit_integer(p.ty.unwrap()));
+        assert!(!m.is_64bit_integer(p.ty.unwrap()));
         assert_eq!((m.type_bytes(p.ty.unwrap()), m.type_name(p.ty.unwrap()).as_str()), (Some(136), "P"));
     }
 

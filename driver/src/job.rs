@@ -20,14 +20,14 @@ use std::os::unix::process::CommandExt;
 use wait_timeout::ChildExt;
 
 /// How a tool ended, with what it wrote.
-pub struct Finished {
+pub(crate) struct Finished {
     pub status: ExitStatus,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
 }
 
 #[derive(Debug)]
-pub enum JobError {
+pub(crate) enum JobError {
     /// The tool could not be started, or waited for.
     Spawn(std::io::Error),
     /// Still running at the deadline, after this long: stopped.
@@ -67,7 +67,7 @@ fn track(group: i32, running: bool) {
 }
 
 /// Run `cmd`, stopping it and everything it started at `deadline`.
-pub fn run(mut cmd: Command, deadline: Option<Instant>) -> Result<Finished, JobError> {
+pub(crate) fn run(mut cmd: Command, deadline: Option<Instant>) -> Result<Finished, JobError> {
     stop_all_on_signals();
     let started = Instant::now();
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);

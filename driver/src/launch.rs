@@ -11,7 +11,7 @@ use std::collections::HashMap;
 /// The block size (threads per block) every launch of `kernel` in `source`
 /// uses, if all launches agree on one constant; the largest if they differ
 /// (the bound must admit every launch).
-pub fn block_size(source: &str, kernel: &str) -> Option<u32> {
+pub(crate) fn block_size(source: &str, kernel: &str) -> Option<u32> {
     let constants = constants(source);
     let mut sizes = Vec::new();
     for args in launches(source, kernel) {
@@ -40,9 +40,10 @@ fn launches<'a>(source: &'a str, kernel: &str) -> Vec<Vec<&'a str>> {
         }
         // hipLaunchKernelGGL(k, grid, block, ...): the same order after the kernel.
         let head = before.trim_end();
-        let is_launch_call = head.strip_suffix('(').map(str::trim_end).is_some_and(|h| {
-            h.ends_with("hipLaunchKernelGGL") || h.ends_with("hipLaunchKernelEx")
-        });
+        let is_launch_call = head
+            .strip_suffix('(')
+            .map(str::trim_end)
+            .is_some_and(|h| h.ends_with("hipLaunchKernelGGL") || h.ends_with("hipLaunchKernelEx"));
         if let (true, Some(list)) = (is_launch_call, after.strip_prefix(',')) {
             out.push(split_args(until_close(list)));
         }
@@ -133,7 +134,7 @@ fn constants(source: &str) -> HashMap<&str, u32> {
 
 fn literal(s: &str) -> Option<u32> {
     let s = s.trim().trim_start_matches('(').trim_end_matches(')');
-    let digits = s.trim_end_matches(|c: char| matches!(c, 'u' | 'U' | 'l' | 'L'));
+    let digits = s.trim_end_matches(['u', 'U', 'l', 'L']);
     digits.parse().ok()
 }
 

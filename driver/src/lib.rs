@@ -3,36 +3,35 @@
 //!
 //! Data flows one way: toolchain → compile → measure → search/cost →
 //! verdict → tune/report/predict → output. Each stage is one module; what
-//! differs between AMDGPU and NVPTX is behind [`target::Target`], one folder
+//! differs between AMDGPU and NVPTX is behind [`gpu::Target`], one folder
 //! per target (ARCHITECTURE.md); `main.rs` is only the CLI.
 
 pub mod batch;
-pub mod candidates;
-pub mod compile;
-pub mod cost;
+pub(crate) mod candidates;
+pub(crate) mod compile;
+pub(crate) mod cost;
 pub mod evidence;
 pub mod explain;
 pub mod fix;
-pub mod hash;
-pub mod ir;
-pub mod job;
-pub mod launch;
-pub mod limits;
+pub mod gpu;
+pub(crate) mod hash;
+pub(crate) mod ir;
+pub(crate) mod job;
+pub(crate) mod launch;
+pub(crate) mod limits;
 pub mod measure;
 pub mod names;
 pub mod output;
 pub mod plugin;
 pub mod predict;
-pub mod progress;
+pub(crate) mod progress;
 pub mod rdc;
 pub mod report;
 pub mod runtime;
 pub mod search;
 pub mod session;
-pub mod target;
 pub mod toolchain;
-pub mod tools;
+pub(crate) mod tools;
 pub mod tune;
-pub mod verdict;
+pub(crate) mod verdict;
 pub mod wrapper;
-

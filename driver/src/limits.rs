@@ -9,16 +9,16 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// A variant may always take this long...
-pub const MIN_VARIANT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const MIN_VARIANT_TIMEOUT: Duration = Duration::from_secs(5);
 /// ... and this many times the plain compile.
-pub const VARIANT_TIMEOUT_FACTOR: f64 = 10.0;
+pub(crate) const VARIANT_TIMEOUT_FACTOR: f64 = 10.0;
 /// A file's search ends after this many times its plain compile (counted
 /// from the start of its plain compile), unless `--time-budget` says.
-pub const BUDGET_FACTOR: f64 = 8.0;
+pub(crate) const BUDGET_FACTOR: f64 = 8.0;
 /// The measured search's candidates get at least 1/this of the budget.
 const CANDIDATE_SHARE: u32 = 4;
 
-pub struct Limits {
+pub(crate) struct Limits {
     /// The longest one variant may compile.
     pub variant: Duration,
     /// The file's budget.
@@ -31,17 +31,11 @@ pub struct Limits {
 impl Limits {
     /// The limits of a file whose plain compile started at `started` and
     /// took `plain_seconds`; `variant` and `budget` override the defaults.
-    pub fn new(started: Instant, plain_seconds: f64, variant: Option<Duration>, budget: Option<Duration>) -> Limits {
+    pub(crate) fn new(started: Instant, plain_seconds: f64, variant: Option<Duration>, budget: Option<Duration>) -> Limits {
         let scaled = |factor: f64| Duration::from_secs_f64(plain_seconds * factor);
         let variant = variant.unwrap_or_else(|| scaled(VARIANT_TIMEOUT_FACTOR).max(MIN_VARIANT_TIMEOUT));
         let budget = budget.unwrap_or_else(|| scaled(BUDGET_FACTOR));
-        Limits {
-            variant,
-            budget,
-            deadline: Mutex::new(started + budget),
-            reached: AtomicBool::new(false),
-            renewed: AtomicBool::new(false),
-        }
+        Limits { variant, budget, deadline: Mutex::new(started + budget), reached: AtomicBool::new(false), renewed: AtomicBool::new(false) }
     }
 
     /// Time for the builds `regtune measure` will time, when the search
@@ -49,7 +43,7 @@ impl Limits {
     /// budget made the slowest files of the corpus take 15× their plain
     /// compile). Once per file, by the first kernel that finds the budget
     /// spent: the kernels that reach it later share it.
-    pub fn renew(&self) {
+    pub(crate) fn renew(&self) {
         let mut deadline = self.deadline.lock().expect("deadline lock");
         let now = Instant::now();
         if now >= *deadline && !self.renewed.swap(true, Ordering::Relaxed) {
@@ -63,7 +57,7 @@ impl Limits {
 
     /// When a variant compile starting now must be stopped, and whether
     /// that is the end of the budget rather than the variant's own limit.
-    pub fn variant_deadline(&self) -> (Instant, bool) {
+    pub(crate) fn variant_deadline(&self) -> (Instant, bool) {
         let own = Instant::now() + self.variant;
         let deadline = self.deadline();
         if deadline < own {
@@ -74,7 +68,7 @@ impl Limits {
     }
 
     /// The budget is spent: no more variants. Remembers that it was.
-    pub fn spent(&self) -> bool {
+    pub(crate) fn spent(&self) -> bool {
         let spent = Instant::now() >= self.deadline();
         if spent {
             self.reached.store(true, Ordering::Relaxed);
@@ -83,7 +77,7 @@ impl Limits {
     }
 
     /// Whether the search ever found the budget spent.
-    pub fn reached(&self) -> bool {
+    pub(crate) fn reached(&self) -> bool {
         self.reached.load(Ordering::Relaxed)
     }
 }

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
+use regtune::gpu::Arch;
 use regtune::output::{self, Format};
-use regtune::target::Arch;
 use regtune::toolchain::Toolchain;
-use regtune::{batch, explain, fix, measure, names, plugin, report, search, target, tune};
+use regtune::{batch, explain, fix, gpu, measure, names, plugin, report, search, tune};
 
 #[derive(Parser)]
 #[command(name = "regtune", version, about = "Rewrite HIP kernels to need fewer registers, verified by the real backend")]
@@ -112,13 +112,13 @@ impl Inputs {
     fn archs(&self) -> Result<Vec<Arch>> {
         let list = match (&self.offload_arch, self.target) {
             (Some(list), _) => list.clone(),
-            (None, Some(TargetFamily::Nvptx)) => target::DEFAULT_NVPTX_ARCH.to_string(),
-            (None, _) => target::DEFAULT_AMDGPU_ARCH.to_string(),
+            (None, Some(TargetFamily::Nvptx)) => gpu::DEFAULT_NVPTX_ARCH.to_string(),
+            (None, _) => gpu::DEFAULT_AMDGPU_ARCH.to_string(),
         };
         let archs = Arch::parse_list(&list)?;
         if let Some(family) = self.target {
             let want = if family == TargetFamily::Nvptx { "nvptx" } else { "amdgpu" };
-            if let Some(a) = archs.iter().find(|a| target::of(a).family() != want) {
+            if let Some(a) = archs.iter().find(|a| gpu::of(a).family() != want) {
                 anyhow::bail!("--offload-arch {a} is not a target of --target {want}");
             }
         }
@@ -497,7 +497,8 @@ fn predict(args: PredictArgs) -> Result<ExitCode> {
     let toolchain = Toolchain::detect_for(&archs)?;
     let plugin = plugin::find()?;
     let options = args.search.tune_options(false)?;
-    let (doc, failures) = regtune::predict::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, args.code_dir.as_deref());
+    let (doc, failures) =
+        regtune::predict::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, args.code_dir.as_deref());
     for f in &failures {
         f.print();
     }

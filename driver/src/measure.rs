@@ -1,8 +1,8 @@
 //! Turn a built object into per-kernel usage: the numbers the backend
 //! reports plus the target's occupancy model's verdict on them. How a
-//! target reads its objects is its own ([`crate::target::Target::read_usage`]:
-//! AMDGPU code objects in `target/amdgpu/usage.rs`, NVPTX cubins and the
-//! `ptxas -v` report in `target/nvptx/usage.rs`); this module holds what
+//! target reads its objects is its own ([`crate::gpu::Target::read_usage`]:
+//! AMDGPU code objects in `gpu/amdgpu/usage.rs`, NVPTX cubins and the
+//! `ptxas -v` report in `gpu/nvptx/usage.rs`); this module holds what
 //! every stage sees.
 //!
 //! On NVPTX the object is a cubin and the numbers come from it and from the
@@ -24,9 +24,9 @@ use std::path::Path;
 use regtune_decisions::Usage;
 use serde::Serialize;
 
-use crate::target::amdgpu::codeobj;
-use crate::target::nvptx::cubin;
-use crate::target::{Arch, Limiter};
+use crate::gpu::amdgpu::codeobj;
+use crate::gpu::nvptx::cubin;
+use crate::gpu::{Arch, Limiter};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MeasureError {
@@ -44,7 +44,7 @@ pub enum MeasureError {
 
 /// The block size NVPTX occupancy is computed for, when the caller states
 /// none and the kernel has no launch bounds.
-pub const DEFAULT_BLOCK_SIZE: u32 = 256;
+pub(crate) const DEFAULT_BLOCK_SIZE: u32 = 256;
 
 /// What a measurement needs beyond the object.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -107,13 +107,13 @@ pub struct Measured {
 }
 
 /// Usage of every kernel in the code object for `arch` inside `path`.
-pub fn object_file(path: &Path, arch: &Arch) -> Result<Vec<Measured>, MeasureError> {
+pub(crate) fn object_file(path: &Path, arch: &Arch) -> Result<Vec<Measured>, MeasureError> {
     object_file_with(path, arch, "", &Options::default())
 }
 
 /// [`object_file`] for any target: `compiler_output` is the compile's stderr,
 /// which for NVPTX holds the `ptxas -v` report.
-pub fn object_file_with(path: &Path, arch: &Arch, compiler_output: &str, options: &Options) -> Result<Vec<Measured>, MeasureError> {
+pub(crate) fn object_file_with(path: &Path, arch: &Arch, compiler_output: &str, options: &Options) -> Result<Vec<Measured>, MeasureError> {
     let bytes = std::fs::read(path).map_err(|source| MeasureError::Read { path: path.into(), source })?;
-    crate::target::of(arch).read_usage(path, &bytes, arch, compiler_output, options)
+    crate::gpu::of(arch).read_usage(path, &bytes, arch, compiler_output, options)
 }

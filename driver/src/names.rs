@@ -6,7 +6,7 @@
 //! a launch `stencil<<<...>>>` and a definition spell it.
 
 /// The demangled symbol; an unmangled name (`extern "C"`) as it is.
-pub fn demangle(symbol: &str) -> String {
+pub(crate) fn demangle(symbol: &str) -> String {
     cpp_demangle::Symbol::new(symbol)
         .ok()
         .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
@@ -21,7 +21,7 @@ pub fn short_name(demangled: &str) -> &str {
 /// The name alone, no namespace, template arguments or return type:
 /// `_ZN2ns1kIiEEvPf` → `k`, `void k<float>(float*)` → `k`; a name that is
 /// not mangled stays as it is.
-pub fn unqualified(symbol: &str) -> String {
+pub(crate) fn unqualified(symbol: &str) -> String {
     let demangled = demangle(symbol);
     let head = demangled.split('(').next().unwrap_or(&demangled);
     let head = head.split('<').next().unwrap_or(head);

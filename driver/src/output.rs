@@ -26,7 +26,7 @@ pub struct Failure {
 }
 
 impl Failure {
-    pub fn new(message: impl Into<String>) -> Self {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
         Failure { message: message.into(), diagnostics: None }
     }
 
@@ -42,7 +42,7 @@ impl Failure {
 }
 
 /// The rows of the jobs that worked, and the failures, in job order.
-pub fn partition<T>(results: Vec<Result<Vec<T>, Failure>>) -> (Vec<T>, Vec<Failure>) {
+pub(crate) fn partition<T>(results: Vec<Result<Vec<T>, Failure>>) -> (Vec<T>, Vec<Failure>) {
     let mut rows = Vec::new();
     let mut failures = Vec::new();
     for r in results {

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use object::{Object, ObjectSection, ReadCache};
 
-pub const FILE_NAME: &str = "libregtune_passes.so";
+pub(crate) const FILE_NAME: &str = "libregtune_passes.so";
 
 /// Where the plugin keeps the LLVM version it was built for
 /// (passes/src/ffi/mod.rs).
@@ -39,18 +39,18 @@ pub fn find() -> Result<PathBuf, NotFound> {
         return if p.is_file() { Ok(p) } else { Err(NotFound { looked: p.display().to_string() }) };
     }
     let exe_dir = env::current_exe().ok().and_then(|e| e.parent().map(PathBuf::from));
-    let candidates: Vec<PathBuf> = exe_dir
+    let candidates: Vec<PathBuf> =
+        exe_dir.iter().flat_map(|d| [d.join(FILE_NAME), d.join("..").join(FILE_NAME), d.join("../lib").join(FILE_NAME)]).collect();
+    candidates
         .iter()
-        .flat_map(|d| [d.join(FILE_NAME), d.join("..").join(FILE_NAME), d.join("../lib").join(FILE_NAME)])
-        .collect();
-    candidates.iter().find(|p| p.is_file()).cloned().ok_or_else(|| NotFound {
-        looked: candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
-    })
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or_else(|| NotFound { looked: candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ") })
 }
 
 /// The LLVM version `plugin` was built for (`22.1.8`); `None` for a file
 /// that does not say (another LLVM plugin, an older regtune's).
-pub fn llvm_version(plugin: &Path) -> Option<String> {
+pub(crate) fn llvm_version(plugin: &Path) -> Option<String> {
     // Reads the headers and one section, not the whole (large) library.
     let cache = ReadCache::new(File::open(plugin).ok()?);
     let file = object::File::parse(&cache).ok()?;
@@ -61,7 +61,7 @@ pub fn llvm_version(plugin: &Path) -> Option<String> {
 
 /// The LLVM major version of the first line of `clang --version`
 /// ("Debian clang version 22.1.8 (...)", "AMD clang version 19.0.0git ...").
-pub fn llvm_major(clang_version: &str) -> Option<u32> {
+pub(crate) fn llvm_major(clang_version: &str) -> Option<u32> {
     major(&clang_version[clang_version.find("clang version ")? + "clang version ".len()..])
 }
 
@@ -71,7 +71,7 @@ fn major(version: &str) -> Option<u32> {
 }
 
 /// How to build the plugin for the LLVM of `clang` (major `major`).
-pub fn build_command(major: u32, clang: &Path) -> String {
+pub(crate) fn build_command(major: u32, clang: &Path) -> String {
     // llvm-sys and passes/build.rs look for llvm-config under this prefix:
     // the LLVM `clang` belongs to (/usr/lib/llvm-19, /opt/rocm/llvm).
     let prefix = std::fs::canonicalize(clang)
@@ -112,12 +112,9 @@ pub fn check_version(plugin: &Path, clang: &Path, clang_version: &str) -> Result
 /// LLVM may crash the compiler rather than fail to load), then a compile of
 /// an empty C file with the plugin, which loads it and runs its
 /// registration. Returns clang's version line.
-pub fn check_loads(plugin: &Path, clang: &Path) -> Result<String, LoadError> {
-    let probe_error = |detail: String| LoadError::Probe {
-        plugin: plugin.display().to_string(),
-        clang: clang.display().to_string(),
-        detail,
-    };
+pub(crate) fn check_loads(plugin: &Path, clang: &Path) -> Result<String, LoadError> {
+    let probe_error =
+        |detail: String| LoadError::Probe { plugin: plugin.display().to_string(), clang: clang.display().to_string(), detail };
     let version = Command::new(clang).arg("--version").output().map_err(|e| probe_error(format!("cannot run it: {e}")))?;
     let version = String::from_utf8_lossy(&version.stdout).lines().next().unwrap_or_default().trim().to_string();
     check_version(plugin, clang, &version)?;

@@ -14,11 +14,11 @@ use regtune_decisions::{Db, Entry, Transforms, Usage};
 use serde::Serialize;
 
 use crate::cost::{self, Estimate, Machine, Profile};
+use crate::gpu::{self, Arch};
 use crate::names;
 use crate::output::Failure;
 use crate::runtime::code;
 use crate::session::Session;
-use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
 use crate::tune::{self, Options};
 
@@ -46,7 +46,7 @@ pub struct Candidate {
 }
 
 /// Every candidate of every kernel of `file` on `arch`.
-pub fn unit(
+pub(crate) fn unit(
     toolchain: &Toolchain,
     plugin: &Path,
     file: &Path,
@@ -61,8 +61,7 @@ pub fn unit(
     let (session, _, _) = Session::start(toolchain, arch, plugin, file, user_args).map_err(|e| Failure::new(e.to_string()))?;
     let mut out = Vec::new();
     for row in &rows {
-        let profile_of =
-            |t: &Transforms| tune::profile(&session, &row.report.symbol, t).map_err(|e| Failure::new(e.to_string()));
+        let profile_of = |t: &Transforms| tune::profile(&session, &row.report.symbol, t).map_err(|e| Failure::new(e.to_string()));
         let plain_profile = profile_of(&Transforms::default())?;
         let plain = cost::estimate(&plain_profile, &row.before, arch);
         let applied = &row.entry.transforms;
@@ -90,7 +89,7 @@ pub fn unit(
                 kernel: names::short_name(&row.report.name).to_string(),
                 symbol: row.report.symbol.clone(),
                 arch: arch.processor().to_string(),
-                transforms: target::labels(&t, arch, &[]),
+                transforms: gpu::labels(&t, arch, &[]),
                 decision,
                 usage,
                 predicted_speedup: cost::speedup(&plain, &estimate),

@@ -12,7 +12,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// How often a file still being tuned says so when nothing is drawn.
 const HEARTBEAT: Duration = Duration::from_secs(60);
 
-pub struct Progress {
+pub(crate) struct Progress {
     multi: MultiProgress,
     overall: ProgressBar,
     drawn: bool,
@@ -20,7 +20,7 @@ pub struct Progress {
 
 impl Progress {
     /// A bar over `len` units of work (files, or files × targets).
-    pub fn new(len: u64, what: &str) -> Progress {
+    pub(crate) fn new(len: u64, what: &str) -> Progress {
         // indicatif draws to stderr only when it is a terminal.
         let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
         let overall = multi.add(ProgressBar::new(len));
@@ -33,12 +33,12 @@ impl Progress {
     }
 
     /// One unit of work done.
-    pub fn inc(&self) {
+    pub(crate) fn inc(&self) {
         self.overall.inc(1);
     }
 
     /// A line for one file (and target) being tuned.
-    pub fn unit(&self, name: String) -> UnitProgress<'_> {
+    pub(crate) fn unit(&self, name: String) -> UnitProgress<'_> {
         let bar = self.multi.add(ProgressBar::new_spinner());
         if let Ok(style) = ProgressStyle::with_template("  {spinner} {msg} {elapsed}") {
             bar.set_style(style);
@@ -59,7 +59,7 @@ impl Progress {
     }
 
     /// A line on stderr, above the bars when they are drawn.
-    pub fn note(&self, line: &str) {
+    pub(crate) fn note(&self, line: &str) {
         if self.drawn {
             let _ = self.multi.println(line);
         } else {
@@ -67,13 +67,13 @@ impl Progress {
         }
     }
 
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.overall.finish_and_clear();
     }
 }
 
 /// One file's line: "lbm.hip gfx90a: kernel 2/4, 17 variants".
-pub struct UnitProgress<'a> {
+pub(crate) struct UnitProgress<'a> {
     progress: &'a Progress,
     bar: ProgressBar,
     name: String,
@@ -87,25 +87,24 @@ pub struct UnitProgress<'a> {
 
 impl UnitProgress<'_> {
     /// The file has `n` kernels to tune.
-    pub fn kernels(&self, n: usize) {
+    pub(crate) fn kernels(&self, n: usize) {
         self.kernels.store(n, Ordering::Relaxed);
         self.show();
     }
 
-    pub fn kernel_done(&self) {
+    pub(crate) fn kernel_done(&self) {
         self.done.fetch_add(1, Ordering::Relaxed);
         self.show();
     }
 
     /// One more variant compiled.
-    pub fn variant(&self) {
+    pub(crate) fn variant(&self) {
         self.variants.fetch_add(1, Ordering::Relaxed);
         self.show();
     }
 
     fn status(&self) -> String {
-        let (n, done, v) =
-            (self.kernels.load(Ordering::Relaxed), self.done.load(Ordering::Relaxed), self.variants.load(Ordering::Relaxed));
+        let (n, done, v) = (self.kernels.load(Ordering::Relaxed), self.done.load(Ordering::Relaxed), self.variants.load(Ordering::Relaxed));
         if n == 0 {
             return format!("{}: plain build", self.name);
         }
@@ -119,9 +118,7 @@ impl UnitProgress<'_> {
         }
         let now = self.started.elapsed().as_secs();
         let last = self.said.load(Ordering::Relaxed);
-        if now >= last + HEARTBEAT.as_secs()
-            && self.said.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
-        {
+        if now >= last + HEARTBEAT.as_secs() && self.said.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
             eprintln!("regtune: still tuning {} ({now} s)", self.status());
         }
     }

@@ -6,7 +6,7 @@
 //! once (keeping the temps its variants start from) and says which kernels
 //! still call a function no unit defines. Those are named, not measured:
 //! their registers depend on code regtune was not given. How a target links
-//! is its own ([`crate::target::Target::device_link`]).
+//! is its own ([`crate::gpu::Target::device_link`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -16,14 +16,14 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::compile::{self, CompileError, Compiled, Emit, Location, Temps, Variant};
+use crate::gpu::{self, Arch};
 use crate::measure::{self, MeasureError, Measured};
 use crate::names;
 use crate::output::Failure;
-use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
 
 #[derive(Debug, thiserror::Error)]
-pub enum RdcError {
+pub(crate) enum RdcError {
     #[error(transparent)]
     Compile(#[from] CompileError),
     #[error(transparent)]
@@ -35,13 +35,18 @@ pub enum RdcError {
 
 /// Do these flags build relocatable device code? (The last of `-fgpu-rdc`
 /// and `-fno-gpu-rdc` wins, as in clang.)
-pub fn enabled(user_args: &[String]) -> bool {
+pub(crate) fn enabled(user_args: &[String]) -> bool {
     user_args.iter().rev().find(|a| *a == "-fgpu-rdc" || *a == "-fno-gpu-rdc").is_some_and(|a| a == "-fgpu-rdc")
 }
 
 /// With `-fgpu-rdc` among `user_args`: per target, every file compiled
 /// once for the device link; none otherwise (each file is on its own).
-pub fn link_sets(toolchain: &Toolchain, files: &[PathBuf], archs: &[Arch], user_args: &[String]) -> Vec<(Arch, Result<LinkSet, Failure>)> {
+pub(crate) fn link_sets(
+    toolchain: &Toolchain,
+    files: &[PathBuf],
+    archs: &[Arch],
+    user_args: &[String],
+) -> Vec<(Arch, Result<LinkSet, Failure>)> {
     if !enabled(user_args) {
         return vec![];
     }
@@ -51,7 +56,7 @@ pub fn link_sets(toolchain: &Toolchain, files: &[PathBuf], archs: &[Arch], user_
 
 /// Where the units of a link set came from, for messages.
 #[derive(Debug, Clone, Copy)]
-pub enum Given<'a> {
+pub(crate) enum Given<'a> {
     /// The files of a `report` or `tune` command; `done`: what a kernel
     /// that cannot be linked is not ("reported", "tuned").
     Files { command: &'a str, done: &'a str },
@@ -63,16 +68,13 @@ pub enum Given<'a> {
 /// they stop with under `-fgpu-rdc`.
 pub fn unsupported(command: &str, user_args: &[String]) -> Result<(), String> {
     if enabled(user_args) {
-        return Err(format!(
-            "-fgpu-rdc: `regtune {command}` does not link relocatable device code yet (report, tune and batch do)"
-        ));
+        return Err(format!("-fgpu-rdc: `regtune {command}` does not link relocatable device code yet (report, tune and batch do)"));
     }
     Ok(())
 }
 
 /// One translation unit's `-fgpu-rdc` device compile.
-pub struct Unit {
-    pub source: PathBuf,
+pub(crate) struct Unit {
     pub user_args: Vec<String>,
     /// `object` is the unit's optimized bitcode, what the device link reads.
     pub temps: Temps,
@@ -82,14 +84,14 @@ pub struct Unit {
 
 impl Unit {
     /// Its kernels, by symbol.
-    pub fn kernels(&self) -> BTreeSet<String> {
+    pub(crate) fn kernels(&self) -> BTreeSet<String> {
         self.graph.functions.iter().filter(|(_, f)| f.kernel).map(|(name, _)| name.clone()).collect()
     }
 }
 
 /// Every unit of one target, each compiled once; the units that failed
 /// keep their failure.
-pub struct LinkSet {
+pub(crate) struct LinkSet {
     pub arch: Arch,
     units: Vec<(PathBuf, Result<Unit, Failure>)>,
     _dir: tempfile::TempDir,
@@ -97,7 +99,7 @@ pub struct LinkSet {
 
 impl LinkSet {
     /// Compile every unit (source, flags) for `arch`, in parallel.
-    pub fn build(toolchain: &Toolchain, arch: &Arch, units: &[(&Path, &[String])]) -> Result<LinkSet, Failure> {
+    pub(crate) fn build(toolchain: &Toolchain, arch: &Arch, units: &[(&Path, &[String])]) -> Result<LinkSet, Failure> {
         let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
         let compiled = units
             .par_iter()
@@ -111,7 +113,7 @@ impl LinkSet {
     }
 
     /// The unit compiled from `source`, or why it did not compile.
-    pub fn unit(&self, source: &Path) -> Result<&Unit, Failure> {
+    pub(crate) fn unit(&self, source: &Path) -> Result<&Unit, Failure> {
         match self.units.iter().find(|(s, _)| s == source) {
             Some((_, Ok(unit))) => Ok(unit),
             Some((_, Err(f))) => Err(f.clone()),
@@ -121,21 +123,16 @@ impl LinkSet {
 
     /// The bitcode of the units the device link adds to `source`'s (those
     /// that compiled).
-    pub fn others(&self, source: &Path) -> Vec<PathBuf> {
+    pub(crate) fn others(&self, source: &Path) -> Vec<PathBuf> {
         self.units.iter().filter(|(s, _)| s != source).filter_map(|(_, u)| u.as_ref().ok()).map(|u| u.temps.object.clone()).collect()
     }
 
     /// The kernels of `source` that reach a function no unit of the set
     /// defines, each with those functions (symbols).
-    pub fn unresolved(&self, source: &Path) -> BTreeMap<String, Vec<String>> {
+    pub(crate) fn unresolved(&self, source: &Path) -> BTreeMap<String, Vec<String>> {
         let Ok(unit) = self.unit(source) else { return BTreeMap::new() };
-        let elsewhere: BTreeSet<&String> = self
-            .units
-            .iter()
-            .filter(|(s, _)| s != source)
-            .filter_map(|(_, u)| u.as_ref().ok())
-            .flat_map(|u| u.graph.exported())
-            .collect();
+        let elsewhere: BTreeSet<&String> =
+            self.units.iter().filter(|(s, _)| s != source).filter_map(|(_, u)| u.as_ref().ok()).flat_map(|u| u.graph.exported()).collect();
         unit.graph
             .external_calls()
             .into_iter()
@@ -146,7 +143,7 @@ impl LinkSet {
 
     /// One failure per kernel of `source` whose callees are not all
     /// defined, saying where they were looked for (`given`).
-    pub fn unresolved_failures(&self, source: &Path, given: Given<'_>) -> Vec<Failure> {
+    pub(crate) fn unresolved_failures(&self, source: &Path, given: Given<'_>) -> Vec<Failure> {
         self.unresolved(source)
             .into_iter()
             .map(|(kernel, calls)| {
@@ -177,7 +174,7 @@ impl LinkSet {
 
 /// A relocatable unit's device link: the other units' bitcode, and the
 /// kernels that are this unit's (the linked code object holds every unit's).
-pub struct Link {
+pub(crate) struct Link {
     pub others: Vec<PathBuf>,
     pub kernels: BTreeSet<String>,
 }
@@ -185,21 +182,29 @@ pub struct Link {
 impl Link {
     /// Link the unit's bitcode `own` with the other units'.
     #[allow(clippy::too_many_arguments)]
-    pub fn device_link(&self, toolchain: &Toolchain, arch: &Arch, own: PathBuf, out: &Path, emit: Emit, user_args: &[String], variant: &Variant)
-        -> Result<Compiled, CompileError> {
+    pub(crate) fn device_link(
+        &self,
+        toolchain: &Toolchain,
+        arch: &Arch,
+        own: PathBuf,
+        out: &Path,
+        emit: Emit,
+        user_args: &[String],
+        variant: &Variant,
+    ) -> Result<Compiled, CompileError> {
         let inputs: Vec<PathBuf> = std::iter::once(own).chain(self.others.iter().cloned()).collect();
-        target::of(arch).device_link(toolchain, arch, &inputs, out, emit, user_args, variant)
+        gpu::of(arch).device_link(toolchain, arch, &inputs, out, emit, user_args, variant)
     }
 
     /// The unit's own kernels of a linked code object.
-    pub fn own(&self, all: Vec<Measured>) -> Vec<Measured> {
+    pub(crate) fn own(&self, all: Vec<Measured>) -> Vec<Measured> {
         all.into_iter().filter(|m| self.kernels.contains(&m.symbol)).collect()
     }
 }
 
 /// A unit's plain build, linked: what `report` shows and where a tune
 /// session starts.
-pub struct Plain<'a> {
+pub(crate) struct Plain<'a> {
     pub unit: &'a Unit,
     /// The IR its variants compile from: the unit's, less the kernels that
     /// cannot link.
@@ -218,7 +223,13 @@ impl LinkSet {
     /// Link `source`'s plain build with the other units (in `dir`) and
     /// measure its kernels; those whose callees no unit defines are turned
     /// into declarations first, so the rest links.
-    pub fn plain(&self, toolchain: &Toolchain, source: &Path, dir: &Path, options: &measure::Options) -> Result<Plain<'_>, RdcError> {
+    pub(crate) fn plain(
+        &self,
+        toolchain: &Toolchain,
+        source: &Path,
+        dir: &Path,
+        options: &measure::Options,
+    ) -> Result<Plain<'_>, RdcError> {
         let arch = &self.arch;
         let unit = self.unit(source).map_err(|f| RdcError::Other(f.message))?;
         let unresolved: Vec<String> = self.unresolved(source).into_keys().collect();
@@ -232,7 +243,7 @@ impl LinkSet {
             let pre_ir = dir.join("resolved.bc");
             without_kernels(toolchain, &unit.temps.pre_opt_ir, &unresolved, &pre_ir).map_err(|f| RdcError::Other(f.message))?;
             let own = dir.join("resolved.o.bc");
-            target::of(arch).ir_to_bitcode(toolchain, arch, &pre_ir, &own, &Variant::default())?;
+            gpu::of(arch).ir_to_bitcode(toolchain, arch, &pre_ir, &own, &Variant::default())?;
             (pre_ir, own)
         };
         let object = dir.join("plain.o");
@@ -249,14 +260,14 @@ impl LinkSet {
 }
 
 fn compile_unit(toolchain: &Toolchain, arch: &Arch, source: &Path, args: &[String], dir: &Path) -> Result<Unit, Failure> {
-    target::of(arch).relocatable().map_err(|why| Failure::new(format!("{}: -fgpu-rdc for {arch}: {why}", source.display())))?;
+    gpu::of(arch).relocatable().map_err(|why| Failure::new(format!("{}: -fgpu-rdc for {arch}: {why}", source.display())))?;
     std::fs::create_dir_all(dir).map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
     let unit = compile::Unit { toolchain, arch, source, user_args: args };
     let started = Instant::now();
     let temps = unit.build_keeping_temps(dir).map_err(compile::compile_failure)?;
     let plain_seconds = started.elapsed().as_secs_f64();
     let ir = disassemble(toolchain, &temps.pre_opt_ir)?;
-    Ok(Unit { source: source.to_path_buf(), user_args: args.to_vec(), temps, plain_seconds, graph: CallGraph::parse(&ir) })
+    Ok(Unit { user_args: args.to_vec(), temps, plain_seconds, graph: CallGraph::parse(&ir) })
 }
 
 /// `llvm-dis` to text.
@@ -275,7 +286,7 @@ pub(crate) fn disassemble(toolchain: &Toolchain, bc: &Path) -> Result<String, Fa
 
 /// Turn the kernels `symbols` of the pre-optimization IR `ir` into
 /// declarations (`llvm-extract --delete`): what is left links without them.
-pub fn without_kernels(toolchain: &Toolchain, ir: &Path, symbols: &[String], out: &Path) -> Result<(), Failure> {
+pub(crate) fn without_kernels(toolchain: &Toolchain, ir: &Path, symbols: &[String], out: &Path) -> Result<(), Failure> {
     let tool = toolchain.llvm_bin.join("llvm-extract");
     let mut cmd = Command::new(&tool);
     cmd.arg("--delete").args(symbols.iter().map(|s| format!("--func={s}"))).arg(ir).arg("-o").arg(out);

@@ -12,11 +12,11 @@ use regtune_decisions::Usage;
 use serde::Serialize;
 
 use crate::compile::{self, compile_failure, Unit};
+use crate::gpu::{self, Arch, Limiter};
 use crate::measure::{self, Measured, NvidiaUsage};
 use crate::names::{demangle, short_name};
 use crate::output::{Failure, Tabular};
 use crate::rdc;
-use crate::target::{self, Arch, Limiter};
 use crate::toolchain::Toolchain;
 
 /// One row of the report; the JSON keys are stable.
@@ -37,7 +37,7 @@ pub struct KernelReport {
 }
 
 impl KernelReport {
-    pub fn new(m: Measured, arch: &Arch, location: Option<&compile::Location>, fallback_file: &str) -> Self {
+    pub(crate) fn new(m: Measured, arch: &Arch, location: Option<&compile::Location>, fallback_file: &str) -> Self {
         KernelReport {
             name: demangle(&m.symbol),
             file: location.map_or_else(|| fallback_file.to_string(), |l| l.file.clone()),
@@ -52,13 +52,9 @@ impl KernelReport {
     }
 }
 
-/// Report every kernel of every file on every target. Files are independent:
-/// one that fails to compile is reported and the rest still come back.
-pub fn run(toolchain: &Toolchain, files: &[PathBuf], archs: &[Arch], user_args: &[String]) -> (Vec<KernelReport>, Vec<Failure>) {
-    run_with(toolchain, files, archs, user_args, &measure::Options::default())
-}
-
-/// [`run`], measuring with `options` (NVPTX: the block size).
+/// Report every kernel of every file on every target, measuring with
+/// `options` (NVPTX: the block size). Files are independent: one that
+/// fails to compile is reported and the rest still come back.
 pub fn run_with(
     toolchain: &Toolchain,
     files: &[PathBuf],
@@ -93,8 +89,13 @@ pub fn run_with(
 /// builds them, and one failure per kernel whose callees no file defines.
 /// Linked with other files, a file without kernels is a library of device
 /// functions, not a failure.
-fn one_linked(toolchain: &Toolchain, set: &rdc::LinkSet, file: &Path, linked_with_others: bool, options: &measure::Options)
-    -> (Vec<KernelReport>, Vec<Failure>) {
+fn one_linked(
+    toolchain: &Toolchain,
+    set: &rdc::LinkSet,
+    file: &Path,
+    linked_with_others: bool,
+    options: &measure::Options,
+) -> (Vec<KernelReport>, Vec<Failure>) {
     if let Err(f) = set.unit(file) {
         return (vec![], vec![f]);
     }
@@ -120,8 +121,8 @@ fn one(
     user_args: &[String],
     options: &measure::Options,
 ) -> Result<Vec<KernelReport>, Failure> {
-    let target = target::of(arch);
-    let built = target::is_built_object(file);
+    let target = gpu::of(arch);
+    let built = gpu::is_built_object(file);
     let (measured, locations) = if let (true, Err(why)) = (built, target.reads_built_objects()) {
         return Err(Failure::new(format!("{}: {why}", file.display())));
     } else if built {
@@ -132,8 +133,7 @@ fn one(
         let obj = dir.path().join("device.o");
         let unit = Unit { toolchain, arch, source: file, user_args };
         let compiled = unit.code_object(&obj).map_err(compile_failure)?;
-        let measured =
-            measure::object_file_with(&obj, arch, &compiled.stderr, options).map_err(|e| Failure::new(e.to_string()))?;
+        let measured = measure::object_file_with(&obj, arch, &compiled.stderr, options).map_err(|e| Failure::new(e.to_string()))?;
         let symbols: Vec<String> = measured.iter().map(|m| m.symbol.clone()).collect();
         let locations = target.locations(file, &compiled.stderr, &symbols);
         (measured, locations)
@@ -160,8 +160,20 @@ fn rows_of(measured: Vec<Measured>, arch: &Arch, locations: &[compile::Location]
 impl Tabular for KernelReport {
     fn header() -> Vec<&'static str> {
         vec![
-            "kernel", "arch", "VGPR", "AGPR", "SGPR", "scratch", "VGPR spill", "SGPR spill", "LDS", "occupancy",
-            "limiter", "VGPRs to next", "code bytes", "location",
+            "kernel",
+            "arch",
+            "VGPR",
+            "AGPR",
+            "SGPR",
+            "scratch",
+            "VGPR spill",
+            "SGPR spill",
+            "LDS",
+            "occupancy",
+            "limiter",
+            "VGPRs to next",
+            "code bytes",
+            "location",
         ]
     }
 
@@ -188,7 +200,7 @@ impl Tabular for KernelReport {
 
 /// Occupancy as a table shows it; NVPTX adds the block size it holds for and
 /// where that came from: "24 @256 (default)".
-pub fn occupancy_cell(occupancy: u32, nvidia: Option<&NvidiaUsage>) -> String {
+pub(crate) fn occupancy_cell(occupancy: u32, nvidia: Option<&NvidiaUsage>) -> String {
     match nvidia {
         None => occupancy.to_string(),
         Some(n) => format!("{occupancy} @{} ({})", n.block_size, n.block_size_from),
@@ -196,6 +208,6 @@ pub fn occupancy_cell(occupancy: u32, nvidia: Option<&NvidiaUsage>) -> String {
 }
 
 /// The limiter as a table names it, in the words of `arch`'s vendor.
-pub fn limiter_name(limiter: Limiter, arch: &str) -> String {
-    Arch::parse(arch).map_or_else(|_| limiter.to_string(), |a| target::of(&a).limiter_name(limiter))
+pub(crate) fn limiter_name(limiter: Limiter, arch: &str) -> String {
+    Arch::parse(arch).map_or_else(|_| limiter.to_string(), |a| gpu::of(&a).limiter_name(limiter))
 }

@@ -22,7 +22,7 @@ pub enum Objective {
 
 /// What the decision compares against and what it tolerates.
 #[derive(Debug, Clone, Copy)]
-pub struct Rule {
+pub(crate) struct Rule {
     pub objective: Objective,
     /// A private array in scratch is as bad as a spill unless allowed.
     pub allow_scratch: bool,
@@ -51,7 +51,7 @@ impl Rule {
     /// trades unrolling for registers must remove to be applied unasked.
     /// SGPR spills held in VGPR lanes cost none (an SGPR spill that reaches
     /// memory shows as scratch).
-    pub fn memory_spills(&self, u: &Usage) -> u32 {
+    pub(crate) fn memory_spills(&self, u: &Usage) -> u32 {
         if let Some((local, _)) = local_traffic(u, &self.baseline) {
             return local;
         }
@@ -63,7 +63,7 @@ impl Rule {
     /// compile, and no more SGPR spills unless they stay in VGPR lanes (a
     /// few lane moves per spilled SGPR, against a whole occupancy step; see
     /// README "SGPR spills in VGPR lanes").
-    pub fn admissible(&self, u: &Usage) -> bool {
+    pub(crate) fn admissible(&self, u: &Usage) -> bool {
         let b = &self.baseline;
         match self.objective {
             Objective::Occupancy => {
@@ -87,15 +87,9 @@ impl Rule {
 
     /// Full order: the primary goal, then fewer spills, fewer VGPRs+AGPRs,
     /// fewer SGPRs, smaller code. `Greater` means `a` is better.
-    pub fn compare(&self, a: &Usage, b: &Usage) -> Ordering {
+    pub(crate) fn compare(&self, a: &Usage, b: &Usage) -> Ordering {
         let key = |u: &Usage| {
-            (
-                self.primary(u),
-                -i64::from(self.spills(u)),
-                -i64::from(u.vgpr + u.agpr),
-                -i64::from(u.sgpr),
-                -(u.code_bytes as i64),
-            )
+            (self.primary(u), -i64::from(self.spills(u)), -i64::from(u.vgpr + u.agpr), -i64::from(u.sgpr), -(u.code_bytes as i64))
         };
         match (self.admissible(a), self.admissible(b)) {
             (true, false) => Ordering::Greater,
@@ -105,20 +99,20 @@ impl Rule {
     }
 
     /// Worth applying: admissible and better on the primary goal.
-    pub fn improves(&self, u: &Usage) -> bool {
+    pub(crate) fn improves(&self, u: &Usage) -> bool {
         self.improves_on(u, &self.baseline)
     }
 
     /// Admissible and better than `than` on the primary goal (occupancy, or
     /// spills for `no-spill`): tie-breaks alone do not count.
-    pub fn improves_on(&self, u: &Usage, than: &Usage) -> bool {
+    pub(crate) fn improves_on(&self, u: &Usage, than: &Usage) -> bool {
         self.admissible(u) && self.primary(u) > self.primary(than)
     }
 }
 
 /// The transforms worth trying on this kernel.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Space {
+pub(crate) struct Space {
     /// pow2's exact rewrites.
     pub pow2: bool,
     /// pow2 of library pows that are not correctly rounded, too.
@@ -233,7 +227,7 @@ fn without_each(t: &Transforms, space: &Space) -> Vec<Transforms> {
 
 /// The result of a search.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// What to apply; empty when nothing beat the plain compile.
     pub transforms: Transforms,
     pub usage: Usage,
@@ -280,7 +274,7 @@ where
 /// and unroll caps left out) by `rule`'s full order, fewer registers
 /// counting even where occupancy stays: what the measured search adds to
 /// each occupancy step. Empty when none beats the plain build.
-pub fn best_rewrites<E>(space: &Space, rule: &Rule, eval: &E) -> Transforms
+pub(crate) fn best_rewrites<E>(space: &Space, rule: &Rule, eval: &E) -> Transforms
 where
     E: Fn(&Transforms) -> Option<Usage> + Sync,
 {
@@ -292,7 +286,7 @@ where
 
 /// Search `space` for the best variant under `rule`. `eval` compiles and
 /// measures one set of transforms; None means that variant failed to build.
-pub fn search<E>(space: &Space, rule: &Rule, eval: &E) -> Outcome
+pub(crate) fn search<E>(space: &Space, rule: &Rule, eval: &E) -> Outcome
 where
     E: Fn(&Transforms) -> Option<Usage> + Sync,
 {
@@ -356,9 +350,9 @@ where
                 results.push((t, u));
             }
         }
-        let Some(drop) = results.into_iter().find(|(t, u)| {
-            rule.compare(u, &best.1) != Ordering::Less && (!t.is_empty() || rule.improves(u))
-        }) else {
+        let Some(drop) =
+            results.into_iter().find(|(t, u)| rule.compare(u, &best.1) != Ordering::Less && (!t.is_empty() || rule.improves(u)))
+        else {
             break;
         };
         if drop.0.is_empty() {

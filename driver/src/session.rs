@@ -20,9 +20,9 @@ use regtune_decisions::plugin::{Inspection, DECISIONS_ENV, INPUT_HASH_ENV, ONLY_
 use regtune_decisions::{Db, Entry, Transforms};
 
 use crate::compile::{self, CompileError, Emit, Location, Unit, Variant};
+use crate::gpu::Arch;
 use crate::measure::{self, Measured};
 use crate::rdc;
-use crate::target::Arch;
 use crate::toolchain::Toolchain;
 
 #[derive(Debug, thiserror::Error)]
@@ -51,14 +51,14 @@ impl From<rdc::RdcError> for SessionError {
 
 impl SessionError {
     /// The compile was stopped at its deadline.
-    pub fn timed_out(&self) -> bool {
+    pub(crate) fn timed_out(&self) -> bool {
         matches!(self, SessionError::Compile(c) if c.timed_out())
     }
 }
 
 /// What a variant compile produces.
 #[derive(Debug, Clone, Copy)]
-pub enum Listing {
+pub(crate) enum Listing {
     /// Optimized LLVM IR.
     Ir,
     /// AMDGPU assembly, or PTX on NVPTX.
@@ -109,7 +109,7 @@ impl<'a> Session<'a> {
     }
 
     /// [`Session::start`], measuring with `options` (NVPTX: the block size).
-    pub fn start_with(
+    pub(crate) fn start_with(
         toolchain: &'a Toolchain,
         arch: &'a Arch,
         plugin: &'a Path,
@@ -143,7 +143,7 @@ impl<'a> Session<'a> {
             link: None,
         };
         let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
-        let locations = crate::target::of(arch).locations(source, &temps.stderr, &symbols);
+        let locations = crate::gpu::of(arch).locations(source, &temps.stderr, &symbols);
         Ok((session, baseline, locations))
     }
 
@@ -151,7 +151,7 @@ impl<'a> Session<'a> {
     /// bitcode linked with the other units'. Its kernels that call a
     /// function no unit defines are left out (declarations, so the rest
     /// links); the others are measured from the linked code object.
-    pub fn start_linked(
+    pub(crate) fn start_linked(
         toolchain: &'a Toolchain,
         plugin: &'a Path,
         set: &'a rdc::LinkSet,
@@ -189,7 +189,7 @@ impl<'a> Session<'a> {
             return Ok(compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, out, variant, self.user_args)?);
         };
         let own = out.with_extension("own.bc");
-        let target = crate::target::of(self.arch);
+        let target = crate::gpu::of(self.arch);
         let compiled = target.ir_to_bitcode(self.toolchain, self.arch, &self.pre_ir, &own, variant)?;
         let linked = link.device_link(self.toolchain, self.arch, own, out, emit, self.user_args, variant)?;
         Ok(compile::Compiled { stderr: compiled.stderr + &linked.stderr })
@@ -232,10 +232,7 @@ impl<'a> Session<'a> {
             return Ok(Variant::default());
         }
         let decisions = self.decisions_file(variant)?;
-        let mut env = vec![
-            (DECISIONS_ENV, decisions.into_os_string()),
-            (INPUT_HASH_ENV, OsString::from(&self.input_hash)),
-        ];
+        let mut env = vec![(DECISIONS_ENV, decisions.into_os_string()), (INPUT_HASH_ENV, OsString::from(&self.input_hash))];
         if let Some(symbol) = only {
             env.push((ONLY_KERNEL_ENV, OsString::from(symbol)));
         }
@@ -255,10 +252,10 @@ impl<'a> Session<'a> {
     pub fn measure_kernel(&self, symbol: &str, transforms: &Transforms, deadline: Option<Instant>) -> Result<Measured, SessionError> {
         let key = (Some(symbol.to_string()), vec![(symbol.to_string(), transforms.clone())]);
         let measured = self.build(key, deadline)?;
-        measured.into_iter().find(|m| m.symbol == symbol).ok_or_else(|| SessionError::NoSuchKernel {
-            file: self.source.display().to_string(),
-            symbol: symbol.to_string(),
-        })
+        measured
+            .into_iter()
+            .find(|m| m.symbol == symbol)
+            .ok_or_else(|| SessionError::NoSuchKernel { file: self.source.display().to_string(), symbol: symbol.to_string() })
     }
 
     fn build(&self, key: BuildKey, deadline: Option<Instant>) -> Result<Vec<Measured>, SessionError> {
@@ -288,7 +285,7 @@ impl<'a> Session<'a> {
 
     /// What the plugin says it did to `symbol` built alone with
     /// `transforms` (`REGTUNE_VERBOSE`): its `regtune: ...` lines.
-    pub fn plugin_notes(&self, symbol: &str, transforms: &Transforms) -> Result<Vec<String>, SessionError> {
+    pub(crate) fn plugin_notes(&self, symbol: &str, transforms: &Transforms) -> Result<Vec<String>, SessionError> {
         let mut variant = self.plugin_variant(&[(symbol.to_string(), transforms.clone())], Some(symbol))?;
         variant.env.push((VERBOSE_ENV, OsString::from("1")));
         // The values' names, for the notes (clang drops them reading IR).
@@ -299,7 +296,7 @@ impl<'a> Session<'a> {
 
     /// A hash of the code object of `symbol` built alone with `transforms`
     /// (built now if it was not): equal hashes, identical code.
-    pub fn kernel_code_hash(&self, symbol: &str, transforms: &Transforms) -> Result<String, SessionError> {
+    pub(crate) fn kernel_code_hash(&self, symbol: &str, transforms: &Transforms) -> Result<String, SessionError> {
         self.measure_kernel(symbol, transforms, None)?;
         let key = vec![(symbol.to_string(), transforms.clone())];
         let path = self.objects.lock().expect("objects lock").get(&key).cloned().expect("a measured build keeps its object");
@@ -309,9 +306,10 @@ impl<'a> Session<'a> {
 
     /// Write the code object of a variant to `dest`: the one already
     /// measured (kept in the session's directory), else a fresh compile.
-    pub fn save_code_object(&self, variant: &[(String, Transforms)], dest: &Path) -> Result<(), SessionError> {
+    pub(crate) fn save_code_object(&self, variant: &[(String, Transforms)], dest: &Path) -> Result<(), SessionError> {
         let key: Vec<(String, Transforms)> = variant.iter().filter(|(_, t)| !t.is_empty()).cloned().collect();
-        let kept = if key.is_empty() { Some(self.plain_object.clone()) } else { self.objects.lock().expect("objects lock").get(&key).cloned() };
+        let kept =
+            if key.is_empty() { Some(self.plain_object.clone()) } else { self.objects.lock().expect("objects lock").get(&key).cloned() };
         let source = match kept {
             Some(path) => path,
             None => {
@@ -323,7 +321,7 @@ impl<'a> Session<'a> {
     }
 
     /// Optimized IR or assembly of a variant, for `--diff`.
-    pub fn listing(&self, variant: &[(String, Transforms)], kind: Listing) -> Result<String, SessionError> {
+    pub(crate) fn listing(&self, variant: &[(String, Transforms)], kind: Listing) -> Result<String, SessionError> {
         let mut v = self.plugin_variant(variant, None)?;
         let out = self.scratch_path("s");
         if self.link.is_some() {
@@ -345,7 +343,7 @@ impl<'a> Session<'a> {
 
     /// What the plugin sees in each kernel before any variant compiles:
     /// which transforms could change it, and the noalias candidates.
-    pub fn inspect(&self) -> Result<HashMap<String, Inspection>, SessionError> {
+    pub(crate) fn inspect(&self) -> Result<HashMap<String, Inspection>, SessionError> {
         let out = Command::new(self.toolchain.llvm_bin.join("opt"))
             .arg(format!("-load-pass-plugin={}", self.plugin.display()))
             .args(["-passes=regtune-inspect", "-disable-output"])

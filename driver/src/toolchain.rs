@@ -5,17 +5,17 @@
 //! Debian's LLVM 22 with its HIP 5.2 headers and device libraries, which need
 //! some help under clang 22; that help (the device-library overlay, the
 //! prelude, the HIP device flags) is AMDGPU's own, in
-//! [`crate::target::amdgpu::device_libs`].
+//! [`crate::gpu::amdgpu::device_libs`].
 //!
 //! NVPTX targets (`sm_XX`) use the same clang in CUDA mode with a CUDA
-//! installation ([`crate::target::nvptx::cuda`]); the ROCm packages are then not needed.
+//! installation ([`crate::gpu::nvptx::cuda`]); the ROCm packages are then not needed.
 
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::target::nvptx::cuda::{Cuda, CudaError};
-use crate::target::Arch;
+use crate::gpu::nvptx::cuda::{Cuda, CudaError};
+use crate::gpu::Arch;
 use crate::tools;
 
 const DEBIAN_LLVM: &str = "/usr/lib/llvm-22";
@@ -82,31 +82,21 @@ impl Toolchain {
                 version,
             });
         }
-        let missing: Vec<String> = debian_checks(false)
-            .into_iter()
-            .filter(|c| c.found.is_none())
-            .map(|c| c.what.to_string())
-            .collect();
+        let missing: Vec<String> = debian_checks(false).into_iter().filter(|c| c.found.is_none()).map(|c| c.what.to_string()).collect();
         if !missing.is_empty() {
             return Err(ToolchainError::Missing { missing: missing.join(", ") });
         }
         let llvm_bin = Path::new(DEBIAN_LLVM).join("bin");
         let clang = llvm_bin.join("clang");
         let version = clang_version(&clang)?;
-        Ok(Toolchain {
-            flavor: Flavor::Debian,
-            device_libs: overlay_dir(&version),
-            clang,
-            llvm_bin,
-            version,
-        })
+        Ok(Toolchain { flavor: Flavor::Debian, device_libs: overlay_dir(&version), clang, llvm_bin, version })
     }
 
     /// The toolchain for `archs`: [`Toolchain::detect`] when one of them is
     /// an AMDGPU target; for NVPTX targets alone, clang 22 and a CUDA
     /// installation suffice (Debian's ROCm packages may be missing).
     pub fn detect_for(archs: &[Arch]) -> Result<Toolchain, ToolchainError> {
-        if archs.iter().any(|a| crate::target::of(a).needs_hip()) || rocm_root().is_some() {
+        if archs.iter().any(|a| crate::gpu::of(a).needs_hip()) || rocm_root().is_some() {
             return Toolchain::detect();
         }
         let llvm_bin = Path::new(DEBIAN_LLVM).join("bin");
@@ -120,14 +110,14 @@ impl Toolchain {
     }
 
     /// The CUDA installation NVPTX compiles use.
-    pub fn cuda(&self) -> Result<&'static Cuda, ToolchainError> {
+    pub(crate) fn cuda(&self) -> Result<&'static Cuda, ToolchainError> {
         Ok(Cuda::get()?)
     }
 
     /// Make sure everything a device compile for `arch` needs exists on
-    /// disk (the target says what: [`crate::target::Target::prepare`]).
-    pub fn prepare(&self, arch: &Arch) -> Result<(), ToolchainError> {
-        crate::target::of(arch).prepare(self, arch)
+    /// disk (the target says what: [`crate::gpu::Target::prepare`]).
+    pub(crate) fn prepare(&self, arch: &Arch) -> Result<(), ToolchainError> {
+        crate::gpu::of(arch).prepare(self, arch)
     }
 
     /// What `regtune doctor` prints: one check per line.

@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Debian's LLVM 22, where clang looks for its own tools first.
-pub const DEBIAN_LLVM_BIN: &str = "/usr/lib/llvm-22/bin";
+pub(crate) const DEBIAN_LLVM_BIN: &str = "/usr/lib/llvm-22/bin";
 
 /// One program or file regtune needs, where Debian puts it, and why.
 #[derive(Debug, Clone, Copy)]
-pub struct Tool {
+pub(crate) struct Tool {
     /// What `regtune doctor` calls it.
     pub what: &'static str,
     /// Absolute path on Debian 12 (for programs in `DEBIAN_LLVM_BIN`, the
@@ -29,7 +29,7 @@ pub struct Tool {
 }
 
 impl Tool {
-    pub fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         if self.file.starts_with('/') {
             PathBuf::from(self.file)
         } else {
@@ -37,7 +37,7 @@ impl Tool {
         }
     }
 
-    pub fn present(&self) -> bool {
+    pub(crate) fn present(&self) -> bool {
         self.path().exists()
     }
 }
@@ -48,7 +48,7 @@ const fn tool(what: &'static str, file: &'static str, package: &'static str, run
 
 /// Everything on a Debian 12 machine without ROCm. The CUDA part for NVPTX
 /// comes from NVIDIA's PyPI wheels (ci/bootstrap.sh), not from Debian.
-pub const DEBIAN: &[Tool] = &[
+pub(crate) const DEBIAN: &[Tool] = &[
     tool("clang 22", "clang", "clang-22", true),
     tool("clang-offload-bundler (HIP host+device builds)", "clang-offload-bundler", "clang-tools-22", true),
     tool("lld 22 (device code objects)", "ld.lld", "lld-22", true),
@@ -71,16 +71,14 @@ pub const DEBIAN: &[Tool] = &[
 
 /// The package that ships `program`, known by its file name: clang resolves
 /// its jobs next to itself, so a missing one is named by path.
-pub fn package_of(program: &Path) -> Option<&'static str> {
+pub(crate) fn package_of(program: &Path) -> Option<&'static str> {
     let name = program.file_name()?.to_str()?;
     if let Some(t) = DEBIAN.iter().find(|t| Path::new(t.file).file_name().and_then(|n| n.to_str()) == Some(name)) {
         return Some(t.package);
     }
     // The rest of what clang-22 may spawn for an offload build.
     match name {
-        "clang-offload-packager" | "clang-linker-wrapper" | "clang-nvlink-wrapper" | "amdgpu-arch" | "nvptx-arch" => {
-            Some("clang-tools-22")
-        }
+        "clang-offload-packager" | "clang-linker-wrapper" | "clang-nvlink-wrapper" | "amdgpu-arch" | "nvptx-arch" => Some("clang-tools-22"),
         "lld" => Some("lld-22"),
         "llc" | "llvm-as" | "llvm-dis" | "llvm-objcopy" | "llvm-extract" => Some("llvm-22"),
         _ => None,
@@ -90,15 +88,13 @@ pub fn package_of(program: &Path) -> Option<&'static str> {
 /// The jobs `compiler args` would run whose program is not there: the cause
 /// of clang's `unable to execute command: posix_spawn failed`, which names
 /// no program. Asks the compiler itself (`-###` prints its jobs, runs none).
-pub fn unrunnable_jobs(compiler: &Path, args: &[OsString]) -> Vec<PathBuf> {
+pub(crate) fn unrunnable_jobs(compiler: &Path, args: &[OsString]) -> Vec<PathBuf> {
     let Ok(out) = Command::new(compiler).arg("-###").args(args).output() else {
         return vec![];
     };
     // clang prints the bare name of a program it could not find.
-    let mut missing: Vec<PathBuf> = jobs(&String::from_utf8_lossy(&out.stderr))
-        .into_iter()
-        .filter(|p| !p.is_absolute() || !p.exists())
-        .collect();
+    let mut missing: Vec<PathBuf> =
+        jobs(&String::from_utf8_lossy(&out.stderr)).into_iter().filter(|p| !p.is_absolute() || !p.exists()).collect();
     missing.dedup();
     missing
 }
@@ -115,7 +111,7 @@ fn jobs(listing: &str) -> Vec<PathBuf> {
 
 /// One line for a compile clang could not finish because a program is
 /// missing, or None when nothing clang needs is missing.
-pub fn explain_missing(compiler: &Path, args: &[OsString], stderr: &str) -> Option<String> {
+pub(crate) fn explain_missing(compiler: &Path, args: &[OsString], stderr: &str) -> Option<String> {
     if !stderr.contains("unable to execute command") && !stderr.contains("executable not found") {
         return None;
     }

@@ -12,8 +12,9 @@ use regtune_decisions::plugin::Inspection;
 use regtune_decisions::{Db, Entry, Param, Reason, Suggestion, Transforms, Usage};
 use serde::Serialize;
 
-use crate::{candidates, compile, cost, launch};
 use crate::evidence::{Class, Evidence};
+use crate::gpu::Limiter;
+use crate::gpu::{self, Arch};
 use crate::limits::Limits;
 use crate::measure::Measured;
 use crate::names;
@@ -23,10 +24,9 @@ use crate::rdc::{self, LinkSet};
 use crate::report::KernelReport;
 use crate::search::{self, Objective, Outcome, Rule, Space};
 use crate::session::{Listing, Session};
-use crate::target::Limiter;
-use crate::target::{self, Arch};
 use crate::toolchain::Toolchain;
 use crate::verdict::{self, Basis, Verdict};
+use crate::{candidates, compile, cost, launch};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -259,7 +259,7 @@ fn session_failure(e: crate::session::SessionError) -> Failure {
 /// One file on one target; no rows when it defines no kernels. `known` is
 /// the db as loaded: confirmed suggestions in it are applied.
 #[allow(clippy::too_many_arguments)]
-pub fn tune_unit(
+pub(crate) fn tune_unit(
     toolchain: &Toolchain,
     plugin: &Path,
     file: &Path,
@@ -285,7 +285,7 @@ pub fn tune_unit(
 /// One `-fgpu-rdc` unit of `set`: its kernels measured through the device
 /// link with the other units; those whose callees no unit defines are not
 /// here ([`crate::rdc::LinkSet::unresolved_failures`] names them).
-pub fn tune_linked(
+pub(crate) fn tune_linked(
     toolchain: &Toolchain,
     plugin: &Path,
     set: &crate::rdc::LinkSet,
@@ -302,8 +302,7 @@ pub fn tune_linked(
             _ => None,
         },
     };
-    let (session, baseline, locations) =
-        Session::start_linked(toolchain, plugin, set, file, measure_options).map_err(session_failure)?;
+    let (session, baseline, locations) = Session::start_linked(toolchain, plugin, set, file, measure_options).map_err(session_failure)?;
     tune_session(&session, baseline, locations, started, options, known, progress, &line)
 }
 
@@ -466,13 +465,7 @@ struct Plan {
     search: candidates::Selection,
 }
 
-fn plan_kernel(
-    tuning: &Tuning<'_>,
-    base: &Measured,
-    source: &str,
-    inspection: Option<&Inspection>,
-    previous: Option<&Entry>,
-) -> Plan {
+fn plan_kernel(tuning: &Tuning<'_>, base: &Measured, source: &str, inspection: Option<&Inspection>, previous: Option<&Entry>) -> Plan {
     let (session, options) = (tuning.session, tuning.options);
     let ranked: Vec<Param> = match (options.noalias, inspection) {
         (Noalias::Off, _) | (_, None) => vec![],
@@ -492,7 +485,7 @@ fn plan_kernel(
         objective: options.objective,
         allow_scratch: options.allow_scratch,
         baseline: base.usage,
-        lane_spills: target::of(session.arch).lane_spills(),
+        lane_spills: gpu::of(session.arch).lane_spills(),
     };
     let mut plan = Plan {
         symbol: base.symbol.clone(),
@@ -623,7 +616,6 @@ fn plan_kernel(
         noalias_all: if noalias_suggest { every_pointer } else { allowed.noalias_all.clone() },
         launch_bounds: allowed.launch_bounds.or(inferred_block),
         waves: occupancy_targets(session.arch, base),
-        ..allowed.clone()
     };
     let mut suggestion = None;
     if wider != allowed {
@@ -634,16 +626,23 @@ fn plan_kernel(
             let held = held_part(&better.transforms, &allowed);
             let reasons = verdict::held_reasons(&held);
             if !held.is_empty() {
-                let mut message =
-                    suggestion_message(&held, &better.transforms, &outcome.usage, &better.usage, &plan.every_pointer, session.arch, &options.evidence);
+                let mut message = suggestion_message(
+                    &held,
+                    &better.transforms,
+                    &outcome.usage,
+                    &better.usage,
+                    &plan.every_pointer,
+                    session.arch,
+                    &options.evidence,
+                );
                 if let Some((w, ratio)) = held_target.filter(|(w, _)| held.waves_per_eu == Some(*w)) {
                     message.push_str(&format!(
                         "; {} alone was predicted {:.2}× as fast (its schedule keeps fewer loads in flight)",
-                        target::of(session.arch).occupancy_label(w),
+                        gpu::of(session.arch).occupancy_label(w),
                         1.0 / ratio
                     ));
                 }
-                message = message.replace(" VGPRs", &format!(" {}", target::of(session.arch).registers_word()));
+                message = message.replace(" VGPRs", &format!(" {}", gpu::of(session.arch).registers_word()));
                 suggestion = Some(Proposal { held, transforms: better.transforms, usage: better.usage, reasons, message });
             }
         }
@@ -660,15 +659,15 @@ fn plan_kernel(
         let known: Vec<String> = known_builds.iter().filter_map(|t| session.kernel_code_hash(&base.symbol, t).ok()).collect();
         // Spilling to shared memory needs the block size every launch keeps
         // to: the source's launch bounds, or the user's --block-size.
-        let target = target::of(session.arch);
+        let target = gpu::of(session.arch);
         let stated = match options.block_size {
             BlockSize::Given(n) => Some(n),
             _ => None,
         };
-        let shared_spill = (stated.is_some() || target.promised_block(base).is_some())
-            .then(|| Transforms { launch_bounds: stated, ..Default::default() });
+        let shared_spill =
+            (stated.is_some() || target.promised_block(base).is_some()).then(|| Transforms { launch_bounds: stated, ..Default::default() });
         let pool = candidates::Pool {
-            steps: target::of(session.arch).occupancy_steps(session.arch, base),
+            steps: gpu::of(session.arch).occupancy_steps(session.arch, base),
             rewrites: search::best_rewrites(&allowed_rewrites, &rule, &eval),
             unroll_caps: caps.clone(),
             spill_to_shared: shared_spill.clone().filter(|_| target.backend_spills_to_shared()),
@@ -732,17 +731,17 @@ fn predicted_time_ratio(
 
 /// The most occupancy fewer registers could bring (the target's model).
 fn occupancy_ceiling(arch: &Arch, base: &Measured) -> u32 {
-    target::of(arch).occupancy_ceiling(arch, base)
+    gpu::of(arch).occupancy_ceiling(arch, base)
 }
 
 /// Occupancy steps the register allocator could plausibly reach.
 fn occupancy_targets(arch: &Arch, base: &Measured) -> Vec<u32> {
-    target::of(arch).occupancy_targets(arch, base)
+    gpu::of(arch).occupancy_targets(arch, base)
 }
 
 /// What the register column counts.
 fn registers_word(arch: &Arch) -> &'static str {
-    target::of(arch).registers_word()
+    gpu::of(arch).registers_word()
 }
 
 /// Nothing can beat the plain build: top occupancy and, for `no-spill`,
@@ -770,10 +769,10 @@ fn suggestion_message(
         effect.push_str(&format!(", spills {} → {}", spills(now), spills(then)));
     }
     effect.push(')');
-    let held_labels = target::labels(held, arch, every_pointer);
-    let others: Vec<String> = target::labels(with, arch, every_pointer)
+    let held_labels = gpu::labels(held, arch, every_pointer);
+    let others: Vec<String> = gpu::labels(with, arch, every_pointer)
         .into_iter()
-        .filter(|l| !held_labels.contains(l) && !(l == "pow2=inexact" && held.pow2_inexact))
+        .filter(|l| !(held_labels.contains(l) || (l == "pow2=inexact" && held.pow2_inexact)))
         .collect();
     if !others.is_empty() {
         effect.push_str(&format!(" with {}", others.join(" + ")));
@@ -791,10 +790,14 @@ fn suggestion_message(
         unproven.push(Class::Pow2);
     }
     for class in unproven {
-        checks.push(format!("it computes the same values, but {} ({}); confirm it after timing the kernel", evidence.summary(class), class.name()));
+        checks.push(format!(
+            "it computes the same values, but {} ({}); confirm it after timing the kernel",
+            evidence.summary(class),
+            class.name()
+        ));
     }
     if held.pow2_inexact {
-        let library = target::of(arch).pow_library().0;
+        let library = gpu::of(arch).pow_library().0;
         what.push("`pow(x, 2.0)` → `x * x`".to_string());
         checks.push(format!(
             "{library} is not correctly rounded, so results change in the last bit (for ~20% of doubles); \
@@ -805,7 +808,7 @@ fn suggestion_message(
         what.push(format!("capping unrolling at {n}"));
     }
     if let Some(w) = held.waves_per_eu {
-        let target = target::of(arch).occupancy_label(w);
+        let target = gpu::of(arch).occupancy_label(w);
         what.push(format!("the occupancy target {target}"));
     }
     let trades: Vec<Class> = Class::of(held).into_iter().filter(|c| matches!(c, Class::UnrollCap | Class::OccupancyTarget)).collect();
@@ -837,7 +840,8 @@ fn suggestion_message(
     }
     let mut message = format!("{} {effect} — {}", what.join(" and "), checks.join("; "));
     if held.unroll_cap.is_some() || held.waves_per_eu.is_some() || held.sink || (held.pow2 && !held.pow2_inexact) {
-        message.push_str("; `regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results");
+        message
+            .push_str("; `regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results");
     }
     message
 }
@@ -853,7 +857,7 @@ fn finish(
     session: &Session<'_>,
     diff: Option<String>,
 ) -> KernelTuning {
-    let applied = target::labels(&plan.outcome.transforms, arch, &plan.every_pointer);
+    let applied = gpu::labels(&plan.outcome.transforms, arch, &plan.every_pointer);
     let (before_u, after_u) = (base.usage, after.usage);
     let max_waves = occupancy_ceiling(arch, base);
     let registers = registers_word(arch);
@@ -903,7 +907,7 @@ fn finish(
             Some(p) => format!(
                 "suggested, not applied ({}): {} would reach occupancy {} → {}, {registers} {} → {}",
                 p.reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "),
-                target::labels(&p.transforms, arch, &plan.every_pointer).join(" + "),
+                gpu::labels(&p.transforms, arch, &plan.every_pointer).join(" + "),
                 before_u.occupancy,
                 p.usage.occupancy,
                 before_u.vgpr,
@@ -912,14 +916,10 @@ fn finish(
             None => plan.objective_gap(arch).unwrap_or_else(|| "nothing tried improved on the plain compile; kept it".to_string()),
         },
     };
-    let why = if plan.budget_reached {
-        format!("{why} (the file's time budget ended the search early: best result so far)")
-    } else {
-        why
-    };
+    let why = if plan.budget_reached { format!("{why} (the file's time budget ended the search early: best result so far)") } else { why };
     let (suggested, suggestions, suggested_entries) = match &plan.suggestion {
         Some(p) => (
-            target::labels(&p.held, arch, &plan.every_pointer),
+            gpu::labels(&p.held, arch, &plan.every_pointer),
             vec![p.message.clone()],
             vec![Suggestion {
                 transforms: p.transforms.clone(),
@@ -944,7 +944,7 @@ fn finish(
         before: Some(before_u),
         after: Some(after_u),
         candidates: plan.search.kept.clone(),
-        left_out: plan.search.left_out.iter().map(|t| target::labels(t, arch, &plan.every_pointer).join(" + ")).collect(),
+        left_out: plan.search.left_out.iter().map(|t| gpu::labels(t, arch, &plan.every_pointer).join(" + ")).collect(),
         measured: None,
     };
     KernelTuning {
@@ -962,10 +962,10 @@ fn finish(
             .measured
             .iter()
             .filter(|m| m.status == VariantStatus::TimedOut)
-            .map(|m| target::labels(&m.transforms, arch, &plan.every_pointer).join(" + "))
+            .map(|m| gpu::labels(&m.transforms, arch, &plan.every_pointer).join(" + "))
             .collect(),
         budget_reached: plan.budget_reached,
-        candidates: plan.search.kept.iter().map(|c| target::labels(&c.transforms, arch, &plan.every_pointer).join(" + ")).collect(),
+        candidates: plan.search.kept.iter().map(|c| gpu::labels(&c.transforms, arch, &plan.every_pointer).join(" + ")).collect(),
         left_out: entry.left_out.clone(),
         diff,
         limiter_before: base.limiter,
@@ -990,7 +990,7 @@ impl Plan {
         };
         Some(format!(
             "no variant {goal} (closest: {}, {} → {} {} at occupancy {}); kept the plain compile",
-            target::labels(best.0, arch, &self.every_pointer).join(" + "),
+            gpu::labels(best.0, arch, &self.every_pointer).join(" + "),
             self.rule.baseline.vgpr,
             best.1.vgpr,
             registers_word(arch),
@@ -1003,7 +1003,7 @@ impl Plan {
 fn diff_listings(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<String, crate::session::SessionError> {
     let tuned = [(symbol.to_string(), t.clone())];
     let mut out = String::new();
-    let target = target::of(session.arch);
+    let target = gpu::of(session.arch);
     let asm = |listing: &str, symbol: &str| target.kernel_listing(listing, symbol);
     for (kind, extract, label) in
         [(Listing::Ir, &ir_function as &dyn Fn(&str, &str) -> String, "IR"), (Listing::Asm, &asm as &dyn Fn(&str, &str) -> String, "asm")]
@@ -1026,7 +1026,7 @@ fn diff_listings(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<
 /// to assembly (PTX on NVPTX).
 pub(crate) fn profile(session: &Session<'_>, symbol: &str, t: &Transforms) -> Result<cost::Profile, crate::session::SessionError> {
     let listing = session.listing(&[(symbol.to_string(), t.clone())], Listing::Asm)?;
-    let code = target::of(session.arch).kernel_listing(&listing, symbol);
+    let code = gpu::of(session.arch).kernel_listing(&listing, symbol);
     Ok(cost::profile_of(&code, session.arch))
 }
 
@@ -1035,7 +1035,6 @@ fn ir_function(listing: &str, symbol: &str) -> String {
     let start = format!("@{symbol}(");
     compile::cut(listing, |l| l.starts_with("define") && l.contains(&start), |l| l == "}", true)
 }
-
 
 impl Tabular for KernelTuning {
     fn header() -> Vec<&'static str> {
@@ -1077,7 +1076,8 @@ mod tests {
             "`__restrict__` on `g14` would reach occupancy 6 (96 → 84 VGPRs) — verify that `g14` never overlaps another argument"
         );
         let with = Transforms { pow2: true, waves_per_eu: Some(6), ..t.clone() };
-        assert!(suggestion_message(&t, &with, &now, &then, &[], &gfx, &Evidence::shipped()).contains("(96 → 84 VGPRs) with pow2 + waves-per-eu=6 — verify"));
+        assert!(suggestion_message(&t, &with, &now, &then, &[], &gfx, &Evidence::shipped())
+            .contains("(96 → 84 VGPRs) with pow2 + waves-per-eu=6 — verify"));
     }
 
     #[test]
@@ -1113,6 +1113,6 @@ mod tests {
         assert_eq!(ir_function(ir, "k"), "define amdgpu_kernel void @k(ptr %p) #0 {\nentry:\n  ret void\n}\n");
         let asm = "a:\n  s_endpgm\n.Lfunc_end0:\nk:\n  s_load_dword s0\n  s_endpgm\n.Lfunc_end1:\n";
         let gfx90a = Arch::parse("gfx90a").unwrap();
-        assert_eq!(target::of(&gfx90a).kernel_listing(asm, "k"), "k:\n  s_load_dword s0\n  s_endpgm\n");
+        assert_eq!(gpu::of(&gfx90a).kernel_listing(asm, "k"), "k:\n  s_load_dword s0\n  s_endpgm\n");
     }
 }

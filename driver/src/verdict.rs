@@ -24,7 +24,7 @@ use crate::search::Rule;
 
 /// What the static rule knows of a variant's speed beyond its resources.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Basis {
+pub(crate) enum Basis {
     /// Registers, spills and occupancy only.
     Static,
     /// The cost model's estimate ([`crate::cost`]): time with the trade
@@ -34,11 +34,11 @@ pub enum Basis {
 
 /// How much slower the cost model may predict an occupancy target before
 /// it is held back: its estimates are not calibrated finer than this.
-pub const PREDICTION_TOLERANCE: f64 = 0.02;
+pub(crate) const PREDICTION_TOLERANCE: f64 = 0.02;
 
 /// What happens to a better result.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Apply(Reason),
     /// Suggest it, for these reasons; the user confirms it in the db.
     Hold(Vec<Reason>),
@@ -47,7 +47,7 @@ pub enum Verdict {
 /// A result that trades unrolling for registers (`traded`), against the
 /// best result without the trade (`kept`): applied only where it removes
 /// memory spills or scratch that `kept` still has, or where it ran faster.
-pub fn trade(rule: &Rule, traded: &Usage, kept: &Usage, basis: Basis) -> Verdict {
+pub(crate) fn trade(rule: &Rule, traded: &Usage, kept: &Usage, basis: Basis) -> Verdict {
     if !rule.improves_on(traded, kept) {
         return Verdict::Hold(vec![]);
     }
@@ -64,7 +64,7 @@ pub fn trade(rule: &Rule, traded: &Usage, kept: &Usage, basis: Basis) -> Verdict
 /// kept unless the schedule it forces is predicted (or measured) slower,
 /// i.e. it gives up more latency hiding within a wave than the extra waves
 /// bring back.
-pub fn occupancy_target(basis: Basis) -> Verdict {
+pub(crate) fn occupancy_target(basis: Basis) -> Verdict {
     match basis {
         Basis::Predicted { time_ratio } if time_ratio > 1.0 + PREDICTION_TOLERANCE => Verdict::Hold(vec![Reason::TradesIlp]),
         _ => Verdict::Apply(Reason::RaisesOccupancy),
@@ -73,7 +73,7 @@ pub fn occupancy_target(basis: Basis) -> Verdict {
 
 /// Why a suggestion waits for the user, for each kind of transform in
 /// `held` (the parts of it the user has not allowed).
-pub fn held_reasons(held: &Transforms) -> Vec<Reason> {
+pub(crate) fn held_reasons(held: &Transforms) -> Vec<Reason> {
     let mut reasons = Vec::new();
     if held.sink || (held.pow2 && !held.pow2_inexact) {
         reasons.push(Reason::Unproven);
@@ -92,7 +92,7 @@ pub fn held_reasons(held: &Transforms) -> Vec<Reason> {
 
 /// Why an applied set was worth applying: it removed memory spills or
 /// scratch, else it raised occupancy.
-pub fn applied_reason(rule: &Rule, before: &Usage, after: &Usage) -> Reason {
+pub(crate) fn applied_reason(rule: &Rule, before: &Usage, after: &Usage) -> Reason {
     if rule.memory_spills(after) < rule.memory_spills(before) {
         Reason::RemovesSpills
     } else {

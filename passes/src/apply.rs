@@ -242,9 +242,7 @@ impl<'ctx> Plan<'ctx> {
         self.functions
             .iter()
             .filter(|f| {
-                self.reached_by
-                    .get(*f)
-                    .is_some_and(|ks| ks.contains(&kept) && ks.iter().any(|&k| pick(&self.transforms[k]) != value))
+                self.reached_by.get(*f).is_some_and(|ks| ks.contains(&kept) && ks.iter().any(|&k| pick(&self.transforms[k]) != value))
             })
             .copied()
             .collect()

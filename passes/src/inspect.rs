@@ -21,8 +21,8 @@ use std::io::Write;
 use inkwell::module::Module;
 use inkwell::values::FunctionValue;
 
-use crate::{ir, noalias, pow2, unroll_cap};
 use crate::pow2::Rounding;
+use crate::{ir, noalias, pow2, unroll_cap};
 
 /// The line's layout is the driver's too: the decisions crate holds it.
 type Line = regtune_decisions::plugin::Inspection<noalias::Candidate>;
@@ -55,11 +55,7 @@ pub fn print(module: &Module<'_>) {
 
 /// Does `transform` change the kernel's scope? Tried on a copy, so the
 /// module itself stays as it was.
-fn would_change(
-    module: &Module<'_>,
-    kernel: &str,
-    transform: impl for<'c> Fn(&Module<'c>, &[FunctionValue<'c>]) -> bool,
-) -> bool {
+fn would_change(module: &Module<'_>, kernel: &str, transform: impl for<'c> Fn(&Module<'c>, &[FunctionValue<'c>]) -> bool) -> bool {
     let copy = module.clone();
     let Some(k) = copy.get_function(kernel) else {
         return true; // cannot tell: let the tuner try it

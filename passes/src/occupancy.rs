@@ -18,6 +18,7 @@
 //!     the same on sm_70 through sm_90), and
 //!   - with `block=N`, `"nvvm.maxntid"="N"` (PTX `.maxntid N`): the CUDA
 //!     `__launch_bounds__(N)`.
+//!
 //! A register cap needs no promise about the launch, unlike
 //! `"nvvm.minctasm"`, which ptxas honours only next to `.maxntid`.
 //! LLVM 19 reads both limits from `!nvvm.annotations` (`maxnreg`,
@@ -111,7 +112,7 @@ fn set_nvvm_limit(f: FunctionValue<'_>, (_, annotation): (&str, &str), value: u3
 /// The register cap at which `warps` warps fit an SM's register file:
 /// per warp at most `floor(16384 / ceil(warps / 4))` registers in units of
 /// 256, i.e. `floor(64 / ceil(warps / 4)) * 8` per thread, at most 255.
-/// (The driver's occupancy model, driver/src/target/nvptx/nvidia.rs, computes the same.)
+/// (The driver's occupancy model, driver/src/gpu/nvptx/nvidia.rs, computes the same.)
 pub fn register_cap_for_warps(warps: u32) -> u32 {
     let per_partition = warps.max(1).div_ceil(4);
     ((64 / per_partition) * 8).clamp(8, MAX_REGS_PER_THREAD)

@@ -17,6 +17,7 @@
 //!   - `__nv_pow`, `__nv_powf` (pow), `__nv_powi`, `__nv_powif` (pown),
 //!   - any single-block function that only forwards its two arguments to
 //!     one of those (or to another forwarder) and returns the result.
+//!
 //! libdevice's `__nv_fast_powf` (CUDA's `__powf`, an approximation through
 //! `exp2(y * log2(x))`) is left alone: `x * x` would not give its results.
 //!
@@ -71,8 +72,8 @@ use inkwell::intrinsics::Intrinsic;
 use inkwell::module::Module;
 use inkwell::types::{BasicMetadataTypeEnum, BasicTypeEnum, VectorType};
 use inkwell::values::{
-    BasicMetadataValueEnum, BasicValue, BasicValueEnum, CallSiteValue, FastMathFlags, FloatMathValue, FloatValue,
-    FunctionValue, InstructionOpcode, InstructionValue, VectorValue,
+    BasicMetadataValueEnum, BasicValue, BasicValueEnum, CallSiteValue, FastMathFlags, FloatMathValue, FloatValue, FunctionValue,
+    InstructionOpcode, InstructionValue, VectorValue,
 };
 
 use crate::ffi::ir::{self as llvm};
@@ -187,12 +188,9 @@ impl<'ctx> Classifier<'ctx> {
         // A forwarding cycle is not a pow: mark before recursing.
         self.memo.insert(f, None);
         let result = match library_pow(f) {
-            Some(family) => Some(PowFn {
-                family,
-                chain_flags: FastMathFlags::all(),
-                libc: is_libc_pow(f),
-                inexact: is_inexact_library_pow(f),
-            }),
+            Some(family) => {
+                Some(PowFn { family, chain_flags: FastMathFlags::all(), libc: is_libc_pow(f), inexact: is_inexact_library_pow(f) })
+            }
             None => self.forwarder(f),
         };
         self.memo.insert(f, result);
@@ -321,8 +319,7 @@ fn signature_fits(f: FunctionValue<'_>, family: Family) -> bool {
         Family::Pown => match (ret, params[1]) {
             (BasicTypeEnum::FloatType(_), BasicMetadataTypeEnum::IntType(i)) => i.get_bit_width() == 32,
             (BasicTypeEnum::VectorType(v), BasicMetadataTypeEnum::VectorType(n)) => {
-                v.get_size() == n.get_size()
-                    && matches!(n.get_element_type(), BasicTypeEnum::IntType(i) if i.get_bit_width() == 32)
+                v.get_size() == n.get_size() && matches!(n.get_element_type(), BasicTypeEnum::IntType(i) if i.get_bit_width() == 32)
             }
             _ => false,
         },
@@ -381,19 +378,16 @@ fn local_alloca<'ctx>(ptr: BasicValueEnum<'ctx>) -> Option<InstructionValue<'ctx
 
 /// Which parameter `v` is: the parameter itself, or a load from an alloca
 /// that exactly one store fills, with that parameter.
-fn forwarded_parameter<'ctx>(
-    insts: &[InstructionValue<'ctx>],
-    params: &[BasicValueEnum<'ctx>],
-    v: BasicValueEnum<'ctx>,
-) -> Option<usize> {
+fn forwarded_parameter<'ctx>(insts: &[InstructionValue<'ctx>], params: &[BasicValueEnum<'ctx>], v: BasicValueEnum<'ctx>) -> Option<usize> {
     if let Some(i) = params.iter().position(|p| *p == v) {
         return Some(i);
     }
     let load = v.as_instruction_value().filter(|i| i.get_opcode() == InstructionOpcode::Load)?;
     let slot = local_alloca(llvm::value_operand(load, 0)?)?;
-    let mut stored = insts.iter().filter(|i| i.get_opcode() == InstructionOpcode::Store).filter(|s| {
-        llvm::value_operand(**s, 1).and_then(local_alloca) == Some(slot)
-    });
+    let mut stored = insts
+        .iter()
+        .filter(|i| i.get_opcode() == InstructionOpcode::Store)
+        .filter(|s| llvm::value_operand(**s, 1).and_then(local_alloca) == Some(slot));
     let only = stored.next()?;
     if stored.next().is_some() {
         return None;
@@ -462,9 +456,7 @@ fn pow_rewrite(e: Exponent, flags: FastMathFlags) -> Option<Rewrite> {
         2 => Some(Rewrite::Power { n: 2, reciprocal: false }),
         -1 => Some(Rewrite::Power { n: 1, reciprocal: true }),
         // Several roundings instead of one: only as an approximation.
-        _ if has(FastMathFlags::ApproxFunc) => {
-            Some(Rewrite::Power { n: u32::try_from(n.unsigned_abs()).ok()?, reciprocal: n < 0 })
-        }
+        _ if has(FastMathFlags::ApproxFunc) => Some(Rewrite::Power { n: u32::try_from(n.unsigned_abs()).ok()?, reciprocal: n < 0 }),
         _ => None,
     }
 }
@@ -649,10 +641,7 @@ mod tests {
         assert_eq!(pow(-1.0, NONE), Some(Rewrite::Power { n: 1, reciprocal: true }));
         assert_eq!(pow(1.0, NONE), Some(Rewrite::Identity));
         assert_eq!(pow(0.0, NONE), Some(Rewrite::One));
-        assert_eq!(
-            legal_rewrite(Family::Pown, Exponent::Int(2), NONE),
-            Some(Rewrite::Power { n: 2, reciprocal: false })
-        );
+        assert_eq!(legal_rewrite(Family::Pown, Exponent::Int(2), NONE), Some(Rewrite::Power { n: 2, reciprocal: false }));
     }
 
     #[test]

@@ -255,10 +255,7 @@ mod tests {
 
     #[test]
     fn noalias_takes_indices_and_names() {
-        assert_eq!(
-            ok("regtune-noalias<0;out;0>"),
-            PassSpec::Noalias(vec![ParamRef::Index(0), ParamRef::Name("out".into())])
-        );
+        assert_eq!(ok("regtune-noalias<0;out;0>"), PassSpec::Noalias(vec![ParamRef::Index(0), ParamRef::Name("out".into())]));
         assert!(parse("regtune-noalias<0;;1>").is_err());
     }
 

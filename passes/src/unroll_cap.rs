@@ -88,9 +88,10 @@ pub fn run_on(functions: &[FunctionValue<'_>], cap: u32) -> bool {
 /// Whether a cap could change anything in `functions`: some loop that is
 /// not already kept rolled.
 pub fn applies(functions: &[FunctionValue<'_>]) -> bool {
-    functions.iter().flat_map(|f| natural_loops(*f)).any(|lp| {
-        rewritable_properties(&lp).is_none_or(|props| pragma_of(&props) != Pragma::Disable)
-    })
+    functions
+        .iter()
+        .flat_map(|f| natural_loops(*f))
+        .any(|lp| rewritable_properties(&lp).is_none_or(|props| pragma_of(&props) != Pragma::Disable))
 }
 
 /// Mark `f` with the cap (the smaller one if it already has a cap).
@@ -229,11 +230,7 @@ fn natural_loops<'ctx>(f: FunctionValue<'ctx>) -> Vec<Loop<'ctx>> {
     let index: HashMap<BasicBlock<'ctx>, usize> = blocks.iter().enumerate().map(|(i, b)| (*b, i)).collect();
     let succs: Vec<Vec<usize>> = blocks
         .iter()
-        .map(|b| {
-            b.get_terminator()
-                .map(|t| llvm::successors(t).iter().filter_map(|s| index.get(s).copied()).collect())
-                .unwrap_or_default()
-        })
+        .map(|b| b.get_terminator().map(|t| llvm::successors(t).iter().filter_map(|s| index.get(s).copied()).collect()).unwrap_or_default())
         .collect();
     let idom = dominators(&succs);
 

@@ -180,10 +180,7 @@ mod tests {
         let words = [(0, a.addr), (8, b.addr + 0x10), (16, a.addr + 0x20), (24, 2.0f64.to_bits())];
         let (ranges, pointers) = reachable(&words, lookup);
         assert_eq!(ranges, [a, b]);
-        assert_eq!(
-            pointers,
-            [Pointer { offset: 0, range: 0 }, Pointer { offset: 8, range: 1 }, Pointer { offset: 16, range: 0 }]
-        );
+        assert_eq!(pointers, [Pointer { offset: 0, range: 0 }, Pointer { offset: 8, range: 1 }, Pointer { offset: 16, range: 0 }]);
     }
 
     #[test]

@@ -304,7 +304,8 @@ impl Gpu for CudaGpu {
         if config.shared_bytes > DEFAULT_DYNAMIC_SHARED {
             // The program opted its own kernel in; the candidate needs the same.
             // SAFETY: `f` is a live function.
-            let code = unsafe { (api.func_set_attribute)(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, config.shared_bytes as c_int) };
+            let code =
+                unsafe { (api.func_set_attribute)(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, config.shared_bytes as c_int) };
             if let Err(e) = self.cuda.check(code, "cuFuncSetAttribute") {
                 self.unload(&kernel);
                 return Err(e);
@@ -340,7 +341,19 @@ impl Gpu for CudaGpu {
         // in the driver's documented form pointing at live locals.
         unsafe {
             self.cuda.check((api.event_record)(self.start, stream), "cuEventRecord")?;
-            let code = (api.launch_kernel)(kernel.handle as Handle, gx, gy, gz, bx, by, bz, config.shared_bytes, stream, std::ptr::null_mut(), extra.as_mut_ptr());
+            let code = (api.launch_kernel)(
+                kernel.handle as Handle,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                config.shared_bytes,
+                stream,
+                std::ptr::null_mut(),
+                extra.as_mut_ptr(),
+            );
             self.cuda.check(code, "cuLaunchKernel")?;
             self.cuda.check((api.event_record)(self.stop, stream), "cuEventRecord")?;
             self.cuda.check((api.event_synchronize)(self.stop), "the kernel")?;

@@ -14,7 +14,9 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::{Mutex, OnceLock};
 
 use crate::capture;
-use crate::cuda::{self, Cuda, Handle, ProgramContext, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END};
+use crate::cuda::{
+    self, Cuda, Handle, ProgramContext, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END,
+};
 use crate::dl::{api, Library};
 use crate::interpose::{Interposer, Launch, Pending};
 use crate::plan::{Event, EventLog, LaunchConfig};

@@ -82,7 +82,6 @@ macro_rules! api {
 }
 pub(crate) use api;
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

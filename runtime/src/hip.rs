@@ -81,7 +81,8 @@ pub struct Hip {
 pub fn runtime() -> Result<&'static Hip, String> {
     static HIP: OnceLock<Result<Hip, String>> = OnceLock::new();
     HIP.get_or_init(|| {
-        let lib = Library::open(&["libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"]).map_err(|e| format!("no HIP runtime ({e})"))?;
+        let lib =
+            Library::open(&["libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"]).map_err(|e| format!("no HIP runtime ({e})"))?;
         let api = Runtime::load(&lib).map_err(|e| format!("the HIP runtime lacks {e}"))?;
         Ok(Hip { api, _lib: lib })
     })
@@ -261,7 +262,20 @@ pub unsafe extern "C" fn __hipRegisterFunction(
     }
     if let Some(next) = wrapped() {
         // SAFETY: forwarding the caller's arguments unchanged.
-        unsafe { (next.register_function)(modules, host_function, device_function, device_name, thread_limit, tid, bid, block_dim, grid_dim, w_size) }
+        unsafe {
+            (next.register_function)(
+                modules,
+                host_function,
+                device_function,
+                device_name,
+                thread_limit,
+                tid,
+                bid,
+                block_dim,
+                grid_dim,
+                w_size,
+            )
+        }
     }
 }
 
@@ -278,7 +292,9 @@ pub unsafe extern "C" fn hipLaunchKernel(
     shared_mem_bytes: usize,
     stream: Handle,
 ) -> HipError {
-    let Some(next) = wrapped() else { return 98 /* hipErrorInvalidDeviceFunction */ };
+    let Some(next) = wrapped() else {
+        return 98; /* hipErrorInvalidDeviceFunction */
+    };
     let config = LaunchConfig {
         grid: [num_blocks.x, num_blocks.y, num_blocks.z],
         block: [dim_blocks.x, dim_blocks.y, dim_blocks.z],
@@ -333,7 +349,11 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
     let Some(next) = wrapped() else { return 98 };
     let config = LaunchConfig { grid: [gx, gy, gz], block: [bx, by, bz], shared_bytes: shared };
     // SAFETY: forwarding the caller's arguments; `kernel_params` is HIP's per-parameter array (or null).
-    unsafe { around(f as usize, config, kernel_params, || (next.module_launch_kernel)(f, gx, gy, gz, bx, by, bz, shared, stream, kernel_params, extra)) }
+    unsafe {
+        around(f as usize, config, kernel_params, || {
+            (next.module_launch_kernel)(f, gx, gy, gz, bx, by, bz, shared, stream, kernel_params, extra)
+        })
+    }
 }
 
 /// The replayer's own context on the program's GPU.
@@ -441,7 +461,19 @@ impl Gpu for HipGpu {
         // SAFETY: a live function, events from `open`, `extra` in HIP's documented form.
         unsafe {
             self.hip.check((api.event_record)(self.start, stream), "hipEventRecord")?;
-            let code = (api.module_launch_kernel)(kernel.handle as Handle, gx, gy, gz, bx, by, bz, config.shared_bytes, stream, std::ptr::null_mut(), extra.as_mut_ptr());
+            let code = (api.module_launch_kernel)(
+                kernel.handle as Handle,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                config.shared_bytes,
+                stream,
+                std::ptr::null_mut(),
+                extra.as_mut_ptr(),
+            );
             self.hip.check(code, "hipModuleLaunchKernel")?;
             self.hip.check((api.event_record)(self.stop, stream), "hipEventRecord")?;
             self.hip.check((api.event_synchronize)(self.stop), "the kernel")?;

@@ -147,7 +147,16 @@ impl Interposer {
     }
 
     pub fn new(vendor: &str, plan: Plan, dir: PathBuf, log: EventLog) -> Interposer {
-        Interposer { vendor: vendor.to_string(), plan, dir, log, counts: HashMap::new(), stopped: HashSet::new(), reported: HashSet::new(), replayer: None }
+        Interposer {
+            vendor: vendor.to_string(),
+            plan,
+            dir,
+            log,
+            counts: HashMap::new(),
+            stopped: HashSet::new(),
+            reported: HashSet::new(),
+            replayer: None,
+        }
     }
 
     /// The plan's entry for the kernel a launch names, if it still wants a
@@ -185,7 +194,11 @@ impl Interposer {
         if kernel.arch.trim_end_matches('a') != device.arch.split(':').next().unwrap_or_default() {
             self.stopped.insert(kernel.key.clone());
             if self.reported.insert(format!("{}@{}", kernel.symbol, kernel.arch)) {
-                self.log.write(&Event::OtherTarget { symbol: kernel.symbol.clone(), device: device.description, arch: kernel.arch.clone() });
+                self.log.write(&Event::OtherTarget {
+                    symbol: kernel.symbol.clone(),
+                    device: device.description,
+                    arch: kernel.arch.clone(),
+                });
             }
             return None;
         }

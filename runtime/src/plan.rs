@@ -154,11 +154,7 @@ pub struct EventLog {
 
 impl EventLog {
     pub fn open(path: &Path) -> Result<EventLog, String> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        let file = OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
         Ok(EventLog { file })
     }
 

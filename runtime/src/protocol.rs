@@ -40,11 +40,19 @@ pub struct ReplayRequest {
 pub enum Response {
     Replayed(Replayed),
     /// The program's launch compared with the plain build's.
-    Compared { identical: bool, difference: Option<String> },
+    Compared {
+        identical: bool,
+        difference: Option<String>,
+    },
     /// A candidate faulted; the replayer exits after saying so.
-    Fault { candidate: String, message: String },
+    Fault {
+        candidate: String,
+        message: String,
+    },
     /// This launch could not be replayed (the replayer goes on).
-    Error { message: String },
+    Error {
+        message: String,
+    },
 }
 
 /// Frames larger than this are refused: no allocation is bigger than a GPU.

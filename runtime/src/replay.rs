@@ -166,11 +166,7 @@ fn load_checked(gpu: &mut dyn Gpu, image: &[u8], launch: &Launch<'_>) -> Result<
     if launch.config.threads_per_block() > kernel.max_threads_per_block as u64 {
         return refuse(
             gpu,
-            format!(
-                "allows {} threads per block, the launch has {}",
-                kernel.max_threads_per_block,
-                launch.config.threads_per_block()
-            ),
+            format!("allows {} threads per block, the launch has {}", kernel.max_threads_per_block, launch.config.threads_per_block()),
         );
     }
     Ok(kernel)
@@ -318,7 +314,14 @@ mod tests {
     impl FakeGpu {
         fn new() -> FakeGpu {
             // Addresses unlike the program's, so relocation matters.
-            FakeGpu { memory: BTreeMap::new(), next: 0x5_0000_0000, kernels: BTreeMap::new(), launches: vec![], free: 1 << 30, refuse_launches: false }
+            FakeGpu {
+                memory: BTreeMap::new(),
+                next: 0x5_0000_0000,
+                kernels: BTreeMap::new(),
+                launches: vec![],
+                free: 1 << 30,
+                refuse_launches: false,
+            }
         }
 
         fn slice(&mut self, addr: u64, len: usize) -> Result<&mut [u8], GpuError> {

@@ -116,10 +116,7 @@ pub fn parse_remarks(stderr: &str) -> BTreeMap<String, BTreeMap<String, u64>> {
     let mut all: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut current = None;
     for line in stderr.lines() {
-        let Some(body) = line
-            .split_once(": remark: ")
-            .and_then(|(_, r)| r.strip_suffix(" [-Rpass-analysis=kernel-resource-usage]"))
-        else {
+        let Some(body) = line.split_once(": remark: ").and_then(|(_, r)| r.strip_suffix(" [-Rpass-analysis=kernel-resource-usage]")) else {
             continue;
         };
         let Some((key, value)) = body.trim().split_once(": ") else { continue };

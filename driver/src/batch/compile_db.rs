@@ -25,7 +25,7 @@ pub enum CompileDbError {
 }
 
 /// Where the database is: `-p` names a build directory or the file itself.
-pub fn locate(p: &Path) -> PathBuf {
+pub(crate) fn locate(p: &Path) -> PathBuf {
     if p.is_dir() {
         p.join("compile_commands.json")
     } else {
@@ -44,7 +44,7 @@ struct RawEntry {
 
 /// One HIP translation unit, ready to compile.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Unit {
+pub(crate) struct Unit {
     /// The source, absolute.
     pub file: PathBuf,
     /// Flags for the device compile: defines, include paths (absolute),
@@ -60,20 +60,23 @@ pub struct Unit {
 
 /// What one entry turned out to be.
 #[derive(Debug, Clone)]
-pub enum Parsed {
+pub(crate) enum Parsed {
     Hip(Unit),
     /// Not a HIP translation unit (C, C++, CUDA for NVPTX...): skipped.
-    NotHip { file: String },
+    NotHip,
     /// The entry cannot be used; the message names the cause.
-    Bad { entry: usize, file: String, message: String },
+    Bad {
+        entry: usize,
+        file: String,
+        message: String,
+    },
 }
 
 /// Read the database: one result per entry. Errors here are about the file
 /// as a whole; a bad entry is a [`Parsed::Bad`] and the rest still count.
-pub fn load(path: &Path) -> Result<Vec<Parsed>, CompileDbError> {
+pub(crate) fn load(path: &Path) -> Result<Vec<Parsed>, CompileDbError> {
     let text = std::fs::read_to_string(path).map_err(|source| CompileDbError::Read { path: path.into(), source })?;
-    let doc: serde_json::Value =
-        serde_json::from_str(&text).map_err(|source| CompileDbError::Json { path: path.into(), source })?;
+    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|source| CompileDbError::Json { path: path.into(), source })?;
     let serde_json::Value::Array(entries) = doc else {
         let found = match doc {
             serde_json::Value::Object(_) => "an object",
@@ -113,7 +116,7 @@ fn parse_entry(entry: usize, value: serde_json::Value) -> Parsed {
     let source = absolute(&directory, &file);
     match understand(&argv, &directory, &source) {
         Ok(Some((args, archs))) => Parsed::Hip(Unit { file: source, args, archs, directory, entry }),
-        Ok(None) => Parsed::NotHip { file },
+        Ok(None) => Parsed::NotHip,
         Err(message) => bad(&file, message),
     }
 }
@@ -132,7 +135,7 @@ fn absolute(dir: &Path, path: &str) -> PathBuf {
 
 /// `a/b/../c` as `a/c`, for reading and matching paths; compiles keep the
 /// path as the entry wrote it (`b` may be a symbolic link).
-pub fn lexical(path: &Path) -> PathBuf {
+pub(crate) fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {
@@ -185,42 +188,159 @@ fn strip_launchers<'a>(argv: &'a [String], source: &Path, directory: &Path) -> (
 
 /// Flags whose value is the next word.
 const SEPARATE_VALUE: &[&str] = &[
-    "-o", "-MF", "-MT", "-MQ", "-MJ", "-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", "-idirafter",
-    "-isysroot", "-iprefix", "-iwithprefix", "-iwithprefixbefore", "-cxx-isystem", "-F", "-x", "-Xclang", "-Xarch_device",
-    "-Xarch_host", "-Xlinker", "-Xassembler", "-Xpreprocessor", "-Xoffload-linker", "-Xcuda-ptxas", "-Xcuda-fatbinary",
-    "-mllvm", "-target", "-arch", "-L", "-l", "-framework", "-include-pch", "-working-directory",
-    "-serialize-diagnostics", "-dependency-file", "-dependency-dot", "--sysroot", "--include-directory",
-    "--offload-arch", "--cuda-gpu-arch", "--amdgpu-target", "--param", "-z", "-u", "-e", "-T",
+    "-o",
+    "-MF",
+    "-MT",
+    "-MQ",
+    "-MJ",
+    "-I",
+    "-D",
+    "-U",
+    "-include",
+    "-imacros",
+    "-isystem",
+    "-iquote",
+    "-idirafter",
+    "-isysroot",
+    "-iprefix",
+    "-iwithprefix",
+    "-iwithprefixbefore",
+    "-cxx-isystem",
+    "-F",
+    "-x",
+    "-Xclang",
+    "-Xarch_device",
+    "-Xarch_host",
+    "-Xlinker",
+    "-Xassembler",
+    "-Xpreprocessor",
+    "-Xoffload-linker",
+    "-Xcuda-ptxas",
+    "-Xcuda-fatbinary",
+    "-mllvm",
+    "-target",
+    "-arch",
+    "-L",
+    "-l",
+    "-framework",
+    "-include-pch",
+    "-working-directory",
+    "-serialize-diagnostics",
+    "-dependency-file",
+    "-dependency-dot",
+    "--sysroot",
+    "--include-directory",
+    "--offload-arch",
+    "--cuda-gpu-arch",
+    "--amdgpu-target",
+    "--param",
+    "-z",
+    "-u",
+    "-e",
+    "-T",
 ];
 
 /// Flags (exact) that only shape the build's outputs, or that regtune sets
 /// itself for a device-only compile: dropped.
 const DROPPED: &[&str] = &[
-    "-c", "-S", "-E", "-M", "-MM", "-MD", "-MMD", "-MP", "-MG", "-MV", "-pipe", "-v", "-###", "-shared", "-static",
-    "-rdynamic", "-pie", "-no-pie", "--hip-link", "--cuda-host-only", "--cuda-device-only",
-    "--offload-host-only", "--offload-device-only", "--cuda-compile-host-device", "--no-gpu-bundle-output",
-    "--gpu-bundle-output", "-save-temps", "--save-temps", "-emit-llvm", "-fsyntax-only", "-nogpulib", "-nogpuinc",
+    "-c",
+    "-S",
+    "-E",
+    "-M",
+    "-MM",
+    "-MD",
+    "-MMD",
+    "-MP",
+    "-MG",
+    "-MV",
+    "-pipe",
+    "-v",
+    "-###",
+    "-shared",
+    "-static",
+    "-rdynamic",
+    "-pie",
+    "-no-pie",
+    "--hip-link",
+    "--cuda-host-only",
+    "--cuda-device-only",
+    "--offload-host-only",
+    "--offload-device-only",
+    "--cuda-compile-host-device",
+    "--no-gpu-bundle-output",
+    "--gpu-bundle-output",
+    "-save-temps",
+    "--save-temps",
+    "-emit-llvm",
+    "-fsyntax-only",
+    "-nogpulib",
+    "-nogpuinc",
 ];
 
 /// Separate-value flags dropped with their value.
 const DROPPED_WITH_VALUE: &[&str] = &[
-    "-o", "-MF", "-MT", "-MQ", "-MJ", "-Xlinker", "-Xoffload-linker", "-Xarch_host", "-L", "-l", "-framework",
-    "-include-pch", "-working-directory", "-serialize-diagnostics", "-dependency-file", "-dependency-dot", "-z", "-u",
-    "-e", "-T",
+    "-o",
+    "-MF",
+    "-MT",
+    "-MQ",
+    "-MJ",
+    "-Xlinker",
+    "-Xoffload-linker",
+    "-Xarch_host",
+    "-L",
+    "-l",
+    "-framework",
+    "-include-pch",
+    "-working-directory",
+    "-serialize-diagnostics",
+    "-dependency-file",
+    "-dependency-dot",
+    "-z",
+    "-u",
+    "-e",
+    "-T",
 ];
 
 /// Prefixes of joined flags that are dropped: outputs, linking, and where
 /// the toolchain lives (regtune brings its own).
 const DROPPED_PREFIXES: &[&str] = &[
-    "-o", "-MF", "-MT", "-MQ", "-MJ", "-Wl,", "-L", "-l", "-save-temps=", "-ftime-trace", "-fuse-ld=", "--rocm-path=",
-    "--hip-path=", "--rocm-device-lib-path=", "--hip-device-lib-path=", "-fcrash-diagnostics-dir=",
+    "-o",
+    "-MF",
+    "-MT",
+    "-MQ",
+    "-MJ",
+    "-Wl,",
+    "-L",
+    "-l",
+    "-save-temps=",
+    "-ftime-trace",
+    "-fuse-ld=",
+    "--rocm-path=",
+    "--hip-path=",
+    "--rocm-device-lib-path=",
+    "--hip-device-lib-path=",
+    "-fcrash-diagnostics-dir=",
 ];
 
 /// Flags whose value is a path that resolves against the entry's directory,
 /// longest first so `-isystem` is not read as `-i` + `system`.
 const PATH_FLAGS: &[&str] = &[
-    "--include-directory=", "-iwithprefixbefore", "-iwithprefix", "-cxx-isystem", "-idirafter", "-isysroot", "-isystem",
-    "-iprefix", "-imacros", "-include", "-iquote", "--sysroot=", "--sysroot", "--include-directory", "-I", "-F",
+    "--include-directory=",
+    "-iwithprefixbefore",
+    "-iwithprefix",
+    "-cxx-isystem",
+    "-idirafter",
+    "-isysroot",
+    "-isystem",
+    "-iprefix",
+    "-imacros",
+    "-include",
+    "-iquote",
+    "--sysroot=",
+    "--sysroot",
+    "--include-directory",
+    "-I",
+    "-F",
 ];
 
 /// Of those, the ones naming a file clang also looks for on the include
@@ -375,10 +495,8 @@ mod tests {
 
     #[test]
     fn output_and_dependency_flags_are_dropped_and_the_rest_kept() {
-        let (args, archs) = hip(
-            "/usr/bin/clang++ -DN=4 -I../include -isystem /opt/x -std=c++17 -O2 -ffast-math -x hip \
-             --offload-arch=gfx90a -MD -MT k.o -MF k.o.d -o k.o -c ../src/k.hip",
-        );
+        let (args, archs) = hip("/usr/bin/clang++ -DN=4 -I../include -isystem /opt/x -std=c++17 -O2 -ffast-math -x hip \
+             --offload-arch=gfx90a -MD -MT k.o -MF k.o.d -o k.o -c ../src/k.hip");
         assert_eq!(args, ["-DN=4", "-I/build/../include", "-isystem", "/opt/x", "-std=c++17", "-O2", "-ffast-math"].map(String::from));
         assert_eq!(archs, ["gfx90a"]);
     }

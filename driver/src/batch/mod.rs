@@ -7,9 +7,9 @@
 //! recorded result if nothing changed ([`records`]), else `tune` it and record
 //! it at once → report ([`render`], [`html`]).
 
-pub mod compile_db;
+pub(crate) mod compile_db;
 pub mod html;
-pub mod records;
+pub(crate) mod records;
 pub mod render;
 
 use std::collections::BTreeSet;
@@ -24,17 +24,17 @@ use regtune_decisions::{Db, DbError, Usage};
 use serde::{Deserialize, Serialize};
 
 use crate::compile::{self, Unit as CompileUnit};
+use crate::gpu::Arch;
 use crate::output::Failure;
 use crate::progress::Progress;
 use crate::rdc::{self, Given, LinkSet};
-use crate::target::Arch;
 use crate::toolchain::Toolchain;
 use crate::tune::{self, KernelTuning};
 use compile_db::{CompileDbError, Parsed, Unit};
 use records::{Records, UnitRecord};
 
 /// The target a unit gets when neither `--offload-arch` nor its entry names one.
-pub const DEFAULT_ARCH: &str = "gfx90a";
+pub(crate) const DEFAULT_ARCH: &str = "gfx90a";
 
 #[derive(Debug, thiserror::Error)]
 pub enum BatchError {
@@ -146,11 +146,11 @@ impl KernelRow {
         serde_json::from_value(v).expect("tune rows have every key a batch row needs")
     }
 
-    pub fn spills_before(&self) -> u32 {
+    pub(crate) fn spills_before(&self) -> u32 {
         self.before.vgpr_spills + self.before.sgpr_spills
     }
 
-    pub fn spills_after(&self) -> u32 {
+    pub(crate) fn spills_after(&self) -> u32 {
         self.after.vgpr_spills + self.after.sgpr_spills
     }
 }
@@ -189,22 +189,11 @@ pub struct UnitStatus {
 
 impl UnitStatus {
     fn new(entry: usize, file: String, arch: Option<String>, status: Status) -> UnitStatus {
-        UnitStatus {
-            entry,
-            file,
-            arch,
-            status,
-            kernels: 0,
-            input_hash: None,
-            seconds: 0.0,
-            variants: 0,
-            error: None,
-            diagnostics: None,
-        }
+        UnitStatus { entry, file, arch, status, kernels: 0, input_hash: None, seconds: 0.0, variants: 0, error: None, diagnostics: None }
     }
 
     /// The one-line error, naming the entry, file and target.
-    pub fn message(&self) -> Option<String> {
+    pub(crate) fn message(&self) -> Option<String> {
         let error = self.error.as_ref()?;
         let what = match &self.arch {
             Some(a) => format!("{} for {a}", self.file),
@@ -272,11 +261,7 @@ pub fn run(toolchain: &Toolchain, plugin: &Path, compile_db: &Path, options: &Op
     let records = Records::load(&records::path_for(&options.db));
     let recorder = match &options.record_all {
         Some(path) => Some(Mutex::new(BufWriter::new(
-            File::options()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|source| BatchError::Record { path: path.clone(), source })?,
+            File::options().create(true).append(true).open(path).map_err(|source| BatchError::Record { path: path.clone(), source })?,
         ))),
         None => None,
     };
@@ -344,7 +329,7 @@ fn select(parsed: Vec<Parsed>, options: &Options, cwd: Option<&Path>) -> (Vec<Un
         match p {
             Parsed::Hip(u) if options.selects(&u.file, cwd) => units.push(u),
             Parsed::Hip(_) => selection.filtered_out += 1,
-            Parsed::NotHip { .. } => selection.not_hip += 1,
+            Parsed::NotHip => selection.not_hip += 1,
             Parsed::Bad { entry, file, message } => {
                 bad.push(UnitStatus { error: Some(message), ..UnitStatus::new(entry, file, None, Status::Failed) })
             }
@@ -401,8 +386,7 @@ fn tune_or_reuse(
     }
 
     let started = Instant::now();
-    let tuned =
-        tune::tune_unit(ctx.toolchain, ctx.plugin, &unit.file, &arch, &unit.args, &ctx.options.tune, &ctx.known, progress)?;
+    let tuned = tune::tune_unit(ctx.toolchain, ctx.plugin, &unit.file, &arch, &unit.args, &ctx.options.tune, &ctx.known, progress)?;
     save_tuned(ctx, unit, &arch, &key, &tuned, started, status, true)
 }
 
@@ -458,7 +442,13 @@ fn save_tuned(
 /// its record only when no unit of the link changed; one whose kernels
 /// call functions no unit defines fails, its other kernels recorded in the
 /// db, and is tuned again next time.
-fn process_linked(ctx: &Context<'_>, tuned: &[&Unit], with: &[&Unit], arch_name: &str, progress: &Progress) -> Vec<(UnitStatus, Vec<KernelRow>)> {
+fn process_linked(
+    ctx: &Context<'_>,
+    tuned: &[&Unit],
+    with: &[&Unit],
+    arch_name: &str,
+    progress: &Progress,
+) -> Vec<(UnitStatus, Vec<KernelRow>)> {
     let status_of = |u: &Unit| UnitStatus::new(u.entry, u.file.display().to_string(), Some(arch_name.to_string()), Status::Tuned);
     let failed = |u: &Unit, f: Failure, started: Instant| {
         progress.inc();
@@ -473,7 +463,8 @@ fn process_linked(ctx: &Context<'_>, tuned: &[&Unit], with: &[&Unit], arch_name:
         Err(e) => return tuned.iter().map(|u| failed(u, Failure::new(e.to_string()), started)).collect(),
     };
     // Every unit of the link is preprocessed: a change in any one re-tunes them all.
-    let keys: Vec<Result<String, Failure>> = with.par_iter().map(|u| check_unit(u).and_then(|_| preprocessed_hash(ctx.toolchain, &arch, &u.file, &u.args))).collect();
+    let keys: Vec<Result<String, Failure>> =
+        with.par_iter().map(|u| check_unit(u).and_then(|_| preprocessed_hash(ctx.toolchain, &arch, &u.file, &u.args))).collect();
     let mut link_keys: Vec<&String> = keys.iter().flatten().collect();
     link_keys.sort();
     let link_key = crate::hash::of_parts(link_keys.iter().map(|k| k.as_bytes()));

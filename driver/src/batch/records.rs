@@ -25,7 +25,7 @@ use crate::hash;
 const VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Records {
+pub(crate) struct Records {
     pub version: u32,
     /// Keyed by the unit's input hash (preprocessed source, flags,
     /// compiler, target).
@@ -34,7 +34,7 @@ pub struct Records {
 
 /// One unit on one target, as the run that tuned it saw it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UnitRecord {
+pub(crate) struct UnitRecord {
     pub file: String,
     pub arch: String,
     /// The hash the db entries carry (from the tune's own preprocess).
@@ -50,7 +50,7 @@ pub struct UnitRecord {
 }
 
 /// `dir/decisions.json` → `dir/decisions.batch.json`.
-pub fn path_for(db: &Path) -> PathBuf {
+pub(crate) fn path_for(db: &Path) -> PathBuf {
     let stem = db.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "decisions".into());
     db.with_file_name(format!("{stem}.batch.json"))
 }
@@ -58,7 +58,7 @@ pub fn path_for(db: &Path) -> PathBuf {
 impl Records {
     /// Load; a missing file is empty, and so (with a warning) is one that
     /// cannot be read: its units are tuned again and the file rewritten.
-    pub fn load(path: &Path) -> Records {
+    pub(crate) fn load(path: &Path) -> Records {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Records::default(),
@@ -109,13 +109,10 @@ impl Records {
 
     /// The record for `key` if the db still holds what it wrote and the
     /// options match.
-    pub fn cached<'a>(&'a self, key: &str, options: &str, db: &Db) -> Option<&'a UnitRecord> {
+    pub(crate) fn cached<'a>(&'a self, key: &str, options: &str, db: &Db) -> Option<&'a UnitRecord> {
         let record = self.units.get(key)?;
-        let entries: Option<Vec<&Entry>> = record
-            .kernels
-            .iter()
-            .map(|k| db.kernels.get(&Db::key(&k.symbol, arch_processor(&record.arch), &record.input_hash)))
-            .collect();
+        let entries: Option<Vec<&Entry>> =
+            record.kernels.iter().map(|k| db.kernels.get(&Db::key(&k.symbol, arch_processor(&record.arch), &record.input_hash))).collect();
         (record.options == options && entries_digest(&entries?) == record.entries).then_some(record)
     }
 }
@@ -127,13 +124,13 @@ fn arch_processor(arch: &str) -> &str {
 /// A digest of db entries: a unit whose entries someone edited (a confirmed
 /// suggestion) is tuned again. A GPU measurement (`regtune measure`) is no
 /// edit: it is left out.
-pub fn entries_digest(entries: &[&Entry]) -> String {
+pub(crate) fn entries_digest(entries: &[&Entry]) -> String {
     hash::of_parts(entries.iter().map(|e| serde_json::to_vec(&Entry { measured: None, ..(*e).clone() }).expect("entry serializes")))
 }
 
 /// Record a finished unit: its decisions into the db, then its record
 /// beside it, so a run stopped after this keeps them.
-pub fn save_unit(db_path: &Path, key: &str, entries: &[Entry], mut record: UnitRecord) -> Result<(), DbError> {
+pub(crate) fn save_unit(db_path: &Path, key: &str, entries: &[Entry], mut record: UnitRecord) -> Result<(), DbError> {
     if !entries.is_empty() {
         Db::update(db_path, |db| {
             for e in entries {
@@ -149,15 +146,12 @@ pub fn save_unit(db_path: &Path, key: &str, entries: &[Entry], mut record: UnitR
 /// Join dbs and their records into `out` (kept entries of `out` stay).
 /// Returns the records of the inputs, and how many entries differed
 /// between inputs (the later input's entry is kept).
-pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<(Records, usize), DbError> {
+pub(crate) fn merge(inputs: &[PathBuf], out: &Path) -> Result<(Records, usize), DbError> {
     let mut dbs = Vec::new();
     let mut merged = Records { version: VERSION, ..Records::default() };
     for path in inputs {
         if !path.is_file() {
-            return Err(DbError::Read {
-                path: path.clone(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
-            });
+            return Err(DbError::Read { path: path.clone(), source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file") });
         }
         dbs.push(Db::load(path)?);
         merged.units.extend(Records::load(&path_for(path)).units);

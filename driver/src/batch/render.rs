@@ -10,7 +10,7 @@ use crate::output::{self, Format, Tabular};
 
 /// What the whole codebase looks like before and after tuning.
 #[derive(Debug, Clone, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub selection: Option<Selection>,
     /// HIP translation units in this report.
@@ -37,20 +37,20 @@ pub struct Summary {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Targets {
+pub(crate) struct Targets {
     pub tuned: usize,
     pub cached: usize,
     pub failed: usize,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct BeforeAfter<T> {
+pub(crate) struct BeforeAfter<T> {
     pub before: T,
     pub after: T,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Spills {
+pub(crate) struct Spills {
     pub before: u64,
     pub after: u64,
     pub removed: u64,
@@ -59,7 +59,7 @@ pub struct Spills {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Suggestions {
+pub(crate) struct Suggestions {
     /// Kernels with a suggestion.
     pub kernels: usize,
     pub noalias: usize,
@@ -73,11 +73,10 @@ fn register_limited(limiter: &str) -> bool {
 }
 
 impl Summary {
-    pub fn of(batch: &Batch) -> Summary {
+    pub(crate) fn of(batch: &Batch) -> Summary {
         let k = &batch.kernels;
         let count = |s: Status| batch.units.iter().filter(|u| u.status == s && u.arch.is_some()).count();
-        let units: BTreeSet<(usize, &str)> =
-            batch.units.iter().filter(|u| u.arch.is_some()).map(|u| (u.entry, u.file.as_str())).collect();
+        let units: BTreeSet<(usize, &str)> = batch.units.iter().filter(|u| u.arch.is_some()).map(|u| (u.entry, u.file.as_str())).collect();
         let mut occupancy = BeforeAfter::<BTreeMap<u32, usize>>::default();
         for r in k {
             *occupancy.before.entry(r.before.occupancy).or_default() += 1;
@@ -119,7 +118,7 @@ impl Summary {
     }
 
     /// Every occupancy value either histogram has, in order.
-    pub fn occupancy_levels(&self) -> Vec<u32> {
+    pub(crate) fn occupancy_levels(&self) -> Vec<u32> {
         let levels: BTreeSet<u32> = self.occupancy.before.keys().chain(self.occupancy.after.keys()).copied().collect();
         levels.into_iter().collect()
     }
@@ -127,11 +126,10 @@ impl Summary {
 
 /// `path` for people: `a/b/../c` read as `a/c`, and relative to the
 /// current directory when it lies under it.
-pub fn display_path(path: &str) -> String {
+pub(crate) fn display_path(path: &str) -> String {
     let clean = super::compile_db::lexical(std::path::Path::new(path));
     let cwd = std::env::current_dir().ok();
-    cwd.and_then(|c| clean.strip_prefix(c).ok().map(|p| p.display().to_string()))
-        .unwrap_or_else(|| clean.display().to_string())
+    cwd.and_then(|c| clean.strip_prefix(c).ok().map(|p| p.display().to_string())).unwrap_or_else(|| clean.display().to_string())
 }
 
 /// `x` when it did not change, else `x → y`.
@@ -243,9 +241,29 @@ fn table(batch: &Batch, s: &Summary) -> String {
 fn csv(rows: &[KernelRow]) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
-        "unit", "file", "line", "kernel", "symbol", "arch", "status", "vgpr_before", "vgpr_after", "sgpr_before",
-        "sgpr_after", "spills_before", "spills_after", "scratch_before", "scratch_after", "occupancy_before",
-        "occupancy_after", "limiter_before", "limiter_after", "applied", "suggested", "variants", "why",
+        "unit",
+        "file",
+        "line",
+        "kernel",
+        "symbol",
+        "arch",
+        "status",
+        "vgpr_before",
+        "vgpr_after",
+        "sgpr_before",
+        "sgpr_after",
+        "spills_before",
+        "spills_after",
+        "scratch_before",
+        "scratch_after",
+        "occupancy_before",
+        "occupancy_after",
+        "limiter_before",
+        "limiter_after",
+        "applied",
+        "suggested",
+        "variants",
+        "why",
     ])
     .expect("csv to memory");
     for r in rows {

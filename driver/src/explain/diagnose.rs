@@ -26,10 +26,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use regtune_decisions::{Entry, Usage};
 use serde::Serialize;
 
-use crate::ir::{self, Function, Module};
 use super::loops::Cfg;
+use crate::gpu::Arch;
+use crate::ir::{self, Function, Module};
 use crate::names::{demangle, short_name};
-use crate::target::Arch;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -45,7 +45,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub fn title(self) -> &'static str {
+    pub(crate) fn title(self) -> &'static str {
         match self {
             Kind::PrivateArray => "private array indexed at run time",
             Kind::AddressTaken => "address-taken local",
@@ -78,14 +78,15 @@ pub struct Diagnostic {
 /// The db's word on a kernel: the entry for this very input, one for an
 /// older input (other source or flags), or nothing.
 #[derive(Debug, Clone)]
-pub enum Tuned {
+#[allow(clippy::large_enum_variant)] // one per kernel explained: a Box would buy nothing
+pub(crate) enum Tuned {
     Current(Entry),
-    Stale(Entry),
+    Stale,
     Never,
 }
 
 /// What a diagnosis needs to know about the kernel.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub arch: &'a Arch,
     pub symbol: &'a str,
     pub usage: &'a Usage,
@@ -100,7 +101,7 @@ pub struct Context<'a> {
     pub tuned: &'a Tuned,
 }
 
-pub fn diagnose(cx: &Context<'_>) -> Vec<Diagnostic> {
+pub(crate) fn diagnose(cx: &Context<'_>) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     if let Some(f) = cx.post.function(cx.symbol) {
         private_memory(cx, f, &mut out);
@@ -114,7 +115,7 @@ pub fn diagnose(cx: &Context<'_>) -> Vec<Diagnostic> {
             d.tune = tune_note(cx.tuned, t);
         }
     }
-    out.sort_by(|a, b| (a.line, a.kind).cmp(&(b.line, b.kind)));
+    out.sort_by_key(|d| (d.line, d.kind));
     out
 }
 
@@ -136,12 +137,7 @@ fn users(f: &Function) -> HashMap<&str, Vec<&ir::Inst>> {
 }
 
 fn subprogram_file(m: &Module, f: &Function) -> String {
-    f.blocks
-        .iter()
-        .flat_map(|b| &b.insts)
-        .find_map(|i| place(m, i))
-        .map(|(file, _)| file)
-        .unwrap_or_default()
+    f.blocks.iter().flat_map(|b| &b.insts).find_map(|i| place(m, i)).map(|(file, _)| file).unwrap_or_default()
 }
 
 /// How a surviving local is used, from its address's users.
@@ -302,8 +298,7 @@ fn private_memory(cx: &Context<'_>, f: &Function, out: &mut Vec<Diagnostic>) {
 /// from 32-bit values.
 fn wide_index(cx: &Context<'_>, f: &Function, out: &mut Vec<Diagnostic>) {
     let m = cx.post;
-    let defs: HashMap<&str, &ir::Inst> =
-        f.blocks.iter().flat_map(|b| &b.insts).filter_map(|i| Some((i.result.as_deref()?, i))).collect();
+    let defs: HashMap<&str, &ir::Inst> = f.blocks.iter().flat_map(|b| &b.insts).filter_map(|i| Some((i.result.as_deref()?, i))).collect();
     let users = users(f);
     let mut found: BTreeMap<(u32, String), String> = BTreeMap::new();
     for r in f.records.iter().filter(|r| !r.declare) {
@@ -454,7 +449,7 @@ fn pow_calls(cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
             format!("{call} at line{} {}", if lines.len() == 1 { "" } else { "s" }, at.join(", "))
         })
         .collect();
-    let library = crate::target::of(cx.arch).pow_library().1;
+    let library = crate::gpu::of(cx.arch).pow_library().1;
     let squares = sites.iter().all(|s| s.3 == 2.0);
     out.push(Diagnostic {
         kind: Kind::Pow,
@@ -491,12 +486,8 @@ fn hoisted_loads(cx: &Context<'_>, f: &Function, out: &mut Vec<Diagnostic>) {
     if loops.is_empty() {
         return;
     }
-    let block_of: HashMap<&str, usize> = f
-        .blocks
-        .iter()
-        .enumerate()
-        .flat_map(|(b, blk)| blk.insts.iter().filter_map(move |i| Some((i.result.as_deref()?, b))))
-        .collect();
+    let block_of: HashMap<&str, usize> =
+        f.blocks.iter().enumerate().flat_map(|(b, blk)| blk.insts.iter().filter_map(move |i| Some((i.result.as_deref()?, b)))).collect();
     // Loads from global, flat or LDS memory (not kernel arguments or
     // private memory), and arithmetic on them, arguments and constants.
     let mut from_args: BTreeSet<&str> = f.params.iter().map(|(n, _)| n.as_str()).collect();
@@ -510,12 +501,27 @@ fn hoisted_loads(cx: &Context<'_>, f: &Function, out: &mut Vec<Diagnostic>) {
                 && !inst.text.contains("addrspace(5)");
             let arithmetic = matches!(
                 inst.opcode.as_str(),
-                "fadd" | "fsub" | "fmul" | "fdiv" | "fneg" | "add" | "sub" | "mul" | "sitofp" | "uitofp" | "fpext" | "fptrunc" | "sext" | "zext"
+                "fadd"
+                    | "fsub"
+                    | "fmul"
+                    | "fdiv"
+                    | "fneg"
+                    | "add"
+                    | "sub"
+                    | "mul"
+                    | "sitofp"
+                    | "uitofp"
+                    | "fpext"
+                    | "fptrunc"
+                    | "sext"
+                    | "zext"
             );
             let ops = || inst.operands.iter().map(String::as_str);
             if arithmetic && ops().all(|o| from_args.contains(o)) {
                 from_args.insert(r);
-            } else if load || (arithmetic && ops().any(|o| from_loads.contains(o)) && ops().all(|o| from_loads.contains(o) || from_args.contains(o))) {
+            } else if load
+                || (arithmetic && ops().any(|o| from_loads.contains(o)) && ops().all(|o| from_loads.contains(o) || from_args.contains(o)))
+            {
                 from_loads.insert(r);
             }
         }
@@ -536,9 +542,7 @@ fn hoisted_loads(cx: &Context<'_>, f: &Function, out: &mut Vec<Diagnostic>) {
             .collect()
     };
     // Instructions without a result (stores) are placed by a scan.
-    let inst_block = |inst: &ir::Inst| -> Option<usize> {
-        f.blocks.iter().position(|b| b.insts.iter().any(|i| std::ptr::eq(i, inst)))
-    };
+    let inst_block = |inst: &ir::Inst| -> Option<usize> { f.blocks.iter().position(|b| b.insts.iter().any(|i| std::ptr::eq(i, inst))) };
     for l in &loops {
         // Blocks the loop can reach: a use there keeps the value live through it.
         let mut after_loop = BTreeSet::new();
@@ -559,20 +563,16 @@ fn hoisted_loads(cx: &Context<'_>, f: &Function, out: &mut Vec<Diagnostic>) {
                     .get(v)
                     .into_iter()
                     .flatten()
-                    .flat_map(|u| if u.result.is_some() || u.opcode == "phi" { use_block(u, v) } else { inst_block(u).into_iter().collect() })
+                    .flat_map(
+                        |u| if u.result.is_some() || u.opcode == "phi" { use_block(u, v) } else { inst_block(u).into_iter().collect() },
+                    )
                     .collect();
                 let in_loop = blocks.iter().any(|b| l.body.contains(b));
                 let after: Vec<usize> = blocks.iter().copied().filter(|&u| !l.body.contains(&u) && after_loop.contains(&u)).collect();
                 if in_loop || after.is_empty() {
                     continue;
                 }
-                let first_use = users
-                    .get(v)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|u| place(m, u).map(|(_, line)| line))
-                    .min()
-                    .unwrap_or(0);
+                let first_use = users.get(v).into_iter().flatten().filter_map(|u| place(m, u).map(|(_, line)| line)).min().unwrap_or(0);
                 let name = vars.get(v).and_then(|vs| vs.first()).map_or_else(|| format!("%{v}"), |var| var.name.clone());
                 held.push((place(m, inst).map_or(0, |(_, line)| line), name, ir::registers_of_type(&inst.ty), first_use));
             }
@@ -632,7 +632,7 @@ fn hoisted_loads(cx: &Context<'_>, f: &Function, out: &mut Vec<Diagnostic>) {
 }
 
 fn no_launch_bounds(cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
-    let target = crate::target::of(cx.arch);
+    let target = crate::gpu::of(cx.arch);
     let cap_for = |threads: u32| target.register_cap_for_block(cx.arch, threads);
     let (Some(cap), Some(max)) = (cap_for(1024), cx.max_flat_workgroup_size) else { return };
     if max != 0 && max != 1024 {
@@ -680,7 +680,7 @@ fn no_launch_bounds(cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
 fn tune_note(tuned: &Tuned, transform: &str) -> Option<String> {
     let e = match tuned {
         Tuned::Never => return None,
-        Tuned::Stale(_) => {
+        Tuned::Stale => {
             return Some("the db's entry for this kernel is from another version of the source or other flags: tune again".into())
         }
         Tuned::Current(e) => e,
@@ -710,7 +710,14 @@ fn tune_note(tuned: &Tuned, transform: &str) -> Option<String> {
         let state = if s.confirmed { "confirmed, applied on the next build" } else { "suggested, not applied (confirm it in the db)" };
         return Some(format!("tune measured {}{measured}; {state}", s.transforms.labels().join(" + ")));
     }
-    Some(format!("tune kept no {transform} for this kernel ({})", if e.transforms.is_empty() { "it kept the plain build".to_string() } else { format!("it applied {}", e.transforms.labels().join(" + ")) }))
+    Some(format!(
+        "tune kept no {transform} for this kernel ({})",
+        if e.transforms.is_empty() {
+            "it kept the plain build".to_string()
+        } else {
+            format!("it applied {}", e.transforms.labels().join(" + "))
+        }
+    ))
 }
 
 #[cfg(test)]
@@ -764,6 +771,6 @@ mod tests {
             "tune measured launch-bounds=256: VGPRs 82 → 162, spills 0 → 0, occupancy 5 → 3; suggested, not applied (confirm it in the db)"
         );
         assert!(tune_note(&Tuned::Never, "pow2").is_none());
-        assert!(tune_note(&Tuned::Stale(entry(Transforms::default(), vec![])), "pow2").unwrap().contains("tune again"));
+        assert!(tune_note(&Tuned::Stale, "pow2").unwrap().contains("tune again"));
     }
 }

@@ -36,7 +36,7 @@ ul.diagnostics li { margin-bottom: 0.8em; }
 .fix, .regtune { color: #3b4650; }
 "#;
 
-pub fn page(k: &KernelExplain, source: Option<&str>) -> String {
+pub(crate) fn page(k: &KernelExplain, source: Option<&str>) -> String {
     let name = short_name(&k.name);
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -97,7 +97,12 @@ fn plot(k: &KernelExplain, t: &Timeline) -> String {
         "<svg class=\"pressure\" role=\"img\" aria-label=\"live registers per instruction\" width=\"{w}\" height=\"{ht}\" viewBox=\"0 0 {w} {ht}\">\n"
     );
     for &i in &t.peak.instructions {
-        let _ = writeln!(svg, "<rect x=\"{:.1}\" y=\"{top}\" width=\"{:.1}\" height=\"{plot_h}\" style=\"fill:var(--peak)\"/>", x(i), (plot_w / n).max(1.0));
+        let _ = writeln!(
+            svg,
+            "<rect x=\"{:.1}\" y=\"{top}\" width=\"{:.1}\" height=\"{plot_h}\" style=\"fill:var(--peak)\"/>",
+            x(i),
+            (plot_w / n).max(1.0)
+        );
     }
     let mut g = 0;
     while g <= ymax {
@@ -114,7 +119,11 @@ fn plot(k: &KernelExplain, t: &Timeline) -> String {
     for (i, s) in t.sgpr.iter().enumerate() {
         let _ = write!(sline, "{:.1},{:.1} {:.1},{:.1} ", x(i), y(*s), x(i + 1), y(*s));
     }
-    let _ = writeln!(svg, "<polyline points=\"{}\" fill=\"none\" style=\"stroke:var(--sgpr)\" stroke-width=\"1.2\"><title>live SGPRs</title></polyline>", sline.trim_end());
+    let _ = writeln!(
+        svg,
+        "<polyline points=\"{}\" fill=\"none\" style=\"stroke:var(--sgpr)\" stroke-width=\"1.2\"><title>live SGPRs</title></polyline>",
+        sline.trim_end()
+    );
     let _ = writeln!(
         svg,
         "<line x1=\"{left}\" y1=\"{0:.1}\" x2=\"{1}\" y2=\"{0:.1}\" stroke=\"#1d232a\" stroke-dasharray=\"4 3\"/><text x=\"{1}\" y=\"{2:.1}\" text-anchor=\"end\">{allocated} VGPRs allocated</text>",
@@ -128,7 +137,13 @@ fn plot(k: &KernelExplain, t: &Timeline) -> String {
             Some(super::mir::Scratch::Private) => "var(--private)",
             None => continue,
         };
-        let _ = writeln!(svg, "<line x1=\"{0:.1}\" y1=\"{1:.1}\" x2=\"{0:.1}\" y2=\"{2:.1}\" style=\"stroke:{color}\"/>", x(i), ht - bottom, ht - bottom + 6.0);
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{0:.1}\" y1=\"{1:.1}\" x2=\"{0:.1}\" y2=\"{2:.1}\" style=\"stroke:{color}\"/>",
+            x(i),
+            ht - bottom,
+            ht - bottom + 6.0
+        );
     }
     // Source lines under the axis, at most ~12 labels.
     let every = (t.instructions / 12).max(1);
@@ -167,7 +182,12 @@ fn live_table(h: &mut String, t: &Timeline) {
     for v in &t.live_at_peak {
         let line = if v.line == 0 { "-".to_string() } else { v.line.to_string() };
         let name = if v.variable { format!("<b>{}</b>", esc(&v.name)) } else { esc(&v.name) };
-        let _ = writeln!(h, "<tr><td class=\"num\">{}</td><td>{name}</td><td class=\"num\">{line}</td><td>{}</td></tr>", v.registers, esc(&v.regs.join(" ")));
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"num\">{}</td><td>{name}</td><td class=\"num\">{line}</td><td>{}</td></tr>",
+            v.registers,
+            esc(&v.regs.join(" "))
+        );
     }
     h.push_str("</tbody>\n</table>\n");
 }
@@ -227,8 +247,12 @@ fn annotated_source(h: &mut String, k: &KernelExplain, src: &str) {
         } else {
             " class=\"quiet\""
         };
-        let (v, s, i) = pressure.get(&n).map_or((String::new(), String::new(), String::new()), |(v, s, i)| (v.to_string(), s.to_string(), i.to_string()));
-        let bar = pressure.get(&n).map_or(String::new(), |(v, _, _)| format!("<span class=\"bar\" style=\"width:{:.1}em\"></span>", 8.0 * *v as f64 / top as f64));
+        let (v, s, i) = pressure
+            .get(&n)
+            .map_or((String::new(), String::new(), String::new()), |(v, s, i)| (v.to_string(), s.to_string(), i.to_string()));
+        let bar = pressure.get(&n).map_or(String::new(), |(v, _, _)| {
+            format!("<span class=\"bar\" style=\"width:{:.1}em\"></span>", 8.0 * *v as f64 / top as f64)
+        });
         let tag: String = tags.get(&n).into_iter().flatten().map(|t| format!("<span class=\"tag\">{}</span>", esc(t))).collect();
         let _ = writeln!(
             h,

@@ -8,19 +8,19 @@ use std::path::Path;
 use regtune_decisions::{Entry, Transforms};
 
 use super::diagnose::{Diagnostic, Kind, Tuned};
+use crate::gpu::Arch;
 use crate::session::Session;
-use crate::target::Arch;
 use crate::toolchain::Toolchain;
 use crate::{measure, plugin};
 
 /// Where the kernel is, for the diagnostic.
-pub struct Place<'a> {
+pub(crate) struct Place<'a> {
     pub file: &'a str,
     pub line: u32,
 }
 
 /// The diagnostic for `symbol`, where the db has an `lds-spill` build of it.
-pub fn diagnostic(
+pub(crate) fn diagnostic(
     toolchain: &Toolchain,
     source: &Path,
     arch: &Arch,
@@ -32,7 +32,7 @@ pub fn diagnostic(
     let Tuned::Current(entry) = tuned else { return None };
     let (transforms, used) = lds_build(entry)?;
     Some(notes(toolchain, source, arch, user_args, symbol, &transforms).map(|lines| {
-        let label = crate::target::labels(&transforms, arch, &[]).join(" + ");
+        let label = crate::gpu::labels(&transforms, arch, &[]).join(" + ");
         // `regtune: lds-spill<N> SYMBOL: what it did`
         let said = lines
             .iter()
@@ -51,7 +51,10 @@ pub fn diagnostic(
             fix: "`regtune measure` times it inside your program and keeps it only if faster with identical results".into(),
             transform: Some(label),
             tune: usage.map(|u| {
-                format!("tune measured it: registers {}, spills {}, shared memory {} B, occupancy {}", u.vgpr, u.vgpr_spills, u.lds_bytes, u.occupancy)
+                format!(
+                    "tune measured it: registers {}, spills {}, shared memory {} B, occupancy {}",
+                    u.vgpr, u.vgpr_spills, u.lds_bytes, u.occupancy
+                )
             }),
         }
     }))
@@ -68,7 +71,14 @@ fn lds_build(entry: &Entry) -> Option<(Transforms, bool)> {
 }
 
 /// The plugin's `regtune: ...` lines for `symbol` built with `transforms`.
-fn notes(toolchain: &Toolchain, source: &Path, arch: &Arch, user_args: &[String], symbol: &str, transforms: &Transforms) -> Result<Vec<String>, String> {
+fn notes(
+    toolchain: &Toolchain,
+    source: &Path,
+    arch: &Arch,
+    user_args: &[String],
+    symbol: &str,
+    transforms: &Transforms,
+) -> Result<Vec<String>, String> {
     let plugin = plugin::find().map_err(|e| e.to_string())?;
     // Line tables, so the pass can say where each value is defined (they
     // do not change its choice: debug records are not instructions).

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::ir::{Function, Module};
 
-pub struct Cfg {
+pub(crate) struct Cfg {
     pub succs: Vec<Vec<usize>>,
     pub preds: Vec<Vec<usize>>,
     /// Immediate dominator of each block (the entry's is itself); `None`
@@ -15,7 +15,7 @@ pub struct Cfg {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Loop {
+pub(crate) struct Loop {
     pub header: usize,
     pub body: BTreeSet<usize>,
     /// First and last source line, from the loop's `!llvm.loop` node.
@@ -23,7 +23,7 @@ pub struct Loop {
 }
 
 impl Cfg {
-    pub fn new(f: &Function) -> Cfg {
+    pub(crate) fn new(f: &Function) -> Cfg {
         let n = f.blocks.len();
         let index: HashMap<&str, usize> = f.blocks.iter().enumerate().map(|(i, b)| (b.name.as_str(), i)).collect();
         let succs: Vec<Vec<usize>> =
@@ -92,7 +92,7 @@ impl Cfg {
     }
 
     /// `a` dominates `b` (every path from the entry to `b` passes `a`).
-    pub fn dominates(&self, a: usize, b: usize) -> bool {
+    pub(crate) fn dominates(&self, a: usize, b: usize) -> bool {
         let mut x = b;
         loop {
             if x == a {
@@ -106,7 +106,7 @@ impl Cfg {
     }
 
     /// Natural loops, one per header (back edges to one header merged).
-    pub fn loops(&self, f: &Function, m: &Module) -> Vec<Loop> {
+    pub(crate) fn loops(&self, f: &Function, m: &Module) -> Vec<Loop> {
         let mut by_header: BTreeSet<usize> = BTreeSet::new();
         let mut bodies: HashMap<usize, BTreeSet<usize>> = HashMap::new();
         for (t, ss) in self.succs.iter().enumerate() {
@@ -142,8 +142,8 @@ impl Cfg {
 
 #[cfg(test)]
 mod tests {
-    use crate::ir;
     use super::*;
+    use crate::ir;
 
     const IR: &str = r#"
 define void @f(i1 %c) {

@@ -18,10 +18,10 @@ use crate::ir::SourcePos;
 
 /// The pass after which regtune reads the machine code: the last one before
 /// the assembly printer that can change instructions.
-pub const LAST_PASS: &str = "amdgpu-preload-kern-arg-prolog";
+pub(crate) const LAST_PASS: &str = "amdgpu-preload-kern-arg-prolog";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum RegClass {
+pub(crate) enum RegClass {
     Vgpr,
     Agpr,
     Sgpr,
@@ -29,7 +29,7 @@ pub enum RegClass {
 
 /// One 32-bit register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Reg {
+pub(crate) struct Reg {
     pub class: RegClass,
     pub index: u16,
 }
@@ -53,7 +53,7 @@ const WORDS: usize = BITS / 64;
 
 /// A set of 32-bit registers (512 VGPRs, 512 AGPRs, 128 SGPRs).
 #[derive(Clone, PartialEq, Eq)]
-pub struct RegSet([u64; WORDS]);
+pub(crate) struct RegSet([u64; WORDS]);
 
 impl Default for RegSet {
     fn default() -> Self {
@@ -78,29 +78,25 @@ impl RegSet {
         (b < limit).then_some(b)
     }
 
-    pub fn insert(&mut self, r: Reg) {
+    pub(crate) fn insert(&mut self, r: Reg) {
         if let Some(b) = Self::bit(r) {
             self.0[b / 64] |= 1 << (b % 64);
         }
     }
 
-    pub fn remove(&mut self, r: Reg) {
+    pub(crate) fn remove(&mut self, r: Reg) {
         if let Some(b) = Self::bit(r) {
             self.0[b / 64] &= !(1 << (b % 64));
         }
     }
 
-    pub fn contains(&self, r: Reg) -> bool {
-        Self::bit(r).is_some_and(|b| self.0[b / 64] & (1 << (b % 64)) != 0)
-    }
-
-    pub fn union_with(&mut self, other: &RegSet) {
+    pub(crate) fn union_with(&mut self, other: &RegSet) {
         for (a, b) in self.0.iter_mut().zip(other.0) {
             *a |= b;
         }
     }
 
-    pub fn minus(&self, other: &RegSet) -> RegSet {
+    pub(crate) fn minus(&self, other: &RegSet) -> RegSet {
         let mut out = self.clone();
         for (a, b) in out.0.iter_mut().zip(other.0) {
             *a &= !b;
@@ -108,7 +104,7 @@ impl RegSet {
         out
     }
 
-    pub fn intersect(&self, other: &RegSet) -> RegSet {
+    pub(crate) fn intersect(&self, other: &RegSet) -> RegSet {
         let mut out = self.clone();
         for (a, b) in out.0.iter_mut().zip(other.0) {
             *a &= b;
@@ -116,12 +112,12 @@ impl RegSet {
         out
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.iter().all(|w| *w == 0)
     }
 
     /// How many registers of `class` the set holds.
-    pub fn count(&self, class: RegClass) -> u32 {
+    pub(crate) fn count(&self, class: RegClass) -> u32 {
         let (lo, hi) = match class {
             RegClass::Vgpr => (V_BASE, A_BASE),
             RegClass::Agpr => (A_BASE, S_BASE),
@@ -130,7 +126,7 @@ impl RegSet {
         (lo / 64..hi / 64).map(|w| self.0[w].count_ones()).sum()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = Reg> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Reg> + '_ {
         (0..BITS).filter(move |b| self.0[b / 64] & (1 << (b % 64)) != 0).map(|b| {
             let (class, base) = if b >= S_BASE {
                 (RegClass::Sgpr, S_BASE)
@@ -165,7 +161,7 @@ pub enum Scratch {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Instr {
+pub(crate) struct Instr {
     pub opcode: String,
     pub defs: Vec<Reg>,
     pub uses: Vec<Reg>,
@@ -184,13 +180,13 @@ pub struct Instr {
 impl Instr {
     /// The place in the function the machine code belongs to: the last
     /// element of the inlined-at chain.
-    pub fn outer(&self) -> Option<&SourcePos> {
+    pub(crate) fn outer(&self) -> Option<&SourcePos> {
         self.location.last()
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Block {
+pub(crate) struct Block {
     pub number: u32,
     pub successors: Vec<u32>,
     /// What the backend says is live on entry (any lane of a register counts).
@@ -199,7 +195,7 @@ pub struct Block {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Function {
+pub(crate) struct Function {
     pub name: String,
     /// The backend kept block live-ins up to date (`TracksLiveness`).
     pub tracks_liveness: bool,
@@ -208,7 +204,7 @@ pub struct Function {
 
 /// Every function printed in `dump` (the compile's stderr; other lines,
 /// such as warnings and remarks, are skipped).
-pub fn parse(dump: &str) -> Vec<Function> {
+pub(crate) fn parse(dump: &str) -> Vec<Function> {
     let mut functions = Vec::new();
     let mut current: Option<Function> = None;
     let mut function_live_ins = RegSet::default();
@@ -279,7 +275,7 @@ fn live_in_list(list: &str) -> RegSet {
 /// The 32-bit registers a physical register name covers: `vgpr4_vgpr5`,
 /// `sgpr0_sgpr1_sgpr2_sgpr3`, `agpr7`, `vgpr3_lo16`; none for `vcc`,
 /// `exec`, `scc`, `m0`, `sgpr_null`.
-pub fn registers(name: &str) -> Vec<Reg> {
+pub(crate) fn registers(name: &str) -> Vec<Reg> {
     name.split('_')
         .filter_map(|part| {
             let (class, digits) = if let Some(d) = part.strip_prefix("vgpr") {
@@ -523,7 +519,10 @@ k.hip:2:1: remark: Function Name: _Z1kPdi [-Rpass-analysis=kernel-resource-usage
     fn definitions_uses_and_locations_come_from_the_operands() {
         let f = &parse(DUMP)[0];
         let load = &f.blocks[0].instrs[0];
-        assert_eq!((load.opcode.as_str(), load.defs.as_slice(), load.uses.as_slice()), ("S_LOAD_DWORD_IMM", &[s(0)][..], &[s(4), s(5)][..]));
+        assert_eq!(
+            (load.opcode.as_str(), load.defs.as_slice(), load.uses.as_slice()),
+            ("S_LOAD_DWORD_IMM", &[s(0)][..], &[s(4), s(5)][..])
+        );
         assert!(load.loads);
         assert_eq!(load.location.len(), 2);
         assert_eq!(load.outer(), Some(&SourcePos { file: "/w/k.hip".into(), line: 29, col: 32 }));

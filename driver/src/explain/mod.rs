@@ -9,17 +9,18 @@
 //!      at the peak, and most of the diagnostics (`diagnose`);
 //!   4. the frontend's IR (`-g`, no optimization): the `pow` calls, before
 //!      the device library is inlined into them.
+//!
 //! On NVPTX, registers are allocated by ptxas in SASS, which regtune does
 //! not read: there is no timeline, only the usage and the diagnostics.
 
-pub mod diagnose;
-pub mod html;
-pub mod lds;
-pub mod loops;
-pub mod mir;
-pub mod pressure;
-pub mod text;
-pub mod timeline;
+pub(crate) mod diagnose;
+pub(crate) mod html;
+pub(crate) mod lds;
+pub(crate) mod loops;
+pub(crate) mod mir;
+pub(crate) mod pressure;
+pub(crate) mod text;
+pub(crate) mod timeline;
 
 use std::path::{Path, PathBuf};
 
@@ -28,16 +29,16 @@ use regtune_decisions::{Db, Usage};
 use serde::Serialize;
 
 use crate::compile::{self, compile_failure, CompileError, Unit};
+use crate::gpu::{self, Arch, Limiter};
 use crate::ir;
 use crate::launch;
 use crate::measure::{self, Measured};
 use crate::names::{self, demangle, short_name};
 use crate::output::{self, Failure};
-use crate::target::{self, Arch, Limiter};
 use crate::toolchain::Toolchain;
 
-pub use diagnose::{Diagnostic, Kind, Tuned};
-pub use timeline::Timeline;
+pub(crate) use diagnose::{Diagnostic, Tuned};
+pub(crate) use timeline::Timeline;
 
 pub struct Options<'a> {
     /// Only kernels whose name (demangled, without parameters) or symbol is this.
@@ -92,10 +93,8 @@ pub fn emit(kernels: &[KernelExplain], format: Format, output: Option<&Path>) ->
             std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
             let mut written: Vec<PathBuf> = Vec::new();
             for k in kernels {
-                let stem: String = short_name(&k.name)
-                    .chars()
-                    .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
-                    .collect();
+                let stem: String =
+                    short_name(&k.name).chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
                 let mut path = dir.join(format!("{stem}.{}.html", k.arch.replace(':', "_")));
                 for n in 2.. {
                     if !written.contains(&path) {
@@ -172,7 +171,7 @@ fn build(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], 
             rayon::join(
                 || unit(user_args).code_object(&plain_obj).map_err(compile_failure).and_then(|c| measured(&plain_obj, c)),
                 || -> Result<Option<(Vec<Measured>, String)>, Failure> {
-                    if target::of(arch).pressure_timeline().is_err() {
+                    if gpu::of(arch).pressure_timeline().is_err() {
                         return Ok(None);
                     }
                     let c = unit(&line_table_args).code_object(&lt_obj).map_err(compile_failure)?;
@@ -189,7 +188,7 @@ fn build(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], 
         },
     );
     let (plain, stderr) = plain?;
-    let target = target::of(arch);
+    let target = gpu::of(arch);
     let max_block_sizes = target.max_block_sizes(&plain_obj, arch).map_err(Failure::new)?;
     let locations = target.locations(file, &stderr, &plain.iter().map(|m| m.symbol.clone()).collect::<Vec<_>>());
     Ok(Builds {
@@ -202,7 +201,13 @@ fn build(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], 
     })
 }
 
-fn one(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], options: &Options<'_>) -> Result<Vec<KernelExplain>, Failure> {
+fn one(
+    toolchain: &Toolchain,
+    file: &Path,
+    arch: &Arch,
+    user_args: &[String],
+    options: &Options<'_>,
+) -> Result<Vec<KernelExplain>, Failure> {
     let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
     let b = build(toolchain, file, arch, user_args, dir.path())?;
     if b.plain.is_empty() {
@@ -220,10 +225,9 @@ fn one(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], op
         let lt_usage = b.line_tables.as_ref().and_then(|(ms, _)| ms.iter().find(|x| x.symbol == m.symbol)).map(|x| x.usage);
         let post_fn = b.post.function(&m.symbol);
         let (timeline, no_timeline) = match &b.line_tables {
-            None => (None, Some(format!(
-                "no pressure timeline on {arch}: {}",
-                target::of(arch).pressure_timeline().err().unwrap_or_default()
-            ))),
+            None => {
+                (None, Some(format!("no pressure timeline on {arch}: {}", gpu::of(arch).pressure_timeline().err().unwrap_or_default())))
+            }
             Some((_, functions)) => match functions.iter().find(|f| f.name == m.symbol) {
                 None => (None, Some(format!("the backend printed no machine code for this kernel after `{}`", mir::LAST_PASS))),
                 Some(f) => {
@@ -244,7 +248,7 @@ fn one(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], op
                 let any = options.db.lookup(&m.symbol, arch.processor(), None).next().cloned();
                 match (current, any) {
                     (Some(e), _) => Tuned::Current(e),
-                    (None, Some(e)) => Tuned::Stale(e),
+                    (None, Some(_)) => Tuned::Stale,
                     (None, None) => Tuned::Never,
                 }
             }
@@ -292,4 +296,3 @@ fn input_hash(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[Stri
     let (hash, _) = unit.preprocess_and_hash(&dir.join("preprocessed.i")).map_err(compile_failure)?;
     Ok(hash)
 }
-

@@ -15,20 +15,21 @@ use std::collections::{BTreeSet, HashMap};
 use super::mir::{Function, Instr, Reg, RegClass, RegSet};
 
 /// Liveness of one function, per instruction in layout order.
-pub struct Liveness<'a> {
+pub(crate) struct Liveness<'a> {
     pub function: &'a Function,
     /// (block index, instruction index in block) of each counted instruction.
     pub order: Vec<(usize, usize)>,
     /// Registers occupied at each instruction of `order`.
     pub occupied: Vec<RegSet>,
     /// The live-in set our stepping computed per block (before reconciling
-    /// with the backend's), to check the two agree.
+    /// with the backend's), for the tests to check the two agree.
+    #[cfg(test)]
     pub computed_live_ins: Vec<RegSet>,
 }
 
 /// Pressure at one instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct Point {
+pub(crate) struct Point {
     pub vgpr: u32,
     pub agpr: u32,
     pub sgpr: u32,
@@ -36,12 +37,12 @@ pub struct Point {
 
 impl Point {
     /// VGPRs the way occupancy counts them: architectural and accumulation.
-    pub fn vector(&self) -> u32 {
+    pub(crate) fn vector(&self) -> u32 {
         self.vgpr + self.agpr
     }
 }
 
-pub fn liveness(f: &Function) -> Liveness<'_> {
+pub(crate) fn liveness(f: &Function) -> Liveness<'_> {
     let n = f.blocks.len();
     let index: HashMap<u32, usize> = f.blocks.iter().enumerate().map(|(i, b)| (b.number, i)).collect();
     // Block live-ins: the backend's, joined with what the blocks' own reads
@@ -101,7 +102,13 @@ pub fn liveness(f: &Function) -> Liveness<'_> {
             }
         }
     }
-    Liveness { function: f, order, occupied, computed_live_ins: computed }
+    Liveness {
+        function: f,
+        order,
+        occupied,
+        #[cfg(test)]
+        computed_live_ins: computed,
+    }
 }
 
 fn live_out(f: &Function, b: usize, index: &HashMap<u32, usize>, live_in: &[RegSet]) -> RegSet {
@@ -130,12 +137,12 @@ impl RegSet {
 }
 
 impl Liveness<'_> {
-    pub fn instr(&self, k: usize) -> &Instr {
+    pub(crate) fn instr(&self, k: usize) -> &Instr {
         let (b, i) = self.order[k];
         &self.function.blocks[b].instrs[i]
     }
 
-    pub fn points(&self) -> Vec<Point> {
+    pub(crate) fn points(&self) -> Vec<Point> {
         self.occupied
             .iter()
             .map(|s| Point { vgpr: s.count(RegClass::Vgpr), agpr: s.count(RegClass::Agpr), sgpr: s.count(RegClass::Sgpr) })
@@ -145,7 +152,7 @@ impl Liveness<'_> {
     /// The instructions (indices into `order`) that define `reg` and reach
     /// instruction `k` without another definition in between; the
     /// instruction itself when it defines `reg`.
-    pub fn reaching_defs(&self, reg: Reg, k: usize) -> Vec<usize> {
+    pub(crate) fn reaching_defs(&self, reg: Reg, k: usize) -> Vec<usize> {
         let f = self.function;
         let (b0, i0) = self.order[k];
         // Positions in `order` of every instruction, meta ones excluded.
@@ -176,7 +183,7 @@ impl Liveness<'_> {
 
     /// Where the value in `reg` at instruction `k` was made: its reaching
     /// definitions, looking through register moves.
-    pub fn origins(&self, reg: Reg, k: usize) -> Vec<usize> {
+    pub(crate) fn origins(&self, reg: Reg, k: usize) -> Vec<usize> {
         let mut out = BTreeSet::new();
         let mut work = vec![(reg, k, 0)];
         let mut seen = BTreeSet::new();
@@ -193,9 +200,7 @@ impl Liveness<'_> {
                 // The move reads its source before it writes `r`: look before it.
                 // A source with no definition (a kernel input) ends at the move.
                 match source {
-                    Some(s) if depth < 8 && d > 0 && !self.reaching_defs(s, d - 1).is_empty() => {
-                        work.push((s, d - 1, depth + 1))
-                    }
+                    Some(s) if depth < 8 && d > 0 && !self.reaching_defs(s, d - 1).is_empty() => work.push((s, d - 1, depth + 1)),
                     _ => {
                         out.insert(d);
                     }

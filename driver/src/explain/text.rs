@@ -11,7 +11,7 @@ const LIVE_SHOWN: usize = 24;
 /// Width of the pressure bars.
 const BAR: u32 = 24;
 
-pub fn render(kernels: &[KernelExplain], source: impl Fn(&str) -> Option<String>) -> String {
+pub(crate) fn render(kernels: &[KernelExplain], source: impl Fn(&str) -> Option<String>) -> String {
     let mut out = String::new();
     for (i, k) in kernels.iter().enumerate() {
         if i > 0 {
@@ -22,9 +22,9 @@ pub fn render(kernels: &[KernelExplain], source: impl Fn(&str) -> Option<String>
     out
 }
 
-pub fn usage_line(k: &KernelExplain) -> String {
+pub(crate) fn usage_line(k: &KernelExplain) -> String {
     let u = &k.usage;
-    let unit = crate::target::Arch::parse(&k.arch).map_or("", |a| a.occupancy_unit());
+    let unit = crate::gpu::Arch::parse(&k.arch).map_or("", |a| a.occupancy_unit());
     let next = k.vgprs_to_next_step.map_or_else(String::new, |n| format!("; {n} fewer VGPRs for the next step"));
     format!(
         "{} VGPRs, {} AGPRs, {} SGPRs, {} bytes scratch, {} VGPR and {} SGPR spills, occupancy {} {unit} (limited by {}{next})",
@@ -143,7 +143,7 @@ fn clip(s: &str, n: usize) -> String {
 }
 
 /// `[3, 4, 5, 9]` → `3-5, 9`.
-pub fn ranges(lines: &[u32]) -> String {
+pub(crate) fn ranges(lines: &[u32]) -> String {
     let mut parts = Vec::new();
     let mut i = 0;
     while i < lines.len() {

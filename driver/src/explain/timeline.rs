@@ -13,10 +13,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use crate::ir;
 use super::mir::{RegClass, Scratch};
-use crate::ir::SourcePos;
 use super::pressure::Liveness;
+use crate::ir;
+use crate::ir::SourcePos;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Timeline {
@@ -77,7 +77,7 @@ pub struct LiveValue {
 
 /// IR instructions by location, with the variables their results hold,
 /// and the calls the kernel makes (before inlining) by location.
-pub struct Names {
+pub(crate) struct Names {
     sites: HashMap<Vec<(String, u32, u32)>, Vec<Site>>,
     calls: HashMap<(String, u32, u32), String>,
 }
@@ -96,7 +96,12 @@ fn key(chain: &[SourcePos]) -> Vec<(String, u32, u32)> {
 
 /// How a label names an array: the parameter (`u.coerce` → `u`) or the
 /// local variable that a pointer is based on.
-fn base_of<'a>(f: &'a ir::Function, defs: &HashMap<&str, &'a ir::Inst>, locals: &HashMap<String, String>, mut p: &'a str) -> Option<String> {
+fn base_of<'a>(
+    f: &'a ir::Function,
+    defs: &HashMap<&str, &'a ir::Inst>,
+    locals: &HashMap<String, String>,
+    mut p: &'a str,
+) -> Option<String> {
     for _ in 0..16 {
         if f.params.iter().any(|(n, _)| n == p) {
             return Some(p.trim_end_matches(".coerce").to_string());
@@ -114,16 +119,12 @@ fn base_of<'a>(f: &'a ir::Function, defs: &HashMap<&str, &'a ir::Inst>, locals: 
 impl Names {
     /// From the kernel `f` of the optimized IR, and the same kernel `before`
     /// optimization (for its calls).
-    pub fn new(module: &ir::Module, f: &ir::Function, pre: Option<(&ir::Module, &ir::Function)>) -> Names {
+    pub(crate) fn new(module: &ir::Module, f: &ir::Function, pre: Option<(&ir::Module, &ir::Function)>) -> Names {
         let vars = f.variables_of(module);
         let defs: HashMap<&str, &ir::Inst> =
             f.blocks.iter().flat_map(|b| &b.insts).filter_map(|i| Some((i.result.as_deref()?, i))).collect();
-        let locals: HashMap<String, String> = f
-            .records
-            .iter()
-            .filter(|r| r.declare)
-            .filter_map(|r| Some((r.value.clone(), module.variable(r.variable)?.name)))
-            .collect();
+        let locals: HashMap<String, String> =
+            f.records.iter().filter(|r| r.declare).filter_map(|r| Some((r.value.clone(), module.variable(r.variable)?.name))).collect();
         let mut sites: HashMap<_, Vec<Site>> = HashMap::new();
         for inst in f.blocks.iter().flat_map(|b| &b.insts) {
             let (Some(result), Some(dbg)) = (&inst.result, inst.dbg) else { continue };
@@ -185,30 +186,34 @@ impl Names {
         }
         let labels: Vec<&str> = chosen.iter().map(|s| s.label.as_str()).collect();
         // `u[…]` says more than `%12`.
-        labels.iter().find(|l| !l.starts_with('%')).or(labels.iter().find(|l| !l[1..].chars().all(|c| c.is_ascii_digit()))).or(labels.first()).map(|l| (l.to_string(), false))
+        labels
+            .iter()
+            .find(|l| !l.starts_with('%'))
+            .or(labels.iter().find(|l| !l[1..].chars().all(|c| c.is_ascii_digit())))
+            .or(labels.first())
+            .map(|l| (l.to_string(), false))
     }
 }
 
 /// Build the timeline of one kernel. `file` is the kernel's source file
 /// (lines count only there); `loops` are the loop line ranges of its IR.
-pub fn build(l: &Liveness<'_>, file: &str, names: Option<&Names>, loops: &[(u32, u32)]) -> Timeline {
+pub(crate) fn build(l: &Liveness<'_>, file: &str, names: Option<&Names>, loops: &[(u32, u32)]) -> Timeline {
     let points = l.points();
     let n = points.len();
     let file_name = file.rsplit('/').next().unwrap_or(file);
-    let own_line = |k: usize| -> Option<u32> {
-        l.instr(k).outer().filter(|p| p.file_name() == file_name && p.line > 0).map(|p| p.line)
-    };
+    let own_line = |k: usize| -> Option<u32> { l.instr(k).outer().filter(|p| p.file_name() == file_name && p.line > 0).map(|p| p.line) };
     // An instruction without a location takes the nearest located one's
     // line in its block: before it, else after it.
-    let mut line = vec![0; n];
-    for k in 0..n {
-        let block = l.order[k].0;
-        let same_block = |j: &usize| l.order[*j].0 == block;
-        line[k] = own_line(k)
-            .or_else(|| (0..k).rev().take_while(same_block).find_map(own_line))
-            .or_else(|| (k + 1..n).take_while(same_block).find_map(own_line))
-            .unwrap_or(0);
-    }
+    let line: Vec<u32> = (0..n)
+        .map(|k| {
+            let block = l.order[k].0;
+            let same_block = |j: &usize| l.order[*j].0 == block;
+            own_line(k)
+                .or_else(|| (0..k).rev().take_while(same_block).find_map(own_line))
+                .or_else(|| (k + 1..n).take_while(same_block).find_map(own_line))
+                .unwrap_or(0)
+        })
+        .collect();
     let scratch: Vec<Option<Scratch>> = (0..n).map(|k| l.instr(k).scratch).collect();
     let mut per_line: BTreeMap<u32, LinePressure> = BTreeMap::new();
     for k in 0..n {
@@ -266,11 +271,8 @@ fn live_values(l: &Liveness<'_>, k: usize, line: &[u32], names: Option<&Names>) 
     for reg in l.occupied[k].iter().filter(|r| r.class != RegClass::Sgpr) {
         // A value with several definitions (a loop-carried one: its start
         // value and its update) is named by the most telling one.
-        let named: Vec<(usize, Option<(String, bool)>)> = l
-            .origins(reg, k)
-            .into_iter()
-            .map(|d| (d, names.and_then(|n| n.lookup(&l.instr(d).location, l.instr(d).loads))))
-            .collect();
+        let named: Vec<(usize, Option<(String, bool)>)> =
+            l.origins(reg, k).into_iter().map(|d| (d, names.and_then(|n| n.lookup(&l.instr(d).location, l.instr(d).loads)))).collect();
         let best = named
             .iter()
             .find(|(_, n)| n.as_ref().is_some_and(|n| n.1))
@@ -284,13 +286,7 @@ fn live_values(l: &Liveness<'_>, k: usize, line: &[u32], names: Option<&Names>) 
                 (format!("value made at {pos}"), false, line[*d])
             }
         };
-        let g = groups.entry((name.clone(), def_line)).or_insert(LiveValue {
-            name,
-            variable,
-            line: def_line,
-            registers: 0,
-            regs: vec![],
-        });
+        let g = groups.entry((name.clone(), def_line)).or_insert(LiveValue { name, variable, line: def_line, registers: 0, regs: vec![] });
         g.registers += 1;
         g.regs.push(reg.to_string());
     }
@@ -351,8 +347,7 @@ entry:
         assert_eq!(t.line, [4, 5, 5, 6, 7, 7]);
         assert_eq!((t.peak.vgpr, t.peak.instructions.as_slice(), t.peak.lines.as_slice()), (8, &[2, 3][..], &[5, 6][..]));
         assert_eq!(t.peak.in_loop, Some((3, 8)));
-        let live: Vec<(&str, bool, u32, u32)> =
-            t.live_at_peak.iter().map(|v| (v.name.as_str(), v.variable, v.line, v.registers)).collect();
+        let live: Vec<(&str, bool, u32, u32)> = t.live_at_peak.iter().map(|v| (v.name.as_str(), v.variable, v.line, v.registers)).collect();
         assert_eq!(
             live,
             [
@@ -362,6 +357,9 @@ entry:
                 ("value made at line 5", false, 5, 2),
             ]
         );
-        assert_eq!(t.lines.iter().map(|p| (p.line, p.instructions, p.vgpr)).collect::<Vec<_>>(), [(4, 1, 4), (5, 2, 8), (6, 1, 8), (7, 2, 4)]);
+        assert_eq!(
+            t.lines.iter().map(|p| (p.line, p.instructions, p.vgpr)).collect::<Vec<_>>(),
+            [(4, 1, 4), (5, 2, 8), (6, 1, 8), (7, 2, 4)]
+        );
     }
 }

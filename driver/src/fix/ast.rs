@@ -15,7 +15,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::Path;
 use std::sync::Arc;
 
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -23,7 +22,7 @@ use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use crate::compile::Unit;
 
 #[derive(Debug, thiserror::Error)]
-pub enum AstError {
+pub(crate) enum AstError {
     #[error("cannot run clang for the AST of {file}: {detail}")]
     Run { file: String, detail: String },
     #[error("clang could not parse {file} for its AST: {first_error}")]
@@ -34,7 +33,7 @@ pub enum AstError {
 
 /// A position in a file, as clang's JSON gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Loc {
+pub(crate) struct Loc {
     pub file: Arc<str>,
     pub offset: usize,
     pub tok_len: usize,
@@ -48,19 +47,19 @@ pub struct Loc {
 
 impl Loc {
     /// The byte just past this location's token.
-    pub fn token_end(&self) -> usize {
+    pub(crate) fn token_end(&self) -> usize {
         self.offset + self.tok_len
     }
 
     /// Where the token's text is: its spelling in a macro, else itself.
-    pub fn spelled(&self) -> &Loc {
+    pub(crate) fn spelled(&self) -> &Loc {
         self.spelling.as_deref().unwrap_or(self)
     }
 }
 
 /// A declaration another node refers to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Ref {
+pub(crate) struct Ref {
     pub id: String,
     pub kind: String,
     pub name: String,
@@ -69,7 +68,7 @@ pub struct Ref {
 /// One AST node, with what the edits read. Absent children (a `for`
 /// without an increment) are nodes with an empty `kind`.
 #[derive(Debug, Clone, Default)]
-pub struct Node {
+pub(crate) struct Node {
     pub id: String,
     pub kind: String,
     /// The name's location (declarations).
@@ -91,7 +90,7 @@ pub struct Node {
 
 impl Node {
     /// This node and every node below it, depth first, in source order.
-    pub fn walk(&self) -> Vec<&Node> {
+    pub(crate) fn walk(&self) -> Vec<&Node> {
         fn collect<'a>(n: &'a Node, out: &mut Vec<&'a Node>) {
             out.push(n);
             for c in &n.inner {
@@ -105,25 +104,20 @@ impl Node {
 
     /// Byte range `[begin, end)` in `file`, when both ends lie in it
     /// outside any macro expansion.
-    pub fn span_in(&self, file: &str) -> Option<(usize, usize)> {
+    pub(crate) fn span_in(&self, file: &str) -> Option<(usize, usize)> {
         let (b, e) = (self.begin.as_ref()?, self.end.as_ref()?);
         (&*b.file == file && &*e.file == file && !b.in_macro && !e.in_macro).then(|| (b.offset, e.token_end()))
     }
 
     /// The text both ends are spelled in, in or out of a macro: (file,
     /// [begin, end)), when they are spelled in one file in that order.
-    pub fn spelled_span(&self) -> Option<(&Arc<str>, usize, usize)> {
+    pub(crate) fn spelled_span(&self) -> Option<(&Arc<str>, usize, usize)> {
         let (b, e) = (self.begin.as_ref()?.spelled(), self.end.as_ref()?.spelled());
         (b.file == e.file && b.offset <= e.offset).then(|| (&b.file, b.offset, e.token_end()))
     }
 
-    /// Its text comes from a macro's definition (its body's first token does).
-    pub fn in_macro_body(&self) -> bool {
-        self.begin.as_ref().is_some_and(|b| b.in_macro && !b.macro_arg && b.spelling.is_some())
-    }
-
     /// The node below implicit casts and parentheses.
-    pub fn ignoring_implicit(&self) -> &Node {
+    pub(crate) fn ignoring_implicit(&self) -> &Node {
         let mut n = self;
         while matches!(n.kind.as_str(), "ImplicitCastExpr" | "ParenExpr" | "ExprWithCleanups" | "ConstantExpr" | "MaterializeTemporaryExpr")
             && n.inner.len() == 1
@@ -133,21 +127,19 @@ impl Node {
         n
     }
 
-    pub fn is_placeholder(&self) -> bool {
+    pub(crate) fn is_placeholder(&self) -> bool {
         self.kind.is_empty()
     }
 }
 
 /// Every top-level declaration whose qualified name contains one of `names`,
 /// from the device side of `unit` (the same flags as the build).
-pub fn dump(unit: &Unit<'_>, names: &[String]) -> Result<Vec<Node>, AstError> {
+pub(crate) fn dump(unit: &Unit<'_>, names: &[String]) -> Result<Vec<Node>, AstError> {
     let file = unit.source.display().to_string();
     let mut nodes = Vec::new();
     for name in names {
         let mut cmd = unit.device_command().map_err(|e| AstError::Run { file: file.clone(), detail: e.to_string() })?;
-        cmd.args(["-fsyntax-only", "-Xclang", "-ast-dump=json", "-Xclang"])
-            .arg(format!("-ast-dump-filter={name}"))
-            .arg(unit.source);
+        cmd.args(["-fsyntax-only", "-Xclang", "-ast-dump=json", "-Xclang"]).arg(format!("-ast-dump-filter={name}")).arg(unit.source);
         let out = cmd.output().map_err(|e| AstError::Run { file: file.clone(), detail: e.to_string() })?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);
@@ -183,7 +175,7 @@ fn canonical_names(node: &mut Node, names: &mut HashMap<Arc<str>, Arc<str>>) {
 }
 
 /// A file name as one canonical path; the name itself when it is no file.
-pub fn canonical(name: &str) -> Arc<str> {
+pub(crate) fn canonical(name: &str) -> Arc<str> {
     match std::fs::canonicalize(name) {
         Ok(p) => Arc::from(p.to_string_lossy().as_ref()),
         Err(_) => Arc::from(name),
@@ -191,7 +183,7 @@ pub fn canonical(name: &str) -> Arc<str> {
 }
 
 /// The nodes of a dump: one JSON object per declaration, back to back.
-pub fn parse(text: &str) -> Result<Vec<Node>, String> {
+pub(crate) fn parse(text: &str) -> Result<Vec<Node>, String> {
     let mut de = serde_json::Deserializer::from_str(text);
     let mut state = State::default();
     let mut nodes = Vec::new();
@@ -461,15 +453,8 @@ impl<'de> Visitor<'de> for AnySeed<'_> {
     }
 }
 
-/// The path clang names a file by, made comparable with another spelling
-/// of it (relative to the current directory, or through links).
-pub fn same_file(clang_name: &str, path: &Path) -> bool {
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    clang_name == path.to_string_lossy() || canon(Path::new(clang_name)) == canon(path)
-}
-
 /// The line (1-based) and column (1-based, in bytes) of `offset` in `text`.
-pub fn line_col(text: &str, offset: usize) -> (u32, u32) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (u32, u32) {
     let before = &text.as_bytes()[..offset.min(text.len())];
     let line = before.iter().filter(|&&b| b == b'\n').count() as u32 + 1;
     let col = before.iter().rev().take_while(|&&b| b != b'\n').count() as u32 + 1;
@@ -477,7 +462,7 @@ pub fn line_col(text: &str, offset: usize) -> (u32, u32) {
 }
 
 /// The byte offset of a 1-based line and column.
-pub fn offset_of(text: &str, line: u32, col: u32) -> Option<usize> {
+pub(crate) fn offset_of(text: &str, line: u32, col: u32) -> Option<usize> {
     let mut start = 0;
     for _ in 1..line {
         start += text[start..].find('\n')? + 1;

@@ -19,21 +19,21 @@
 //! which the definition inherits, as clang merges attributes over
 //! redeclarations.
 
-use crate::target::Arch;
+use crate::gpu::Arch;
 
 use super::ast::Node;
 use super::edit::{self, Edit};
 use super::{Decision, Kernel, Notes};
 
 /// The attribute edit for one kernel, from its decisions on every target.
-pub fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> Option<Edit> {
+pub(crate) fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> Option<Edit> {
     if let Some(extended) = extend_launch_bounds(kernel, decisions, notes) {
         return extended;
     }
     let mut per_arch: Vec<(&Arch, String)> = Vec::new();
     for d in decisions {
         let t = &d.transforms;
-        let parts = match crate::target::of(&d.arch).source_attributes(&d.arch, t.launch_bounds, t.waves_per_eu) {
+        let parts = match crate::gpu::of(&d.arch).source_attributes(&d.arch, t.launch_bounds, t.waves_per_eu) {
             Ok(parts) => parts,
             Err(why) => {
                 notes.kernel(kernel, why);
@@ -107,7 +107,7 @@ fn extend_launch_bounds(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mu
     let mut args = Vec::new();
     for d in decisions {
         let (None, Some(w)) = (d.transforms.launch_bounds, d.transforms.waves_per_eu) else { return None };
-        match crate::target::of(&d.arch).min_blocks_argument(&d.arch, w, &bounds.threads)? {
+        match crate::gpu::of(&d.arch).min_blocks_argument(&d.arch, w, &bounds.threads)? {
             Ok(a) => args.push(a),
             Err(why) => {
                 notes.kernel(kernel, why);
@@ -185,8 +185,7 @@ fn redeclaration(kernel: &Kernel<'_>) -> Result<String, String> {
     if !ty.starts_with("void (") {
         return Err(format!("its type `{ty}` is not a kernel's"));
     }
-    let params: Vec<&str> =
-        kernel.decl.inner.iter().filter(|n| n.kind == "ParmVarDecl").map(|p| p.ty.as_deref().unwrap_or("")).collect();
+    let params: Vec<&str> = kernel.decl.inner.iter().filter(|n| n.kind == "ParmVarDecl").map(|p| p.ty.as_deref().unwrap_or("")).collect();
     if params.iter().any(|p| p.is_empty()) || ty.contains("...") {
         return Err("its parameters have no type clang names".into());
     }
@@ -197,8 +196,8 @@ fn redeclaration(kernel: &Kernel<'_>) -> Result<String, String> {
 }
 
 /// The preprocessor test for compiling device code for `arch`.
-pub fn target_macro(arch: &Arch) -> String {
-    crate::target::of(arch).device_macro(arch)
+pub(crate) fn target_macro(arch: &Arch) -> String {
+    crate::gpu::of(arch).device_macro(arch)
 }
 
 /// An attribute of the kind we would add that the kernel already has.

@@ -13,13 +13,13 @@
 
 use std::path::{Path, PathBuf};
 
-pub struct PatchedCopy {
+pub(crate) struct PatchedCopy {
     _dir: tempfile::TempDir,
     path: PathBuf,
 }
 
 impl PatchedCopy {
-    pub fn new(original: &Path, original_text: &str, patched: &str) -> std::io::Result<PatchedCopy> {
+    pub(crate) fn new(original: &Path, original_text: &str, patched: &str) -> std::io::Result<PatchedCopy> {
         let dir = tempfile::Builder::new().prefix("regtune-fix").tempdir()?;
         let name = original.file_name().ok_or_else(|| std::io::Error::other(format!("{} names no file", original.display())))?;
         let path = dir.path().join(name);
@@ -27,12 +27,12 @@ impl PatchedCopy {
         Ok(PatchedCopy { _dir: dir, path })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Flags that go before the user's: the original directory for quoted includes.
-    pub fn include_args(original: &Path) -> Vec<String> {
+    pub(crate) fn include_args(original: &Path) -> Vec<String> {
         let dir = match original.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),

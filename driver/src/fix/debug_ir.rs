@@ -20,7 +20,7 @@ use crate::ir;
 
 /// A source position as debug info gives it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Pos {
+pub(crate) struct Pos {
     /// `directory/filename` of the `DIFile`, or the filename when absolute.
     pub file: String,
     pub line: u32,
@@ -29,7 +29,7 @@ pub struct Pos {
 
 /// What a source patch asks of the unroller for one loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unroll {
+pub(crate) enum Unroll {
     /// `#pragma nounroll`
     Disable,
     /// `#pragma unroll N`
@@ -38,7 +38,7 @@ pub enum Unroll {
 
 /// A call the plugin removed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RemovedCall {
+pub(crate) struct RemovedCall {
     /// The function the call was in (symbol).
     pub function: String,
     pub callee: String,
@@ -52,7 +52,7 @@ pub struct RemovedCall {
 
 /// A located call.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CallSite {
+pub(crate) struct CallSite {
     pub function: String,
     pub at: Pos,
     pub exponent: Option<f64>,
@@ -60,7 +60,7 @@ pub struct CallSite {
 
 /// A loop whose unrolling the decisions changed (unrolled.rs).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChangedLoop {
+pub(crate) struct ChangedLoop {
     /// The function whose source holds the loop (before inlining).
     pub function: String,
     pub at: Pos,
@@ -70,13 +70,13 @@ pub struct ChangedLoop {
 
 /// A loop's start, in the function whose source holds it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LoopStart {
+pub(crate) struct LoopStart {
     pub function: String,
     pub at: Pos,
 }
 
 #[derive(Debug, Default)]
-pub struct Changes {
+pub(crate) struct Changes {
     pub removed_calls: Vec<RemovedCall>,
     pub loops: Vec<ChangedLoop>,
     /// Loops the decisions changed in a way no pragma spells: (where, why).
@@ -87,7 +87,7 @@ pub struct Changes {
 }
 
 /// Compare two textual modules.
-pub fn changes(before: &str, after: &str) -> Changes {
+pub(crate) fn changes(before: &str, after: &str) -> Changes {
     let (b, a) = (Module::parse(before), Module::parse(after));
     let mut out = Changes::default();
     for fb in &b.functions {
@@ -122,7 +122,7 @@ pub fn changes(before: &str, after: &str) -> Changes {
 /// not only are they not unrolled, nothing downstream may unroll them
 /// (ptxas reads the mark as `.pragma "nounroll"`), so the patch says so on
 /// each, whether O3 would have unrolled it or not.
-pub fn disabled_loops(before: &str, after: &str) -> Vec<LoopStart> {
+pub(crate) fn disabled_loops(before: &str, after: &str) -> Vec<LoopStart> {
     let (b, a) = (Module::parse(before), Module::parse(after));
     let mut out = Vec::new();
     for fa in &a.functions {
@@ -139,13 +139,13 @@ pub fn disabled_loops(before: &str, after: &str) -> Vec<LoopStart> {
 }
 
 /// Each function's direct callees in `module`.
-pub fn callees(module: &str) -> BTreeMap<String, BTreeSet<String>> {
+pub(crate) fn callees(module: &str) -> BTreeMap<String, BTreeSet<String>> {
     let m = Module::parse(module);
     m.functions.iter().map(|f| (f.name.clone(), f.calls.iter().map(|c| c.callee.clone()).collect())).collect()
 }
 
 /// `from` is `to`, or calls it, directly or not.
-pub fn reaches(callees: &BTreeMap<String, BTreeSet<String>>, from: &str, to: &str) -> bool {
+pub(crate) fn reaches(callees: &BTreeMap<String, BTreeSet<String>>, from: &str, to: &str) -> bool {
     let mut seen = BTreeSet::from([from]);
     let mut todo = vec![from];
     while let Some(f) = todo.pop() {
@@ -162,7 +162,7 @@ pub fn reaches(callees: &BTreeMap<String, BTreeSet<String>>, from: &str, to: &st
 }
 
 /// Where every located loop of `module` starts, by function.
-pub fn loop_starts(module: &str) -> Vec<LoopStart> {
+pub(crate) fn loop_starts(module: &str) -> Vec<LoopStart> {
     let m = Module::parse(module);
     let mut out = Vec::new();
     for f in &m.functions {
@@ -306,15 +306,13 @@ define dso_local amdgpu_kernel void @_Z1kPd(ptr addrspace(1) noundef %x.coerce) 
                 callers: vec![],
             }]
         );
-        assert_eq!(
-            loop_starts(BEFORE),
-            [LoopStart { function: "_Z1kPd".into(), at: Pos { file: "/src/k.hip".into(), line: 8, col: 5 } }]
-        );
+        assert_eq!(loop_starts(BEFORE), [LoopStart { function: "_Z1kPd".into(), at: Pos { file: "/src/k.hip".into(), line: 8, col: 5 } }]);
     }
 
     #[test]
     fn deleted_functions_and_unchanged_modules_report_nothing() {
-        let without_forwarder = BEFORE.lines().filter(|l| !l.contains("_ZL3powdd(double noundef %0") && !l.contains("@__ocml")).collect::<Vec<_>>().join("\n");
+        let without_forwarder =
+            BEFORE.lines().filter(|l| !l.contains("_ZL3powdd(double noundef %0") && !l.contains("@__ocml")).collect::<Vec<_>>().join("\n");
         assert!(changes(BEFORE, BEFORE).removed_calls.is_empty());
         assert!(changes(BEFORE, &without_forwarder).removed_calls.is_empty());
     }
@@ -323,7 +321,10 @@ define dso_local amdgpu_kernel void @_Z1kPd(ptr addrspace(1) noundef %x.coerce) 
     fn loops_the_early_phase_disables_are_found() {
         let after = BEFORE.replace("!30 = distinct !{!30, !31, !32, !33, !34}", "!30 = distinct !{!30, !31, !32, !33, !35}")
             + "!35 = !{!\"llvm.loop.unroll.disable\"}\n";
-        assert_eq!(disabled_loops(BEFORE, &after), [LoopStart { function: "_Z1kPd".into(), at: Pos { file: "/src/k.hip".into(), line: 8, col: 5 } }]);
+        assert_eq!(
+            disabled_loops(BEFORE, &after),
+            [LoopStart { function: "_Z1kPd".into(), at: Pos { file: "/src/k.hip".into(), line: 8, col: 5 } }]
+        );
         assert!(disabled_loops(&after, &after).is_empty(), "already disabled: nothing new");
     }
 

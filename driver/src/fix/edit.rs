@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Edit {
+pub(crate) struct Edit {
     /// The file (canonical path).
     pub file: Arc<str>,
     pub start: usize,
@@ -36,7 +36,7 @@ pub struct Edit {
 const ORDER: &[&str] = &["sink", "pow2", "occupancy", "noalias", "unroll-cap"];
 
 impl Edit {
-    pub fn new(file: &Arc<str>, start: usize, end: usize, text: impl Into<String>, kernel: &str, what: &str) -> Edit {
+    pub(crate) fn new(file: &Arc<str>, start: usize, end: usize, text: impl Into<String>, kernel: &str, what: &str) -> Edit {
         Edit {
             file: file.clone(),
             start,
@@ -75,7 +75,13 @@ impl Edit {
     /// the rest.
     fn sort_key(&self) -> (usize, u8, usize, usize) {
         let rank = ORDER.iter().position(|w| *w == self.what).unwrap_or(ORDER.len());
-        let class = if self.is_insertion() { 0 } else if self.is_move_source() { 1 } else { 2 };
+        let class = if self.is_insertion() {
+            0
+        } else if self.is_move_source() {
+            1
+        } else {
+            2
+        };
         (self.start, class, rank, self.end)
     }
 
@@ -98,7 +104,7 @@ impl Edit {
 /// Join the edits of several kernels (and targets): the same edit asked
 /// for twice is one edit owned by both. Edits that disagree about the same
 /// text are returned apart, so that their kernels can be left out.
-pub fn merge(edits: Vec<Edit>) -> (Vec<Edit>, Vec<(Edit, Edit)>) {
+pub(crate) fn merge(edits: Vec<Edit>) -> (Vec<Edit>, Vec<(Edit, Edit)>) {
     let mut out: Vec<Edit> = Vec::new();
     let mut conflicts = Vec::new();
     for e in edits {
@@ -121,7 +127,7 @@ pub fn merge(edits: Vec<Edit>) -> (Vec<Edit>, Vec<(Edit, Edit)>) {
 /// Whole-line edits of one range that targets asked for differently (a
 /// loop's unroll pragma), as one: each text under `#if` on its targets,
 /// the original lines for any other target.
-pub fn per_target(text: &str, edits: &[Edit]) -> Option<Edit> {
+pub(crate) fn per_target(text: &str, edits: &[Edit]) -> Option<Edit> {
     let first = edits.first()?;
     let (start, end) = (first.start, first.end);
     let lines = |e: &Edit| {
@@ -147,7 +153,7 @@ pub fn per_target(text: &str, edits: &[Edit]) -> Option<Edit> {
 }
 
 /// `text`, the text of `file`, with its `edits` (merged: no two overlap) applied.
-pub fn apply(file: &str, text: &str, edits: &[Edit]) -> String {
+pub(crate) fn apply(file: &str, text: &str, edits: &[Edit]) -> String {
     let mine: Vec<Edit> = edits.iter().filter(|e| &*e.file == file).cloned().collect();
     apply_range(text, (0, text.len()), &mine, None)
 }
@@ -185,7 +191,7 @@ fn apply_range(text: &str, range: (usize, usize), edits: &[Edit], moved: Option<
 
 /// A unified diff of one file, with `a/` and `b/` paths as `git apply`
 /// and `patch -p1` expect.
-pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
+pub(crate) fn unified_diff(path: &str, before: &str, after: &str) -> String {
     if before == after {
         return String::new();
     }
@@ -199,7 +205,7 @@ pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
 /// An edit of `[start, end)` to `new` inside a macro's line that ends in
 /// an aligned `\`: (its end, its text), taking in the spaces before the
 /// `\` so that it stays in its column where the spaces allow.
-pub fn aligned(text: &str, start: usize, end: usize, new: &str) -> (usize, String) {
+pub(crate) fn aligned(text: &str, start: usize, end: usize, new: &str) -> (usize, String) {
     let line = &text[end..line_end(text, end)];
     let body = line.trim_end_matches(['\n', '\r']);
     let Some(before_slash) = body.strip_suffix('\\') else { return (end, new.to_string()) };
@@ -214,17 +220,17 @@ pub fn aligned(text: &str, start: usize, end: usize, new: &str) -> (usize, Strin
 }
 
 /// The start of the line holding `offset`.
-pub fn line_start(text: &str, offset: usize) -> usize {
+pub(crate) fn line_start(text: &str, offset: usize) -> usize {
     text[..offset].rfind('\n').map_or(0, |i| i + 1)
 }
 
 /// Just past the newline that ends the line holding `offset`.
-pub fn line_end(text: &str, offset: usize) -> usize {
+pub(crate) fn line_end(text: &str, offset: usize) -> usize {
     text[offset..].find('\n').map_or(text.len(), |i| offset + i + 1)
 }
 
 /// The whitespace a line starts with.
-pub fn indentation(text: &str, offset: usize) -> &str {
+pub(crate) fn indentation(text: &str, offset: usize) -> &str {
     let start = line_start(text, offset);
     let line = &text[start..line_end(text, offset)];
     &line[..line.len() - line.trim_start().len()]
@@ -232,7 +238,7 @@ pub fn indentation(text: &str, offset: usize) -> &str {
 
 /// Above the `//` comment lines directly above `line_start`: where a
 /// line goes that must come before a statement and its comment.
-pub fn above_comments(text: &str, mut line_start: usize) -> usize {
+pub(crate) fn above_comments(text: &str, mut line_start: usize) -> usize {
     while line_start > 0 {
         let prev = self::line_start(text, line_start - 1);
         if !text[prev..line_start].trim_start().starts_with("//") {
@@ -244,13 +250,13 @@ pub fn above_comments(text: &str, mut line_start: usize) -> usize {
 }
 
 /// Nothing but whitespace between the start of its line and `offset`.
-pub fn starts_line(text: &str, offset: usize) -> bool {
+pub(crate) fn starts_line(text: &str, offset: usize) -> bool {
     text[line_start(text, offset)..offset].trim().is_empty()
 }
 
 /// Nothing but whitespace or a `//` comment between `offset` and the end
 /// of its line.
-pub fn ends_line(text: &str, offset: usize) -> bool {
+pub(crate) fn ends_line(text: &str, offset: usize) -> bool {
     let rest = text[offset..line_end(text, offset)].trim();
     rest.is_empty() || rest.starts_with("//")
 }
@@ -268,11 +274,7 @@ mod tests {
     #[test]
     fn edits_apply_in_order_and_equal_ones_merge() {
         let text = "a b c\n";
-        let (merged, conflicts) = merge(vec![
-            new(4, 5, "C", "k1", "x"),
-            new(0, 1, "A", "k1", "x"),
-            new(0, 1, "A", "k2", "x"),
-        ]);
+        let (merged, conflicts) = merge(vec![new(4, 5, "C", "k1", "x"), new(0, 1, "A", "k1", "x"), new(0, 1, "A", "k2", "x")]);
         assert!(conflicts.is_empty());
         assert_eq!(merged[0].kernels.len(), 2);
         assert_eq!(apply(F, text, &merged), "A b C\n");
@@ -280,8 +282,7 @@ mod tests {
 
     #[test]
     fn disagreeing_edits_are_conflicts() {
-        let (merged, conflicts) =
-            merge(vec![new(0, 1, "A", "k1", "x"), new(0, 1, "B", "k2", "x"), new(2, 2, "+", "k1", "x")]);
+        let (merged, conflicts) = merge(vec![new(0, 1, "A", "k1", "x"), new(0, 1, "B", "k2", "x"), new(2, 2, "+", "k1", "x")]);
         assert_eq!(merged.len(), 2);
         assert_eq!(conflicts.len(), 1);
         let (_, c) = merge(vec![new(2, 2, "x", "k1", "a"), new(2, 2, "y", "k2", "a")]);

@@ -12,19 +12,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::target::nvptx::cuda::Cuda;
+use crate::gpu::nvptx::cuda::Cuda;
 use crate::toolchain::{Flavor, Toolchain};
 
 use super::ast;
 
 /// Where the user's project is, and where the toolchain is.
-pub struct Project {
+pub(crate) struct Project {
     roots: Vec<PathBuf>,
     toolchain: Vec<PathBuf>,
 }
 
 impl Project {
-    pub fn new(inputs: &[PathBuf], user_args: &[String], toolchain: &Toolchain) -> Project {
+    pub(crate) fn new(inputs: &[PathBuf], user_args: &[String], toolchain: &Toolchain) -> Project {
         let canon = |p: &Path| std::fs::canonicalize(p).ok();
         let mut roots: Vec<PathBuf> = inputs
             .iter()
@@ -63,7 +63,11 @@ fn include_dirs(args: &[String]) -> Vec<PathBuf> {
     while let Some(a) = it.next() {
         let dir = match a.as_str() {
             "-I" | "-iquote" | "--include-directory" => it.next().cloned(),
-            _ => ["-I", "-iquote", "--include-directory="].iter().find_map(|p| a.strip_prefix(p)).filter(|d| !d.is_empty()).map(str::to_string),
+            _ => ["-I", "-iquote", "--include-directory="]
+                .iter()
+                .find_map(|p| a.strip_prefix(p))
+                .filter(|d| !d.is_empty())
+                .map(str::to_string),
         };
         out.extend(dir.map(PathBuf::from));
     }
@@ -71,7 +75,7 @@ fn include_dirs(args: &[String]) -> Vec<PathBuf> {
 }
 
 /// One file a unit reads.
-pub struct File {
+pub(crate) struct File {
     /// The absolute names clang reaches it by (before links are resolved):
     /// where the verifying build must find its patched text.
     pub names: Vec<String>,
@@ -86,14 +90,14 @@ pub struct File {
 
 /// Every file the units read, by canonical path.
 #[derive(Default)]
-pub struct Files {
+pub(crate) struct Files {
     by_path: BTreeMap<Arc<str>, File>,
 }
 
 impl Files {
     /// Take note of the files a unit reads, from its preprocessed text;
     /// their canonical paths.
-    pub fn add_unit(&mut self, project: &Project, preprocessed: &str) -> BTreeSet<Arc<str>> {
+    pub(crate) fn add_unit(&mut self, project: &Project, preprocessed: &str) -> BTreeSet<Arc<str>> {
         let mut read = BTreeSet::new();
         for (name, system) in line_markers(preprocessed) {
             let path = ast::canonical(&name);
@@ -105,7 +109,8 @@ impl Files {
                 }
                 continue;
             }
-            let refused = if Path::new(&*path).is_absolute() { project.refuses(Path::new(&*path), system) } else { Some("not a file".into()) };
+            let refused =
+                if Path::new(&*path).is_absolute() { project.refuses(Path::new(&*path), system) } else { Some("not a file".into()) };
             let (text, refused) = match refused {
                 Some(why) => (None, Some(why)),
                 None => match std::fs::read_to_string(&*path) {
@@ -120,12 +125,12 @@ impl Files {
     }
 
     /// The text of a file fix may edit.
-    pub fn text(&self, path: &str) -> Option<&str> {
+    pub(crate) fn text(&self, path: &str) -> Option<&str> {
         self.by_path.get(path)?.text.as_deref()
     }
 
     /// Why fix may not edit `path`, if it may not.
-    pub fn refusal(&self, path: &str) -> Option<String> {
+    pub(crate) fn refusal(&self, path: &str) -> Option<String> {
         match self.by_path.get(path) {
             Some(f) => f.refused.clone(),
             None => Some("not read by the unit".into()),
@@ -133,18 +138,18 @@ impl Files {
     }
 
     /// Every name clang reaches `path` by.
-    pub fn names(&self, path: &str) -> Vec<String> {
+    pub(crate) fn names(&self, path: &str) -> Vec<String> {
         self.by_path.get(path).map_or_else(|| vec![path.to_string()], |f| f.names.clone())
     }
 
     /// The name to show for `path`.
-    pub fn shown(&self, path: &str) -> String {
+    pub(crate) fn shown(&self, path: &str) -> String {
         self.by_path.get(path).map_or_else(|| path.to_string(), |f| f.shown.clone())
     }
 }
 
 /// `path` relative to the current directory when below it.
-pub fn shown(path: &str) -> String {
+pub(crate) fn shown(path: &str) -> String {
     let cwd = std::env::current_dir().ok().and_then(|d| std::fs::canonicalize(d).ok()).unwrap_or_default();
     Path::new(path).strip_prefix(&cwd).map_or_else(|_| path.to_string(), |p| p.display().to_string())
 }

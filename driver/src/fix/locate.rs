@@ -23,14 +23,11 @@ use super::{unrolled, Decision};
 
 /// What the decisions change in the unit, by source position.
 /// `uncapped`: the unit's kernels that cap nothing on this target.
-pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision], uncapped: &BTreeSet<String>) -> Result<Changes, String> {
+pub(crate) fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision], uncapped: &BTreeSet<String>) -> Result<Changes, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
     let bc = dir.path().join("lines.bc");
     let mut front = unit.device_command().map_err(|e| e.to_string())?;
-    front
-        .args(["-gline-tables-only", "-emit-llvm", "-c", "-Xclang", "-disable-llvm-passes", "-o"])
-        .arg(&bc)
-        .arg(unit.source);
+    front.args(["-gline-tables-only", "-emit-llvm", "-c", "-Xclang", "-disable-llvm-passes", "-o"]).arg(&bc).arg(unit.source);
     run(front, "clang (with line tables)")?;
 
     let mut db = Db::default();
@@ -87,15 +84,20 @@ pub fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision], uncapped
             Ok(unrolled::parse(&read_records(dir.path(), name)?))
         };
         let plain = remarks(Variant::default(), "plain")?;
-        let capped = remarks(Variant {
-            args: vec![OsString::from(format!("-fpass-plugin={}", plugin.display()))],
-            env: vec![(DECISIONS_ENV, decisions_file.clone().into_os_string()), (INPUT_HASH_ENV, OsString::new())],
-            deadline: None,
-        }, "capped")?;
-        (changes.loops, changes.unpatchable) = unrolled::changed(&plain, &capped, &debug_ir::loop_starts(&before), &changes.callees, uncapped);
+        let capped = remarks(
+            Variant {
+                args: vec![OsString::from(format!("-fpass-plugin={}", plugin.display()))],
+                env: vec![(DECISIONS_ENV, decisions_file.clone().into_os_string()), (INPUT_HASH_ENV, OsString::new())],
+                deadline: None,
+            },
+            "capped",
+        )?;
+        (changes.loops, changes.unpatchable) =
+            unrolled::changed(&plain, &capped, &debug_ir::loop_starts(&before), &changes.callees, uncapped);
         // A cap of 1 marks every loop: each gets its `nounroll`.
         for s in debug_ir::disabled_loops(&before, &after) {
-            let known = changes.loops.iter().any(|l| l.function == s.function && l.at == s.at) || changes.unpatchable.iter().any(|(p, _)| *p == s.at);
+            let known = changes.loops.iter().any(|l| l.function == s.function && l.at == s.at)
+                || changes.unpatchable.iter().any(|(p, _)| *p == s.at);
             if !known {
                 changes.loops.push(debug_ir::ChangedLoop { function: s.function, at: s.at, after: debug_ir::Unroll::Disable });
             }

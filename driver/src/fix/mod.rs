@@ -16,22 +16,22 @@
 //! that misses its promise loses its edits, and the rest is checked again.
 //! What is left is the patch.
 
-pub mod ast;
-pub mod attributes;
-pub mod copy;
-pub mod debug_ir;
-pub mod edit;
-pub mod files;
-pub mod locate;
-pub mod overlay;
-pub mod plan;
-pub mod pow2;
-pub mod restrict;
-pub mod shared;
-pub mod sink;
-pub mod unroll;
-pub mod unrolled;
-pub mod verify;
+pub(crate) mod ast;
+pub(crate) mod attributes;
+pub(crate) mod copy;
+pub(crate) mod debug_ir;
+pub(crate) mod edit;
+pub(crate) mod files;
+pub(crate) mod locate;
+pub(crate) mod overlay;
+pub(crate) mod plan;
+pub(crate) mod pow2;
+pub(crate) mod restrict;
+pub(crate) mod shared;
+pub(crate) mod sink;
+pub(crate) mod unroll;
+pub(crate) mod unrolled;
+pub(crate) mod verify;
 pub mod write;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -40,9 +40,9 @@ use std::sync::Arc;
 
 use regtune_decisions::{Db, Transforms, Usage};
 
+use crate::gpu::Arch;
 use crate::names;
 use crate::output::Failure;
-use crate::target::Arch;
 use crate::toolchain::Toolchain;
 
 use ast::Node;
@@ -63,7 +63,7 @@ pub struct Options {
 
 /// One kernel's decision on one target, as the patch must express it.
 #[derive(Debug, Clone)]
-pub struct Decision {
+pub(crate) struct Decision {
     pub symbol: String,
     pub arch: Arch,
     pub transforms: Transforms,
@@ -129,12 +129,12 @@ impl Patch {
         self.kernels().all(|k| k.outcome == Outcome::Verified)
     }
 
-    pub fn kernels(&self) -> impl Iterator<Item = &KernelResult> {
+    pub(crate) fn kernels(&self) -> impl Iterator<Item = &KernelResult> {
         self.units.iter().flat_map(|u| u.kernels.iter())
     }
 
     /// The patched text of `path` (as given or canonical), if the patch changes it.
-    pub fn patched(&self, path: &Path) -> Option<&FileChange> {
+    pub(crate) fn patched(&self, path: &Path) -> Option<&FileChange> {
         let canon = std::fs::canonicalize(path).ok()?;
         self.files.iter().find(|f| f.path == canon)
     }
@@ -213,7 +213,7 @@ impl KernelResult {
 
 /// Notes for the user about what the patch does not express, by line; and
 /// per kernel, the edits it needs that fix may not make.
-pub struct Notes {
+pub(crate) struct Notes {
     unit: String,
     lines: Vec<String>,
     blocked: BTreeMap<String, Vec<String>>,
@@ -225,34 +225,34 @@ impl Notes {
     }
 
     /// About the unit as a whole.
-    pub fn unit(&mut self, text: String) {
+    pub(crate) fn unit(&mut self, text: String) {
         let line = format!("{}: note: {text}", self.unit);
         self.push(line);
     }
 
     /// At a line of a file (as shown).
-    pub fn file(&mut self, shown: &str, line: Option<u32>, text: String) {
+    pub(crate) fn file(&mut self, shown: &str, line: Option<u32>, text: String) {
         let at = line.map_or(String::new(), |l| format!("{l}:"));
         self.push(format!("{shown}:{at} note: {text}"));
     }
 
-    pub fn kernel(&mut self, kernel: &Kernel<'_>, text: String) {
+    pub(crate) fn kernel(&mut self, kernel: &Kernel<'_>, text: String) {
         let line = kernel.decl.loc.as_ref().map_or(0, |l| ast::line_col(kernel.text, l.offset).0);
         self.at(kernel, line, text);
     }
 
-    pub fn at(&mut self, kernel: &Kernel<'_>, line: u32, text: String) {
+    pub(crate) fn at(&mut self, kernel: &Kernel<'_>, line: u32, text: String) {
         self.push(format!("{}:{line}: note: {}: {text}", kernel.shown, kernel.name));
     }
 
     /// An edit the kernel's decision needs in a file fix may not edit.
-    pub fn blocked(&mut self, kernel: &Kernel<'_>, text: String) {
+    pub(crate) fn blocked(&mut self, kernel: &Kernel<'_>, text: String) {
         self.blocked.entry(kernel.symbol.to_string()).or_default().push(text.clone());
         self.kernel(kernel, format!("{text}; not patched"));
     }
 
     /// The same, for a change in code several kernels reach.
-    pub fn block(&mut self, kernels: &[String], shown: &str, line: Option<u32>, text: String) {
+    pub(crate) fn block(&mut self, kernels: &[String], shown: &str, line: Option<u32>, text: String) {
         for k in kernels {
             let place = line.map_or(shown.to_string(), |l| format!("{shown}:{l}"));
             let why = text.trim_end_matches("; not patched");
@@ -261,7 +261,7 @@ impl Notes {
         self.file(shown, line, text);
     }
 
-    pub fn push(&mut self, line: String) {
+    pub(crate) fn push(&mut self, line: String) {
         if !self.lines.contains(&line) {
             self.lines.push(line);
         }
@@ -272,14 +272,14 @@ impl Notes {
 const FUNCTIONS: &[&str] = &["FunctionDecl", "CXXMethodDecl", "CXXConstructorDecl", "CXXDestructorDecl", "CXXConversionDecl"];
 
 /// The unit's AST: the definitions the edits touch, in every file.
-pub struct Source<'a> {
+pub(crate) struct Source<'a> {
     pub files: &'a Files,
     pub nodes: &'a [Node],
 }
 
 impl Source<'_> {
     /// Every node with its parent.
-    pub fn nodes_with_parents(&self) -> Vec<(&Node, Option<&Node>)> {
+    pub(crate) fn nodes_with_parents(&self) -> Vec<(&Node, Option<&Node>)> {
         fn collect<'a>(n: &'a Node, parent: Option<&'a Node>, out: &mut Vec<(&'a Node, Option<&'a Node>)>) {
             out.push((n, parent));
             for c in &n.inner {
@@ -295,7 +295,7 @@ impl Source<'_> {
 
     /// A function's definition (the declaration with a body, by symbol),
     /// with its parent.
-    pub fn definition(&self, symbol: &str) -> Option<(&Node, Option<&Node>)> {
+    pub(crate) fn definition(&self, symbol: &str) -> Option<(&Node, Option<&Node>)> {
         let all = self.nodes_with_parents();
         let named = |n: &Node| FUNCTIONS.contains(&n.kind.as_str()) && n.mangled_name.as_deref() == Some(symbol);
         let found = all.iter().find(|(n, _)| named(n) && n.inner.iter().any(|c| c.kind == "CompoundStmt"));
@@ -303,20 +303,20 @@ impl Source<'_> {
     }
 
     /// A function's definition with every node below it and its parent.
-    pub fn function_nodes(&self, symbol: &str) -> Vec<(&Node, Option<&Node>)> {
+    pub(crate) fn function_nodes(&self, symbol: &str) -> Vec<(&Node, Option<&Node>)> {
         let Some((decl, _)) = self.definition(symbol) else { return vec![] };
         let inside: std::collections::HashSet<*const Node> = decl.walk().into_iter().map(|n| n as *const Node).collect();
         self.nodes_with_parents().into_iter().filter(|(n, _)| inside.contains(&(*n as *const Node))).collect()
     }
 
     /// A function's name as a reader knows it.
-    pub fn function_name(&self, symbol: &str) -> String {
+    pub(crate) fn function_name(&self, symbol: &str) -> String {
         names::short_name(&names::demangle(symbol)).to_string()
     }
 }
 
 /// A kernel's definition in the source.
-pub struct Kernel<'a> {
+pub(crate) struct Kernel<'a> {
     pub symbol: &'a str,
     pub name: String,
     pub decl: &'a Node,
@@ -330,20 +330,20 @@ pub struct Kernel<'a> {
 }
 
 impl Kernel<'_> {
-    pub fn body(&self) -> Option<&Node> {
+    pub(crate) fn body(&self) -> Option<&Node> {
         self.decl.inner.iter().rev().find(|n| n.kind == "CompoundStmt")
     }
 
     /// A macro spells its body (`KERNEL(name)` expands to the definition).
-    pub fn defined_by_macro(&self) -> bool {
+    pub(crate) fn defined_by_macro(&self) -> bool {
         self.body().and_then(|b| b.begin.as_ref()).is_some_and(|b| b.in_macro)
     }
 }
 
 /// A decision as the tuner labels it on `arch` (its occupancy target in
 /// the target's words: `warps-per-sm=44` on NVPTX).
-pub fn labels(t: &Transforms, arch: &Arch) -> Vec<String> {
-    let target = crate::target::of(arch);
+pub(crate) fn labels(t: &Transforms, arch: &Arch) -> Vec<String> {
+    let target = crate::gpu::of(arch);
     let mut out = Transforms { waves_per_eu: None, launch_bounds: None, ..t.clone() }.labels();
     out.extend(t.waves_per_eu.map(|w| target.occupancy_label(w)));
     out.extend(t.launch_bounds.map(|n| format!("launch-bounds={n}")));
@@ -366,7 +366,7 @@ pub fn run(
 }
 
 /// [`run`] with the db already read.
-pub fn run_with(
+pub(crate) fn run_with(
     toolchain: &Toolchain,
     plugin: &Path,
     inputs: &[PathBuf],
@@ -418,7 +418,8 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
         }
         rounds += 1;
         // Each patched text under every name clang reaches its file by.
-        let named: Vec<(String, &str)> = changes.iter().flat_map(|(p, t)| files.names(p).into_iter().map(move |n| (n, t.as_str()))).collect();
+        let named: Vec<(String, &str)> =
+            changes.iter().flat_map(|(p, t)| files.names(p).into_iter().map(move |n| (n, t.as_str()))).collect();
         let overlay = match Overlay::new(named.iter().map(|(n, t)| (n.as_str(), *t))) {
             Ok(o) => o,
             Err(e) => {
@@ -452,7 +453,8 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
         if found.wrong.is_empty() {
             break (edits, changes);
         }
-        let (dropped_before, choices_before) = (dropped.len(), groups.iter().map(|g| g.chosen().map(<[String]>::to_vec)).collect::<Vec<_>>());
+        let (dropped_before, choices_before) =
+            (dropped.len(), groups.iter().map(|g| g.chosen().map(<[String]>::to_vec)).collect::<Vec<_>>());
         let mut rejected: BTreeSet<usize> = BTreeSet::new();
         for (symbol, why) in &found.wrong {
             if let Some(i) = groups.iter().position(|g| g.has(symbol) && g.chosen().is_some()) {
@@ -470,7 +472,9 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 // header). Their kernels lose them, and are told why.
                 let span = units.iter().find_map(|u| u.spans.get(symbol));
                 let name = names::short_name(&names::demangle(symbol)).to_string();
-                for e in edits.iter().filter(|e| span.map_or(e.kernels.len() > 1, |(f, a, b)| e.file == *f && *a <= e.start && e.start < *b)) {
+                for e in
+                    edits.iter().filter(|e| span.map_or(e.kernels.len() > 1, |(f, a, b)| e.file == *f && *a <= e.start && e.start < *b))
+                {
                     for k in &e.kernels {
                         dropped.entry(k.clone()).or_insert_with(|| format!("its edits change {name} too, where {why}"));
                     }
@@ -523,9 +527,17 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 outcome,
                 elsewhere: if verified { elsewhere } else { vec![] },
                 instead: donor.zip(group).map(|(o, g)| {
-                    let theirs = units_decisions.iter().find(|x| x.symbol == o && x.arch == d.arch).map(|x| x.transforms.clone()).unwrap_or_default();
+                    let theirs = units_decisions
+                        .iter()
+                        .find(|x| x.symbol == o && x.arch == d.arch)
+                        .map(|x| x.transforms.clone())
+                        .unwrap_or_default();
                     let t = shared::patched_with(g, &theirs, &d.transforms);
-                    if t.is_empty() { "nothing".to_string() } else { labels(&t, &d.arch).join(" + ") }
+                    if t.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        labels(&t, &d.arch).join(" + ")
+                    }
                 }),
             });
         }
@@ -550,7 +562,13 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
     }
     for (path, patched) in changes {
         let original = files.text(&path).unwrap_or_default().to_string();
-        patch.files.push(FileChange { path: PathBuf::from(&*path), shown: files.shown(&path), names: files.names(&path), original, patched });
+        patch.files.push(FileChange {
+            path: PathBuf::from(&*path),
+            shown: files.shown(&path),
+            names: files.names(&path),
+            original,
+            patched,
+        });
     }
     patch.files.sort_by(|a, b| a.shown.cmp(&b.shown));
     patch
@@ -625,7 +643,7 @@ fn patched_files(files: &Files, edits: &[Edit]) -> Vec<(Arc<str>, String)> {
 
 /// The patch of one unit alone (the wrapper's patch mode), with the db
 /// already read.
-pub fn fix_unit(
+pub(crate) fn fix_unit(
     toolchain: &Toolchain,
     plugin: &Path,
     path: &Path,

@@ -8,14 +8,14 @@
 
 use std::path::{Path, PathBuf};
 
-pub struct Overlay {
+pub(crate) struct Overlay {
     dir: tempfile::TempDir,
     yaml: PathBuf,
 }
 
 impl Overlay {
     /// An overlay of `files`: (the original's canonical path, its patched text).
-    pub fn new<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> std::io::Result<Overlay> {
+    pub(crate) fn new<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> std::io::Result<Overlay> {
         let dir = tempfile::Builder::new().prefix("regtune-fix").tempdir()?;
         let mut roots = Vec::new();
         for (i, (original, text)) in files.into_iter().enumerate() {
@@ -32,12 +32,12 @@ impl Overlay {
     }
 
     /// The flags that make a compile read the patched texts.
-    pub fn args(&self) -> Vec<String> {
+    pub(crate) fn args(&self) -> Vec<String> {
         vec!["-ivfsoverlay".into(), self.yaml.display().to_string()]
     }
 
     /// Where the build's own temporary files may go.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.dir.path()
     }
 }

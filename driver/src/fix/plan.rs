@@ -10,9 +10,9 @@ use std::sync::Arc;
 use regtune_decisions::{Db, Transforms};
 
 use crate::compile::{self, Unit};
+use crate::gpu::Arch;
 use crate::names;
 use crate::output::Failure;
-use crate::target::Arch;
 use crate::toolchain::Toolchain;
 
 use super::ast::{self, Node};
@@ -22,7 +22,7 @@ use super::{attributes, debug_ir, locate, pow2, restrict, sink, unroll};
 use super::{Decision, Kernel, Notes, Options, Source};
 
 /// What every unit is built with.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub toolchain: &'a Toolchain,
     pub plugin: &'a Path,
     pub archs: &'a [Arch],
@@ -33,7 +33,7 @@ pub struct Context<'a> {
 }
 
 /// A unit's decisions and edits.
-pub struct Planned {
+pub(crate) struct Planned {
     /// The unit's file, as given.
     pub path: PathBuf,
     /// Every kernel's decision per target, empty ones included.
@@ -53,13 +53,13 @@ pub struct Planned {
 }
 
 impl Planned {
-    pub fn active(&self) -> impl Iterator<Item = &Decision> {
+    pub(crate) fn active(&self) -> impl Iterator<Item = &Decision> {
         self.decisions.iter().filter(|d| !d.transforms.is_empty())
     }
 }
 
 /// Plan one unit; the files it reads go into `files`.
-pub fn plan(ctx: &Context<'_>, path: &Path, files: &mut Files) -> Result<Planned, Failure> {
+pub(crate) fn plan(ctx: &Context<'_>, path: &Path, files: &mut Files) -> Result<Planned, Failure> {
     std::fs::File::open(path).map_err(|e| Failure::new(format!("cannot read {}: {e}", path.display())))?;
     let mut notes = Notes::new(path);
     let mut planned = Planned {
@@ -120,8 +120,12 @@ pub fn plan(ctx: &Context<'_>, path: &Path, files: &mut Files) -> Result<Planned
         let here: Vec<&Decision> = active.iter().copied().filter(|d| &d.arch == arch).collect();
         if here.iter().any(|d| d.transforms.pow2 || d.transforms.unroll_cap.is_some()) {
             let unit = Unit { toolchain: ctx.toolchain, arch, source: path, user_args: ctx.user_args };
-            let uncapped: BTreeSet<String> =
-                planned.decisions.iter().filter(|d| &d.arch == arch && d.transforms.unroll_cap.is_none()).map(|d| d.symbol.clone()).collect();
+            let uncapped: BTreeSet<String> = planned
+                .decisions
+                .iter()
+                .filter(|d| &d.arch == arch && d.transforms.unroll_cap.is_none())
+                .map(|d| d.symbol.clone())
+                .collect();
             let c = locate::changes(&unit, ctx.plugin, &here, &uncapped).map_err(|e| Failure::new(format!("{}: {e}", path.display())))?;
             changes.push((arch, c));
         }
@@ -164,12 +168,19 @@ pub fn plan(ctx: &Context<'_>, path: &Path, files: &mut Files) -> Result<Planned
             continue;
         };
         let template = parent.is_some_and(|p| p.kind == "FunctionTemplateDecl");
-        let kernel = Kernel { symbol, name: source.function_name(symbol), decl, file: &file, text, shown: files.shown(&file), files, template };
+        let kernel =
+            Kernel { symbol, name: source.function_name(symbol), decl, file: &file, text, shown: files.shown(&file), files, template };
         if let (Some(b), Some(e)) = (&decl.begin, &decl.end) {
             planned.spans.insert(symbol.clone(), (file.clone(), b.offset, e.token_end()));
         }
         if let Some(at) = kernel.body().and_then(|b| b.begin.as_ref()).map(|b| b.spelled()) {
-            let what = if template { "template" } else if kernel.defined_by_macro() { "macro" } else { "kernel" };
+            let what = if template {
+                "template"
+            } else if kernel.defined_by_macro() {
+                "macro"
+            } else {
+                "kernel"
+            };
             planned.bodies.insert(symbol.clone(), ((at.file.clone(), at.offset), what));
         }
         edits.extend(attributes::edit(&kernel, ds, &mut notes));

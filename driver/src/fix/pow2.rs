@@ -25,23 +25,18 @@ use super::{Notes, Source};
 
 /// The helper, defined once per file that uses it (guarded: a unit may
 /// include several such files).
-pub const HELPER: &str = "// regtune fix: pow(x, 2) as one multiply, x evaluated once.\n\
+pub(crate) const HELPER: &str = "// regtune fix: pow(x, 2) as one multiply, x evaluated once.\n\
 #ifndef REGTUNE_SQUARE\n\
 #define REGTUNE_SQUARE\n\
 template <typename T>\n\
 __host__ __device__ inline T regtune_square(T x) { return x * x; }\n\
 #endif\n\n";
-pub const HELPER_NAME: &str = "regtune_square";
+pub(crate) const HELPER_NAME: &str = "regtune_square";
 
 /// Edits for the calls one target's decisions removed; `owners` gives the
 /// kernels a call in a function belongs to. An edit that calls the helper
 /// says where the helper must be defined (`Edit::helper`).
-pub fn edits(
-    source: &Source<'_>,
-    calls: &[RemovedCall],
-    owners: &dyn Fn(&str) -> Vec<String>,
-    notes: &mut Notes,
-) -> Vec<Edit> {
+pub(crate) fn edits(source: &Source<'_>, calls: &[RemovedCall], owners: &dyn Fn(&str) -> Vec<String>, notes: &mut Notes) -> Vec<Edit> {
     // The calls to rewrite, with how many the pass removed at each place
     // (in a macro, debug info puts them all at the invocation).
     let mut sites: Vec<(CallSite, usize)> = Vec::new();
@@ -117,7 +112,10 @@ fn rewrite(source: &Source<'_>, site: &CallSite, removed: usize, notes: &mut Not
     let from_macro: Vec<usize> = (0..nodes.len())
         .filter(|&i| {
             let n = nodes[i].0;
-            n.kind == "CallExpr" && n.inner.len() == 3 && is_square_call(n) && n.begin.as_ref().is_some_and(|b| b.in_macro && b.file == file && b.offset == offset)
+            n.kind == "CallExpr"
+                && n.inner.len() == 3
+                && is_square_call(n)
+                && n.begin.as_ref().is_some_and(|b| b.in_macro && b.file == file && b.offset == offset)
         })
         .collect();
     if from_macro.is_empty() {
@@ -125,7 +123,11 @@ fn rewrite(source: &Source<'_>, site: &CallSite, removed: usize, notes: &mut Not
         return vec![];
     }
     if from_macro.len() != removed {
-        notes.file(&shown, Some(line), format!("pow2: the macro expanded here calls pow(x, 2) {} times and the pass rewrote {removed}; not patched", from_macro.len()));
+        notes.file(
+            &shown,
+            Some(line),
+            format!("pow2: the macro expanded here calls pow(x, 2) {} times and the pass rewrote {removed}; not patched", from_macro.len()),
+        );
         return vec![];
     }
     let mut out = Vec::new();
@@ -144,7 +146,11 @@ fn rewrite(source: &Source<'_>, site: &CallSite, removed: usize, notes: &mut Not
         match square(&nodes, i, &text[a..b]) {
             // The helper goes above the macro's definition, ahead of every expansion.
             Some(t) if t.contains(HELPER_NAME) && macro_definition(text, start).is_none() => {
-                notes.file(&shown, Some(line), "pow2: the macro squares an expression, and its definition is not found to define the helper above; not patched".into());
+                notes.file(
+                    &shown,
+                    Some(line),
+                    "pow2: the macro squares an expression, and its definition is not found to define the helper above; not patched".into(),
+                );
                 return vec![];
             }
             Some(t) => {
@@ -183,7 +189,10 @@ fn is_square_call(call: &Node) -> bool {
         let base = r.name.trim_start_matches("std::").trim_start_matches("__builtin_");
         POW_NAMES.contains(&base)
     });
-    let two = |n: &Node| matches!(n.kind.as_str(), "FloatingLiteral" | "IntegerLiteral") && n.value.as_deref().and_then(|v| v.parse::<f64>().ok()) == Some(2.0);
+    let two = |n: &Node| {
+        matches!(n.kind.as_str(), "FloatingLiteral" | "IntegerLiteral")
+            && n.value.as_deref().and_then(|v| v.parse::<f64>().ok()) == Some(2.0)
+    };
     named && strip_casts(&call.inner[2]).walk().iter().any(|n| two(n))
 }
 

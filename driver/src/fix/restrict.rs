@@ -14,7 +14,7 @@ use super::edit::Edit;
 use super::{Kernel, Notes};
 
 /// One edit per parameter in `params`.
-pub fn edits(kernel: &Kernel<'_>, params: &[Param], notes: &mut Notes) -> Vec<Edit> {
+pub(crate) fn edits(kernel: &Kernel<'_>, params: &[Param], notes: &mut Notes) -> Vec<Edit> {
     let decls: Vec<&Node> = kernel.decl.inner.iter().filter(|n| n.kind == "ParmVarDecl").collect();
     let mut out = Vec::new();
     for p in params {

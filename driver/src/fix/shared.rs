@@ -10,18 +10,17 @@
 //! declaration of their own (attributes.rs): only the rest must agree.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use regtune_decisions::Transforms;
 
+use crate::gpu::Arch;
 use crate::names;
-use crate::target::Arch;
 
 use super::plan::Planned;
 
 /// Kernels of one definition that decided differently.
 #[derive(Debug)]
-pub struct Group {
+pub(crate) struct Group {
     /// "template" or "macro".
     pub what: &'static str,
     /// The members' decisions, per target (`archs`), by symbol.
@@ -35,28 +34,28 @@ pub struct Group {
 }
 
 impl Group {
-    pub fn has(&self, symbol: &str) -> bool {
+    pub(crate) fn has(&self, symbol: &str) -> bool {
         self.decisions.contains_key(symbol)
     }
 
-    pub fn members(&self) -> impl Iterator<Item = &String> {
+    pub(crate) fn members(&self) -> impl Iterator<Item = &String> {
         self.decisions.keys()
     }
 
     /// The members whose edits are kept, if a candidate is left.
-    pub fn chosen(&self) -> Option<&[String]> {
+    pub(crate) fn chosen(&self) -> Option<&[String]> {
         self.candidates.get(self.choice).map(Vec::as_slice)
     }
 
     /// A member that takes another's decision: whose.
-    pub fn donor_for(&self, symbol: &str) -> Option<&str> {
+    pub(crate) fn donor_for(&self, symbol: &str) -> Option<&str> {
         let chosen = self.chosen()?;
         (self.has(symbol) && !chosen.iter().any(|s| s == symbol)).then(|| chosen[0].as_str())
     }
 
     /// The candidate did not serve `symbol` (`why`): try the next. False
     /// when none is left.
-    pub fn reject(&mut self, symbol: &str, why: &str) -> bool {
+    pub(crate) fn reject(&mut self, symbol: &str, why: &str) -> bool {
         if let Some(donor) = self.chosen().map(|c| c[0].clone()) {
             // "the plain build of the patched files on gfx90a gives X" reads "K on gfx90a gives X" here.
             let what = match why.strip_prefix("the plain build of the patched files on ") {
@@ -70,15 +69,22 @@ impl Group {
     }
 
     /// The decision kept after others were tried, and how those came out.
-    pub fn settled(&self) -> Option<String> {
+    pub(crate) fn settled(&self) -> Option<String> {
         let donor = self.chosen()?.first()?;
         (!self.tried.is_empty()).then(|| {
-            format!("the {} of {} takes {}'s {} (tried before it: {})", self.what, self.members().map(|m| name(m)).collect::<Vec<_>>().join(", "), name(donor), self.labels(donor), self.tried.join("; "))
+            format!(
+                "the {} of {} takes {}'s {} (tried before it: {})",
+                self.what,
+                self.members().map(|m| name(m)).collect::<Vec<_>>().join(", "),
+                name(donor),
+                self.labels(donor),
+                self.tried.join("; ")
+            )
         })
     }
 
     /// Why none of the members is patched.
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         let decided: Vec<String> = self.candidates.iter().map(|c| format!("{}: {}", name(&c[0]), self.labels(&c[0]))).collect();
         format!(
             "the {}'s {} decided differently ({}) and no one edit of the text they share is right for all: {}",
@@ -90,7 +96,7 @@ impl Group {
     }
 
     /// A member's decision as the tuner labels it, every target's joined.
-    pub fn labels(&self, symbol: &str) -> String {
+    pub(crate) fn labels(&self, symbol: &str) -> String {
         let mut out: Vec<String> = Vec::new();
         for (t, arch) in self.decisions.get(symbol).into_iter().flatten().zip(&self.archs) {
             let l = t.as_ref().filter(|t| !t.is_empty()).map_or_else(|| "nothing".to_string(), |t| super::labels(t, arch).join(" + "));
@@ -111,7 +117,7 @@ fn shared_part(what: &str, t: &Transforms) -> Transforms {
 }
 
 /// The decision a member that takes `donor`'s is patched with.
-pub fn patched_with(group: &Group, donor: &Transforms, own: &Transforms) -> Transforms {
+pub(crate) fn patched_with(group: &Group, donor: &Transforms, own: &Transforms) -> Transforms {
     let mut t = shared_part(group.what, donor);
     if group.what == "macro" {
         (t.waves_per_eu, t.launch_bounds) = (own.waves_per_eu, own.launch_bounds);
@@ -120,7 +126,7 @@ pub fn patched_with(group: &Group, donor: &Transforms, own: &Transforms) -> Tran
 }
 
 /// Whether a member that takes another's decision keeps this edit of its own.
-pub fn keeps_own(group: &Group, what: &str) -> bool {
+pub(crate) fn keeps_own(group: &Group, what: &str) -> bool {
     group.what == "macro" && what == "occupancy"
 }
 
@@ -129,8 +135,9 @@ fn name(symbol: &str) -> String {
 }
 
 /// The groups among the units' decided kernels, leaving out `skipped` ones.
-pub fn groups(units: &[Planned], archs: &[Arch], skipped: &dyn Fn(&str) -> bool) -> Vec<Group> {
-    let mut by_body: BTreeMap<(Arc<str>, usize), (&'static str, Vec<String>)> = BTreeMap::new();
+pub(crate) fn groups(units: &[Planned], archs: &[Arch], skipped: &dyn Fn(&str) -> bool) -> Vec<Group> {
+    // Per body (its file and offset): what it is, and the kernels built from it.
+    let mut by_body = BTreeMap::new();
     let mut decisions: BTreeMap<String, Vec<Option<Transforms>>> = BTreeMap::new();
     for u in units {
         for (symbol, (body, what)) in &u.bodies {
@@ -142,7 +149,7 @@ pub fn groups(units: &[Planned], archs: &[Arch], skipped: &dyn Fn(&str) -> bool)
                 .map(|a| u.active().find(|d| &d.symbol == symbol && &d.arch == a).map(|d| shared_part(what, &d.transforms)))
                 .collect();
             decisions.insert(symbol.clone(), per_arch);
-            by_body.entry(body.clone()).or_insert((what, vec![])).1.push(symbol.clone());
+            by_body.entry(body.clone()).or_insert((*what, vec![])).1.push(symbol.clone());
         }
     }
     let mut out = Vec::new();
@@ -174,10 +181,7 @@ mod tests {
         let waves = Transforms { waves_per_eu: Some(6), ..Default::default() };
         Group {
             what: "template",
-            decisions: BTreeMap::from([
-                ("_Z1kIfEvPT_".to_string(), vec![Some(pow2)]),
-                ("_Z1kIdEvPT_".to_string(), vec![Some(waves)]),
-            ]),
+            decisions: BTreeMap::from([("_Z1kIfEvPT_".to_string(), vec![Some(pow2)]), ("_Z1kIdEvPT_".to_string(), vec![Some(waves)])]),
             archs: vec![Arch::parse("gfx90a").unwrap()],
             candidates: vec![vec!["_Z1kIfEvPT_".into()], vec!["_Z1kIdEvPT_".into()]],
             choice: 0,

@@ -35,11 +35,74 @@ use super::{Kernel, Notes};
 
 /// Functions whose calls read only their arguments.
 const PURE_CALLS: &[&str] = &[
-    "sqrt", "rsqrt", "cbrt", "rcbrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "powi", "pown",
-    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sinpi", "cospi",
-    "fabs", "abs", "labs", "llabs", "fmin", "fmax", "min", "max", "floor", "ceil", "trunc", "round", "rint", "nearbyint",
-    "lround", "llround", "lrint", "llrint", "fmod", "remainder", "copysign", "fma", "hypot", "rhypot", "erf", "erfc",
-    "tgamma", "lgamma", "ldexp", "scalbn", "isnan", "isinf", "isfinite", "signbit", "norm3d", "rnorm3d", "norm4d", "rnorm4d",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+    "rcbrt",
+    "exp",
+    "exp2",
+    "exp10",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "pow",
+    "powi",
+    "pown",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "sinpi",
+    "cospi",
+    "fabs",
+    "abs",
+    "labs",
+    "llabs",
+    "fmin",
+    "fmax",
+    "min",
+    "max",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "rint",
+    "nearbyint",
+    "lround",
+    "llround",
+    "lrint",
+    "llrint",
+    "fmod",
+    "remainder",
+    "copysign",
+    "fma",
+    "hypot",
+    "rhypot",
+    "erf",
+    "erfc",
+    "tgamma",
+    "lgamma",
+    "ldexp",
+    "scalbn",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "signbit",
+    "norm3d",
+    "rnorm3d",
+    "norm4d",
+    "rnorm4d",
 ];
 
 const CONTROL_FLOW: &[&str] =
@@ -102,8 +165,14 @@ impl Effects {
                         e.opaque.get_or_insert_with(|| format!("calls `{method}`"));
                     }
                 }
-                "CXXOperatorCallExpr" | "CXXConstructExpr" | "CXXNewExpr" | "CXXDeleteExpr" | "AtomicExpr" | "GCCAsmStmt"
-                | "MSAsmStmt" | "CXXThrowExpr" => {
+                "CXXOperatorCallExpr"
+                | "CXXConstructExpr"
+                | "CXXNewExpr"
+                | "CXXDeleteExpr"
+                | "AtomicExpr"
+                | "GCCAsmStmt"
+                | "MSAsmStmt"
+                | "CXXThrowExpr" => {
                     e.opaque.get_or_insert_with(|| format!("has a `{}`", n.kind.trim_end_matches("Expr").trim_end_matches("Stmt")));
                 }
                 "LabelStmt" | "GotoStmt" | "IndirectGotoStmt" | "CaseStmt" | "DefaultStmt" => e.labels = true,
@@ -135,7 +204,7 @@ struct Stmt<'a> {
 }
 
 /// The sink edits for one kernel.
-pub fn edits(kernel: &Kernel<'_>, notes: &mut Notes) -> Vec<Edit> {
+pub(crate) fn edits(kernel: &Kernel<'_>, notes: &mut Notes) -> Vec<Edit> {
     let Some(body) = kernel.body() else { return vec![] };
     if kernel.defined_by_macro() {
         notes.kernel(kernel, "sink: a macro spells its body, and moving lines inside a macro is not a statement move; not patched".into());
@@ -315,9 +384,8 @@ fn movable(kernel: &Kernel<'_>, decl: &Node, effects: &Effects) -> bool {
             && v.inner.iter().any(|n| !n.kind.ends_with("Attr"))
             && !v.inner.iter().any(|n| n.kind.ends_with("Attr"))
     };
-    let whole_lines = decl.span_in(kernel.file).is_some_and(|(start, end)| {
-        edit::starts_line(kernel.text, start) && edit::ends_line(kernel.text, end)
-    });
+    let whole_lines =
+        decl.span_in(kernel.file).is_some_and(|(start, end)| edit::starts_line(kernel.text, start) && edit::ends_line(kernel.text, end));
     !decl.inner.is_empty()
         && decl.inner.iter().all(plain_var)
         && whole_lines

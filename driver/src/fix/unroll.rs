@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use crate::target::Arch;
+use crate::gpu::Arch;
 
 use super::ast::{self, Node};
 use super::attributes::target_macro;
@@ -23,7 +23,7 @@ const LOOPS: &[&str] = &["ForStmt", "WhileStmt", "DoStmt", "CXXForRangeStmt"];
 
 /// Edits for the loops one target's decisions changed; `owners` gives the
 /// kernels a change in a function belongs to.
-pub fn edits(
+pub(crate) fn edits(
     source: &Source<'_>,
     arch: &Arch,
     loops: &[ChangedLoop],
@@ -48,7 +48,8 @@ pub fn edits(
         let Some(offset) = ast::offset_of(text, at.line, at.col) else { continue };
         let nodes = source.function_nodes(&change.function);
         let here = |n: &Node, in_macro: bool| {
-            LOOPS.contains(&n.kind.as_str()) && n.begin.as_ref().is_some_and(|b| b.offset == offset && b.file == file && b.in_macro == in_macro)
+            LOOPS.contains(&n.kind.as_str())
+                && n.begin.as_ref().is_some_and(|b| b.offset == offset && b.file == file && b.in_macro == in_macro)
         };
         let edit = if let Some((_, parent)) = nodes.iter().find(|(n, _)| here(n, false)) {
             match parent.filter(|p| p.kind == "AttributedStmt") {
@@ -95,7 +96,11 @@ fn in_macro(
     (shown, line): (&str, u32),
 ) -> Option<(Arc<str>, usize, usize, String)> {
     let [(node, parent)] = found.as_slice() else {
-        let why = if found.is_empty() { "no loop in the source here" } else { "several loops of one macro expansion here, which debug info does not tell apart" };
+        let why = if found.is_empty() {
+            "no loop in the source here"
+        } else {
+            "several loops of one macro expansion here, which debug info does not tell apart"
+        };
         notes.file(shown, Some(line), format!("unroll-cap: {why}; not patched"));
         return None;
     };
@@ -127,9 +132,11 @@ fn replace_pragma(
     notes: &mut Notes,
     (shown, line): (&str, u32),
 ) -> Option<(Arc<str>, usize, usize, String)> {
-    let hint = attributed.inner.iter().find(|a| a.kind == "LoopHintAttr" && {
-        let b = a.begin.as_ref();
-        b.is_some_and(|b| matches!(text.get(b.offset..b.token_end()), Some("unroll" | "nounroll")))
+    let hint = attributed.inner.iter().find(|a| {
+        a.kind == "LoopHintAttr" && {
+            let b = a.begin.as_ref();
+            b.is_some_and(|b| matches!(text.get(b.offset..b.token_end()), Some("unroll" | "nounroll")))
+        }
     });
     let Some(b) = hint.and_then(|h| h.begin.as_ref()).filter(|b| !b.in_macro && b.file == *file) else {
         notes.file(shown, Some(line), "unroll-cap: the loop has a `#pragma clang loop` hint; not patched".into());

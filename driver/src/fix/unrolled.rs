@@ -21,7 +21,7 @@ use super::debug_ir::{self, ChangedLoop, LoopStart, Pos, Unroll};
 
 /// What LoopUnroll did to one copy of a loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Unrolled {
+pub(crate) enum Unrolled {
     /// "completely unrolled loop with N iterations"
     Fully(u32),
     /// "unrolled loop by a factor of N" (with or without a run-time trip count)
@@ -33,7 +33,7 @@ pub enum Unrolled {
 /// One record: where the loop starts (as clang names the file), the
 /// function it was unrolled in, and what was done.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Remark {
+pub(crate) struct Remark {
     pub file: String,
     pub line: u32,
     pub col: u32,
@@ -52,7 +52,7 @@ pub struct Remark {
 ///   - String:          'completely unrolled loop with '
 ///   - UnrollCount:     '16'
 /// ```
-pub fn parse(yaml: &str) -> Vec<Remark> {
+pub(crate) fn parse(yaml: &str) -> Vec<Remark> {
     let mut out = Vec::new();
     for doc in yaml.split("\n--- ").map(|d| d.trim_start_matches("--- ")) {
         if !doc.starts_with("!Passed") {
@@ -115,7 +115,7 @@ fn unquote(v: &str) -> String {
 /// What the patch must ask for: the loops whose remarks differ between the
 /// plain and the capped compile, tied to the functions whose source holds
 /// them (`starts`, from the IR before O3); and the loops no pragma spells.
-pub fn changed(
+pub(crate) fn changed(
     plain: &[Remark],
     capped: &[Remark],
     starts: &[LoopStart],
@@ -158,7 +158,10 @@ pub fn changed(
             [Unrolled::Fully(n)] => Unroll::Count(*n),
             _ => {
                 let what: Vec<String> = kinds.iter().map(describe).collect();
-                let why = format!("unroll-cap unrolled the copies of this loop differently ({}); no one pragma spells that, not patched", what.join(", "));
+                let why = format!(
+                    "unroll-cap unrolled the copies of this loop differently ({}); no one pragma spells that, not patched",
+                    what.join(", ")
+                );
                 if !unpatchable.iter().any(|(p, _)| *p == at) {
                     unpatchable.push((at, why));
                 }

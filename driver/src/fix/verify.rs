@@ -13,9 +13,9 @@ use std::sync::Arc;
 use regtune_decisions::Usage;
 
 use crate::compile::Unit;
+use crate::gpu::Arch;
 use crate::measure;
 use crate::names;
-use crate::target::Arch;
 use crate::toolchain::Toolchain;
 
 use super::overlay::Overlay;
@@ -23,14 +23,14 @@ use super::plan::Planned;
 use super::Decision;
 
 /// How the units build.
-pub struct Build<'a> {
+pub(crate) struct Build<'a> {
     pub toolchain: &'a Toolchain,
     pub archs: &'a [Arch],
     pub user_args: &'a [String],
 }
 
 /// What a kernel's usage is held to.
-pub enum Promise {
+pub(crate) enum Promise {
     /// Its decision is in the patch: exactly what the tuner measured.
     Exact,
     /// Its decision is not (left out, or another's taken for a shared
@@ -40,7 +40,7 @@ pub enum Promise {
 
 /// What the rebuild found.
 #[derive(Default)]
-pub struct Found {
+pub(crate) struct Found {
     /// Kernels whose usage breaks their promise, and how.
     pub wrong: BTreeMap<String, String>,
     /// Every kernel's usage, per target.
@@ -53,7 +53,13 @@ pub struct Found {
 
 /// Rebuild every unit that reads one of `changed` with `overlay`, holding
 /// each decided kernel to `promise(its decision)`.
-pub fn check(build: &Build<'_>, units: &[Planned], changed: &BTreeSet<Arc<str>>, overlay: &Overlay, promise: &dyn Fn(&Decision) -> Promise) -> Found {
+pub(crate) fn check(
+    build: &Build<'_>,
+    units: &[Planned],
+    changed: &BTreeSet<Arc<str>>,
+    overlay: &Overlay,
+    promise: &dyn Fn(&Decision) -> Promise,
+) -> Found {
     let mut found = Found::default();
     for (i, u) in units.iter().enumerate() {
         if u.reads.is_disjoint(changed) {
@@ -113,7 +119,7 @@ fn measure(build: &Build<'_>, u: &Planned, arch: &Arch, overlay: &Overlay, i: us
 
 /// Is `got` worse than `promised` by the tuner's rule (lower occupancy,
 /// more spills or scratch)?
-pub fn worse(got: Option<Usage>, promised: Option<Usage>) -> Option<String> {
+pub(crate) fn worse(got: Option<Usage>, promised: Option<Usage>) -> Option<String> {
     let (Some(got), Some(promised)) = (got, promised) else { return None };
     let spills = |u: &Usage| u.vgpr_spills + u.sgpr_spills;
     let fields = [
@@ -126,7 +132,7 @@ pub fn worse(got: Option<Usage>, promised: Option<Usage>) -> Option<String> {
 }
 
 /// How `got` differs from the promise, if it does (code size aside).
-pub fn mismatch(got: Option<Usage>, promised: Option<Usage>) -> Option<String> {
+pub(crate) fn mismatch(got: Option<Usage>, promised: Option<Usage>) -> Option<String> {
     let promised = promised?;
     let Some(got) = got else { return Some("no such kernel".into()) };
     let fields: [(&str, u32, u32); 8] = [

@@ -57,7 +57,13 @@ mod tests {
     use super::*;
 
     fn patch(path: &Path, original: &str, patched: &str) -> FileChange {
-        FileChange { path: path.into(), shown: path.display().to_string(), names: vec![], original: original.into(), patched: patched.into() }
+        FileChange {
+            path: path.into(),
+            shown: path.display().to_string(),
+            names: vec![],
+            original: original.into(),
+            patched: patched.into(),
+        }
     }
 
     #[test]

@@ -33,7 +33,7 @@ fn extension(arch: &str) -> &'static str {
 }
 
 /// Where the code object of `entry`'s kernel built with `t` lives.
-pub fn path(dir: &Path, entry: &Entry, t: &Transforms) -> PathBuf {
+pub(crate) fn path(dir: &Path, entry: &Entry, t: &Transforms) -> PathBuf {
     let name = if t.is_empty() {
         "plain".to_string()
     } else {
@@ -65,27 +65,27 @@ pub fn candidates(dir: &Path, entry: &Entry) -> Vec<(String, Transforms, PathBuf
 }
 
 /// Whether `regtune measure` has anything to time for the entry.
-pub fn has_candidates(entry: &Entry) -> bool {
+pub(crate) fn has_candidates(entry: &Entry) -> bool {
     !entry.transforms.is_empty() || !entry.suggested.is_empty() || !entry.candidates.is_empty()
 }
 
 /// As tune labels the transforms (NVPTX occupancy targets in warps per
 /// SM); an arch this build cannot parse keeps the db's own labels.
-pub fn labels(entry: &Entry, t: &Transforms) -> Vec<String> {
-    match crate::target::Arch::parse(&entry.arch) {
-        Ok(arch) => crate::target::labels(t, &arch, &[]),
+pub(crate) fn labels(entry: &Entry, t: &Transforms) -> Vec<String> {
+    match crate::gpu::Arch::parse(&entry.arch) {
+        Ok(arch) => crate::gpu::labels(t, &arch, &[]),
         Err(_) => t.labels(),
     }
 }
 
 /// [`labels`] as one name: "sink + warps-per-sm=40".
-pub fn label(entry: &Entry, t: &Transforms) -> String {
+pub(crate) fn label(entry: &Entry, t: &Transforms) -> String {
     labels(entry, t).join(" + ")
 }
 
 /// A hash of a code object's bytes (None: unreadable): a measurement of
 /// a candidate stays valid while its code object hashes the same.
-pub fn hash_of(path: &Path) -> Option<String> {
+pub(crate) fn hash_of(path: &Path) -> Option<String> {
     std::fs::read(path).ok().map(|b| hash::of_parts([b.as_slice()]))
 }
 
@@ -93,7 +93,7 @@ pub fn hash_of(path: &Path) -> Option<String> {
 /// holds for `entry`: the candidates it still offers whose code objects,
 /// as now written in `dir`, hash as they did when measured. None when the
 /// plain build changed or nothing else is left.
-pub fn still_measured(dir: &Path, entry: &Entry, old: &Measured) -> Option<Measured> {
+pub(crate) fn still_measured(dir: &Path, entry: &Entry, old: &Measured) -> Option<Measured> {
     let now = candidates(dir, entry);
     let holds = |c: &regtune_decisions::measured::Candidate| {
         now.iter().any(|(_, t, p)| *t == c.transforms && c.code.is_some() && hash_of(p) == c.code)
@@ -106,7 +106,7 @@ pub fn still_measured(dir: &Path, entry: &Entry, old: &Measured) -> Option<Measu
 /// Keep the candidates of every entry that has something to measure. Each
 /// is written anew from this tune's build: a measurement of the old one
 /// stays only if the bytes did not change ([`hash_of`]).
-pub fn store<'a>(session: &Session<'_>, entries: impl Iterator<Item = &'a Entry>, dir: &Path) -> Result<(), SessionError> {
+pub(crate) fn store<'a>(session: &Session<'_>, entries: impl Iterator<Item = &'a Entry>, dir: &Path) -> Result<(), SessionError> {
     for entry in entries.filter(|e| has_candidates(e)) {
         for (_, t, dest) in candidates(dir, entry) {
             let parent = dest.parent().expect("under the code directory");

@@ -12,7 +12,7 @@
 
 pub mod code;
 pub mod plan;
-pub mod results;
+pub(crate) mod results;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -51,17 +51,18 @@ struct Tools {
     cupti: Option<PathBuf>,
 }
 
-pub const INTERPOSER: &str = "libregtune_runtime.so";
-pub const REPLAYER: &str = "regtune-replay";
+pub(crate) const INTERPOSER: &str = "libregtune_runtime.so";
+pub(crate) const REPLAYER: &str = "regtune-replay";
 
 impl Tools {
     fn find() -> Result<Tools, String> {
         let exe_dir = std::env::current_exe().ok().and_then(|e| e.parent().map(PathBuf::from)).unwrap_or_default();
         let dirs = [exe_dir.clone(), exe_dir.join("..")];
         let find = |name: &str| {
-            dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()).ok_or_else(|| {
-                format!("{name} not found beside {}; build it with `cargo build --workspace`", exe_dir.display())
-            })
+            dirs.iter()
+                .map(|d| d.join(name))
+                .find(|p| p.is_file())
+                .ok_or_else(|| format!("{name} not found beside {}; build it with `cargo build --workspace`", exe_dir.display()))
         };
         let interposer = std::path::absolute(find(INTERPOSER)?).map_err(|e| e.to_string())?;
         let replayer = std::path::absolute(find(REPLAYER)?).map_err(|e| e.to_string())?;
@@ -75,9 +76,11 @@ fn cupti() -> Option<PathBuf> {
     if std::env::var_os(regtune_runtime::cupti::CUPTI_ENV).is_some() {
         return None;
     }
-    crate::target::nvptx::cuda::Cuda::candidates()
+    crate::gpu::nvptx::cuda::Cuda::candidates()
         .into_iter()
-        .flat_map(|root| ["lib64/libcupti.so.12", "extras/CUPTI/lib64/libcupti.so.12", "extras/CUPTI/lib64/libcupti.so"].map(|l| root.join(l)))
+        .flat_map(|root| {
+            ["lib64/libcupti.so.12", "extras/CUPTI/lib64/libcupti.so.12", "extras/CUPTI/lib64/libcupti.so"].map(|l| root.join(l))
+        })
         .find(|p| p.is_file())
 }
 

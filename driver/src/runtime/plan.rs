@@ -10,7 +10,7 @@ use regtune_runtime::plan::{Param, Plan, PlanCandidate, PlanKernel};
 use super::code;
 
 /// The plan, and for each db entry (by key) its candidates.
-pub struct Planned {
+pub(crate) struct Planned {
     pub plan: Plan,
     pub candidates: BTreeMap<String, Vec<PlannedCandidate>>,
     /// Entries with something to measure but no code objects (tuned before
@@ -22,7 +22,7 @@ pub struct Planned {
 /// hash, which a measurement keeps so that a re-tune knows whether it
 /// still holds.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PlannedCandidate {
+pub(crate) struct PlannedCandidate {
     pub name: String,
     pub transforms: Transforms,
     pub code: Option<String>,
@@ -33,7 +33,7 @@ pub struct PlannedCandidate {
 
 /// How the plan is made: the measurement's settings and the user's own
 /// builds to time beside the candidates (label, code object).
-pub struct Settings {
+pub(crate) struct Settings {
     pub launches: u32,
     pub runs: u32,
     pub budget_s: f64,
@@ -41,7 +41,7 @@ pub struct Settings {
     pub compare: Vec<(String, PathBuf)>,
 }
 
-pub fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
+pub(crate) fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
     let mut kernels = Vec::new();
     let mut candidates = BTreeMap::new();
     let mut missing = Vec::new();
@@ -58,7 +58,12 @@ pub fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
             .collect();
         let mut paths: Vec<PathBuf> = all.into_iter().map(|(_, _, p)| p).collect();
         for (label, path) in settings.compare.iter().filter(|(_, p)| holds_kernel(p, &entry.symbol)) {
-            planned.push(PlannedCandidate { name: format!("compare:{label}"), transforms: Transforms::default(), code: code::hash_of(path), compared: true });
+            planned.push(PlannedCandidate {
+                name: format!("compare:{label}"),
+                transforms: Transforms::default(),
+                code: code::hash_of(path),
+                compared: true,
+            });
             paths.push(path.clone());
         }
         kernels.push(PlanKernel {
@@ -88,10 +93,10 @@ fn holds_kernel(object: &Path, symbol: &str) -> bool {
 /// The kernels a code object defines.
 fn kernel_symbols(object: &Path) -> Vec<String> {
     let Ok(bytes) = std::fs::read(object) else { return vec![] };
-    if crate::target::nvptx::cubin::is_cubin(&bytes) {
-        crate::target::nvptx::cubin::read(&bytes).map(|ks| ks.into_iter().map(|k| k.name).collect()).unwrap_or_default()
+    if crate::gpu::nvptx::cubin::is_cubin(&bytes) {
+        crate::gpu::nvptx::cubin::read(&bytes).map(|ks| ks.into_iter().map(|k| k.name).collect()).unwrap_or_default()
     } else {
-        let objects = crate::target::amdgpu::codeobj::read(&bytes).unwrap_or_default();
+        let objects = crate::gpu::amdgpu::codeobj::read(&bytes).unwrap_or_default();
         objects.into_iter().flat_map(|o| o.kernels).map(|k| k.name).collect()
     }
 }
@@ -107,10 +112,13 @@ fn absolute(p: &Path) -> PathBuf {
 /// tell, and the interposer checks the two agree.)
 pub fn kernel_params(object: &Path, symbol: &str) -> Vec<Param> {
     let Ok(bytes) = std::fs::read(object) else { return vec![] };
-    let pairs: Option<Vec<(u64, u64)>> = if crate::target::nvptx::cubin::is_cubin(&bytes) {
-        crate::target::nvptx::cubin::read(&bytes).ok().and_then(|ks| ks.into_iter().find(|k| k.name == symbol)).map(|k| k.params)
+    let pairs: Option<Vec<(u64, u64)>> = if crate::gpu::nvptx::cubin::is_cubin(&bytes) {
+        crate::gpu::nvptx::cubin::read(&bytes).ok().and_then(|ks| ks.into_iter().find(|k| k.name == symbol)).map(|k| k.params)
     } else {
-        crate::target::amdgpu::codeobj::read(&bytes).ok().and_then(|os| os.into_iter().flat_map(|o| o.kernels).find(|k| k.name == symbol)).map(|k| k.args)
+        crate::gpu::amdgpu::codeobj::read(&bytes)
+            .ok()
+            .and_then(|os| os.into_iter().flat_map(|o| o.kernels).find(|k| k.name == symbol))
+            .map(|k| k.args)
     };
     pairs.unwrap_or_default().into_iter().map(|(offset, size)| Param { offset, size }).collect()
 }
@@ -158,7 +166,8 @@ mod tests {
         let k = &planned.plan.kernels[0];
         assert_eq!(k.candidates.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["plain", "decided"]);
         assert!(k.candidates.iter().all(|c| c.path.is_absolute() && c.path.is_file()));
-        let names: Vec<(&str, &Transforms)> = planned.candidates["sm_90/_Z4sinkv/h"].iter().map(|c| (c.name.as_str(), &c.transforms)).collect();
+        let names: Vec<(&str, &Transforms)> =
+            planned.candidates["sm_90/_Z4sinkv/h"].iter().map(|c| (c.name.as_str(), &c.transforms)).collect();
         assert_eq!(names, [("plain", &Transforms::default()), ("decided", &sink)]);
         assert!(planned.candidates["sm_90/_Z4sinkv/h"].iter().all(|c| c.code.is_some()));
     }

@@ -14,7 +14,7 @@ use crate::output::Tabular;
 
 /// What one run of the program showed.
 #[derive(Debug, Default)]
-pub struct Collected {
+pub(crate) struct Collected {
     /// Per db entry key.
     pub measured: BTreeMap<String, Measured>,
     /// The interposer was loaded (the program initialised the GPU runtime).
@@ -28,7 +28,7 @@ pub struct Collected {
 }
 
 /// Fold the events; `candidates` are each entry's, as planned.
-pub fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<PlannedCandidate>>, runs: u32) -> Collected {
+pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<PlannedCandidate>>, runs: u32) -> Collected {
     let mut out = Collected::default();
     let mut launches: BTreeMap<String, Vec<&LaunchResult>> = BTreeMap::new();
     let mut failed: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
@@ -38,10 +38,9 @@ pub fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<PlannedCandid
             Event::Unplanned { symbol } => {
                 out.unplanned.insert(symbol.clone());
             }
-            Event::OtherTarget { symbol, device, arch } => out.notes.push(format!(
-                "{}: the db's candidates are for {arch}, the program ran it on {device}; not measured",
-                short(symbol)
-            )),
+            Event::OtherTarget { symbol, device, arch } => out
+                .notes
+                .push(format!("{}: the db's candidates are for {arch}, the program ran it on {device}; not measured", short(symbol))),
             Event::Measured(r) => launches.entry(r.key.clone()).or_default().push(r),
             Event::Failed { symbol, key, message } => {
                 let name = if symbol.is_empty() { "measure".to_string() } else { short(symbol) };
@@ -74,10 +73,9 @@ pub fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<PlannedCandid
                 // Launches of one kernel can differ in size: what counts is their total,
                 // the sum of each launch's median (and of each launch's spread).
                 let per_launch: Option<Vec<Timing>> = mine.clone().map(|c| Timing::of(&c.times_ms)).collect();
-                let time = per_launch.filter(|t| !t.is_empty() && t.len() == results.len()).map(|t| Timing {
-                    median_ms: t.iter().map(|t| t.median_ms).sum(),
-                    spread_ms: t.iter().map(|t| t.spread_ms).sum(),
-                });
+                let time = per_launch
+                    .filter(|t| !t.is_empty() && t.len() == results.len())
+                    .map(|t| Timing { median_ms: t.iter().map(|t| t.median_ms).sum(), spread_ms: t.iter().map(|t| t.spread_ms).sum() });
                 let mut error = mine.clone().find_map(|c| c.error.clone());
                 if let Some((Some(c), message)) = fault {
                     if c == name {
@@ -125,7 +123,7 @@ fn short(symbol: &str) -> String {
 
 /// One candidate of one kernel, as reported.
 #[derive(Debug, Clone, Serialize)]
-pub struct Row {
+pub(crate) struct Row {
     pub kernel: String,
     pub symbol: String,
     pub arch: String,
@@ -152,7 +150,7 @@ pub struct Row {
 
 /// The rows of one measured entry, plain first, then the user's own
 /// builds (`--compare`).
-pub fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]) -> Vec<Row> {
+pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]) -> Vec<Row> {
     let built = entry.effective();
     let allowed = entry.allowed();
     let theirs = compared.iter().map(|(name, c)| Row {
@@ -228,7 +226,20 @@ pub fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]) -> Ve
 
 impl Tabular for Row {
     fn header() -> Vec<&'static str> {
-        vec!["kernel", "arch", "candidate", "regs", "spills", "occupancy", "median ms", "spread ms", "speedup", "identical", "verdict", "built"]
+        vec![
+            "kernel",
+            "arch",
+            "candidate",
+            "regs",
+            "spills",
+            "occupancy",
+            "median ms",
+            "spread ms",
+            "speedup",
+            "identical",
+            "verdict",
+            "built",
+        ]
     }
 
     fn cells(&self) -> Vec<String> {
@@ -268,7 +279,13 @@ mod tests {
             replayed: Replayed {
                 candidates: cands
                     .iter()
-                    .map(|(n, t, i)| CandidateResult { name: n.to_string(), times_ms: t.to_vec(), identical: *i, difference: None, error: None })
+                    .map(|(n, t, i)| CandidateResult {
+                        name: n.to_string(),
+                        times_ms: t.to_vec(),
+                        identical: *i,
+                        difference: None,
+                        error: None,
+                    })
                     .collect(),
                 deterministic,
                 launches: 6,
@@ -280,7 +297,12 @@ mod tests {
 
     fn names() -> BTreeMap<String, Vec<PlannedCandidate>> {
         let cap = Transforms { unroll_cap: Some(1), ..Default::default() };
-        let c = |name: &str, transforms| PlannedCandidate { name: name.into(), transforms, code: Some(format!("{name}-code")), compared: false };
+        let c = |name: &str, transforms| PlannedCandidate {
+            name: name.into(),
+            transforms,
+            code: Some(format!("{name}-code")),
+            compared: false,
+        };
         BTreeMap::from([("k".to_string(), vec![c("plain", Transforms::default()), c("decided", cap)])])
     }
 
@@ -308,14 +330,18 @@ mod tests {
         let events = [Event::Failed {
             symbol: "_Z1kPd".into(),
             key: "k".into(),
-            message: "candidate `decided` faulted during replay (the kernel: CUDA_ERROR_ILLEGAL_ADDRESS); stopped measuring this kernel".into(),
+            message: "candidate `decided` faulted during replay (the kernel: CUDA_ERROR_ILLEGAL_ADDRESS); stopped measuring this kernel"
+                .into(),
         }];
         let c = collect(&events, &names(), 10);
         let m = &c.measured["k"];
         assert_eq!(m.verdict(&m.candidates[1]), Verdict::Failed);
         assert!(m.candidates[1].error.as_deref().unwrap().contains("CUDA_ERROR_ILLEGAL_ADDRESS"));
         assert_eq!(m.choose([&m.candidates[1].transforms]), Some(Transforms::default()));
-        assert_eq!(c.notes, ["k: candidate `decided` faulted during replay (the kernel: CUDA_ERROR_ILLEGAL_ADDRESS); stopped measuring this kernel"]);
+        assert_eq!(
+            c.notes,
+            ["k: candidate `decided` faulted during replay (the kernel: CUDA_ERROR_ILLEGAL_ADDRESS); stopped measuring this kernel"]
+        );
     }
 
     #[test]

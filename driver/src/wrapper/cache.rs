@@ -14,7 +14,7 @@ use std::process::Command;
 
 use crate::toolchain::Toolchain;
 
-pub const CACHE_ENV: &str = "REGTUNE_CACHE_DIR";
+pub(crate) const CACHE_ENV: &str = "REGTUNE_CACHE_DIR";
 
 #[derive(Debug, Clone)]
 pub struct Cache {
@@ -33,25 +33,25 @@ impl Cache {
         Cache { root }
     }
 
-    pub fn path(&self, kind: &str, key: &str) -> PathBuf {
+    pub(crate) fn path(&self, kind: &str, key: &str) -> PathBuf {
         self.root.join(kind).join(key)
     }
 
-    pub fn has_mark(&self, kind: &str, key: &str) -> bool {
+    pub(crate) fn has_mark(&self, kind: &str, key: &str) -> bool {
         self.path(kind, key).exists()
     }
 
     /// Best effort: a cache that cannot be written only costs time.
-    pub fn set_mark(&self, kind: &str, key: &str) {
+    pub(crate) fn set_mark(&self, kind: &str, key: &str) {
         let _ = self.write(kind, key, b"");
     }
 
-    pub fn read(&self, kind: &str, key: &str) -> Option<Vec<u8>> {
+    pub(crate) fn read(&self, kind: &str, key: &str) -> Option<Vec<u8>> {
         std::fs::read(self.path(kind, key)).ok()
     }
 
     /// Write atomically (temporary file, then rename).
-    pub fn write(&self, kind: &str, key: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    pub(crate) fn write(&self, kind: &str, key: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
         let path = self.path(kind, key);
         let dir = path.parent().unwrap_or(&self.root);
         std::fs::create_dir_all(dir)?;
@@ -63,7 +63,7 @@ impl Cache {
 
     /// `libs` linked into one bitcode file with the toolchain's llvm-link,
     /// in order (Debian's `hip.bc` and `oclc_daz_opt_*.bc`).
-    pub fn linked_bitcode(&self, toolchain: &Toolchain, libs: &[PathBuf]) -> Result<PathBuf, String> {
+    pub(crate) fn linked_bitcode(&self, toolchain: &Toolchain, libs: &[PathBuf]) -> Result<PathBuf, String> {
         let mut parts = vec![toolchain.version.clone()];
         parts.extend(libs.iter().map(|l| file_identity(l)));
         let key = format!("{}.bc", &crate::hash::of_parts(&parts)[..24]);
@@ -75,12 +75,7 @@ impl Cache {
         let fail = |e: &dyn std::fmt::Display| format!("cannot link the device bitcode {}: {e}", join(libs));
         std::fs::create_dir_all(&dir).map_err(|e| fail(&e))?;
         let tmp = tempfile::Builder::new().suffix(".bc").tempfile_in(&dir).map_err(|e| fail(&e))?;
-        let out = Command::new(toolchain.llvm_bin.join("llvm-link"))
-            .args(libs)
-            .arg("-o")
-            .arg(tmp.path())
-            .output()
-            .map_err(|e| fail(&e))?;
+        let out = Command::new(toolchain.llvm_bin.join("llvm-link")).args(libs).arg("-o").arg(tmp.path()).output().map_err(|e| fail(&e))?;
         if !out.status.success() {
             return Err(fail(&String::from_utf8_lossy(&out.stderr).trim()));
         }
@@ -94,12 +89,12 @@ fn join(paths: &[PathBuf]) -> String {
 }
 
 /// Modification time in nanoseconds since the epoch (0 when unknown).
-pub fn mtime_ns(meta: &std::fs::Metadata) -> u128 {
+pub(crate) fn mtime_ns(meta: &std::fs::Metadata) -> u128 {
     meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos())
 }
 
 /// Path, size and modification time: changes when the file is rebuilt.
-pub fn file_identity(path: &Path) -> String {
+pub(crate) fn file_identity(path: &Path) -> String {
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let meta = std::fs::metadata(&canonical).ok();
     let (len, mtime) = meta.as_ref().map_or((0, 0), |m| (m.len(), mtime_ns(m)));

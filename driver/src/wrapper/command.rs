@@ -13,13 +13,63 @@ use std::path::Path;
 /// Options whose value is the next argument (`-I dir`, `-MF file`...).
 /// Their joined forms (`-Idir`, `-MFfile`) are single arguments anyway.
 const SEPARATE_VALUE: &[&str] = &[
-    "-o", "-x", "-I", "-D", "-U", "-include", "-imacros", "-isystem", "-idirafter", "-iquote", "-iprefix",
-    "-iwithprefix", "-iwithprefixbefore", "-isysroot", "--sysroot", "-ivfsoverlay", "-include-pch", "-MF", "-MT",
-    "-MQ", "-MJ", "-Xclang", "-Xlinker", "-Xassembler", "-Xpreprocessor", "-Xcuda-fatbinary", "-Xcuda-ptxas",
-    "-Xoffload-linker", "-Xopenmp-target", "-mllvm", "-L", "-l", "-T", "-u", "-z", "-e", "-B", "-arch", "-target",
-    "-rpath", "-framework", "-serialize-diagnostics", "-dependency-file", "-working-directory", "--offload-arch",
-    "--rocm-path", "--hip-path", "--rocm-device-lib-path", "-Xarch_host", "-Xarch_device", "-F", "-cxx-isystem",
-    "--param", "-dependency-dot", "--include-directory", "--cuda-gpu-arch", "--amdgpu-target",
+    "-o",
+    "-x",
+    "-I",
+    "-D",
+    "-U",
+    "-include",
+    "-imacros",
+    "-isystem",
+    "-idirafter",
+    "-iquote",
+    "-iprefix",
+    "-iwithprefix",
+    "-iwithprefixbefore",
+    "-isysroot",
+    "--sysroot",
+    "-ivfsoverlay",
+    "-include-pch",
+    "-MF",
+    "-MT",
+    "-MQ",
+    "-MJ",
+    "-Xclang",
+    "-Xlinker",
+    "-Xassembler",
+    "-Xpreprocessor",
+    "-Xcuda-fatbinary",
+    "-Xcuda-ptxas",
+    "-Xoffload-linker",
+    "-Xopenmp-target",
+    "-mllvm",
+    "-L",
+    "-l",
+    "-T",
+    "-u",
+    "-z",
+    "-e",
+    "-B",
+    "-arch",
+    "-target",
+    "-rpath",
+    "-framework",
+    "-serialize-diagnostics",
+    "-dependency-file",
+    "-working-directory",
+    "--offload-arch",
+    "--rocm-path",
+    "--hip-path",
+    "--rocm-device-lib-path",
+    "-Xarch_host",
+    "-Xarch_device",
+    "-F",
+    "-cxx-isystem",
+    "--param",
+    "-dependency-dot",
+    "--include-directory",
+    "--cuda-gpu-arch",
+    "--amdgpu-target",
 ];
 
 /// Flags that never reach `device_args`, beyond outputs, dependency files,
@@ -27,10 +77,8 @@ const SEPARATE_VALUE: &[&str] = &[
 /// set `regtune batch` drops from compile_commands.json, so both record and
 /// look up the same input hashes for a CMake build.
 const NOT_DEVICE: &[&str] = &["-nogpulib", "-nogpuinc", "--no-gpu-bundle-output", "--gpu-bundle-output", "-pipe"];
-const NOT_DEVICE_PREFIXES: &[&str] = &[
-    "--rocm-path=", "--hip-path=", "--rocm-device-lib-path=", "--hip-device-lib-path=", "-fcrash-diagnostics-dir=",
-    "-ftime-trace",
-];
+const NOT_DEVICE_PREFIXES: &[&str] =
+    &["--rocm-path=", "--hip-path=", "--rocm-device-lib-path=", "--hip-device-lib-path=", "-fcrash-diagnostics-dir=", "-ftime-trace"];
 
 /// The language an input is compiled as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,10 +283,8 @@ impl CompileCommand {
                 }
                 "-v" | "--verbose" => false,
                 // Link-only flags, and flags for the host side alone.
-                "-Xlinker" | "-T" | "-u" | "-z" | "-e" | "-rpath" | "-framework" | "-shared" | "-static" | "-rdynamic"
-                | "-pie" | "-no-pie" | "-nostdlib" | "-nodefaultlibs" | "-nostartfiles" | "--hip-link" | "-Xarch_host" => {
-                    false
-                }
+                "-Xlinker" | "-T" | "-u" | "-z" | "-e" | "-rpath" | "-framework" | "-shared" | "-static" | "-rdynamic" | "-pie"
+                | "-no-pie" | "-nostdlib" | "-nodefaultlibs" | "-nostartfiles" | "--hip-link" | "-Xarch_host" => false,
                 _ if joined(&["-l", "-L", "-Wl,", "-fuse-ld=", "-Xoffload-linker"]) => false,
                 _ => true,
             };
@@ -276,25 +322,22 @@ impl CompileCommand {
     }
 
     /// Does the command choose an optimization level (`-O2`, `-Os`, `-O`...)?
-    pub fn sets_optimization(&self) -> bool {
+    pub(crate) fn sets_optimization(&self) -> bool {
         self.device_args.iter().any(|a| a.starts_with("-O") && a.len() <= 6)
     }
 
-    pub fn action(&self) -> Action {
+    pub(crate) fn action(&self) -> Action {
         self.action.unwrap_or(Action::Info)
     }
 
     /// The HIP sources, given whether the compiler takes `.cu` as HIP (hipcc does).
-    pub fn hip_sources(&self, cu_is_hip: bool) -> Vec<&Input> {
-        self.inputs
-            .iter()
-            .filter(|i| i.lang == Lang::Hip || (cu_is_hip && i.lang == Lang::Cuda && !i.explicit_lang))
-            .collect()
+    pub(crate) fn hip_sources(&self, cu_is_hip: bool) -> Vec<&Input> {
+        self.inputs.iter().filter(|i| i.lang == Lang::Hip || (cu_is_hip && i.lang == Lang::Cuda && !i.explicit_lang)).collect()
     }
 
     /// Why regtune leaves this command to the compiler as it is; `None`
     /// when it builds device code regtune can tune.
-    pub fn untouched_because(&self, cu_is_hip: bool) -> Option<&'static str> {
+    pub(crate) fn untouched_because(&self, cu_is_hip: bool) -> Option<&'static str> {
         Some(match self.action() {
             Action::Info => "no input files",
             Action::Assemble | Action::Preprocess | Action::SyntaxOnly => "no object is built",
@@ -310,7 +353,7 @@ impl CompileCommand {
 }
 
 /// Does option `a` take the next argument as its value (`-I dir`)?
-pub fn takes_separate_value(a: &str) -> bool {
+pub(crate) fn takes_separate_value(a: &str) -> bool {
     SEPARATE_VALUE.contains(&a) || (a.starts_with("-Xarch_") && a.len() > "-Xarch_".len())
 }
 
@@ -330,8 +373,7 @@ fn expand_response_files(args: &[String], out: &mut Vec<String>, depth: usize) -
         if depth > 20 {
             return Err(CommandError::ResponseFile { path: path.into(), detail: "nested more than 20 deep".into() });
         }
-        let words = split_gnu(&text)
-            .map_err(|detail| CommandError::ResponseFile { path: path.into(), detail: detail.to_string() })?;
+        let words = split_gnu(&text).map_err(|detail| CommandError::ResponseFile { path: path.into(), detail: detail.to_string() })?;
         expand_response_files(&words, out, depth + 1)?;
     }
     Ok(())
@@ -339,7 +381,7 @@ fn expand_response_files(args: &[String], out: &mut Vec<String>, depth: usize) -
 
 /// Split a response file the way GNU tools do: whitespace separates,
 /// single quotes are literal, double quotes and backslashes escape.
-pub fn split_gnu(text: &str) -> Result<Vec<String>, &'static str> {
+pub(crate) fn split_gnu(text: &str) -> Result<Vec<String>, &'static str> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;
@@ -405,9 +447,8 @@ mod tests {
 
     #[test]
     fn cmake_style_compile_keeps_only_device_flags() {
-        let c = parse(
-            "-DNDEBUG -I/inc -isystem /sys -O3 -std=gnu++17 -x hip --offload-arch=gfx90a -MD -MT k.o -MF k.o.d -o k.o -c /src/k.hip",
-        );
+        let c =
+            parse("-DNDEBUG -I/inc -isystem /sys -O3 -std=gnu++17 -x hip --offload-arch=gfx90a -MD -MT k.o -MF k.o.d -o k.o -c /src/k.hip");
         assert_eq!(c.action(), Action::Compile);
         assert_eq!(c.offload_archs, ["gfx90a"]);
         assert_eq!(c.device_args, ["-DNDEBUG", "-I/inc", "-isystem", "/sys", "-O3", "-std=gnu++17"]);

@@ -24,7 +24,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::{Flavor, Toolchain};
 
 use super::cache::{file_identity, Cache};
@@ -32,10 +32,10 @@ use super::command::{Action, CompileCommand, Lang};
 
 /// Set on every compiler the wrapper runs, so a compiler that is itself a
 /// regtune wrapper compiles plainly instead of applying decisions twice.
-pub const WRAPPED_ENV: &str = "REGTUNE_WRAPPED";
+pub(crate) const WRAPPED_ENV: &str = "REGTUNE_WRAPPED";
 
 #[derive(Debug, thiserror::Error)]
-pub enum CompilerError {
+pub(crate) enum CompilerError {
     #[error("compiler `{name}` not found ({from})")]
     NotFound { name: String, from: &'static str },
     #[error("no HIP compiler found: {0}")]
@@ -58,10 +58,9 @@ impl Compiler {
     /// `explicit` is what the user named (`--compiler`, `REGTUNE_COMPILER`,
     /// the `regtune cc` command), with where it came from. Returns the
     /// toolchain too when finding the default needed it.
-    pub fn resolve(explicit: Option<(&OsStr, &'static str)>) -> Result<(Compiler, Option<Toolchain>), CompilerError> {
+    pub(crate) fn resolve(explicit: Option<(&OsStr, &'static str)>) -> Result<(Compiler, Option<Toolchain>), CompilerError> {
         if let Some((name, from)) = explicit {
-            let path = find_program(name)
-                .ok_or_else(|| CompilerError::NotFound { name: name.to_string_lossy().into_owned(), from })?;
+            let path = find_program(name).ok_or_else(|| CompilerError::NotFound { name: name.to_string_lossy().into_owned(), from })?;
             return Ok((Compiler { path, stand_in: false }, None));
         }
         let toolchain = Toolchain::detect().map_err(|e| CompilerError::NoDefault(e.to_string()))?;
@@ -73,18 +72,18 @@ impl Compiler {
         Ok((compiler, Some(toolchain)))
     }
 
-    pub fn is_hipcc(&self) -> bool {
+    pub(crate) fn is_hipcc(&self) -> bool {
         self.path.file_name().is_some_and(|n| n.to_string_lossy().contains("hipcc"))
     }
 
     /// hipcc (and our stand-in) compile `.cu` as HIP; clang compiles it as CUDA.
-    pub fn cu_is_hip(&self) -> bool {
+    pub(crate) fn cu_is_hip(&self) -> bool {
         self.stand_in || self.is_hipcc()
     }
 
     /// Is this the clang regtune tunes with? (The same binary, or one that
     /// reports the same version.) hipcc runs its ROCm's clang: yes.
-    pub fn is_toolchain_clang(&self, toolchain: &Toolchain) -> bool {
+    pub(crate) fn is_toolchain_clang(&self, toolchain: &Toolchain) -> bool {
         if self.is_hipcc() {
             return matches!(toolchain.flavor, Flavor::Rocm { .. });
         }
@@ -98,11 +97,14 @@ impl Compiler {
 
     /// Does this compiler need regtune's Debian flags to build HIP? (It is
     /// Debian's clang-22 itself, and the command sets up no device libraries.)
-    pub fn needs_debian_flags(&self, toolchain: &Toolchain, cmd: &CompileCommand) -> bool {
+    pub(crate) fn needs_debian_flags(&self, toolchain: &Toolchain, cmd: &CompileCommand) -> bool {
         let canonical = |p: &Path| std::fs::canonicalize(p).ok();
         toolchain.flavor == Flavor::Debian
             && canonical(&self.path).is_some_and(|c| Some(c) == canonical(&toolchain.clang))
-            && !cmd.args.iter().any(|a| OWN_DEVICE_LIBS.iter().any(|f| a == f.trim_end_matches('=') || (f.ends_with('=') && a.starts_with(f))))
+            && !cmd
+                .args
+                .iter()
+                .any(|a| OWN_DEVICE_LIBS.iter().any(|f| a == f.trim_end_matches('=') || (f.ends_with('=') && a.starts_with(f))))
     }
 
     /// The compile without regtune: the user's arguments as given, plus for
@@ -207,11 +209,12 @@ pub fn debian_flags(
     let mut libs: Vec<PathBuf> = Vec::new();
     let mut preludes: Vec<(String, OsString)> = Vec::new();
     // The host wants HIP 5.2's 64-wide warpSize; any 64-wide target's prelude says so.
-    let wave64 = archs.iter().find(|a| a.wave_size() == 64).cloned().map_or_else(|| Arch::parse("gfx906"), Ok).map_err(|e| e.to_string())?;
+    let wave64 =
+        archs.iter().find(|a| a.wave_size() == 64).cloned().map_or_else(|| Arch::parse("gfx906"), Ok).map_err(|e| e.to_string())?;
     let mut host_prelude = None;
     for (n, arch) in archs.iter().chain(std::iter::once(&wave64)).enumerate() {
         toolchain.prepare(arch).map_err(|e| e.to_string())?;
-        let args = crate::target::of(arch).device_args(toolchain, arch, device_args).map_err(|e| e.to_string())?;
+        let args = crate::gpu::of(arch).device_args(toolchain, arch, device_args).map_err(|e| e.to_string())?;
         let mut it = args.iter();
         let mut arch_libs = Vec::new();
         while let Some(a) = it.next() {
@@ -271,7 +274,7 @@ pub fn debian_flags(
 /// Can `clang` load `plugin`? A plugin built against another LLVM cannot
 /// (plugin.rs says why). The answer is remembered per (compiler, plugin)
 /// file version.
-pub fn check_plugin(clang: &Path, plugin: &Path, cache: &Cache) -> Result<(), String> {
+pub(crate) fn check_plugin(clang: &Path, plugin: &Path, cache: &Cache) -> Result<(), String> {
     let key = crate::hash::of_parts([file_identity(clang), file_identity(plugin)]);
     if cache.has_mark("plugin-ok", &key) {
         return Ok(());
@@ -282,7 +285,7 @@ pub fn check_plugin(clang: &Path, plugin: &Path, cache: &Cache) -> Result<(), St
 }
 
 /// The device targets the compiler picks when the command names none.
-pub fn default_archs(plain: &mut Command) -> Vec<String> {
+pub(crate) fn default_archs(plain: &mut Command) -> Vec<String> {
     let Ok(out) = plain.arg("-###").output() else { return vec![] };
     let mut archs: Vec<String> = Vec::new();
     for line in String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.contains("\"-fcuda-is-device\"")) {

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::compile::Unit;
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 
 use super::cache::{mtime_ns, Cache};
@@ -32,7 +32,7 @@ const TUNER_OPT: &str = "-O3";
 const PREPROCESSOR_ENV: &[&str] = &["CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH", "SOURCE_DATE_EPOCH"];
 
 #[derive(Debug, thiserror::Error)]
-pub enum HashError {
+pub(crate) enum HashError {
     #[error("cannot run {tool}: {source}")]
     Spawn { tool: String, source: std::io::Error },
     #[error("cannot preprocess {file} for {arch}: {first_error}")]
@@ -57,13 +57,13 @@ struct Dependency {
 
 /// Where a hash came from (for `REGTUNE_VERBOSE` and the benchmark).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     Manifest,
     Preprocessor,
 }
 
 /// The input hash of `source` on `arch` with `device_args`.
-pub fn input_hash(
+pub(crate) fn input_hash(
     toolchain: &Toolchain,
     arch: &Arch,
     source: &Path,
@@ -102,7 +102,7 @@ pub fn input_hash(
 fn preprocess(toolchain: &Toolchain, arch: &Arch, source: &Path, device_args: &[String]) -> Result<Vec<u8>, HashError> {
     toolchain.prepare(arch)?;
     let out = Command::new(&toolchain.clang)
-        .args(crate::target::of(arch).device_args(toolchain, arch, device_args)?)
+        .args(crate::gpu::of(arch).device_args(toolchain, arch, device_args)?)
         .arg(TUNER_OPT)
         .args(device_args)
         .args(["-E", "-o", "-"])
@@ -158,7 +158,7 @@ fn dependencies(preprocessed: &[u8], cwd: &Path, started: SystemTime) -> Option<
 
 /// The files named by the preprocessor's line markers (`# 12 "path" 1 3`),
 /// in first-seen order, less `<built-in>` and friends.
-pub fn line_marker_files(preprocessed: &[u8]) -> Vec<PathBuf> {
+pub(crate) fn line_marker_files(preprocessed: &[u8]) -> Vec<PathBuf> {
     let mut seen = BTreeSet::new();
     let mut files = Vec::new();
     for line in preprocessed.split(|&b| b == b'\n') {
@@ -195,10 +195,7 @@ mod tests {
     #[test]
     fn line_markers_name_each_file_once() {
         let text = b"# 1 \"k.hip\"\n# 1 \"<built-in>\" 1\n# 1 \"<command line>\" 1\n# 1 \"/inc/a b.h\" 1 3\nint x;\n# 7 \"k.hip\" 2\n# 1 \"dir\\\\q\\\"x.h\" 1\n#pragma once\n";
-        assert_eq!(
-            line_marker_files(text),
-            [PathBuf::from("k.hip"), PathBuf::from("/inc/a b.h"), PathBuf::from("dir\\q\"x.h")]
-        );
+        assert_eq!(line_marker_files(text), [PathBuf::from("k.hip"), PathBuf::from("/inc/a b.h"), PathBuf::from("dir\\q\"x.h")]);
     }
 
     #[test]

@@ -32,8 +32,8 @@
 pub mod cache;
 pub mod command;
 pub mod compiler;
-pub mod hashes;
-pub mod patch;
+pub(crate) mod hashes;
+pub(crate) mod patch;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -45,7 +45,7 @@ use std::process::{Command, ExitCode, Output};
 use regtune_decisions::plugin::{DECISIONS_ENV, INPUT_HASH_ENV};
 use regtune_decisions::{Db, Entry};
 
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 use crate::tools;
 
@@ -53,16 +53,16 @@ use cache::Cache;
 use command::CompileCommand;
 use compiler::Compiler;
 
-pub const MODE_ENV: &str = "REGTUNE_MODE";
-pub const COMPILER_ENV: &str = "REGTUNE_COMPILER";
-pub const DB_ENV: &str = "REGTUNE_DB";
+pub(crate) const MODE_ENV: &str = "REGTUNE_MODE";
+pub(crate) const COMPILER_ENV: &str = "REGTUNE_COMPILER";
+pub(crate) const DB_ENV: &str = "REGTUNE_DB";
 /// More `regtune tune` options for tune mode, e.g. `--pow2 apply`.
-pub const TUNE_ARGS_ENV: &str = "REGTUNE_TUNE_ARGS";
+pub(crate) const TUNE_ARGS_ENV: &str = "REGTUNE_TUNE_ARGS";
 /// Relative to the directory the compiler runs in.
-pub const DEFAULT_DB: &str = ".regtune/decisions.json";
+pub(crate) const DEFAULT_DB: &str = ".regtune/decisions.json";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     Use,
     Tune,
     /// Build from patched copies: no plugin in the compiler.
@@ -266,11 +266,7 @@ impl Wrapper {
         let compiler = self.compiler.clone();
         let toolchain = self.toolchain()?.clone();
         if !compiler.is_toolchain_clang(&toolchain) {
-            return Err(format!(
-                "{} is not the compiler regtune tunes with ({})",
-                compiler.path.display(),
-                toolchain.clang.display()
-            ));
+            return Err(format!("{} is not the compiler regtune tunes with ({})", compiler.path.display(), toolchain.clang.display()));
         }
         let mut archs = Vec::new();
         for name in &arch_names {

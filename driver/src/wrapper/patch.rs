@@ -23,13 +23,13 @@ use serde::{Deserialize, Serialize};
 use crate::fix::copy::PatchedCopy;
 use crate::fix::overlay::Overlay;
 use crate::fix::{self, Outcome};
-use crate::target::Arch;
+use crate::gpu::Arch;
 
 use super::command::CompileCommand;
 use super::{hashes, verbose, Wrapper};
 
 /// The sources of one command that build from patched copies.
-pub struct Patched {
+pub(crate) struct Patched {
     /// (the source as the command names it, its copy)
     copies: Vec<(String, PatchedCopy)>,
     /// The other files the patches edit, by their own names.
@@ -111,7 +111,8 @@ impl Wrapper {
             if verbose() {
                 eprintln!("regtune: note: building {} from a patched copy", source.path);
             }
-            let copy = PatchedCopy::new(&path, &original, &cached.patched).map_err(|e| format!("cannot write a patched copy of {}: {e}", path.display()))?;
+            let copy = PatchedCopy::new(&path, &original, &cached.patched)
+                .map_err(|e| format!("cannot write a patched copy of {}: {e}", path.display()))?;
             copies.push((source.path.clone(), copy));
         }
         Ok((!copies.is_empty() || !overlays.is_empty()).then_some(Patched { copies, overlays }))

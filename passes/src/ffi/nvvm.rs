@@ -62,11 +62,7 @@ pub fn set_annotation(f: FunctionValue<'_>, key: &str, value: u32) -> bool {
     // SAFETY: the global, the key string and the constant belong to this
     // context; the node is added to the module f lives in.
     unsafe {
-        let mut ops = [
-            c::LLVMValueAsMetadata(raw),
-            c::LLVMMDStringInContext2(ctx, key.as_ptr().cast(), key.len()),
-            value_md,
-        ];
+        let mut ops = [c::LLVMValueAsMetadata(raw), c::LLVMMDStringInContext2(ctx, key.as_ptr().cast(), key.len()), value_md];
         let node = c::LLVMMDNodeInContext2(ctx, ops.as_mut_ptr(), ops.len());
         c::LLVMAddNamedMetadataOperand(c::LLVMGetGlobalParent(raw), NAMED_NODE.as_ptr(), c::LLVMMetadataAsValue(ctx, node));
     }

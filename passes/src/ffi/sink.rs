@@ -287,10 +287,8 @@ pub fn is_pure_intrinsic_call(inst: InstructionValue<'_>) -> bool {
     }
     // memory(none) is the MemoryEffects encoding 0.
     let no_memory = fn_attribute(callee, FUNCTION_INDEX, "memory") == Some(0) || call_attribute(raw, "memory") == Some(0);
-    let speculatable =
-        fn_attribute(callee, FUNCTION_INDEX, "speculatable").is_some() || call_attribute(raw, "speculatable").is_some();
-    let convergent =
-        fn_attribute(callee, FUNCTION_INDEX, "convergent").is_some() || call_attribute(raw, "convergent").is_some();
+    let speculatable = fn_attribute(callee, FUNCTION_INDEX, "speculatable").is_some() || call_attribute(raw, "speculatable").is_some();
+    let convergent = fn_attribute(callee, FUNCTION_INDEX, "convergent").is_some() || call_attribute(raw, "convergent").is_some();
     no_memory && speculatable && !convergent
 }
 
@@ -308,9 +306,7 @@ pub fn is_convergent_call(inst: InstructionValue<'_>) -> bool {
     // SAFETY: raw is a call base; its called operand is a live value.
     let callee = unsafe { c::LLVMGetCalledValue(raw) };
     // SAFETY: checked cast.
-    !callee.is_null()
-        && !unsafe { c::LLVMIsAFunction(callee) }.is_null()
-        && fn_attribute(callee, FUNCTION_INDEX, "convergent").is_some()
+    !callee.is_null() && !unsafe { c::LLVMIsAFunction(callee) }.is_null() && fn_attribute(callee, FUNCTION_INDEX, "convergent").is_some()
 }
 
 /// The type of an instruction's result, as far as a register or a 32-bit
@@ -502,11 +498,7 @@ pub fn move_before(inst: InstructionValue<'_>, anchor: InstructionValue<'_>) {
         let dl = di::LLVMInstructionGetDebugLoc(i);
         let mut len = 0;
         let name_ptr = c::LLVMGetValueName2(i, &mut len);
-        let name = if name_ptr.is_null() {
-            Vec::new()
-        } else {
-            std::slice::from_raw_parts(name_ptr.cast::<u8>(), len).to_vec()
-        };
+        let name = if name_ptr.is_null() { Vec::new() } else { std::slice::from_raw_parts(name_ptr.cast::<u8>(), len).to_vec() };
         let mut name_z = name;
         name_z.push(0);
         let ctx = c::LLVMGetTypeContext(c::LLVMTypeOf(i));

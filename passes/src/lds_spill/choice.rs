@@ -169,13 +169,7 @@ fn pressures(model: &Model, live_out: &[BitSet], spilled: &BitSet) -> Vec<Vec<u6
 /// Walk every block bottom-up with its live set, calling `at(block, point,
 /// live, pressure)` with the values live into each instruction; the
 /// pressures are collected into `out`.
-fn walk(
-    model: &Model,
-    live_out: &[BitSet],
-    spilled: &BitSet,
-    mut at: impl FnMut(usize, usize, &BitSet, u64),
-    out: &mut Vec<Vec<u64>>,
-) {
+fn walk(model: &Model, live_out: &[BitSet], spilled: &BitSet, mut at: impl FnMut(usize, usize, &BitSet, u64), out: &mut Vec<Vec<u64>>) {
     let regs = |v: usize| u64::from(model.regs[v]);
     for (b, block) in model.blocks.iter().enumerate() {
         let mut live = live_out[b].clone();
@@ -222,12 +216,7 @@ fn peak(pressure: &[Vec<u64>]) -> u64 {
 /// For each candidate, at how many of the instructions `counted(block,
 /// point)` picks it is live across (live into the instruction and not read
 /// by it).
-fn live_across(
-    model: &Model,
-    live_out: &[BitSet],
-    candidates: &[Candidate],
-    counted: impl Fn(usize, usize) -> bool,
-) -> Vec<usize> {
+fn live_across(model: &Model, live_out: &[BitSet], candidates: &[Candidate], counted: impl Fn(usize, usize) -> bool) -> Vec<usize> {
     let n = model.regs.len();
     let mut of_value = vec![usize::MAX; n];
     let mut mask = BitSet::new(n);

@@ -239,8 +239,7 @@ fn is_product(inst: InstructionValue<'_>, depth: u32) -> bool {
     match inst.get_opcode() {
         InstructionOpcode::FMul => true,
         InstructionOpcode::FNeg | InstructionOpcode::FPExt | InstructionOpcode::Phi | InstructionOpcode::Select => {
-            depth > 0
-                && llvm::sources(inst).iter().any(|s| matches!(s, Source::Inst(x) if is_product(*x, depth - 1)))
+            depth > 0 && llvm::sources(inst).iter().any(|s| matches!(s, Source::Inst(x) if is_product(*x, depth - 1)))
         }
         _ => false,
     }
@@ -330,10 +329,7 @@ pub(super) fn scalar_values<'ctx>(
                 // Target intrinsics may read the lane (workitem ids, mbcnt):
                 // only generic ones are functions of their operands alone.
                 UNIFORM_INTRINSICS.iter().any(|p| name.starts_with(p))
-                    || (int_or_pointer
-                        && !name.starts_with("llvm.amdgcn.")
-                        && llvm::is_pure_intrinsic_call(inst)
-                        && operands_scalar())
+                    || (int_or_pointer && !name.starts_with("llvm.amdgcn.") && llvm::is_pure_intrinsic_call(inst) && operands_scalar())
             }
             op if computes_from_operands(op) => int_or_pointer && operands_scalar(),
             _ => false,

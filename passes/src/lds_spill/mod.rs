@@ -227,8 +227,7 @@ impl<'ctx> Body<'ctx> {
             }
             Target::Nvptx => vec![false; insts.len()],
         };
-        let regs: Vec<u32> =
-            insts.iter().zip(&scalar).map(|(inst, &s)| if s { 0 } else { legality::registers(*inst) }).collect();
+        let regs: Vec<u32> = insts.iter().zip(&scalar).map(|(inst, &s)| if s { 0 } else { legality::registers(*inst) }).collect();
         let tracked = |s: &Source<'ctx>| match s {
             Source::Inst(x) => index.get(x).copied().filter(|&k| regs[k] > 0),
             Source::Param(_) | Source::Other => None,

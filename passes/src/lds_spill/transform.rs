@@ -13,8 +13,7 @@ use inkwell::intrinsics::Intrinsic;
 use inkwell::module::{Linkage, Module};
 use inkwell::types::{ArrayType, BasicType, BasicTypeEnum, IntType};
 use inkwell::values::{
-    AnyValue, AsValueRef, BasicValue, BasicValueEnum, FunctionValue, InstructionOpcode, InstructionValue, IntValue,
-    PhiValue, PointerValue,
+    AnyValue, AsValueRef, BasicValue, BasicValueEnum, FunctionValue, InstructionOpcode, InstructionValue, IntValue, PhiValue, PointerValue,
 };
 use inkwell::AddressSpace;
 
@@ -121,7 +120,12 @@ fn nvptx_thread_id<'ctx>(module: &Module<'ctx>, b: &Builder<'ctx>) -> Option<Int
 
 /// The flat thread id: unique within the block, below its size (< B by the
 /// promise), and consecutive along a wavefront.
-fn flat_id<'ctx>(b: &Builder<'ctx>, [x, y, z]: [IntValue<'ctx>; 3], dim_x: IntValue<'ctx>, dim_y: IntValue<'ctx>) -> Option<IntValue<'ctx>> {
+fn flat_id<'ctx>(
+    b: &Builder<'ctx>,
+    [x, y, z]: [IntValue<'ctx>; 3],
+    dim_x: IntValue<'ctx>,
+    dim_y: IntValue<'ctx>,
+) -> Option<IntValue<'ctx>> {
     let yz = b.build_int_mul(dim_y, z, "").ok()?;
     let yz = b.build_int_add(y, yz, "").ok()?;
     let yz = b.build_int_mul(dim_x, yz, "").ok()?;

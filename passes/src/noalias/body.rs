@@ -35,8 +35,7 @@ impl<'ctx> Body<'ctx> {
             for inst in b.get_instructions() {
                 insts.push((inst, i));
                 if inst.get_opcode() == InstructionOpcode::Store {
-                    if let (Some(v), Some((slot, direct))) =
-                        (llvm::value_operand(inst, 0), llvm::value_operand(inst, 1).and_then(slot_of))
+                    if let (Some(v), Some((slot, direct))) = (llvm::value_operand(inst, 0), llvm::value_operand(inst, 1).and_then(slot_of))
                     {
                         slot_stores.entry(slot).or_default().push((v, direct));
                     }
@@ -59,8 +58,7 @@ fn successors(b: BasicBlock<'_>) -> Vec<BasicBlock<'_>> {
 fn ordered_blocks(f: FunctionValue<'_>) -> (Vec<BasicBlock<'_>>, Vec<Vec<u32>>, u32) {
     let first = reverse_post_order(f, |_, succs| succs);
     let index: HashMap<BasicBlock<'_>, usize> = first.iter().enumerate().map(|(i, b)| (*b, i)).collect();
-    let succs: Vec<Vec<usize>> =
-        first.iter().map(|b| successors(*b).iter().filter_map(|s| index.get(s).copied()).collect()).collect();
+    let succs: Vec<Vec<usize>> = first.iter().map(|b| successors(*b).iter().filter_map(|s| index.get(s).copied()).collect()).collect();
     let (members, count) = loops(&succs);
     let shared = |a: BasicBlock<'_>, b: BasicBlock<'_>| match (index.get(&a), index.get(&b)) {
         (Some(&a), Some(&b)) => members[a].iter().filter(|l| members[b].contains(l)).count(),

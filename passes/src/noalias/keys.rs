@@ -186,10 +186,7 @@ impl<'ctx> Analyzer<'ctx> {
                             let e = Effects::of(c, Some(g));
                             !e.writes_other()
                                 && (!e.writes_args()
-                                    || call_args(inst, c)
-                                        .iter()
-                                        .flatten()
-                                        .all(|v| !v.is_pointer_value() || slot_of(*v).is_some()))
+                                    || call_args(inst, c).iter().flatten().all(|v| !v.is_pointer_value() || slot_of(*v).is_some()))
                         }
                         Some(g) => self.is_pure(g, c),
                         None => false,

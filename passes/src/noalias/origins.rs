@@ -264,10 +264,7 @@ impl<'ctx> Analyzer<'ctx> {
 
 /// The argument operands of a call, `None` where one is not a plain value
 /// (metadata, a label).
-pub(super) fn call_args<'ctx>(
-    inst: InstructionValue<'ctx>,
-    call: Option<CallSiteValue<'ctx>>,
-) -> Vec<Option<BasicValueEnum<'ctx>>> {
+pub(super) fn call_args<'ctx>(inst: InstructionValue<'ctx>, call: Option<CallSiteValue<'ctx>>) -> Vec<Option<BasicValueEnum<'ctx>>> {
     let count = match call {
         Some(c) => c.count_arguments(),
         // invoke / callbr: the callee (and destinations) come last.

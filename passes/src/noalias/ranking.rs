@@ -175,28 +175,19 @@ impl Tally {
         let plural = |n: u32, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         let mut parts = Vec::new();
         if self.reuse > 0 {
-            parts.push(format!(
-                "{} reusable across stores through other pointers",
-                plural(self.reuse, "reload", "reloads")
-            ));
+            parts.push(format!("{} reusable across stores through other pointers", plural(self.reuse, "reload", "reloads")));
         }
         if self.looped > 0 {
             parts.push(format!("{} in loops that store through other pointers", plural(self.looped, "load", "loads")));
         }
         if self.reorder > 0 {
-            parts.push(format!(
-                "{} could move above stores through other pointers",
-                plural(self.reorder, "load", "loads")
-            ));
+            parts.push(format!("{} could move above stores through other pointers", plural(self.reorder, "load", "loads")));
         }
         if self.scalar > 0 {
             parts.push(format!("{} could become scalar", plural(self.scalar, "uniform load", "uniform loads")));
         }
         if self.unblocked > 0 {
-            parts.push(format!(
-                "its stores alone block {} through other pointers",
-                plural(self.unblocked, "load", "loads")
-            ));
+            parts.push(format!("its stores alone block {} through other pointers", plural(self.unblocked, "load", "loads")));
         }
         if self.read_only_depth > 0 {
             parts.push("read-only, loaded in loops".to_string());
@@ -275,9 +266,7 @@ fn profitability(trace: &[Access], params: &[ParamInfo]) -> Vec<Candidate> {
 /// run before the load, may write the same kind of memory, and alias
 /// analysis cannot already tell them apart (a noalias parameter's stores).
 fn in_the_way(w: &Access, load: &Access, already: &BTreeSet<u32>) -> bool {
-    w.may_run_before(load)
-        && spaces_may_alias(w.space, load.space)
-        && !w.single_param().is_some_and(|q| already.contains(&q))
+    w.may_run_before(load) && spaces_may_alias(w.space, load.space) && !w.single_param().is_some_and(|q| already.contains(&q))
 }
 
 /// Drop the stores a fence already separates from the load: nothing moves
@@ -320,9 +309,7 @@ impl Blocked<'_> {
         let in_loop = |w: &Access| w.shares_loop(load);
         let kind = if self.reusable(|_| true) {
             GainKind::Reuse
-        } else if self.blockers.iter().any(|w| in_loop(w))
-            && !self.own_stores.iter().any(|w| in_loop(w) && w.key != load.key)
-        {
+        } else if self.blockers.iter().any(|w| in_loop(w)) && !self.own_stores.iter().any(|w| in_loop(w) && w.key != load.key) {
             GainKind::Loop
         } else {
             GainKind::Reorder
@@ -460,12 +447,7 @@ mod tests {
 
     #[test]
     fn several_writers_share_no_credit_and_ties_go_by_index() {
-        let trace = [
-            access(Some(2), true, 0, 1),
-            access(Some(3), true, 1, 2),
-            access(Some(1), false, 2, 3),
-            access(Some(0), false, 3, 4),
-        ];
+        let trace = [access(Some(2), true, 0, 1), access(Some(3), true, 1, 2), access(Some(1), false, 2, 3), access(Some(0), false, 3, 4)];
         let ranked = profitability(&trace, &[param(0), param(1), param(2), param(3)]);
         assert_eq!(scores(&ranked), [(0, REORDER), (1, REORDER)]);
     }

@@ -132,11 +132,8 @@ impl<'ctx> Analyzer<'ctx> {
         };
         self.next_instance += 1;
         for &(inst, block) in &body.insts {
-            let loops: Vec<u32> = outer_loops
-                .iter()
-                .copied()
-                .chain(body.block_loops[block].iter().map(|l| l.saturating_add(loop_base)))
-                .collect();
+            let loops: Vec<u32> =
+                outer_loops.iter().copied().chain(body.block_loops[block].iter().map(|l| l.saturating_add(loop_base))).collect();
             match inst.get_opcode() {
                 InstructionOpcode::Load => {
                     let movable = !inst.get_volatile().unwrap_or(true)
@@ -162,17 +159,7 @@ impl<'ctx> Analyzer<'ctx> {
                 InstructionOpcode::Fence => {
                     let key = self.unique(&inst_ctx, inst);
                     let origins = BTreeSet::from([Origin::Unknown]);
-                    self.push(Access {
-                        write: true,
-                        movable: false,
-                        origins,
-                        space: FLAT,
-                        uniform: true,
-                        key,
-                        seq: 0,
-                        loops,
-                        fence: true,
-                    });
+                    self.push(Access { write: true, movable: false, origins, space: FLAT, uniform: true, key, seq: 0, loops, fence: true });
                 }
                 _ => {}
             }
@@ -184,8 +171,7 @@ impl<'ctx> Analyzer<'ctx> {
         let call = CallSiteValue::try_from(inst).ok();
         let callee = call.and_then(|c| c.get_called_fn_value());
         let args = call_args(inst, call);
-        let pointer_args: Vec<BasicValueEnum<'ctx>> =
-            args.iter().flatten().copied().filter(|v| v.is_pointer_value()).collect();
+        let pointer_args: Vec<BasicValueEnum<'ctx>> = args.iter().flatten().copied().filter(|v| v.is_pointer_value()).collect();
         if let Some(f) = callee {
             let name = name_of(f);
             if name.starts_with("llvm.memset") {
@@ -243,14 +229,7 @@ impl<'ctx> Analyzer<'ctx> {
         }
     }
 
-    fn record(
-        &mut self,
-        cx: &mut Instance<'_, 'ctx>,
-        ptr: BasicValueEnum<'ctx>,
-        write: bool,
-        movable: bool,
-        loops: &[u32],
-    ) {
+    fn record(&mut self, cx: &mut Instance<'_, 'ctx>, ptr: BasicValueEnum<'ctx>, write: bool, movable: bool, loops: &[u32]) {
         let f = fact(cx.body, cx.sol, ptr);
         let mut origins = f.origins;
         if origins.is_empty() {
@@ -262,17 +241,7 @@ impl<'ctx> Analyzer<'ctx> {
         }
         let space = self.effective_space(space_of(ptr), &origins);
         let key = self.key(cx, ptr, 0);
-        self.push(Access {
-            write,
-            movable,
-            origins,
-            space,
-            uniform: !f.divergent,
-            key,
-            seq: 0,
-            loops: loops.to_vec(),
-            fence: false,
-        });
+        self.push(Access { write, movable, origins, space, uniform: !f.divergent, key, seq: 0, loops: loops.to_vec(), fence: false });
     }
 
     fn push(&mut self, mut access: Access) {

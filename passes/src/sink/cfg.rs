@@ -72,17 +72,7 @@ impl<'ctx> Cfg<'ctx> {
             }
         }
         let rpo = reverse_post_order(&succs);
-        let mut cfg = Cfg {
-            blocks,
-            index,
-            succs,
-            preds,
-            rpo,
-            idom: vec![None; n],
-            depth: vec![0; n],
-            loops: Vec::new(),
-            reducible: true,
-        };
+        let mut cfg = Cfg { blocks, index, succs, preds, rpo, idom: vec![None; n], depth: vec![0; n], loops: Vec::new(), reducible: true };
         cfg.compute_dominators();
         cfg.compute_loops();
         Some(cfg)

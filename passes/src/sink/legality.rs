@@ -239,9 +239,7 @@ pub(super) fn move_is_legal(body: &Body<'_>, cfg: &Cfg<'_>, inst: InstructionVal
             return false;
         };
         let ok = if u.get_opcode() == InstructionOpcode::Phi {
-            llvm::phi_edges_of(u, Def::Inst(inst))
-                .iter()
-                .all(|e| cfg.index.get(e).is_some_and(|&b| cfg.dominates(to, b)))
+            llvm::phi_edges_of(u, Def::Inst(inst)).iter().all(|e| cfg.index.get(e).is_some_and(|&b| cfg.dominates(to, b)))
         } else {
             cfg.dominates(to, ub)
         };
@@ -269,8 +267,7 @@ pub(super) fn move_is_legal(body: &Body<'_>, cfg: &Cfg<'_>, inst: InstructionVal
         return false;
     }
     let whole = |b: usize| cfg.blocks[b].get_instructions().all(&may_cross);
-    cfg.between(from, to).into_iter().all(whole)
-        && tb.get_instructions().take_while(|i| *i != before).all(&may_cross)
+    cfg.between(from, to).into_iter().all(whole) && tb.get_instructions().take_while(|i| *i != before).all(&may_cross)
 }
 
 /// [`load_may_cross`] for an instruction of the IR as it is now.

@@ -277,8 +277,7 @@ impl Move {
 fn sink_definitions(body: &Body<'_>, cfg: &Cfg<'_>) -> bool {
     // Users before their operands: blocks in reverse RPO (a block's
     // dominators come before it in RPO), each bottom-up.
-    let order: Vec<usize> =
-        cfg.rpo.iter().rev().flat_map(|&b| body.block_insts[b].iter().rev().copied()).collect();
+    let order: Vec<usize> = cfg.rpo.iter().rev().flat_map(|&b| body.block_insts[b].iter().rev().copied()).collect();
     let Some(plan) = make_plan(body, cfg, &order) else {
         return false;
     };

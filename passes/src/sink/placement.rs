@@ -11,9 +11,7 @@ use inkwell::values::{InstructionOpcode, InstructionValue};
 use crate::ffi::sink::{self as llvm, Def, Source};
 
 use super::cfg::Cfg;
-use super::legality::{
-    effect, is_acceptable_target, is_safe_to_move, load_may_cross, move_is_legal, store_may_cross, AliasRules, Effect,
-};
+use super::legality::{effect, is_acceptable_target, is_safe_to_move, load_may_cross, move_is_legal, store_may_cross, AliasRules, Effect};
 use super::profitability::{ends_a_live_range, profitable, ReachCache};
 use super::{Body, Move, Plan, Point, Use};
 
@@ -143,9 +141,7 @@ pub(super) fn move_before_first_use(body: &Body<'_>, cfg: &Cfg<'_>, m: Move) -> 
         return false;
     };
     let users = llvm::users(Def::Inst(inst));
-    let Some(before) = bb
-        .get_instructions()
-        .find(|x| *x == anchor || (x.get_opcode() != InstructionOpcode::Phi && users.contains(x)))
+    let Some(before) = bb.get_instructions().find(|x| *x == anchor || (x.get_opcode() != InstructionOpcode::Phi && users.contains(x)))
     else {
         return false;
     };
@@ -166,10 +162,7 @@ pub(super) fn move_before_first_use(body: &Body<'_>, cfg: &Cfg<'_>, m: Move) -> 
 pub(super) fn hoist_stores(cfg: &Cfg<'_>, rules: AliasRules) -> bool {
     let mut changed = false;
     for &b in &cfg.rpo {
-        let stores: Vec<_> = cfg.blocks[b]
-            .get_instructions()
-            .filter(|i| matches!(effect(*i), Effect::Write(_)))
-            .collect();
+        let stores: Vec<_> = cfg.blocks[b].get_instructions().filter(|i| matches!(effect(*i), Effect::Write(_))).collect();
         for store in stores {
             changed |= hoist_store(store, rules);
         }

@@ -112,10 +112,7 @@ pub(super) fn choose_moves(body: &Body<'_>, cfg: &Cfg<'_>, order: &[usize], plan
         has_local[m.block] = true;
     }
     let keep_local: Vec<bool> = (0..cfg.blocks.len())
-        .map(|b| {
-            has_local[b]
-                && peak_in_block(body, &with_all, &live_out, b) < peak_in_block(body, &with_cross, &live_out, b)
-        })
+        .map(|b| has_local[b] && peak_in_block(body, &with_all, &live_out, b) < peak_in_block(body, &with_cross, &live_out, b))
         .collect();
     let chosen: Vec<Move> = all.into_iter().filter(|m| !m.is_local(body) || keep_local[m.block]).collect();
     let after = original.with_moves(body, &chosen);
@@ -300,10 +297,7 @@ pub(super) fn ends_a_live_range(store: InstructionValue<'_>, operands: &[Instruc
         v.get_parent() == block
             && llvm::users(Def::Inst(*v)).iter().all(|u| {
                 *u == store
-                    || (u.get_parent() == block
-                        && u.get_opcode() != InstructionOpcode::Phi
-                        && !crossed.contains(u)
-                        && !is_after(store, *u))
+                    || (u.get_parent() == block && u.get_opcode() != InstructionOpcode::Phi && !crossed.contains(u) && !is_after(store, *u))
             })
     })
 }

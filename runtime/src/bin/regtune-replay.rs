@@ -57,7 +57,10 @@ fn serve(vendor: &str) -> io::Result<()> {
                     match open(vendor, &req.device) {
                         Ok(g) => gpu = Some(g),
                         Err(message) => {
-                            protocol::send(&mut output, &Response::Error { message: format!("the replayer cannot use the GPU: {message}") })?;
+                            protocol::send(
+                                &mut output,
+                                &Response::Error { message: format!("the replayer cannot use the GPU: {message}") },
+                            )?;
                             continue;
                         }
                     }

@@ -32,7 +32,7 @@ pub enum CodeObjectError {
 
 /// One kernel's entry in the code-object metadata.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KernelMeta {
+pub(crate) struct KernelMeta {
     /// Mangled function name.
     pub name: String,
     /// Kernel descriptor symbol (`name.kd`).
@@ -57,7 +57,7 @@ pub struct KernelMeta {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CodeObject {
+pub(crate) struct CodeObject {
     /// `amdhsa.target`, e.g. "amdgcn-amd-amdhsa--gfx90a:xnack-".
     pub target: String,
     pub kernels: Vec<KernelMeta>,
@@ -65,7 +65,7 @@ pub struct CodeObject {
 
 impl CodeObject {
     /// The processor part of the target id ("gfx90a").
-    pub fn processor(&self) -> &str {
+    pub(crate) fn processor(&self) -> &str {
         // "amdgcn-amd-amdhsa--gfx90a:xnack-": the processor follows "--".
         let id = self.target.rsplit("--").next().unwrap_or_default();
         id.split(':').next().unwrap_or_default()
@@ -73,7 +73,7 @@ impl CodeObject {
 }
 
 /// Does `path` hold a built object rather than source? (By its first bytes.)
-pub fn is_object(path: &std::path::Path) -> bool {
+pub(crate) fn is_object(path: &std::path::Path) -> bool {
     use std::io::Read;
     let mut head = [0u8; 24];
     let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
@@ -83,13 +83,9 @@ pub fn is_object(path: &std::path::Path) -> bool {
 
 /// All AMDGPU code objects in `bytes`: a code object itself, an offload
 /// bundle, or a host object whose `.hip_fatbin` holds a bundle.
-pub fn read(bytes: &[u8]) -> Result<Vec<CodeObject>, CodeObjectError> {
+pub(crate) fn read(bytes: &[u8]) -> Result<Vec<CodeObject>, CodeObjectError> {
     if bytes.starts_with(BUNDLE_MAGIC) {
-        return bundle_entries(bytes)?
-            .into_iter()
-            .filter(|(id, _)| id.contains("amdgcn"))
-            .map(|(_, obj)| read_elf(obj))
-            .collect();
+        return bundle_entries(bytes)?.into_iter().filter(|(id, _)| id.contains("amdgcn")).map(|(_, obj)| read_elf(obj)).collect();
     }
     if bytes.starts_with(b"CCOB") {
         return Err(CodeObjectError::Compressed);
@@ -181,7 +177,7 @@ fn read_elf(bytes: &[u8]) -> Result<CodeObject, CodeObjectError> {
 }
 
 /// Decode the msgpack metadata note (code object v3 and later).
-pub fn parse_metadata(desc: &[u8]) -> Result<CodeObject, CodeObjectError> {
+pub(crate) fn parse_metadata(desc: &[u8]) -> Result<CodeObject, CodeObjectError> {
     let bad = |what: &str| CodeObjectError::Metadata(what.to_string());
     let root = rmpv::decode::read_value(&mut &desc[..]).map_err(|e| bad(&e.to_string()))?;
     let target = field(&root, "amdhsa.target").and_then(Value::as_str).unwrap_or_default().to_string();

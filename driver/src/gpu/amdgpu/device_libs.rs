@@ -15,14 +15,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::{Flavor, Toolchain, ToolchainError};
 
 const DEBIAN_DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
 
 /// What a HIP device compile for `arch` needs on disk: on Debian, the
 /// device-library overlay and the prelude; ROCm needs nothing.
-pub fn prepare(toolchain: &Toolchain, arch: &Arch) -> Result<(), ToolchainError> {
+pub(crate) fn prepare(toolchain: &Toolchain, arch: &Arch) -> Result<(), ToolchainError> {
     if toolchain.flavor != Flavor::Debian {
         return Ok(());
     }
@@ -59,11 +59,8 @@ fn prelude(toolchain: &Toolchain, arch: &Arch) -> PathBuf {
 /// `llvm-dis` a bitcode file to text.
 fn disassemble(toolchain: &Toolchain, bc: &Path) -> Result<String, ToolchainError> {
     let tool_error = |detail: String| ToolchainError::Tool { tool: "llvm-dis".into(), detail };
-    let out = Command::new(toolchain.llvm_bin.join("llvm-dis"))
-        .arg(bc)
-        .args(["-o", "-"])
-        .output()
-        .map_err(|e| tool_error(e.to_string()))?;
+    let out =
+        Command::new(toolchain.llvm_bin.join("llvm-dis")).arg(bc).args(["-o", "-"]).output().map_err(|e| tool_error(e.to_string()))?;
     if !out.status.success() {
         return Err(tool_error(String::from_utf8_lossy(&out.stderr).trim().to_string()));
     }
@@ -92,11 +89,8 @@ fn assemble(toolchain: &Toolchain, ir: &str, out: &Path) -> Result<(), Toolchain
 
 /// Flags for a HIP device-only compile for `arch` (no input, no output,
 /// no optimization level: the caller adds those and the user's flags).
-pub fn device_args(toolchain: &Toolchain, arch: &Arch, user_args: &[String]) -> Vec<OsString> {
-    let mut args: Vec<OsString> = ["-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output"]
-        .iter()
-        .map(OsString::from)
-        .collect();
+pub(crate) fn device_args(toolchain: &Toolchain, arch: &Arch, user_args: &[String]) -> Vec<OsString> {
+    let mut args: Vec<OsString> = ["-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output"].iter().map(OsString::from).collect();
     args.push(format!("--offload-arch={}", arch.name()).into());
     match &toolchain.flavor {
         Flavor::Rocm { root } => args.push(format!("--rocm-path={}", root.display()).into()),
@@ -118,7 +112,7 @@ pub fn device_args(toolchain: &Toolchain, arch: &Arch, user_args: &[String]) -> 
 
 /// Flags that compile pre-optimization device IR (from the frontend run)
 /// exactly as the HIP compile would have compiled it.
-pub fn ir_args(toolchain: &Toolchain, arch: &Arch) -> Vec<OsString> {
+pub(crate) fn ir_args(toolchain: &Toolchain, arch: &Arch) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec![
         "-x".into(),
         "ir".into(),

@@ -8,12 +8,12 @@ use regtune_decisions::Usage;
 
 use super::codeobj::{self, KernelMeta};
 use super::occupancy::{KernelAttrs, KernelResources};
+use crate::gpu::Arch;
 use crate::measure::{MeasureError, Measured};
-use crate::target::Arch;
 
 /// Every kernel of the code object for `arch` in `bytes` (a code object,
 /// bundle or host object, read from `path`).
-pub fn read(path: &Path, bytes: &[u8], arch: &Arch) -> Result<Vec<Measured>, MeasureError> {
+pub(crate) fn read(path: &Path, bytes: &[u8], arch: &Arch) -> Result<Vec<Measured>, MeasureError> {
     let objects = codeobj::read(bytes).map_err(|source| MeasureError::CodeObject { path: path.into(), source })?;
     let object = objects
         .iter()
@@ -24,7 +24,7 @@ pub fn read(path: &Path, bytes: &[u8], arch: &Arch) -> Result<Vec<Measured>, Mea
 
 /// One AMDGPU kernel from its code object metadata, occupancy from the
 /// backend's model.
-pub fn kernel(k: &KernelMeta, arch: &Arch) -> Measured {
+pub(crate) fn kernel(k: &KernelMeta, arch: &Arch) -> Measured {
     let target = arch.target();
     let resources = KernelResources {
         vgpr: k.vgpr,
@@ -58,4 +58,3 @@ pub fn kernel(k: &KernelMeta, arch: &Arch) -> Measured {
         nvidia: None,
     }
 }
-

@@ -14,7 +14,7 @@ pub struct UnknownTarget(pub String);
 /// The GPU family an arch belongs to: which backend, device libraries and
 /// occupancy model apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Vendor {
+pub(crate) enum Vendor {
     /// AMDGPU through HIP: code objects, `-Rpass-analysis` remarks, waves per SIMD.
     Amdgpu,
     /// NVPTX through CUDA: PTX, ptxas, cubins, warps per SM.
@@ -55,16 +55,16 @@ impl Arch {
     }
 
     /// The offload-arch string, features included.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.spec
     }
 
     /// The processor alone ("gfx90a", "sm_90"): what the IR's target-cpu says.
-    pub fn processor(&self) -> &str {
+    pub(crate) fn processor(&self) -> &str {
         self.spec.split(':').next().unwrap_or(&self.spec)
     }
 
-    pub fn vendor(&self) -> Vendor {
+    pub(crate) fn vendor(&self) -> Vendor {
         match self.model {
             Model::Amdgpu(_) => Vendor::Amdgpu,
             Model::Nvptx(_) => Vendor::Nvptx,
@@ -77,23 +77,15 @@ impl Arch {
 
     /// The AMDGPU occupancy model. Only AMDGPU arches have one: callers
     /// check [`Arch::vendor`] first (an NVPTX arch here is a bug in regtune).
-    pub fn target(&self) -> &'static occupancy::Target {
+    pub(crate) fn target(&self) -> &'static occupancy::Target {
         match self.model {
             Model::Amdgpu(t) => t,
             Model::Nvptx(_) => panic!("regtune bug: AMDGPU target model asked for NVPTX arch {}", self.spec),
         }
     }
 
-    /// The AMDGPU occupancy model, if this is an AMDGPU arch.
-    pub fn amdgpu(&self) -> Option<&'static occupancy::Target> {
-        match self.model {
-            Model::Amdgpu(t) => Some(t),
-            Model::Nvptx(_) => None,
-        }
-    }
-
     /// The NVIDIA occupancy calculator's device properties, if this is an NVPTX arch.
-    pub fn nvidia(&self) -> Option<&'static nvidia::Sm> {
+    pub(crate) fn nvidia(&self) -> Option<&'static nvidia::Sm> {
         match self.model {
             Model::Nvptx(s) => Some(s),
             Model::Amdgpu(_) => None,
@@ -101,7 +93,7 @@ impl Arch {
     }
 
     /// Threads per wave (AMDGPU) or warp (NVIDIA: 32).
-    pub fn wave_size(&self) -> u32 {
+    pub(crate) fn wave_size(&self) -> u32 {
         match self.model {
             Model::Amdgpu(t) => t.wave_size,
             Model::Nvptx(_) => nvidia::WARP_SIZE,
@@ -109,18 +101,18 @@ impl Arch {
     }
 
     /// What `occupancy` counts on this arch, for messages.
-    pub fn occupancy_unit(&self) -> &'static str {
+    pub(crate) fn occupancy_unit(&self) -> &'static str {
         super::of(self).occupancy_unit()
     }
 
     /// "90a" for gfx90a: how device-library file names spell the target.
-    pub fn isa_suffix(&self) -> &str {
+    pub(crate) fn isa_suffix(&self) -> &str {
         self.processor().trim_start_matches("gfx")
     }
 
     /// The device libraries' `__oclc_ISA_version`: major*1000 + minor*100 +
     /// stepping, where the last two digits of the name are hex minor/stepping.
-    pub fn isa_version(&self) -> u32 {
+    pub(crate) fn isa_version(&self) -> u32 {
         let s = self.isa_suffix();
         let (major, rest) = s.split_at(s.len().saturating_sub(2));
         let digit = |i: usize| rest[i..i + 1].chars().next().and_then(|c| c.to_digit(16)).unwrap_or(0);
@@ -169,7 +161,6 @@ mod tests {
         let a = Arch::parse("sm_90").unwrap();
         assert_eq!((a.vendor(), a.processor(), a.wave_size()), (Vendor::Nvptx, "sm_90", 32));
         assert_eq!(a.nvidia().unwrap().max_warps_per_sm, 64);
-        assert!(a.amdgpu().is_none());
         assert_eq!(Arch::parse("sm_90a").unwrap().nvidia().unwrap().name, "sm_90");
         assert_eq!(Arch::parse("gfx90a").unwrap().vendor(), Vendor::Amdgpu);
         assert_eq!(Arch::parse("gfx90a").unwrap().occupancy_unit(), "waves/SIMD");

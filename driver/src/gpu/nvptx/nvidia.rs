@@ -31,10 +31,10 @@
 //! compute capability (CUDA C++ Programming Guide, "Technical Specifications
 //! per Compute Capability"): the same for every GPU of that capability.
 
-use crate::target::amdgpu::occupancy::Limiter;
+use crate::gpu::amdgpu::occupancy::Limiter;
 
 /// Warp size on every NVIDIA GPU.
-pub const WARP_SIZE: u32 = 32;
+pub(crate) const WARP_SIZE: u32 = 32;
 /// Register allocation unit per warp (`cudaOccRegAllocationGranularity`).
 const REG_ALLOC_UNIT: u32 = 256;
 /// SM sub-partitions, each with a quarter of the register file
@@ -44,9 +44,9 @@ const SUB_PARTITIONS: u32 = 4;
 /// ptxas itself stops at 255.
 const MAX_REGS_PER_THREAD_OCC: u32 = 256;
 /// The most registers ptxas gives a thread.
-pub const MAX_REGS_PER_THREAD: u32 = 255;
+pub(crate) const MAX_REGS_PER_THREAD: u32 = 255;
 /// Largest block on every modelled GPU (`maxThreadsPerBlock`).
-pub const MAX_BLOCK: u32 = 1024;
+pub(crate) const MAX_BLOCK: u32 = 1024;
 
 /// One compute capability's occupancy-relevant device properties.
 #[derive(Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -274,11 +274,7 @@ impl Sm {
                 None => return 0,
             }
         };
-        if allocated == 0 {
-            u32::MAX
-        } else {
-            per_sm / allocated
-        }
+        per_sm.checked_div(allocated).unwrap_or(u32::MAX)
     }
 
     /// `cudaOccMaxBlocksPerSMBlockBarrierLimit`, applied from sm_90 on.
@@ -316,19 +312,19 @@ impl Sm {
 
     /// The most warps per SM this block size and shared memory allow with
     /// any register count: the ceiling register savings can reach.
-    pub fn max_warps(&self, k: &KernelResources, block: u32) -> u32 {
+    pub(crate) fn max_warps(&self, k: &KernelResources, block: u32) -> u32 {
         self.occupancy(&KernelResources { regs: 0, ..*k }, block).warps
     }
 
     /// The largest register count at which the kernel still reaches `warps`
     /// warps per SM, as far as registers decide (`None`: no count does).
-    pub fn max_regs_for_warps(&self, k: &KernelResources, block: u32, warps: u32) -> Option<u32> {
+    pub(crate) fn max_regs_for_warps(&self, k: &KernelResources, block: u32, warps: u32) -> Option<u32> {
         (1..=MAX_REGS_PER_THREAD).rev().find(|&r| self.occupancy(&KernelResources { regs: r, ..*k }, block).warps >= warps)
     }
 
     /// Registers that must go for the next occupancy step; `None` when
     /// registers do not limit.
-    pub fn regs_to_next_step(&self, k: &KernelResources, block: u32) -> Option<u32> {
+    pub(crate) fn regs_to_next_step(&self, k: &KernelResources, block: u32) -> Option<u32> {
         let now = self.occupancy(k, block);
         if now.limiter != Limiter::Vgpr {
             return None;
@@ -344,14 +340,14 @@ impl Sm {
 /// 256, so per thread `floor(64 / ceil(warps / 4)) * 8`, at most 255. The
 /// plugin's `regtune-occupancy<W>` sets this as `"nvvm.maxnreg"` on NVPTX
 /// kernels (passes/src/occupancy.rs computes the same).
-pub fn register_cap_for_warps(warps: u32) -> u32 {
+pub(crate) fn register_cap_for_warps(warps: u32) -> u32 {
     let per_partition = warps.max(1).div_ceil(SUB_PARTITIONS);
     ((64 / per_partition) * 8).clamp(8, MAX_REGS_PER_THREAD)
 }
 
 /// The most warps per SM at which a kernel still gets `cap` registers
 /// (the inverse of [`register_cap_for_warps`]): 40 registers up to 48 warps.
-pub fn most_warps_for_cap(cap: u32) -> u32 {
+pub(crate) fn most_warps_for_cap(cap: u32) -> u32 {
     SUB_PARTITIONS * (64 / (cap / 8).max(1))
 }
 
@@ -361,7 +357,7 @@ pub fn most_warps_for_cap(cap: u32) -> u32 {
 /// [`register_cap_for_warps`] does (ptxas 12.9, 64-thread blocks: M = 20
 /// gives 48 registers, 21 to 24 give 40, 25 gives 32). None where no M
 /// gives exactly `cap` (a block of more warps than the cap allows).
-pub fn min_blocks_for_cap(cap: u32, threads: u32) -> Option<u32> {
+pub(crate) fn min_blocks_for_cap(cap: u32, threads: u32) -> Option<u32> {
     let warps_per_block = threads.div_ceil(WARP_SIZE).max(1);
     let blocks = most_warps_for_cap(cap) / warps_per_block;
     (blocks >= 1 && register_cap_for_warps(blocks * warps_per_block) == cap).then_some(blocks)

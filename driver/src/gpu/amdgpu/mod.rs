@@ -1,24 +1,24 @@
 //! AMDGPU through HIP: code objects, clang's resource-usage remarks, waves
 //! per SIMD.
 
-pub mod codeobj;
-pub mod device_libs;
-pub mod occupancy;
-pub mod rdc;
-pub mod usage;
+pub(crate) mod codeobj;
+pub(crate) mod device_libs;
+pub(crate) mod occupancy;
+pub(crate) mod rdc;
+pub(crate) mod usage;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{Arch, Limiter, Spelling, Target};
-use crate::compile::{self, Compiled, CompileError, Emit, Location, Temps, Unit, Variant};
+use crate::compile::{self, CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
 use crate::cost::{self, Machine, Profile};
 use crate::measure::{self, MeasureError, Measured};
 use crate::toolchain::{Toolchain, ToolchainError};
 
 #[derive(Debug)]
-pub struct Amdgpu;
+pub(crate) struct Amdgpu;
 
 impl Target for Amdgpu {
     fn family(&self) -> &'static str {
@@ -46,12 +46,27 @@ impl Target for Amdgpu {
         Ok(())
     }
 
-    fn ir_to_bitcode(&self, toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, variant: &Variant) -> Result<Compiled, CompileError> {
+    fn ir_to_bitcode(
+        &self,
+        toolchain: &Toolchain,
+        arch: &Arch,
+        ir: &Path,
+        out: &Path,
+        variant: &Variant,
+    ) -> Result<Compiled, CompileError> {
         rdc::ir_to_bitcode(toolchain, arch, ir, out, variant)
     }
 
-    fn device_link(&self, toolchain: &Toolchain, arch: &Arch, inputs: &[PathBuf], out: &Path, emit: Emit, user_args: &[String], variant: &Variant)
-        -> Result<Compiled, CompileError> {
+    fn device_link(
+        &self,
+        toolchain: &Toolchain,
+        arch: &Arch,
+        inputs: &[PathBuf],
+        out: &Path,
+        emit: Emit,
+        user_args: &[String],
+        variant: &Variant,
+    ) -> Result<Compiled, CompileError> {
         rdc::device_link(toolchain, arch, inputs, out, emit, user_args, variant)
     }
 
@@ -115,8 +130,15 @@ impl Target for Amdgpu {
         Ok(Temps { object, pre_opt_ir: find("bc")?, preprocessed: find("hipi")?, stderr: compiled.stderr })
     }
 
-    fn ir_to_object(&self, toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, variant: &Variant, _user_args: &[String])
-        -> Result<Compiled, CompileError> {
+    fn ir_to_object(
+        &self,
+        toolchain: &Toolchain,
+        arch: &Arch,
+        ir: &Path,
+        out: &Path,
+        variant: &Variant,
+        _user_args: &[String],
+    ) -> Result<Compiled, CompileError> {
         let mut cmd = Command::new(&toolchain.clang);
         cmd.args(device_libs::ir_args(toolchain, arch)).arg(compile::DEFAULT_OPT).args(&variant.args);
         cmd.arg("-c").arg("-o").arg(out).arg(ir);
@@ -125,8 +147,14 @@ impl Target for Amdgpu {
 
     /// The code object for `arch` in a code object, bundle or host object:
     /// its metadata note and the backend's occupancy model.
-    fn read_usage(&self, path: &Path, bytes: &[u8], arch: &Arch, _compiler_output: &str, _options: &measure::Options)
-        -> Result<Vec<Measured>, MeasureError> {
+    fn read_usage(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        arch: &Arch,
+        _compiler_output: &str,
+        _options: &measure::Options,
+    ) -> Result<Vec<Measured>, MeasureError> {
         usage::read(path, bytes, arch)
     }
 

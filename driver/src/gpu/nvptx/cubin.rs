@@ -49,11 +49,8 @@ pub struct CubinKernel {
 }
 
 /// Is `bytes` an NVIDIA cubin?
-pub fn is_cubin(bytes: &[u8]) -> bool {
-    elf::FileHeader64::<LE>::parse(bytes)
-        .ok()
-        .and_then(|h| h.endian().ok().map(|e| h.e_machine(e) == elf::EM_CUDA))
-        .unwrap_or(false)
+pub(crate) fn is_cubin(bytes: &[u8]) -> bool {
+    elf::FileHeader64::<LE>::parse(bytes).ok().and_then(|h| h.endian().ok().map(|e| h.e_machine(e) == elf::EM_CUDA)).unwrap_or(false)
 }
 
 /// The kernels of a cubin, in symbol-table order.
@@ -191,7 +188,9 @@ mod tests {
     fn kernel_parameters_come_in_ordinal_order() {
         // The Laplacian's (double*, const double*, int, int, double) as ptxas 12.9 wrote them: last first.
         let mut d = Vec::new();
-        for (ordinal, offset, flags) in [(4u32, 24u32, 0x21f000u32), (3, 20, 0x11f000), (2, 16, 0x11f000), (1, 8, 0x21f500), (0, 0, 0x21f500)] {
+        for (ordinal, offset, flags) in
+            [(4u32, 24u32, 0x21f000u32), (3, 20, 0x11f000), (2, 16, 0x11f000), (1, 8, 0x21f500), (0, 0, 0x21f500)]
+        {
             d.extend([0x04, EIATTR_KPARAM_INFO, 12, 0]);
             d.extend(0u32.to_le_bytes());
             d.extend((ordinal | offset << 16).to_le_bytes());

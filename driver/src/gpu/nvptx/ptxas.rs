@@ -11,9 +11,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use crate::target::nvptx::cuda::Cuda;
+use crate::gpu::nvptx::cuda::Cuda;
+use crate::gpu::Arch;
 use crate::job::{self, JobError};
-use crate::target::Arch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PtxasError {
@@ -28,7 +28,7 @@ pub enum PtxasError {
 
 /// One function as `ptxas -v` describes it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FunctionInfo {
+pub(crate) struct FunctionInfo {
     pub name: String,
     /// "Compiling entry function": a kernel.
     pub entry: bool,
@@ -44,7 +44,7 @@ pub struct FunctionInfo {
 /// ptxas's optimization level for the user's clang flags, as clang's CUDA
 /// driver maps them: the last `-O` wins (`-O0`..`-O3` as given, `-Ofast` and
 /// `-O4` are 3, `-Os`/`-Oz` 2, a bare `-O` 1); none means 3.
-pub fn opt_level(user_args: &[String]) -> &'static str {
+pub(crate) fn opt_level(user_args: &[String]) -> &'static str {
     let last = user_args.iter().rev().find(|a| a.starts_with("-O"));
     match last.map(String::as_str) {
         Some("-O0") => "-O0",
@@ -55,17 +55,13 @@ pub fn opt_level(user_args: &[String]) -> &'static str {
 }
 
 /// Arguments the user passed to ptxas through clang (`-Xcuda-ptxas X`).
-pub fn user_ptxas_args(user_args: &[String]) -> Vec<String> {
-    user_args
-        .windows(2)
-        .filter(|w| w[0] == "-Xcuda-ptxas")
-        .map(|w| w[1].clone())
-        .collect()
+pub(crate) fn user_ptxas_args(user_args: &[String]) -> Vec<String> {
+    user_args.windows(2).filter(|w| w[0] == "-Xcuda-ptxas").map(|w| w[1].clone()).collect()
 }
 
 /// `ptxas -v` on `ptx` into `cubin`, stopped at `deadline`; returns ptxas's
 /// report (stdout and stderr).
-pub fn assemble(
+pub(crate) fn assemble(
     cuda: &Cuda,
     arch: &Arch,
     ptx: &Path,
@@ -84,9 +80,7 @@ pub fn assemble(
     cmd.args(&args);
     let out = job::run(cmd, deadline).map_err(|e| match e {
         JobError::Spawn(source) => PtxasError::Spawn { tool: tool.clone(), source },
-        JobError::TimedOut(after) => {
-            PtxasError::TimedOut { file: ptx.into(), arch: arch.to_string(), seconds: after.as_secs_f64() }
-        }
+        JobError::TimedOut(after) => PtxasError::TimedOut { file: ptx.into(), arch: arch.to_string(), seconds: after.as_secs_f64() },
     })?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
@@ -106,7 +100,7 @@ pub fn assemble(
 ///
 /// Device functions get a "Function properties" block without a "Used"
 /// line. (clang prints the same lines for `-Xcuda-ptxas -v`.)
-pub fn parse(report: &str) -> Vec<FunctionInfo> {
+pub(crate) fn parse(report: &str) -> Vec<FunctionInfo> {
     let mut out: Vec<FunctionInfo> = Vec::new();
     // Which function the next numbers belong to.
     let mut current: Option<usize> = None;

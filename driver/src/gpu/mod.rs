@@ -14,8 +14,8 @@
 //! fix, cost, toolchain, batch, wrapper) ask the target and never test
 //! which one it is.
 
+pub(crate) mod amdgpu;
 mod arch;
-pub mod amdgpu;
 pub mod nvptx;
 
 use std::ffi::OsString;
@@ -23,15 +23,15 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub use arch::*;
 /// What limits a kernel's occupancy; both targets' models name the same
 /// resources (a table names them in the target's words:
 /// [`Target::limiter_name`]).
-pub use amdgpu::occupancy::Limiter;
+pub(crate) use amdgpu::occupancy::Limiter;
+pub use arch::*;
 
 use regtune_decisions::{Param, Transforms};
 
-use crate::compile::{Compiled, CompileError, Emit, Location, Temps, Unit, Variant};
+use crate::compile::{CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
 use crate::cost::{Machine, Profile};
 use crate::measure::{self, MeasureError, Measured};
 use crate::toolchain::{Toolchain, ToolchainError};
@@ -64,8 +64,15 @@ pub trait Target: fmt::Debug + Sync {
 
     /// Compile pre-optimization IR through the unit's O3 pipeline and code
     /// generator (see [`crate::compile::ir_to_object`]).
-    fn ir_to_object(&self, toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, variant: &Variant, user_args: &[String])
-        -> Result<Compiled, CompileError>;
+    fn ir_to_object(
+        &self,
+        toolchain: &Toolchain,
+        arch: &Arch,
+        ir: &Path,
+        out: &Path,
+        variant: &Variant,
+        user_args: &[String],
+    ) -> Result<Compiled, CompileError>;
 
     /// What the input hash covers beyond compiler, target, flags and source.
     fn hash_inputs(&self, toolchain: &Toolchain) -> Vec<String>;
@@ -80,8 +87,14 @@ pub trait Target: fmt::Debug + Sync {
 
     /// Compile pre-optimization IR as a `-fgpu-rdc` device compile does:
     /// the unit's O3 pipeline, with the variant's plugin, to bitcode `out`.
-    fn ir_to_bitcode(&self, _toolchain: &Toolchain, arch: &Arch, _ir: &Path, _out: &Path, _variant: &Variant)
-        -> Result<Compiled, CompileError> {
+    fn ir_to_bitcode(
+        &self,
+        _toolchain: &Toolchain,
+        arch: &Arch,
+        _ir: &Path,
+        _out: &Path,
+        _variant: &Variant,
+    ) -> Result<Compiled, CompileError> {
         Err(CompileError::NoRdc { arch: arch.to_string(), why: self.relocatable().err().unwrap_or_default() })
     }
 
@@ -89,8 +102,16 @@ pub trait Target: fmt::Debug + Sync {
     /// a code object `out` (or a listing, `emit`), at the link's `-O` as
     /// `user_args` (the compile's) set it.
     #[allow(clippy::too_many_arguments)]
-    fn device_link(&self, _toolchain: &Toolchain, arch: &Arch, _inputs: &[PathBuf], _out: &Path, _emit: Emit, _user_args: &[String], _variant: &Variant)
-        -> Result<Compiled, CompileError> {
+    fn device_link(
+        &self,
+        _toolchain: &Toolchain,
+        arch: &Arch,
+        _inputs: &[PathBuf],
+        _out: &Path,
+        _emit: Emit,
+        _user_args: &[String],
+        _variant: &Variant,
+    ) -> Result<Compiled, CompileError> {
         Err(CompileError::NoRdc { arch: arch.to_string(), why: self.relocatable().err().unwrap_or_default() })
     }
 
@@ -98,8 +119,14 @@ pub trait Target: fmt::Debug + Sync {
 
     /// Every kernel's usage in the object `bytes` (read from `path`);
     /// `compiler_output` is the compile's stderr.
-    fn read_usage(&self, path: &Path, bytes: &[u8], arch: &Arch, compiler_output: &str, options: &measure::Options)
-        -> Result<Vec<Measured>, MeasureError>;
+    fn read_usage(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        arch: &Arch,
+        compiler_output: &str,
+        options: &measure::Options,
+    ) -> Result<Vec<Measured>, MeasureError>;
 
     /// Whether usage can be read back from a built object alone; Err: why
     /// not, for the user (NVPTX: spills come from ptxas at compile time,
@@ -212,7 +239,7 @@ pub trait Target: fmt::Debug + Sync {
 /// Transform labels as the target names them: on NVPTX an occupancy target
 /// is in warps per SM ("warps-per-sm=48"; the db keeps it as `waves_per_eu`).
 /// noalias on every pointer parameter reads `noalias=all`.
-pub fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Vec<String> {
+pub(crate) fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Vec<String> {
     let mut labels = t.labels();
     if !every_pointer.is_empty() && t.noalias == every_pointer {
         let first = labels.iter().position(|l| l.starts_with("noalias=")).unwrap_or(labels.len());
@@ -229,7 +256,7 @@ pub fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Vec<Strin
         .collect()
 }
 
-pub fn is_built_object(path: &Path) -> bool {
+pub(crate) fn is_built_object(path: &Path) -> bool {
     amdgpu::codeobj::is_object(path)
 }
 

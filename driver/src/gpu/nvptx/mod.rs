@@ -3,22 +3,22 @@
 pub mod cubin;
 pub mod cuda;
 pub mod nvidia;
-pub mod ptxas;
-pub mod sass;
-pub mod usage;
+pub(crate) mod ptxas;
+pub(crate) mod sass;
+pub(crate) mod usage;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{Arch, Limiter, Spelling, Target};
-use crate::compile::{self, Compiled, CompileError, Location, Temps, Unit, Variant};
+use crate::compile::{self, CompileError, Compiled, Location, Temps, Unit, Variant};
 use crate::cost::{self, Machine, Profile};
 use crate::measure::{self, MeasureError, Measured, NvidiaUsage};
 use crate::toolchain::{Toolchain, ToolchainError};
 
 #[derive(Debug)]
-pub struct Nvptx;
+pub(crate) struct Nvptx;
 
 impl Target for Nvptx {
     fn family(&self) -> &'static str {
@@ -62,11 +62,7 @@ impl Target for Nvptx {
     }
 
     fn launch_bounds_spelling(&self, threads: u32) -> Spelling {
-        Spelling {
-            ir: vec![("nvvm.maxntid", threads.to_string())],
-            source: Some(format!("__launch_bounds__({threads})")),
-            runtime: None,
-        }
+        Spelling { ir: vec![("nvvm.maxntid", threads.to_string())], source: Some(format!("__launch_bounds__({threads})")), runtime: None }
     }
 
     /// An occupancy target is spelled through the block size:
@@ -138,8 +134,15 @@ impl Target for Nvptx {
     /// IR linked into an empty CUDA file's compile (the way clang's own
     /// one-step compile codegens it), to PTX, then ptxas; with `-S` among
     /// the variant's arguments, the PTX is the output and ptxas does not run.
-    fn ir_to_object(&self, toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, variant: &Variant, user_args: &[String])
-        -> Result<Compiled, CompileError> {
+    fn ir_to_object(
+        &self,
+        toolchain: &Toolchain,
+        arch: &Arch,
+        ir: &Path,
+        out: &Path,
+        variant: &Variant,
+        user_args: &[String],
+    ) -> Result<Compiled, CompileError> {
         let listing = variant.args.iter().any(|a| a == "-S");
         let ptx = out.with_extension("ptx");
         let empty = out.with_extension("empty.cu");
@@ -163,8 +166,14 @@ impl Target for Nvptx {
 
     /// Registers and stack frame from the cubin, spills, shared memory and
     /// barriers from ptxas's report, occupancy from NVIDIA's calculator.
-    fn read_usage(&self, path: &Path, bytes: &[u8], arch: &Arch, compiler_output: &str, options: &measure::Options)
-        -> Result<Vec<Measured>, MeasureError> {
+    fn read_usage(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        arch: &Arch,
+        compiler_output: &str,
+        options: &measure::Options,
+    ) -> Result<Vec<Measured>, MeasureError> {
         usage::read(path, bytes, arch, compiler_output, options)
     }
 

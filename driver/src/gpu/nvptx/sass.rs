@@ -22,17 +22,13 @@ use crate::cost::UNKNOWN_TRIPS;
 
 /// `nvdisasm` of the CUDA installation regtune uses (ci/bootstrap.sh adds
 /// it to the one it assembles); None where there is none.
-pub fn nvdisasm() -> Option<PathBuf> {
+pub(crate) fn nvdisasm() -> Option<PathBuf> {
     super::cuda::Cuda::candidates().into_iter().map(|root| root.join("bin").join("nvdisasm")).find(|p| p.is_file())
 }
 
 /// Weighted local accesses per kernel symbol of the cubin at `path`.
-pub fn local_accesses(nvdisasm: &Path, path: &Path) -> Result<HashMap<String, u32>, String> {
-    let out = Command::new(nvdisasm)
-        .arg("-c")
-        .arg(path)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", nvdisasm.display()))?;
+pub(crate) fn local_accesses(nvdisasm: &Path, path: &Path) -> Result<HashMap<String, u32>, String> {
+    let out = Command::new(nvdisasm).arg("-c").arg(path).output().map_err(|e| format!("cannot run {}: {e}", nvdisasm.display()))?;
     if !out.status.success() {
         return Err(format!("{} failed on {}: {}", nvdisasm.display(), path.display(), String::from_utf8_lossy(&out.stderr).trim()));
     }
@@ -48,7 +44,7 @@ struct Instruction {
 }
 
 /// [`local_accesses`] from `nvdisasm -c` output.
-pub fn parse(sass: &str) -> HashMap<String, u32> {
+pub(crate) fn parse(sass: &str) -> HashMap<String, u32> {
     let mut out = HashMap::new();
     let mut function: Option<String> = None;
     let mut labels: HashMap<String, u64> = HashMap::new();
@@ -90,9 +86,8 @@ fn instruction(line: &str) -> Option<Instruction> {
     let mut words = text.split_whitespace().skip_while(|w| w.starts_with('@') || w.starts_with('{'));
     let opcode = words.next()?;
     let local = opcode.starts_with("LDL") || opcode.starts_with("STL");
-    let branch_to = (opcode.starts_with("BRA") && !opcode.starts_with("BRA.")).then(|| {
-        text.split_once("`(").and_then(|(_, l)| l.split(')').next()).map(str::to_string)
-    });
+    let branch_to = (opcode.starts_with("BRA") && !opcode.starts_with("BRA."))
+        .then(|| text.split_once("`(").and_then(|(_, l)| l.split(')').next()).map(str::to_string));
     Some(Instruction { address, local, branch_to: branch_to.flatten() })
 }
 

@@ -16,17 +16,21 @@ use std::process::Command;
 
 use super::device_libs;
 use crate::compile::{self, CompileError, Compiled, Emit, Variant};
-use crate::target::Arch;
+use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 
 /// Pre-optimization IR to the unit's optimized bitcode, as the `-fgpu-rdc`
 /// compile's last job does: [`device_libs::ir_args`] less the
 /// internalization (the unit's functions are other units' callees).
-pub fn ir_to_bitcode(toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, variant: &Variant) -> Result<Compiled, CompileError> {
-    let args: Vec<OsString> = device_libs::ir_args(toolchain, arch)
-        .into_iter()
-        .filter(|a| a != "-mllvm" && a != "-amdgpu-internalize-symbols")
-        .collect();
+pub(crate) fn ir_to_bitcode(
+    toolchain: &Toolchain,
+    arch: &Arch,
+    ir: &Path,
+    out: &Path,
+    variant: &Variant,
+) -> Result<Compiled, CompileError> {
+    let args: Vec<OsString> =
+        device_libs::ir_args(toolchain, arch).into_iter().filter(|a| a != "-mllvm" && a != "-amdgpu-internalize-symbols").collect();
     let mut cmd = Command::new(&toolchain.clang);
     cmd.args(args).arg(compile::DEFAULT_OPT).args(&variant.args);
     cmd.args(["-c", "-emit-llvm", "-o"]).arg(out).arg(ir);
@@ -37,7 +41,7 @@ pub fn ir_to_bitcode(toolchain: &Toolchain, arch: &Arch, ir: &Path, out: &Path, 
 /// optimization level: the compile's `-O` (the build links as it
 /// compiles; hipcc's default is -O3). `Emit::Asm` and `Emit::Ir` give one
 /// listing of the whole (a single LTO partition) instead of the object.
-pub fn device_link(
+pub(crate) fn device_link(
     toolchain: &Toolchain,
     arch: &Arch,
     inputs: &[PathBuf],

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::target::Arch;
+use crate::gpu::Arch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CudaError {
@@ -41,12 +41,12 @@ pub struct Cuda {
 }
 
 impl Cuda {
-    pub fn ptxas(&self) -> PathBuf {
+    pub(crate) fn ptxas(&self) -> PathBuf {
         self.root.join("bin/ptxas")
     }
 
     /// Where detection looks, in order.
-    pub fn candidates() -> Vec<PathBuf> {
+    pub(crate) fn candidates() -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = Vec::new();
         v.extend(env::var_os("CUDA_PATH").filter(|p| !p.is_empty()).map(PathBuf::from));
         v.push(PathBuf::from("/usr/local/cuda"));
@@ -69,7 +69,7 @@ impl Cuda {
     }
 
     /// [`Cuda::detect`], once per process.
-    pub fn get() -> Result<&'static Cuda, CudaError> {
+    pub(crate) fn get() -> Result<&'static Cuda, CudaError> {
         static FOUND: OnceLock<Result<Cuda, CudaError>> = OnceLock::new();
         match FOUND.get_or_init(Cuda::detect) {
             Ok(c) => Ok(c),
@@ -79,7 +79,7 @@ impl Cuda {
 
     /// Flags for a CUDA device-only compile for `arch` (no input, output or
     /// optimization level: the caller adds those and the user's flags).
-    pub fn device_args(&self, arch: &Arch) -> Vec<OsString> {
+    pub(crate) fn device_args(&self, arch: &Arch) -> Vec<OsString> {
         let mut args: Vec<OsString> =
             ["-x", "cuda", "--cuda-device-only", "-Wno-unknown-cuda-version"].iter().map(OsString::from).collect();
         args.push(format!("--cuda-gpu-arch={}", arch.processor()).into());
@@ -95,7 +95,7 @@ impl Cuda {
     /// (both already in the IR), with the IR linked in whole
     /// (`-mlink-bitcode-file`). The caller adds `-O3`, the user's flags, the
     /// output and the empty file.
-    pub fn ir_args(&self, arch: &Arch, ir: &Path) -> Vec<OsString> {
+    pub(crate) fn ir_args(&self, arch: &Arch, ir: &Path) -> Vec<OsString> {
         let mut args = self.device_args(arch);
         args.extend(["-nocudainc", "-nocudalib", "-Xclang", "-mlink-bitcode-file", "-Xclang"].map(OsString::from));
         args.push(ir.into());
@@ -121,9 +121,8 @@ fn cache_dir() -> PathBuf {
 /// "12.9.86" from `{"cuda": {"version": "12.9.86"}}` or "CUDA Version 12.9.86".
 fn version(root: &Path) -> String {
     if let Ok(text) = std::fs::read_to_string(root.join("version.json")) {
-        if let Some(v) = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|j| j["cuda"]["version"].as_str().map(str::to_string))
+        if let Some(v) =
+            serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|j| j["cuda"]["version"].as_str().map(str::to_string))
         {
             return v;
         }

@@ -63,7 +63,7 @@ use std::fmt;
 /// The backend's `AMDGPUSubtarget::Generation`, as far as occupancy cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Generation {
+pub(crate) enum Generation {
     Gfx9,
     Gfx10,
     Gfx11,
@@ -73,7 +73,7 @@ pub enum Generation {
 /// How accumulation VGPRs (AGPRs) are allocated next to the arch VGPRs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum AgprFile {
+pub(crate) enum AgprFile {
     /// No AGPRs.
     None,
     /// gfx908: a second file as large as the VGPR file; a wave gets the same
@@ -87,7 +87,7 @@ pub enum AgprFile {
 
 /// VGPR allocation for one wave size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-pub struct VgprFile {
+pub(crate) struct VgprFile {
     /// Allocation granule, `IsaInfo::getVGPRAllocGranule`.
     pub granule: u32,
     /// Registers per SIMD lane shared by all waves, `IsaInfo::getTotalNumVGPRs`.
@@ -96,7 +96,7 @@ pub struct VgprFile {
 
 /// One processor's register files and occupancy limits.
 #[derive(Debug, PartialEq, Eq, Hash, serde::Serialize)]
-pub struct Target {
+pub(crate) struct Target {
     /// Processor name, as `--offload-arch` spells it.
     pub name: &'static str,
     pub generation: Generation,
@@ -140,11 +140,7 @@ impl Target {
             // getMaxWavesPerEU: isGFX90A (FeatureGFX90AInsts) ? 8 : 10.
             max_waves_per_simd: if unified { 8 } else { 10 },
             // getVGPRAllocGranule / getTotalNumVGPRs: FeatureGFX90AInsts ? 8/512 : 4/256.
-            vgpr_wave64: if unified {
-                VgprFile { granule: 8, total: 512 }
-            } else {
-                VgprFile { granule: 4, total: 256 }
-            },
+            vgpr_wave64: if unified { VgprFile { granule: 8, total: 512 } } else { VgprFile { granule: 4, total: 256 } },
             vgpr_wave32: None,
             addressable_vgprs: if unified { 512 } else { 256 },
             agprs,
@@ -167,16 +163,8 @@ impl Target {
             // getMaxWavesPerEU: hasGFX10_3Insts ? 16 : 20.
             max_waves_per_simd: 16,
             // getVGPRAllocGranule / getTotalNumVGPRs.
-            vgpr_wave64: if full_vgprs {
-                VgprFile { granule: 12, total: 768 }
-            } else {
-                VgprFile { granule: 8, total: 512 }
-            },
-            vgpr_wave32: Some(if full_vgprs {
-                VgprFile { granule: 24, total: 1536 }
-            } else {
-                VgprFile { granule: 16, total: 1024 }
-            }),
+            vgpr_wave64: if full_vgprs { VgprFile { granule: 12, total: 768 } } else { VgprFile { granule: 8, total: 512 } },
+            vgpr_wave32: Some(if full_vgprs { VgprFile { granule: 24, total: 1536 } } else { VgprFile { granule: 16, total: 1024 } }),
             addressable_vgprs: 256,
             agprs: AgprFile::None,
             total_sgprs: 800,
@@ -190,7 +178,7 @@ impl Target {
 }
 
 /// The targets regtune models, each checked against clang-22's remarks.
-pub static TARGETS: &[Target] = &[
+pub(crate) static TARGETS: &[Target] = &[
     Target::gfx9("gfx900", AgprFile::None, 65536),
     Target::gfx9("gfx906", AgprFile::None, 65536),
     Target::gfx9("gfx908", AgprFile::Separate, 65536),
@@ -212,7 +200,7 @@ pub static TARGETS: &[Target] = &[
 /// The model for a processor name, with or without target features
 /// ("gfx90a", "gfx90a:xnack-", "amdgcn-amd-amdhsa--gfx942:sramecc+").
 /// `None` for a processor regtune does not model.
-pub fn target(arch: &str) -> Option<&'static Target> {
+pub(crate) fn target(arch: &str) -> Option<&'static Target> {
     let arch = arch.trim();
     let arch = arch.rsplit("--").next().unwrap_or(arch);
     let processor = arch.split(':').next().unwrap_or(arch);
@@ -251,7 +239,7 @@ impl fmt::Display for Limiter {
 
 /// A kernel's resource use, as its code-object metadata states it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
-pub struct KernelResources {
+pub(crate) struct KernelResources {
     /// `.vgpr_count`: on gfx908/gfx90a+ this already includes the AGPRs (see
     /// the module comment); use [`Target::metadata_vgpr_count`] to build it
     /// from the remark's separate VGPRs/AGPRs.
@@ -269,7 +257,7 @@ pub struct KernelResources {
 /// What the backend knows about a kernel that the metadata does not say.
 /// `Default` is what HIP emits for a kernel without attributes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
-pub struct KernelAttrs {
+pub(crate) struct KernelAttrs {
     /// First number of `amdgpu-flat-work-group-size`; `None` = 1 (HIP).
     pub min_flat_workgroup_size: Option<u32>,
     /// `amdgpu-waves-per-eu` = "min[,max]" (from
@@ -283,7 +271,7 @@ pub struct KernelAttrs {
 
 /// The occupancy each resource alone would allow (waves per SIMD).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// The target's maximum.
     pub target: u32,
     /// Workgroup-size range alone (barriers, wave slots).
@@ -298,7 +286,7 @@ pub struct Limits {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-pub struct Occupancy {
+pub(crate) struct Occupancy {
     /// Waves per SIMD, = the remark's "Occupancy [waves/SIMD]".
     pub waves: u32,
     /// What holds `waves` below the target maximum (see [`Limiter`] for ties).
@@ -324,7 +312,7 @@ impl Target {
     }
 
     /// The VGPR file for a wave size (the default one for sizes other than 32 and 64).
-    pub fn vgpr_file(&self, wave_size: u32) -> VgprFile {
+    pub(crate) fn vgpr_file(&self, wave_size: u32) -> VgprFile {
         let wave_size = if wave_size == 32 || wave_size == 64 { wave_size } else { self.wave_size };
         match self.vgpr_wave32 {
             Some(f) if wave_size == 32 => f,
@@ -334,19 +322,19 @@ impl Target {
 
     /// VGPR allocation granule at the default wave size.
     #[cfg(test)]
-    pub fn vgpr_alloc_granule(&self) -> u32 {
+    pub(crate) fn vgpr_alloc_granule(&self) -> u32 {
         self.vgpr_file(self.wave_size).granule
     }
 
     /// VGPRs per SIMD lane at the default wave size.
     #[cfg(test)]
-    pub fn total_vgprs(&self) -> u32 {
+    pub(crate) fn total_vgprs(&self) -> u32 {
         self.vgpr_file(self.wave_size).total
     }
 
     /// Whether SGPR use can lower occupancy (gfx9; `getOccupancyWithNumSGPRs`
     /// returns the maximum from GFX10 on).
-    pub fn sgprs_limit_occupancy(&self) -> bool {
+    pub(crate) fn sgprs_limit_occupancy(&self) -> bool {
         self.generation < Generation::Gfx10
     }
 
@@ -376,7 +364,7 @@ impl Target {
     /// VGPRs and AGPRs (`getTotalNumVGPRs(has90AInsts, AGPRs, VGPRs)`), which is
     /// also what `.vgpr_count` holds.
     #[cfg(test)]
-    pub fn metadata_vgpr_count(&self, vgprs: u32, agprs: u32) -> u32 {
+    pub(crate) fn metadata_vgpr_count(&self, vgprs: u32, agprs: u32) -> u32 {
         match self.agprs {
             AgprFile::Unified if agprs > 0 => align_up(vgprs, 4) + agprs,
             _ => vgprs.max(agprs),
@@ -386,7 +374,7 @@ impl Target {
     /// The remark's "VGPRs" (arch VGPRs) as far as the metadata tells: exact
     /// without AGPRs; with AGPRs on gfx90a+ it is `align4` of the remark's
     /// number, on gfx908 an upper bound.
-    pub fn remark_vgprs(&self, k: &KernelResources) -> u32 {
+    pub(crate) fn remark_vgprs(&self, k: &KernelResources) -> u32 {
         match self.agprs {
             AgprFile::Unified if k.agpr > 0 => k.vgpr.saturating_sub(k.agpr),
             _ => k.vgpr,
@@ -483,13 +471,7 @@ impl Target {
     /// the (minimum, maximum) waves per EU that workgroups of any size in
     /// the range can reach, given LDS and barrier limits. The LDS allocation
     /// granularity is ignored, as the backend does ("FIXME").
-    fn occupancy_with_workgroup_sizes(
-        &self,
-        lds_bytes: u32,
-        (min_wg, max_wg): (u32, u32),
-        ws: u32,
-        a: &KernelAttrs,
-    ) -> (u32, u32) {
+    fn occupancy_with_workgroup_sizes(&self, lds_bytes: u32, (min_wg, max_wg): (u32, u32), ws: u32, a: &KernelAttrs) -> (u32, u32) {
         let max_wgs_lds = self.lds_per_cu(a) / lds_bytes.max(1);
         if max_wgs_lds == 0 {
             return (1, 1);
@@ -545,12 +527,12 @@ impl Target {
     /// Occupancy in waves per SIMD and what limits it, for a kernel with no
     /// attributes beyond what the metadata records (HIP defaults).
     #[cfg(test)]
-    pub fn occupancy(&self, k: &KernelResources) -> Occupancy {
+    pub(crate) fn occupancy(&self, k: &KernelResources) -> Occupancy {
         self.occupancy_with(k, &KernelAttrs::default())
     }
 
     /// [`Target::occupancy`] with the attributes the metadata lacks.
-    pub fn occupancy_with(&self, k: &KernelResources, a: &KernelAttrs) -> Occupancy {
+    pub(crate) fn occupancy_with(&self, k: &KernelResources, a: &KernelAttrs) -> Occupancy {
         let ws = self.wave(a);
         let max = self.max_waves_per_simd;
         let fwgs = self.flat_workgroup_sizes(k, a);
@@ -579,22 +561,18 @@ impl Target {
         } else {
             Limiter::Vgpr
         };
-        Occupancy {
-            waves,
-            limiter,
-            limits: Limits { target: max, workgroup_size: wg, lds, waves_per_eu: wpe, sgpr, vgpr },
-        }
+        Occupancy { waves, limiter, limits: Limits { target: max, workgroup_size: wg, lds, waves_per_eu: wpe, sgpr, vgpr } }
     }
 
     /// VGPRs (arch+acc as the backend counts them, i.e. `.vgpr_count`) that
     /// must go for one more wave per SIMD; `None` when VGPRs don't limit or at max.
     #[cfg(test)]
-    pub fn vgprs_to_next_step(&self, k: &KernelResources) -> Option<u32> {
+    pub(crate) fn vgprs_to_next_step(&self, k: &KernelResources) -> Option<u32> {
         self.vgprs_to_next_step_with(k, &KernelAttrs::default())
     }
 
     /// [`Target::vgprs_to_next_step`] with the attributes the metadata lacks.
-    pub fn vgprs_to_next_step_with(&self, k: &KernelResources, a: &KernelAttrs) -> Option<u32> {
+    pub(crate) fn vgprs_to_next_step_with(&self, k: &KernelResources, a: &KernelAttrs) -> Option<u32> {
         let occ = self.occupancy_with(k, a);
         if occ.limiter != Limiter::Vgpr {
             return None;
@@ -606,13 +584,13 @@ impl Target {
     /// The largest VGPR count (as `.vgpr_count` counts them) that still
     /// allows `waves` waves/SIMD at the default wave size
     /// (`IsaInfo::getMaxNumVGPRs`); `waves` is clamped to 1..=max.
-    pub fn max_vgprs_for_waves(&self, waves: u32) -> u32 {
+    pub(crate) fn max_vgprs_for_waves(&self, waves: u32) -> u32 {
         self.max_vgprs_for(waves, self.wave_size)
     }
 
     /// [`Target::max_vgprs_for_waves`] for a given wave size.
     #[cfg(test)]
-    pub fn max_vgprs_for_waves_with_wave_size(&self, waves: u32, wave_size: u32) -> u32 {
+    pub(crate) fn max_vgprs_for_waves_with_wave_size(&self, waves: u32, wave_size: u32) -> u32 {
         self.max_vgprs_for(waves, wave_size)
     }
 }
@@ -676,9 +654,7 @@ mod tests {
     fn vgpr_granule_boundaries() {
         let g = t("gfx90a");
         // 512 / align8(n), at most 8.
-        for (v, w) in
-            [(1, 8), (7, 8), (64, 8), (65, 7), (72, 7), (73, 6), (128, 4), (129, 3), (256, 2), (257, 1), (512, 1)]
-        {
+        for (v, w) in [(1, 8), (7, 8), (64, 8), (65, 7), (72, 7), (73, 6), (128, 4), (129, 3), (256, 2), (257, 1), (512, 1)] {
             assert_eq!(g.occupancy(&k(v, 10)).waves, w, "gfx90a {v} VGPRs");
         }
         let g = t("gfx906");

@@ -8,12 +8,18 @@ use regtune_decisions::Usage;
 
 use super::nvidia::KernelResources as NvResources;
 use super::{cubin, ptxas, sass};
+use crate::gpu::{Arch, Limiter};
 use crate::measure::{BlockSizeFrom, MeasureError, Measured, NvidiaUsage, Options, DEFAULT_BLOCK_SIZE};
-use crate::target::{Arch, Limiter};
 
 /// Every kernel of the cubin `bytes` (read from `path`), its spills, shared
 /// memory and barriers from the ptxas report in `compiler_output`.
-pub fn read(path: &Path, bytes: &[u8], arch: &Arch, compiler_output: &str, options: &Options) -> Result<Vec<Measured>, MeasureError> {
+pub(crate) fn read(
+    path: &Path,
+    bytes: &[u8],
+    arch: &Arch,
+    compiler_output: &str,
+    options: &Options,
+) -> Result<Vec<Measured>, MeasureError> {
     let kernels = cubin::read(bytes).map_err(|source| MeasureError::Cubin { path: path.into(), source })?;
     let report = ptxas::parse(compiler_output);
     // The final code's local-memory accesses, where nvdisasm is at hand
@@ -37,7 +43,7 @@ pub fn read(path: &Path, bytes: &[u8], arch: &Arch, compiler_output: &str, optio
 
 /// The block size an NVPTX kernel's occupancy is computed for: the one the
 /// user states, else its launch bounds, else [`DEFAULT_BLOCK_SIZE`].
-pub fn block_size(options: &Options, max_threads: Option<u32>) -> (u32, BlockSizeFrom) {
+pub(crate) fn block_size(options: &Options, max_threads: Option<u32>) -> (u32, BlockSizeFrom) {
     match (options.block_size, max_threads) {
         (Some(n), _) => (n, BlockSizeFrom::Option),
         (None, Some(n)) => (n, BlockSizeFrom::LaunchBounds),
@@ -47,7 +53,7 @@ pub fn block_size(options: &Options, max_threads: Option<u32>) -> (u32, BlockSiz
 
 /// One NVPTX kernel: registers and stack frame from the cubin, spills,
 /// shared memory and barriers from ptxas, occupancy from NVIDIA's calculator.
-pub fn kernel(k: &cubin::CubinKernel, info: &ptxas::FunctionInfo, arch: &Arch, options: &Options) -> Measured {
+pub(crate) fn kernel(k: &cubin::CubinKernel, info: &ptxas::FunctionInfo, arch: &Arch, options: &Options) -> Measured {
     let sm = super::sm(arch);
     let (block, from) = block_size(options, k.max_threads);
     let resources = NvResources { regs: k.registers, static_smem: info.shared_bytes, dynamic_smem: 0, barriers: info.barriers };
@@ -97,8 +103,17 @@ mod tests {
     use super::*;
 
     fn measure(regs: u32, max_threads: Option<u32>, options: Options) -> Measured {
-        let k = cubin::CubinKernel { name: "k".into(), registers: regs, stack_frame_bytes: 8, max_threads, code_bytes: 512, params: vec![] };
-        let info = ptxas::FunctionInfo { name: "k".into(), entry: true, registers: regs, spill_store_bytes: 4, spill_load_bytes: 8, shared_bytes: 1024, ..Default::default() };
+        let k =
+            cubin::CubinKernel { name: "k".into(), registers: regs, stack_frame_bytes: 8, max_threads, code_bytes: 512, params: vec![] };
+        let info = ptxas::FunctionInfo {
+            name: "k".into(),
+            entry: true,
+            registers: regs,
+            spill_store_bytes: 4,
+            spill_load_bytes: 8,
+            shared_bytes: 1024,
+            ..Default::default()
+        };
         kernel(&k, &info, &Arch::parse("sm_90").unwrap(), &options)
     }
 
