@@ -34,6 +34,12 @@ fn proven() -> String {
     evidence_all_proven().to_str().unwrap().to_string()
 }
 
+/// Limits far above what the codebase needs: the runs that are compared
+/// (the full run, its shards, a warm rerun) then search the same variants
+/// however loaded the machine is (a budget scaled to a slowed compile can
+/// stop one run's search early and not another's).
+const LIMITS: [&str; 4] = ["--time-budget", "600", "--variant-timeout", "300"];
+
 /// `regtune batch -p COMPILE_DB --format json --db DB EXTRA...`.
 fn batch(dir: &Path, compile_db: &Path, db: &Path, extra: &[&str]) -> Output {
     regtune(dir).arg("batch").arg("-p").arg(compile_db).args(["--format", "json", "--db"]).arg(db).args(extra).output().unwrap()
@@ -160,7 +166,8 @@ fn full() -> &'static Full {
             &root,
             &compile_db,
             &db,
-            &["--evidence", &proven(), "--html", html.to_str().unwrap(), "--record-all", variants.to_str().unwrap()],
+            &[&LIMITS[..], &["--evidence", &proven(), "--html", html.to_str().unwrap(), "--record-all", variants.to_str().unwrap()]]
+                .concat(),
         );
         Full { root, compile_db, db, html, variants, report }
     })
@@ -229,7 +236,7 @@ fn a_second_run_tunes_nothing() {
     std::fs::copy(f.db.with_file_name("decisions.batch.json"), dir.path().join("decisions.batch.json")).unwrap();
     let before = std::fs::read(&db).unwrap();
 
-    let again = batch_ok(&f.root, &f.compile_db, &db, &["--evidence", &proven()]);
+    let again = batch_ok(&f.root, &f.compile_db, &db, &[&LIMITS[..], &["--evidence", &proven()]].concat());
     let s = &again["summary"];
     assert_eq!(s["targets"], json!({ "tuned": 0, "cached": targets(), "failed": 0 }), "{s}");
     assert_eq!(s["variants"], 0, "nothing compiled but preprocessing: {s}");
@@ -283,7 +290,7 @@ fn two_shards_merged_equal_one_full_run() {
     let dir = tempfile::tempdir().unwrap();
     let shard = |i: usize| {
         let db = dir.path().join(format!("shard{i}/decisions.json"));
-        let doc = batch_ok(&f.root, &f.compile_db, &db, &["--evidence", &proven(), "--shard", &format!("{i}/2")]);
+        let doc = batch_ok(&f.root, &f.compile_db, &db, &[&LIMITS[..], &["--evidence", &proven(), "--shard", &format!("{i}/2")]].concat());
         (db, doc)
     };
     let (db1, doc1) = shard(1);
@@ -306,7 +313,7 @@ fn two_shards_merged_equal_one_full_run() {
     assert_eq!(report["summary"]["kernels"], f.report["summary"]["kernels"]);
     assert_eq!(report["summary"]["occupancy"], f.report["summary"]["occupancy"]);
     // And a batch on the merged db finds everything already tuned.
-    let again = batch_ok(&f.root, &f.compile_db, &merged, &["--evidence", &proven()]);
+    let again = batch_ok(&f.root, &f.compile_db, &merged, &[&LIMITS[..], &["--evidence", &proven()]].concat());
     assert_eq!(again["summary"]["targets"]["cached"], targets());
 }
 
@@ -456,6 +463,7 @@ fn table_and_csv_show_the_summary_and_every_kernel() {
             .arg("batch")
             .arg("-p")
             .arg(f.root.join("build"))
+            .args(LIMITS)
             .args(["--evidence", &proven(), "--format", format, "--db"])
             .arg(&copy)
             .output()
@@ -487,7 +495,12 @@ fn filter_keeps_only_the_units_whose_path_matches() {
     std::fs::copy(&f.db, &db).unwrap();
     std::fs::copy(f.db.with_file_name("decisions.batch.json"), dir.path().join("decisions.batch.json")).unwrap();
     // Relative to the current directory (the fixture's root), or absolute.
-    let doc = batch_ok(&f.root, &f.compile_db, &db, &["--evidence", &proven(), "--filter", "src/*.hip", "--filter", "*/long_lived.hip"]);
+    let doc = batch_ok(
+        &f.root,
+        &f.compile_db,
+        &db,
+        &[&LIMITS[..], &["--evidence", &proven(), "--filter", "src/*.hip", "--filter", "*/long_lived.hip"]].concat(),
+    );
     let s = &doc["summary"];
     assert_eq!((s["units"].as_u64(), s["filtered_out"].as_u64()), (Some(2), Some(units() - 2)), "{s}");
     assert_eq!(s["targets"], json!({ "tuned": 0, "cached": 3, "failed": 0 }), "long_lived on gfx90a, the small unit twice: {s}");
