@@ -49,10 +49,11 @@ target triple = "nvptx64-nvidia-cuda"
 
 ; Every word stored comes from a 32-bit register, none from a 64-bit one.
 ; PTX-LABEL: .entry halves(
-; PTX-COUNT-6: st.volatile.shared.b32 [{{%rd[0-9]+(\+[0-9]+)?}}], %r{{[0-9]+}};
-; PTX-NOT:     st.volatile.shared.b32 {{.*}}, %rd
-; PTX-COUNT-6: ld.volatile.shared.b32 %r{{[0-9]+}}, [{{%rd[0-9]+(\+[0-9]+)?}}];
-; PTX-NOT:     .shared.b32 {{.*}}%rd{{[0-9]+}};
+; LLVM 19's llc spells the 32-bit accesses .u32, LLVM 22's .b32.
+; PTX-COUNT-6: st.volatile.shared.{{[bu]}}32 [{{%rd[0-9]+(\+[0-9]+)?}}], %r{{[0-9]+}};
+; PTX-NOT:     st.volatile.shared.{{[bu]}}32 {{.*}}, %rd
+; PTX-COUNT-6: ld.volatile.shared.{{[bu]}}32 %r{{[0-9]+}}, [{{%rd[0-9]+(\+[0-9]+)?}}];
+; PTX-NOT:     .shared.{{[bu]}}32 {{.*}}%rd{{[0-9]+}};
 define ptx_kernel void @halves(ptr addrspace(1) %in, ptr addrspace(1) %out) #0 {
 entry:
   %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
