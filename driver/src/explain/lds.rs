@@ -1,9 +1,11 @@
 //! What an `lds-spill` build of a kernel keeps in shared memory (LDS): the
 //! values the pass demoted and the bytes it spent, as the pass itself
 //! reports them (`REGTUNE_VERBOSE`), for the build the db uses or, if that
-//! has none, tune's first `lds-spill` candidate.
+//! has none, tune's first `lds-spill` candidate. One session per file,
+//! started by the first kernel that needs it.
 
-use std::path::Path;
+use std::cell::OnceCell;
+use std::path::{Path, PathBuf};
 
 use regtune_decisions::{Entry, Transforms};
 
@@ -19,19 +21,56 @@ pub(crate) struct Place<'a> {
     pub line: u32,
 }
 
+/// What the notes' builds need, made once per file.
+pub(crate) struct Inputs {
+    plugin: PathBuf,
+    /// The user's flags and line tables, so the pass can say where each
+    /// value is defined (they do not change its choice: debug records are
+    /// not instructions).
+    args: Vec<String>,
+}
+
+/// The file's source of plugin notes: its session, started on first use.
+pub(crate) struct Notes<'a> {
+    pub toolchain: &'a Toolchain,
+    pub source: &'a Path,
+    pub arch: &'a Arch,
+    pub user_args: &'a [String],
+    pub inputs: &'a OnceCell<Result<Inputs, String>>,
+    pub session: &'a OnceCell<Result<Session<'a>, String>>,
+}
+
+impl<'a> Notes<'a> {
+    /// The plugin's `regtune: ...` lines for `symbol` built with `transforms`.
+    fn lines(&self, symbol: &str, transforms: &Transforms) -> Result<Vec<String>, String> {
+        let session = self
+            .session
+            .get_or_init(|| {
+                let inputs = self
+                    .inputs
+                    .get_or_init(|| {
+                        let plugin = plugin::find().map_err(|e| e.to_string())?;
+                        let args = self.user_args.iter().cloned().chain(["-gline-tables-only".to_string()]).collect();
+                        Ok(Inputs { plugin, args })
+                    })
+                    .as_ref()
+                    .map_err(Clone::clone)?;
+                Session::start_with(self.toolchain, self.arch, &inputs.plugin, self.source, &inputs.args, measure::Options::default())
+                    .map(|(session, _, _)| session)
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(Clone::clone)?;
+        session.plugin_notes(symbol, transforms).map_err(|e| e.to_string())
+    }
+}
+
 /// The diagnostic for `symbol`, where the db has an `lds-spill` build of it.
-pub(crate) fn diagnostic(
-    toolchain: &Toolchain,
-    source: &Path,
-    arch: &Arch,
-    user_args: &[String],
-    symbol: &str,
-    tuned: &Tuned,
-    place: Place<'_>,
-) -> Option<Result<Diagnostic, String>> {
+pub(crate) fn diagnostic(notes: &Notes<'_>, symbol: &str, tuned: &Tuned, place: Place<'_>) -> Option<Result<Diagnostic, String>> {
     let Tuned::Current(entry) = tuned else { return None };
     let (transforms, used) = lds_build(entry)?;
-    Some(notes(toolchain, source, arch, user_args, symbol, &transforms).map(|lines| {
+    let arch = notes.arch;
+    Some(notes.lines(symbol, &transforms).map(|lines| {
         let label = crate::gpu::labels(&transforms, arch, &[]).join(" + ");
         // `regtune: lds-spill<N> SYMBOL: what it did`
         let said = lines
@@ -68,22 +107,4 @@ fn lds_build(entry: &Entry) -> Option<(Transforms, bool)> {
         return Some((used, true));
     }
     entry.candidates.iter().map(|c| &c.transforms).find(|t| t.lds_spill.is_some()).map(|t| (t.clone(), false))
-}
-
-/// The plugin's `regtune: ...` lines for `symbol` built with `transforms`.
-fn notes(
-    toolchain: &Toolchain,
-    source: &Path,
-    arch: &Arch,
-    user_args: &[String],
-    symbol: &str,
-    transforms: &Transforms,
-) -> Result<Vec<String>, String> {
-    let plugin = plugin::find().map_err(|e| e.to_string())?;
-    // Line tables, so the pass can say where each value is defined (they
-    // do not change its choice: debug records are not instructions).
-    let args: Vec<String> = user_args.iter().cloned().chain(["-gline-tables-only".to_string()]).collect();
-    let (session, _, _) =
-        Session::start_with(toolchain, arch, &plugin, source, &args, measure::Options::default()).map_err(|e| e.to_string())?;
-    session.plugin_notes(symbol, transforms).map_err(|e| e.to_string())
 }

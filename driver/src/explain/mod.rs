@@ -22,6 +22,7 @@ pub(crate) mod pressure;
 pub(crate) mod text;
 pub(crate) mod timeline;
 
+use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -213,6 +214,8 @@ fn one(
     if b.plain.is_empty() {
         return Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())));
     }
+    let (lds_inputs, lds_session) = (OnceCell::new(), OnceCell::new());
+    let lds_notes = lds::Notes { toolchain, source: file, arch, user_args, inputs: &lds_inputs, session: &lds_session };
     let wanted = |m: &Measured| {
         options.kernel.is_none_or(|k| k == m.symbol || k == short_name(&demangle(&m.symbol)) || k == names::unqualified(&m.symbol))
     };
@@ -265,7 +268,7 @@ fn one(
         };
         let mut diagnostics = diagnose::diagnose(&cx);
         let place = lds::Place { file: &kernel_file, line: location.map_or(0, |l| l.line) };
-        match lds::diagnostic(toolchain, file, arch, user_args, &m.symbol, &tuned, place) {
+        match lds::diagnostic(&lds_notes, &m.symbol, &tuned, place) {
             Some(Ok(d)) => diagnostics.push(d),
             Some(Err(why)) => return Err(Failure::new(format!("{}: the lds-spill build of {}: {why}", file.display(), m.symbol))),
             None => {}
