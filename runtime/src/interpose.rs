@@ -87,7 +87,11 @@ impl Replayer {
     }
 
     fn stop(mut self) {
-        drop(self.stdin);
+        // Close the pipe without flushing: after a failed write the buffer
+        // still holds bytes, and BufWriter's drop would write them to a dead
+        // replayer outside `without_sigpipe` (SIGPIPE kills a C program).
+        let (pipe, _unwritten) = self.stdin.into_parts();
+        drop(pipe);
         let _ = self.child.wait();
     }
 }
@@ -406,17 +410,56 @@ mod tests {
         assert!(!message.contains('\n'));
     }
 
+    /// SIGPIPE's default action (death, as in a C program) is process-wide:
+    /// a test that needs it runs alone in a child run of the test binary.
+    /// True in that child; in the parent, runs it and asserts it passed.
+    fn alone_with_default_sigpipe(test: &str) -> bool {
+        const CHILD: &str = "REGTUNE_TEST_SIGPIPE_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            // SAFETY: setting a signal disposition in a process that runs this test alone.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+            return true;
+        }
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([test, "--exact", "--test-threads=1"])
+            .env(CHILD, "1")
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{test} died or failed in its child run: {status:?}");
+        false
+    }
+
     #[test]
     fn a_write_to_a_dead_pipe_is_an_error_not_a_signal() {
-        // Restore SIGPIPE's default (death), as in a C program.
-        // SAFETY: setting a signal disposition.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        if !alone_with_default_sigpipe("interpose::tests::a_write_to_a_dead_pipe_is_an_error_not_a_signal") {
+            return;
+        }
         let (r, mut w) = std::io::pipe().unwrap();
         drop(r);
         let e = without_sigpipe(|| std::io::Write::write_all(&mut w, b"x")).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe);
-        // SAFETY: back to Rust's default for test processes.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    }
+
+    #[test]
+    fn stopping_a_replayer_after_a_failed_write_writes_nothing_more() {
+        if !alone_with_default_sigpipe("interpose::tests::stopping_a_replayer_after_a_failed_write_writes_nothing_more") {
+            return;
+        }
+        // `true` exits at once: the flush fails and the frame stays buffered,
+        // which BufWriter's drop would write again, outside `without_sigpipe`.
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Replayer::spawn(Path::new("true"), "cuda", &dir.path().join("log")).unwrap();
+        r.child.wait().unwrap();
+        let e = without_sigpipe(|| {
+            use std::io::Write;
+            r.stdin.write_all(b"frame")?;
+            r.stdin.flush()
+        })
+        .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe);
+        assert_eq!(r.stdin.buffer(), b"frame");
+        r.stop();
     }
 
     #[test]
