@@ -310,7 +310,7 @@ fn the_build_follows_the_measurement() {
     }
     db.save(&db_path).unwrap();
     tune();
-    let cuda = regtune::gpu::nvptx::cuda::Cuda::detect().unwrap();
+    let cuda = regtune::toolchain::cuda::Cuda::detect().unwrap();
     let plugin = regtune::plugin::find().unwrap();
     let registers = |db: &Path| {
         let out = dir.path().join("k.cubin");

@@ -19,8 +19,8 @@ use std::sync::OnceLock;
 
 use assert_cmd::Command;
 use common::{evidence_all_proven, evidence_none, examples, repo};
-use regtune::gpu::nvptx::cuda::Cuda;
 use regtune::gpu::nvptx::nvidia::{self, KernelResources};
+use regtune::toolchain::cuda::Cuda;
 use serde_json::Value;
 
 fn cuda() -> &'static Cuda {

@@ -540,7 +540,6 @@ fn the_time_budget_ends_the_search_with_the_best_result_so_far() {
 fn one_kernel_variants_measure_as_the_whole_file_does() {
     use regtune::gpu::Arch;
     use regtune::session::Session;
-    use regtune::toolchain::Toolchain;
     use regtune_decisions::Transforms;
 
     let plugin = regtune::plugin::find().expect("build the workspace first");
@@ -549,7 +548,7 @@ fn one_kernel_variants_measure_as_the_whole_file_does() {
     let mut compared = 0;
     for name in ["gfx90a", "sm_90"] {
         let arch = Arch::parse(name).unwrap();
-        let toolchain = Toolchain::detect_for(std::slice::from_ref(&arch)).unwrap();
+        let toolchain = regtune::gpu::toolchain_for(std::slice::from_ref(&arch)).unwrap();
         for file in &files {
             let (session, baseline, _) = Session::start(&toolchain, &arch, &plugin, file, &[]).unwrap();
             for base in &baseline {

@@ -118,7 +118,7 @@ impl Unit<'_> {
 
     fn hip_command(&self) -> Result<Command, CompileError> {
         self.check_source()?;
-        self.toolchain.prepare(self.arch)?;
+        gpu::of(self.arch).prepare(self.toolchain, self.arch)?;
         let mut cmd = Command::new(&self.toolchain.clang);
         cmd.args(gpu::of(self.arch).device_args(self.toolchain, self.arch, self.user_args)?);
         cmd.arg(DEFAULT_OPT);

@@ -432,7 +432,7 @@ fn main() -> ExitCode {
 
 fn report(args: ReportArgs) -> Result<ExitCode> {
     let archs = args.inputs.archs()?;
-    let toolchain = Toolchain::detect_for(&archs)?;
+    let toolchain = gpu::toolchain_for(&archs)?;
     let options = measure::Options { block_size: args.block_size };
     let (rows, failures) = report::run_with(&toolchain, &args.inputs.files, &archs, &args.inputs.clang_args, &options);
     for f in &failures {
@@ -452,7 +452,7 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
     // A db that cannot be read, parsed or saved stops the run before any compile.
     // One line naming the db and the cause; no cause chain after it.
     let known = regtune_decisions::Db::load_for_update(&args.search.db).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let toolchain = Toolchain::detect_for(&archs)?;
+    let toolchain = gpu::toolchain_for(&archs)?;
     let plugin = plugin::find()?;
     plugin::check_version(&plugin, &toolchain.clang, &toolchain.version)?;
     let options = args.search.tune_options(args.diff)?;
@@ -494,7 +494,7 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
 fn predict(args: PredictArgs) -> Result<ExitCode> {
     regtune::rdc::unsupported("predict", &args.inputs.clang_args).map_err(anyhow::Error::msg)?;
     let archs = args.inputs.archs()?;
-    let toolchain = Toolchain::detect_for(&archs)?;
+    let toolchain = gpu::toolchain_for(&archs)?;
     let plugin = plugin::find()?;
     let options = args.search.tune_options(false)?;
     let (doc, failures) =
@@ -522,7 +522,7 @@ fn fix(args: FixArgs) -> Result<ExitCode> {
         Err(e) => return Ok(failed(e)),
     };
     let setup = || -> Result<(Toolchain, PathBuf)> {
-        let toolchain = Toolchain::detect_for(&archs)?;
+        let toolchain = gpu::toolchain_for(&archs)?;
         let plugin = plugin::find()?;
         Ok((toolchain, plugin))
     };
@@ -604,7 +604,7 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
     regtune::rdc::unsupported("explain", &args.inputs.clang_args).map_err(anyhow::Error::msg)?;
     let archs = args.inputs.archs()?;
     let db = regtune_decisions::Db::load(&args.db)?;
-    let toolchain = Toolchain::detect_for(&archs)?;
+    let toolchain = gpu::toolchain_for(&archs)?;
     let options = explain::Options { kernel: args.kernel.as_deref(), db: &db };
     let (kernels, failures) = explain::run(&toolchain, &args.inputs.files, &archs, &args.inputs.clang_args, &options);
     for f in &failures {

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::gpu::nvptx::cuda::Cuda;
+use crate::toolchain::cuda::Cuda;
 use crate::toolchain::{Flavor, Toolchain};
 
 use super::ast;

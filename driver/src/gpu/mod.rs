@@ -234,8 +234,6 @@ pub trait Target: fmt::Debug + Sync {
     fn device_macro(&self, arch: &Arch) -> String;
 }
 
-/// Does `path` hold a built object (ELF, an offload bundle) rather than
-/// source? By its first bytes.
 /// Transform labels as the target names them: on NVPTX an occupancy target
 /// is in warps per SM ("warps-per-sm=48"; the db keeps it as `waves_per_eu`).
 /// noalias on every pointer parameter reads `noalias=all`.
@@ -256,6 +254,13 @@ pub(crate) fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Ve
         .collect()
 }
 
+/// The toolchain `archs` need: HIP's where one of them compiles HIP.
+pub fn toolchain_for(archs: &[Arch]) -> Result<Toolchain, ToolchainError> {
+    Toolchain::detect_for(archs.iter().any(|a| of(a).needs_hip()))
+}
+
+/// Does `path` hold a built object (ELF, an offload bundle) rather than
+/// source? By its first bytes.
 pub(crate) fn is_built_object(path: &Path) -> bool {
     amdgpu::codeobj::is_object(path)
 }
@@ -294,7 +299,7 @@ mod tests {
 
     fn toolchain() -> Toolchain {
         let archs = [arch("gfx90a"), arch("sm_90")];
-        Toolchain::detect_for(&archs).expect("clang 22, the HIP device libraries and CUDA (ci/bootstrap.sh)")
+        toolchain_for(&archs).expect("clang 22, the HIP device libraries and CUDA (ci/bootstrap.sh)")
     }
 
     /// `name="value"` attributes of the kernel `k` in `ir`.

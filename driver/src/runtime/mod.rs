@@ -76,7 +76,7 @@ fn cupti() -> Option<PathBuf> {
     if std::env::var_os(regtune_runtime::cupti::CUPTI_ENV).is_some() {
         return None;
     }
-    crate::gpu::nvptx::cuda::Cuda::candidates()
+    crate::toolchain::cuda::Cuda::candidates()
         .into_iter()
         .flat_map(|root| {
             ["lib64/libcupti.so.12", "extras/CUPTI/lib64/libcupti.so.12", "extras/CUPTI/lib64/libcupti.so"].map(|l| root.join(l))

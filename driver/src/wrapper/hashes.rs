@@ -100,7 +100,7 @@ pub(crate) fn input_hash(
 /// The device-side preprocessor output, byte for byte what the tuner's
 /// `-save-temps` build keeps (same flags, same order).
 fn preprocess(toolchain: &Toolchain, arch: &Arch, source: &Path, device_args: &[String]) -> Result<Vec<u8>, HashError> {
-    toolchain.prepare(arch)?;
+    crate::gpu::of(arch).prepare(toolchain, arch)?;
     let out = Command::new(&toolchain.clang)
         .args(crate::gpu::of(arch).device_args(toolchain, arch, device_args)?)
         .arg(TUNER_OPT)

@@ -1,7 +1,7 @@
 //! NVPTX through CUDA: PTX, ptxas and cubins, warps per SM.
 
 pub mod cubin;
-pub mod cuda;
+pub(crate) mod flags;
 pub mod nvidia;
 pub(crate) mod ptxas;
 pub(crate) mod sass;
@@ -35,7 +35,7 @@ impl Target for Nvptx {
     }
 
     fn device_args(&self, toolchain: &Toolchain, arch: &Arch, _user_args: &[String]) -> Result<Vec<OsString>, ToolchainError> {
-        Ok(toolchain.cuda()?.device_args(arch))
+        Ok(flags::device_args(toolchain.cuda()?, arch))
     }
 
     /// ptxas decides the registers: its version is part of every key.
@@ -111,7 +111,7 @@ impl Target for Nvptx {
     }
 
     /// `-save-temps` would split the compile into jobs whose last one reads
-    /// IR and so codegens differently (see [`cuda::Cuda::ir_args`]).
+    /// IR and so codegens differently (see [`flags::ir_args`]).
     /// Instead: preprocess, run the frontend alone (device library linked,
     /// no optimization), and build the object from that IR the way every
     /// variant is built; that equals the one-step compile.
@@ -148,7 +148,10 @@ impl Target for Nvptx {
         let empty = out.with_extension("empty.cu");
         std::fs::write(&empty, "").map_err(|source| CompileError::Input { file: empty.clone(), source })?;
         let mut cmd = Command::new(&toolchain.clang);
-        cmd.args(toolchain.cuda()?.ir_args(arch, ir)).arg(compile::DEFAULT_OPT).args(compile::backend_args(user_args)).args(&variant.args);
+        cmd.args(flags::ir_args(toolchain.cuda()?, arch, ir))
+            .arg(compile::DEFAULT_OPT)
+            .args(compile::backend_args(user_args))
+            .args(&variant.args);
         if listing {
             cmd.arg("-o").arg(out).arg(&empty);
         } else {

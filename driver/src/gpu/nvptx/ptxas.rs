@@ -11,9 +11,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use crate::gpu::nvptx::cuda::Cuda;
 use crate::gpu::Arch;
 use crate::job::{self, JobError};
+use crate::toolchain::cuda::Cuda;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PtxasError {

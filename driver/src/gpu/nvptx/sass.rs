@@ -23,7 +23,7 @@ use crate::cost::UNKNOWN_TRIPS;
 /// `nvdisasm` of the CUDA installation regtune uses (ci/bootstrap.sh adds
 /// it to the one it assembles); None where there is none.
 pub(crate) fn nvdisasm() -> Option<PathBuf> {
-    super::cuda::Cuda::candidates().into_iter().map(|root| root.join("bin").join("nvdisasm")).find(|p| p.is_file())
+    crate::toolchain::cuda::Cuda::candidates().into_iter().map(|root| root.join("bin").join("nvdisasm")).find(|p| p.is_file())
 }
 
 /// Weighted local accesses per kernel symbol of the cubin at `path`.

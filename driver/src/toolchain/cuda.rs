@@ -1,5 +1,5 @@
-//! Find a CUDA installation for NVPTX targets, and the flags of a CUDA
-//! device-only compile.
+//! Find a CUDA installation for NVPTX targets (the flags of a CUDA compile
+//! are NVPTX's own: `gpu/nvptx/flags.rs`).
 //!
 //! clang compiles CUDA itself; from CUDA it needs `bin/ptxas`,
 //! `nvvm/libdevice/libdevice.10.bc`, the headers in `include/` and a version
@@ -16,12 +16,9 @@
 //! supported" warning, which regtune silences (`-Wno-unknown-cuda-version`).
 
 use std::env;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-
-use crate::gpu::Arch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CudaError {
@@ -75,31 +72,6 @@ impl Cuda {
             Ok(c) => Ok(c),
             Err(CudaError::Missing { looked }) => Err(CudaError::Missing { looked: looked.clone() }),
         }
-    }
-
-    /// Flags for a CUDA device-only compile for `arch` (no input, output or
-    /// optimization level: the caller adds those and the user's flags).
-    pub(crate) fn device_args(&self, arch: &Arch) -> Vec<OsString> {
-        let mut args: Vec<OsString> =
-            ["-x", "cuda", "--cuda-device-only", "-Wno-unknown-cuda-version"].iter().map(OsString::from).collect();
-        args.push(format!("--cuda-gpu-arch={}", arch.processor()).into());
-        args.push(format!("--cuda-path={}", self.root.display()).into());
-        args
-    }
-
-    /// Flags that compile pre-optimization NVPTX IR (from the frontend run)
-    /// exactly as the CUDA compile would have. clang reads no language
-    /// options for `-x ir` input, and the NVPTX backend's FMA contraction
-    /// follows them (CUDA: `-ffp-contract=fast`), so IR is compiled as a CUDA
-    /// job instead: an empty CUDA file, without CUDA's headers and libdevice
-    /// (both already in the IR), with the IR linked in whole
-    /// (`-mlink-bitcode-file`). The caller adds `-O3`, the user's flags, the
-    /// output and the empty file.
-    pub(crate) fn ir_args(&self, arch: &Arch, ir: &Path) -> Vec<OsString> {
-        let mut args = self.device_args(arch);
-        args.extend(["-nocudainc", "-nocudalib", "-Xclang", "-mlink-bitcode-file", "-Xclang"].map(OsString::from));
-        args.push(ir.into());
-        args
     }
 }
 
@@ -162,13 +134,5 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("bin")).unwrap();
         std::fs::write(dir.path().join("bin/ptxas"), "").unwrap();
         assert!(!is_complete(dir.path()));
-    }
-
-    #[test]
-    fn device_args_name_the_arch_and_the_installation() {
-        let cuda = Cuda { root: "/opt/regtune-cuda".into(), version: "12.9.86".into(), ptxas_version: String::new() };
-        let args: Vec<String> = cuda.device_args(&Arch::parse("sm_90").unwrap()).iter().map(|a| a.to_string_lossy().into_owned()).collect();
-        assert!(args.contains(&"--cuda-gpu-arch=sm_90".to_string()), "{args:?}");
-        assert!(args.contains(&"--cuda-path=/opt/regtune-cuda".to_string()), "{args:?}");
     }
 }

@@ -5,18 +5,22 @@
 //! Debian's LLVM 22 with its HIP 5.2 headers and device libraries, which need
 //! some help under clang 22; that help (the device-library overlay, the
 //! prelude, the HIP device flags) is AMDGPU's own, in
-//! [`crate::gpu::amdgpu::device_libs`].
+//! `gpu/amdgpu/device_libs.rs`.
 //!
 //! NVPTX targets (`sm_XX`) use the same clang in CUDA mode with a CUDA
-//! installation ([`crate::gpu::nvptx::cuda`]); the ROCm packages are then not needed.
+//! installation ([`cuda`]); the ROCm packages are then not needed.
+//!
+//! Below the targets: which toolchain a set of targets needs is theirs to
+//! say (`gpu::toolchain_for`).
 
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::gpu::nvptx::cuda::{Cuda, CudaError};
-use crate::gpu::Arch;
+pub mod cuda;
+
 use crate::tools;
+use cuda::{Cuda, CudaError};
 
 const DEBIAN_LLVM: &str = "/usr/lib/llvm-22";
 
@@ -92,11 +96,11 @@ impl Toolchain {
         Ok(Toolchain { flavor: Flavor::Debian, device_libs: overlay_dir(&version), clang, llvm_bin, version })
     }
 
-    /// The toolchain for `archs`: [`Toolchain::detect`] when one of them is
-    /// an AMDGPU target; for NVPTX targets alone, clang 22 and a CUDA
-    /// installation suffice (Debian's ROCm packages may be missing).
-    pub fn detect_for(archs: &[Arch]) -> Result<Toolchain, ToolchainError> {
-        if archs.iter().any(|a| crate::gpu::of(a).needs_hip()) || rocm_root().is_some() {
+    /// The toolchain for targets of which `needs_hip` says whether one
+    /// compiles HIP: [`Toolchain::detect`] if so; else (NVPTX alone) clang 22
+    /// and a CUDA installation suffice (Debian's ROCm packages may be missing).
+    pub fn detect_for(needs_hip: bool) -> Result<Toolchain, ToolchainError> {
+        if needs_hip || rocm_root().is_some() {
             return Toolchain::detect();
         }
         let llvm_bin = Path::new(DEBIAN_LLVM).join("bin");
@@ -112,12 +116,6 @@ impl Toolchain {
     /// The CUDA installation NVPTX compiles use.
     pub(crate) fn cuda(&self) -> Result<&'static Cuda, ToolchainError> {
         Ok(Cuda::get()?)
-    }
-
-    /// Make sure everything a device compile for `arch` needs exists on
-    /// disk (the target says what: [`crate::gpu::Target::prepare`]).
-    pub(crate) fn prepare(&self, arch: &Arch) -> Result<(), ToolchainError> {
-        crate::gpu::of(arch).prepare(self, arch)
     }
 
     /// What `regtune doctor` prints: one check per line.
