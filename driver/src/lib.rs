@@ -8,7 +8,6 @@
 
 pub mod batch;
 pub(crate) mod candidates;
-pub(crate) mod compile;
 pub(crate) mod cost;
 pub mod evidence;
 pub mod explain;
@@ -19,7 +18,6 @@ pub(crate) mod ir;
 pub(crate) mod job;
 pub(crate) mod launch;
 pub(crate) mod limits;
-pub mod measure;
 pub mod names;
 pub mod output;
 pub mod plugin;

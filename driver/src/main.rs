@@ -6,10 +6,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
+use regtune::gpu::measure;
 use regtune::gpu::Arch;
 use regtune::output::{self, Format};
 use regtune::toolchain::Toolchain;
-use regtune::{batch, explain, fix, gpu, measure, names, plugin, report, search, tune};
+use regtune::{batch, explain, fix, gpu, names, plugin, report, search, tune};
 
 #[derive(Parser)]
 #[command(name = "regtune", version, about = "Rewrite HIP kernels to need fewer registers, verified by the real backend")]

@@ -15,9 +15,9 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::compile::{self, CompileError, Compiled, Emit, Location, Temps, Variant};
+use crate::gpu::compile::{self, CompileError, Compiled, Emit, Location, Temps, Variant};
+use crate::gpu::measure::{self, MeasureError, Measured};
 use crate::gpu::{self, Arch};
-use crate::measure::{self, MeasureError, Measured};
 use crate::names;
 use crate::output::Failure;
 use crate::toolchain::Toolchain;

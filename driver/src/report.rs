@@ -1,7 +1,7 @@
 //! `regtune report`: compile each file for each target and list every
 //! kernel's resource usage, occupancy and what limits it.
 //!
-//! NVPTX rows use the same keys (see [`crate::measure`] for what each holds
+//! NVPTX rows use the same keys (see [`crate::gpu::measure`] for what each holds
 //! there) and add `nvidia`: the numbers under ptxas's names, the block size
 //! occupancy was computed for and where it came from.
 
@@ -11,9 +11,9 @@ use rayon::prelude::*;
 use regtune_decisions::Usage;
 use serde::Serialize;
 
-use crate::compile::{self, compile_failure, Unit};
+use crate::gpu::compile::{self, compile_failure, Unit};
+use crate::gpu::measure::{self, Measured, NvidiaUsage};
 use crate::gpu::{self, Arch, Limiter};
-use crate::measure::{self, Measured, NvidiaUsage};
 use crate::names::{demangle, short_name};
 use crate::output::{Failure, Tabular};
 use crate::rdc;

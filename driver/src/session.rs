@@ -19,9 +19,9 @@ use std::time::Instant;
 use regtune_decisions::plugin::{Inspection, DECISIONS_ENV, INPUT_HASH_ENV, ONLY_KERNEL_ENV, VERBOSE_ENV};
 use regtune_decisions::{Db, Entry, Transforms};
 
-use crate::compile::{self, CompileError, Emit, Location, Unit, Variant};
+use crate::gpu::compile::{self, CompileError, Emit, Location, Unit, Variant};
+use crate::gpu::measure::{self, Measured};
 use crate::gpu::Arch;
-use crate::measure::{self, Measured};
 use crate::rdc;
 use crate::toolchain::Toolchain;
 

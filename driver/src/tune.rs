@@ -13,10 +13,11 @@ use regtune_decisions::{Db, Entry, Param, Reason, Suggestion, Transforms, Usage}
 use serde::Serialize;
 
 use crate::evidence::{Class, Evidence};
+use crate::gpu::compile;
+use crate::gpu::measure::Measured;
 use crate::gpu::Limiter;
 use crate::gpu::{self, Arch};
 use crate::limits::Limits;
-use crate::measure::Measured;
 use crate::names;
 use crate::output::{Failure, Tabular};
 use crate::progress::{Progress, UnitProgress};
@@ -26,7 +27,7 @@ use crate::search::{self, Objective, Outcome, Rule, Space};
 use crate::session::{Listing, Session};
 use crate::toolchain::Toolchain;
 use crate::verdict::{self, Basis, Verdict};
-use crate::{candidates, compile, cost, launch};
+use crate::{candidates, cost, launch};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -271,7 +272,7 @@ pub(crate) fn tune_unit(
 ) -> Result<Vec<KernelTuning>, Failure> {
     let started = Instant::now();
     let line = progress.unit(format!("{} {}", file.display(), arch.processor()));
-    let measure_options = crate::measure::Options {
+    let measure_options = crate::gpu::measure::Options {
         block_size: match options.block_size {
             BlockSize::Given(n) => Some(n),
             _ => None,
@@ -296,7 +297,7 @@ pub(crate) fn tune_linked(
 ) -> Result<Vec<KernelTuning>, Failure> {
     let started = Instant::now();
     let line = progress.unit(format!("{} {}", file.display(), set.arch.processor()));
-    let measure_options = crate::measure::Options {
+    let measure_options = crate::gpu::measure::Options {
         block_size: match options.block_size {
             BlockSize::Given(n) => Some(n),
             _ => None,
@@ -312,7 +313,7 @@ pub(crate) fn tune_linked(
 fn tune_session(
     session: &Session<'_>,
     baseline: Vec<Measured>,
-    locations: Vec<crate::compile::Location>,
+    locations: Vec<crate::gpu::compile::Location>,
     started: Instant,
     options: &Options,
     known: &Db,
@@ -852,7 +853,7 @@ fn finish(
     base: &Measured,
     after: Measured,
     arch: &Arch,
-    location: Option<&crate::compile::Location>,
+    location: Option<&crate::gpu::compile::Location>,
     file: &str,
     session: &Session<'_>,
     diff: Option<String>,

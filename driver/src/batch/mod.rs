@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use regtune_decisions::{Db, DbError, Usage};
 use serde::{Deserialize, Serialize};
 
-use crate::compile::{self, Unit as CompileUnit};
+use crate::gpu::compile::{self, Unit as CompileUnit};
 use crate::gpu::Arch;
 use crate::output::Failure;
 use crate::progress::Progress;

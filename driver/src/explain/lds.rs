@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 use regtune_decisions::{Entry, Transforms};
 
 use super::diagnose::{Diagnostic, Kind, Tuned};
+use crate::gpu::measure;
 use crate::gpu::Arch;
+use crate::plugin;
 use crate::session::Session;
 use crate::toolchain::Toolchain;
-use crate::{measure, plugin};
 
 /// Where the kernel is, for the diagnostic.
 pub(crate) struct Place<'a> {

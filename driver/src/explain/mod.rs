@@ -29,11 +29,11 @@ use rayon::prelude::*;
 use regtune_decisions::{Db, Usage};
 use serde::Serialize;
 
-use crate::compile::{self, compile_failure, CompileError, Unit};
+use crate::gpu::compile::{self, compile_failure, CompileError, Unit};
+use crate::gpu::measure::{self, Measured};
 use crate::gpu::{self, Arch, Limiter};
 use crate::ir;
 use crate::launch;
-use crate::measure::{self, Measured};
 use crate::names::{self, demangle, short_name};
 use crate::output::{self, Failure};
 use crate::toolchain::Toolchain;

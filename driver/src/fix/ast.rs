@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::compile::Unit;
+use crate::gpu::compile::Unit;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum AstError {

@@ -15,7 +15,7 @@ use regtune_decisions::{Db, Entry};
 
 use std::ffi::OsString;
 
-use crate::compile::{self, Unit, Variant};
+use crate::gpu::compile::{self, Unit, Variant};
 use regtune_decisions::plugin::{DECISIONS_ENV, INPUT_HASH_ENV};
 
 use super::debug_ir::{self, Changes};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use regtune_decisions::{Db, Transforms};
 
-use crate::compile::{self, Unit};
+use crate::gpu::compile::{self, Unit};
 use crate::gpu::Arch;
 use crate::names;
 use crate::output::Failure;

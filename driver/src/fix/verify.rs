@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use regtune_decisions::Usage;
 
-use crate::compile::Unit;
+use crate::gpu::compile::Unit;
+use crate::gpu::measure;
 use crate::gpu::Arch;
-use crate::measure;
 use crate::names;
 use crate::toolchain::Toolchain;
 

@@ -16,6 +16,8 @@
 
 pub(crate) mod amdgpu;
 mod arch;
+pub(crate) mod compile;
+pub mod measure;
 pub mod nvptx;
 
 use std::ffi::OsString;
@@ -23,18 +25,18 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub use arch::*;
 /// What limits a kernel's occupancy; both targets' models name the same
 /// resources (a table names them in the target's words:
 /// [`Target::limiter_name`]).
-pub(crate) use amdgpu::occupancy::Limiter;
-pub use arch::*;
+pub(crate) use measure::Limiter;
 
 use regtune_decisions::{Param, Transforms};
 
-use crate::compile::{CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
 use crate::cost::{Machine, Profile};
-use crate::measure::{self, MeasureError, Measured};
 use crate::toolchain::{Toolchain, ToolchainError};
+use compile::{CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
+use measure::{MeasureError, Measured};
 
 /// What one GPU target does its own way.
 pub trait Target: fmt::Debug + Sync {
@@ -63,7 +65,7 @@ pub trait Target: fmt::Debug + Sync {
     fn build_keeping_temps(&self, unit: &Unit<'_>, cmd: Command, dir: &Path, object: PathBuf) -> Result<Temps, CompileError>;
 
     /// Compile pre-optimization IR through the unit's O3 pipeline and code
-    /// generator (see [`crate::compile::ir_to_object`]).
+    /// generator (see [`crate::gpu::compile::ir_to_object`]).
     fn ir_to_object(
         &self,
         toolchain: &Toolchain,

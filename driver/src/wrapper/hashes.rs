@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::compile::Unit;
+use crate::gpu::compile::Unit;
 use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 

@@ -5,6 +5,7 @@ pub(crate) mod codeobj;
 pub(crate) mod device_libs;
 pub(crate) mod occupancy;
 pub(crate) mod rdc;
+mod remarks;
 pub(crate) mod usage;
 
 use std::ffi::OsString;
@@ -12,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{Arch, Limiter, Spelling, Target};
-use crate::compile::{self, CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
 use crate::cost::{self, Machine, Profile};
-use crate::measure::{self, MeasureError, Measured};
+use crate::gpu::compile::{self, CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
+use crate::gpu::measure::{self, MeasureError, Measured};
 use crate::toolchain::{Toolchain, ToolchainError};
 
 #[derive(Debug)]
@@ -72,7 +73,7 @@ impl Target for Amdgpu {
 
     /// From the "Function Name:" resource-usage remarks of the compile.
     fn locations(&self, _source: &Path, compiler_output: &str, _symbols: &[String]) -> Vec<Location> {
-        compile::remark_locations(compiler_output)
+        remarks::locations(compiler_output)
     }
 
     fn occupancy_spelling(&self, waves: u32) -> Spelling {

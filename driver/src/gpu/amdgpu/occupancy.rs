@@ -58,7 +58,7 @@
 //! * `.wavefront_size` selects the VGPR granule/file on gfx10+
 //!   ([`KernelAttrs::wave_size`]); absent, the target's default is assumed.
 
-use std::fmt;
+use crate::gpu::Limiter;
 
 /// The backend's `AMDGPUSubtarget::Generation`, as far as occupancy cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -205,36 +205,6 @@ pub(crate) fn target(arch: &str) -> Option<&'static Target> {
     let arch = arch.rsplit("--").next().unwrap_or(arch);
     let processor = arch.split(':').next().unwrap_or(arch);
     TARGETS.iter().find(|t| t.name.eq_ignore_ascii_case(processor))
-}
-
-/// What keeps a kernel below the target's maximum occupancy. When several
-/// resources cap it at the same level, the one named is the first of
-/// workgroup size, LDS, waves-per-eu, SGPRs, VGPRs: VGPRs only when lowering
-/// them alone would gain a wave.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Limiter {
-    Vgpr,
-    Sgpr,
-    Lds,
-    WorkgroupSize,
-    /// An `amdgpu-waves-per-eu` maximum (only with [`KernelAttrs::waves_per_eu`]).
-    WavesPerEu,
-    /// Nothing: the target's maximum waves per SIMD.
-    None,
-}
-
-impl fmt::Display for Limiter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Limiter::Vgpr => "VGPRs",
-            Limiter::Sgpr => "SGPRs",
-            Limiter::Lds => "LDS",
-            Limiter::WorkgroupSize => "workgroup size",
-            Limiter::WavesPerEu => "waves-per-eu",
-            Limiter::None => "-",
-        })
-    }
 }
 
 /// A kernel's resource use, as its code-object metadata states it.

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::device_libs;
-use crate::compile::{self, CompileError, Compiled, Emit, Variant};
+use crate::gpu::compile::{self, CompileError, Compiled, Emit, Variant};
 use crate::gpu::Arch;
 use crate::toolchain::Toolchain;
 

@@ -8,8 +8,8 @@ use regtune_decisions::Usage;
 
 use super::codeobj::{self, KernelMeta};
 use super::occupancy::{KernelAttrs, KernelResources};
+use crate::gpu::measure::{MeasureError, Measured};
 use crate::gpu::Arch;
-use crate::measure::{MeasureError, Measured};
 
 /// Every kernel of the code object for `arch` in `bytes` (a code object,
 /// bundle or host object, read from `path`).

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{Arch, Limiter, Spelling, Target};
-use crate::compile::{self, CompileError, Compiled, Location, Temps, Unit, Variant};
 use crate::cost::{self, Machine, Profile};
-use crate::measure::{self, MeasureError, Measured, NvidiaUsage};
+use crate::gpu::compile::{self, CompileError, Compiled, Location, Temps, Unit, Variant};
+use crate::gpu::measure::{self, MeasureError, Measured, NvidiaUsage};
 use crate::toolchain::{Toolchain, ToolchainError};
 
 #[derive(Debug)]

@@ -31,7 +31,7 @@
 //! compute capability (CUDA C++ Programming Guide, "Technical Specifications
 //! per Compute Capability"): the same for every GPU of that capability.
 
-use crate::gpu::amdgpu::occupancy::Limiter;
+use crate::gpu::Limiter;
 
 /// Warp size on every NVIDIA GPU.
 pub(crate) const WARP_SIZE: u32 = 32;

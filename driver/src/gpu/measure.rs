@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use crate::gpu::amdgpu::codeobj;
 use crate::gpu::nvptx::cubin;
-use crate::gpu::{Arch, Limiter};
+use crate::gpu::Arch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MeasureError {
@@ -40,6 +40,36 @@ pub enum MeasureError {
     NoTarget { path: std::path::PathBuf, arch: String },
     #[error("{}: no `ptxas -v` report for kernel {kernel}; NVPTX usage is measured from regtune's own compiles", path.display())]
     NoPtxasReport { path: std::path::PathBuf, kernel: String },
+}
+
+/// What keeps a kernel below the target's maximum occupancy. When several
+/// resources cap it at the same level, the one named is the first of
+/// workgroup size, LDS, waves-per-eu, SGPRs, VGPRs: VGPRs only when lowering
+/// them alone would gain a wave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Limiter {
+    Vgpr,
+    Sgpr,
+    Lds,
+    WorkgroupSize,
+    /// An `amdgpu-waves-per-eu` maximum (AMDGPU).
+    WavesPerEu,
+    /// Nothing: the target's maximum waves per SIMD.
+    None,
+}
+
+impl std::fmt::Display for Limiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Limiter::Vgpr => "VGPRs",
+            Limiter::Sgpr => "SGPRs",
+            Limiter::Lds => "LDS",
+            Limiter::WorkgroupSize => "workgroup size",
+            Limiter::WavesPerEu => "waves-per-eu",
+            Limiter::None => "-",
+        })
+    }
 }
 
 /// The block size NVPTX occupancy is computed for, when the caller states

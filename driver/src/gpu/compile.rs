@@ -330,23 +330,6 @@ pub struct Location {
     pub line: u32,
 }
 
-/// Locations from "Function Name:" remarks, in either of clang's forms:
-/// `k.hip:2:1: remark: Function Name: S` (from source) or
-/// `remark: k.hip:2:0: Function Name: S` (from IR).
-pub(crate) fn remark_locations(stderr: &str) -> Vec<Location> {
-    stderr
-        .lines()
-        .filter_map(|l| {
-            let l = l.strip_suffix(" [-Rpass-analysis=kernel-resource-usage]")?;
-            let (head, symbol) = l.split_once("Function Name: ")?;
-            let head = head.replace("remark:", "");
-            let mut parts = head.trim().trim_end_matches(':').rsplitn(3, ':');
-            let (_col, line, file) = (parts.next()?, parts.next()?, parts.next()?);
-            Some(Location { symbol: symbol.trim().to_string(), file: file.trim().to_string(), line: line.parse().ok()? })
-        })
-        .collect()
-}
-
 /// Kernel locations read from the source, for targets without
 /// resource-usage remarks (NVPTX): for each symbol, the first definition of
 /// its unqualified name (`ns::k<int>(...)` -> `k`) that follows `__global__`
@@ -469,17 +452,6 @@ k.hip:7:3: warning: unused variable 'q' [-Wunused-variable]
         .map(String::from)
         .to_vec();
         assert_eq!(backend_args(&args), ["-O2", "-ffast-math", "-Xcuda-ptxas", "-v", "-std=c++17"]);
-    }
-
-    #[test]
-    fn locations_come_from_function_name_remarks() {
-        assert_eq!(remark_locations(REMARKS), [Location { symbol: "_Z4axpyfPKfPfi".into(), file: "k.hip".into(), line: 2 }]);
-    }
-
-    #[test]
-    fn locations_come_from_remarks_on_ir_too() {
-        let from_ir = "remark: ../k.hip:47:0: Function Name: _Z1kv [-Rpass-analysis=kernel-resource-usage]\n";
-        assert_eq!(remark_locations(from_ir), [Location { symbol: "_Z1kv".into(), file: "../k.hip".into(), line: 47 }]);
     }
 
     #[test]
