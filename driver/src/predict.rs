@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use regtune_decisions::{Db, Entry, Transforms, Usage};
 use serde::Serialize;
 
-use crate::cost::{self, Estimate, Machine, Profile};
+use crate::cost::{self, Estimate, Profile};
+use crate::gpu::listing::Machine;
 use crate::gpu::{self, Arch};
 use crate::names;
 use crate::output::Failure;
@@ -131,7 +132,7 @@ pub fn run(
     options: &Options,
     code_dir: Option<&Path>,
 ) -> (Document, Vec<Failure>) {
-    let mut doc = Document { machines: archs.iter().map(|a| (a.processor().to_string(), Machine::of(a))).collect(), candidates: vec![] };
+    let mut doc = Document { machines: archs.iter().map(|a| (a.processor().to_string(), cost::machine(a))).collect(), candidates: vec![] };
     let mut failures = Vec::new();
     for file in files {
         for arch in archs {

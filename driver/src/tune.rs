@@ -1034,7 +1034,7 @@ pub(crate) fn profile(session: &Session<'_>, symbol: &str, t: &Transforms) -> Re
 /// The `define ... @symbol(...) { ... }` block of an IR listing.
 fn ir_function(listing: &str, symbol: &str) -> String {
     let start = format!("@{symbol}(");
-    compile::cut(listing, |l| l.starts_with("define") && l.contains(&start), |l| l == "}", true)
+    crate::gpu::listing::cut(listing, |l| l.starts_with("define") && l.contains(&start), |l| l == "}", true)
 }
 
 impl Tabular for KernelTuning {

@@ -283,24 +283,6 @@ fn run_until(cmd: Command, unit: &Unit<'_>, deadline: Option<Instant>) -> Result
     Ok(Compiled { stderr })
 }
 
-/// The lines of a listing from the first that `starts` to the next that
-/// `ends` (that one kept when `keep_end`): one function's part.
-pub(crate) fn cut(listing: &str, starts: impl Fn(&str) -> bool, ends: impl Fn(&str) -> bool, keep_end: bool) -> String {
-    let mut out = String::new();
-    let mut lines = listing.lines().skip_while(|l| !starts(l));
-    for line in lines.by_ref() {
-        let last = ends(line);
-        if !last || keep_end {
-            out.push_str(line);
-            out.push('\n');
-        }
-        if last {
-            break;
-        }
-    }
-    out
-}
-
 /// clang's stderr less our own resource-usage remarks and their context lines.
 pub(crate) fn without_remarks(stderr: &str) -> String {
     let mut out = String::new();

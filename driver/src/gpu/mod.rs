@@ -17,6 +17,7 @@
 pub(crate) mod amdgpu;
 mod arch;
 pub(crate) mod compile;
+pub(crate) mod listing;
 pub mod measure;
 pub mod nvptx;
 
@@ -33,9 +34,9 @@ pub(crate) use measure::Limiter;
 
 use regtune_decisions::{Param, Transforms};
 
-use crate::cost::{Machine, Profile};
 use crate::toolchain::{Toolchain, ToolchainError};
 use compile::{CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
+use listing::{Listing, Machine};
 use measure::{MeasureError, Measured};
 
 /// What one GPU target does its own way.
@@ -203,11 +204,12 @@ pub trait Target: fmt::Debug + Sync {
     /// and the cost model.
     fn kernel_listing(&self, listing: &str, symbol: &str) -> String;
 
-    /// The cost model's machine, a kernel listing's profile, the waves
-    /// sharing one SIMD (or SM sub-partition) at an occupancy, and whether
-    /// the listing shows spills (PTX does not: ptxas makes them).
+    /// The cost model's machine, a kernel listing as instructions and
+    /// loops, the waves sharing one SIMD (or SM sub-partition) at an
+    /// occupancy, and whether the listing shows spills (PTX does not:
+    /// ptxas makes them).
     fn machine(&self, arch: &Arch) -> Machine;
-    fn profile(&self, kernel_listing: &str, m: &Machine) -> Profile;
+    fn read_listing(&self, kernel_listing: &str) -> Listing;
     fn waves(&self, occupancy: u32) -> f64;
     fn listing_shows_spills(&self) -> bool;
 

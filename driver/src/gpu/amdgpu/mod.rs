@@ -3,6 +3,7 @@
 
 pub(crate) mod codeobj;
 pub(crate) mod device_libs;
+mod listing;
 pub(crate) mod occupancy;
 pub(crate) mod rdc;
 mod remarks;
@@ -13,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{Arch, Limiter, Spelling, Target};
-use crate::cost::{self, Machine, Profile};
 use crate::gpu::compile::{self, CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
+use crate::gpu::listing::{Listing, Machine};
 use crate::gpu::measure::{self, MeasureError, Measured};
 use crate::toolchain::{Toolchain, ToolchainError};
 
@@ -238,15 +239,15 @@ impl Target for Amdgpu {
     /// From `symbol:` to its `.Lfunc_end` label.
     fn kernel_listing(&self, listing: &str, symbol: &str) -> String {
         let start = format!("{symbol}:");
-        compile::cut(listing, |l| l.starts_with(&start), |l| l.starts_with(".Lfunc_end"), false)
+        crate::gpu::listing::cut(listing, |l| l.starts_with(&start), |l| l.starts_with(".Lfunc_end"), false)
     }
 
     fn machine(&self, arch: &Arch) -> Machine {
-        cost::Machine::amdgpu(arch)
+        listing::machine(arch)
     }
 
-    fn profile(&self, kernel_listing: &str, m: &Machine) -> Profile {
-        cost::profile_amdgpu(kernel_listing, m)
+    fn read_listing(&self, kernel_listing: &str) -> Listing {
+        listing::read(kernel_listing)
     }
 
     fn waves(&self, occupancy: u32) -> f64 {

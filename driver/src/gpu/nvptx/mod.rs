@@ -2,6 +2,7 @@
 
 pub mod cubin;
 pub(crate) mod flags;
+mod listing;
 pub mod nvidia;
 pub(crate) mod ptxas;
 pub(crate) mod sass;
@@ -12,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{Arch, Limiter, Spelling, Target};
-use crate::cost::{self, Machine, Profile};
 use crate::gpu::compile::{self, CompileError, Compiled, Location, Temps, Unit, Variant};
+use crate::gpu::listing::{Listing, Machine};
 use crate::gpu::measure::{self, MeasureError, Measured, NvidiaUsage};
 use crate::toolchain::{Toolchain, ToolchainError};
 
@@ -277,15 +278,15 @@ impl Target for Nvptx {
     /// The `.entry symbol(` ... `}` block.
     fn kernel_listing(&self, listing: &str, symbol: &str) -> String {
         let start = format!(".entry {symbol}(");
-        compile::cut(listing, |l| l.contains(&start), |l| l == "}", true)
+        crate::gpu::listing::cut(listing, |l| l.contains(&start), |l| l == "}", true)
     }
 
     fn machine(&self, _arch: &Arch) -> Machine {
-        cost::Machine::nvptx()
+        listing::machine()
     }
 
-    fn profile(&self, kernel_listing: &str, m: &Machine) -> Profile {
-        cost::profile_ptx(kernel_listing, m)
+    fn read_listing(&self, kernel_listing: &str) -> Listing {
+        listing::read(kernel_listing)
     }
 
     /// Warps per SM sub-partition (four per SM).

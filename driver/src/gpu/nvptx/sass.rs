@@ -11,14 +11,14 @@
 //!
 //! A loop is a backward branch (`BRA` to a label at or before it); each
 //! loop an instruction sits in multiplies its weight by
-//! [`crate::cost::UNKNOWN_TRIPS`], the cost model's guess for a trip count
+//! [`crate::gpu::listing::UNKNOWN_TRIPS`], the cost model's guess for a trip count
 //! it cannot see.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::cost::UNKNOWN_TRIPS;
+use crate::gpu::listing::UNKNOWN_TRIPS;
 
 /// `nvdisasm` of the CUDA installation regtune uses (ci/bootstrap.sh adds
 /// it to the one it assembles); None where there is none.
