@@ -119,7 +119,7 @@ pub(crate) fn waves(arch: &Arch, occupancy: u32) -> f64 {
 
 /// The target's machine.
 pub(crate) fn machine(arch: &Arch) -> Machine {
-    crate::gpu::of(arch).machine(arch)
+    crate::gpu::of(arch).machine()
 }
 
 /// The wave simulation's state: the clock, and when each outstanding

@@ -193,7 +193,7 @@ impl Link {
         variant: &Variant,
     ) -> Result<Compiled, CompileError> {
         let inputs: Vec<PathBuf> = std::iter::once(own).chain(self.others.iter().cloned()).collect();
-        gpu::of(arch).device_link(toolchain, arch, &inputs, out, emit, user_args, variant)
+        gpu::of(arch).device_link(toolchain, &inputs, out, emit, user_args, variant)
     }
 
     /// The unit's own kernels of a linked code object.
@@ -243,7 +243,7 @@ impl LinkSet {
             let pre_ir = dir.join("resolved.bc");
             without_kernels(toolchain, &unit.temps.pre_opt_ir, &unresolved, &pre_ir).map_err(|f| RdcError::Other(f.message))?;
             let own = dir.join("resolved.o.bc");
-            gpu::of(arch).ir_to_bitcode(toolchain, arch, &pre_ir, &own, &Variant::default())?;
+            gpu::of(arch).ir_to_bitcode(toolchain, &pre_ir, &own, &Variant::default())?;
             (pre_ir, own)
         };
         let object = dir.join("plain.o");

@@ -186,11 +186,11 @@ impl<'a> Session<'a> {
     /// `emit`), through the device link for a relocatable unit.
     fn compile(&self, variant: &Variant, out: &Path, emit: Emit) -> Result<compile::Compiled, SessionError> {
         let Some(link) = &self.link else {
-            return Ok(compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, out, variant, self.user_args)?);
+            return Ok(crate::gpu::of(self.arch).ir_to_object(self.toolchain, &self.pre_ir, out, variant, self.user_args)?);
         };
         let own = out.with_extension("own.bc");
         let target = crate::gpu::of(self.arch);
-        let compiled = target.ir_to_bitcode(self.toolchain, self.arch, &self.pre_ir, &own, variant)?;
+        let compiled = target.ir_to_bitcode(self.toolchain, &self.pre_ir, &own, variant)?;
         let linked = link.device_link(self.toolchain, self.arch, own, out, emit, self.user_args, variant)?;
         Ok(compile::Compiled { stderr: compiled.stderr + &linked.stderr })
     }
@@ -336,7 +336,7 @@ impl<'a> Session<'a> {
             if matches!(kind, Listing::Ir) {
                 v.args.push("-emit-llvm".into());
             }
-            compile::ir_to_object(self.toolchain, self.arch, &self.pre_ir, &out, &v, self.user_args)?;
+            crate::gpu::of(self.arch).ir_to_object(self.toolchain, &self.pre_ir, &out, &v, self.user_args)?;
         }
         std::fs::read_to_string(&out).map_err(|e| SessionError::Io(format!("cannot read {}: {e}", out.display())))
     }

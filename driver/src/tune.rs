@@ -668,7 +668,7 @@ fn plan_kernel(tuning: &Tuning<'_>, base: &Measured, source: &str, inspection: O
         let shared_spill =
             (stated.is_some() || target.promised_block(base).is_some()).then(|| Transforms { launch_bounds: stated, ..Default::default() });
         let pool = candidates::Pool {
-            steps: gpu::of(session.arch).occupancy_steps(session.arch, base),
+            steps: gpu::of(session.arch).occupancy_steps(base),
             rewrites: search::best_rewrites(&allowed_rewrites, &rule, &eval),
             unroll_caps: caps.clone(),
             spill_to_shared: shared_spill.clone().filter(|_| target.backend_spills_to_shared()),
@@ -732,12 +732,12 @@ fn predicted_time_ratio(
 
 /// The most occupancy fewer registers could bring (the target's model).
 fn occupancy_ceiling(arch: &Arch, base: &Measured) -> u32 {
-    gpu::of(arch).occupancy_ceiling(arch, base)
+    gpu::of(arch).occupancy_ceiling(base)
 }
 
 /// Occupancy steps the register allocator could plausibly reach.
 fn occupancy_targets(arch: &Arch, base: &Measured) -> Vec<u32> {
-    gpu::of(arch).occupancy_targets(arch, base)
+    gpu::of(arch).occupancy_targets(base)
 }
 
 /// What the register column counts.

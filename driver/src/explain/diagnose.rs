@@ -633,7 +633,7 @@ fn hoisted_loads(cx: &Context<'_>, f: &Function, out: &mut Vec<Diagnostic>) {
 
 fn no_launch_bounds(cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
     let target = crate::gpu::of(cx.arch);
-    let cap_for = |threads: u32| target.register_cap_for_block(cx.arch, threads);
+    let cap_for = |threads: u32| target.register_cap_for_block(threads);
     let (Some(cap), Some(max)) = (cap_for(1024), cx.max_flat_workgroup_size) else { return };
     if max != 0 && max != 1024 {
         return;

@@ -190,7 +190,7 @@ fn build(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], 
     );
     let (plain, stderr) = plain?;
     let target = gpu::of(arch);
-    let max_block_sizes = target.max_block_sizes(&plain_obj, arch).map_err(Failure::new)?;
+    let max_block_sizes = target.max_block_sizes(&plain_obj).map_err(Failure::new)?;
     let locations = target.locations(file, &stderr, &plain.iter().map(|m| m.symbol.clone()).collect::<Vec<_>>());
     Ok(Builds {
         plain,

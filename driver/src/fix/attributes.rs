@@ -33,7 +33,7 @@ pub(crate) fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Not
     let mut per_arch: Vec<(&Arch, String)> = Vec::new();
     for d in decisions {
         let t = &d.transforms;
-        let parts = match crate::gpu::of(&d.arch).source_attributes(&d.arch, t.launch_bounds, t.waves_per_eu) {
+        let parts = match crate::gpu::of(&d.arch).source_attributes(t.launch_bounds, t.waves_per_eu) {
             Ok(parts) => parts,
             Err(why) => {
                 notes.kernel(kernel, why);
@@ -107,7 +107,7 @@ fn extend_launch_bounds(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mu
     let mut args = Vec::new();
     for d in decisions {
         let (None, Some(w)) = (d.transforms.launch_bounds, d.transforms.waves_per_eu) else { return None };
-        match crate::gpu::of(&d.arch).min_blocks_argument(&d.arch, w, &bounds.threads)? {
+        match crate::gpu::of(&d.arch).min_blocks_argument(w, &bounds.threads)? {
             Ok(a) => args.push(a),
             Err(why) => {
                 notes.kernel(kernel, why);
@@ -197,7 +197,7 @@ fn redeclaration(kernel: &Kernel<'_>) -> Result<String, String> {
 
 /// The preprocessor test for compiling device code for `arch`.
 pub(crate) fn target_macro(arch: &Arch) -> String {
-    crate::gpu::of(arch).device_macro(arch)
+    crate::gpu::of(arch).device_macro()
 }
 
 /// An attribute of the kind we would add that the kernel already has.

@@ -15,7 +15,7 @@ use regtune_decisions::{Db, Entry};
 
 use std::ffi::OsString;
 
-use crate::gpu::compile::{self, Unit, Variant};
+use crate::gpu::compile::{Unit, Variant};
 use regtune_decisions::plugin::{DECISIONS_ENV, INPUT_HASH_ENV};
 
 use super::debug_ir::{self, Changes};
@@ -80,7 +80,7 @@ pub(crate) fn changes(unit: &Unit<'_>, plugin: &Path, decisions: &[&Decision], u
             variant.args.push(format!("-foptimization-record-file={}", records.display()).into());
             variant.args.push("-foptimization-record-passes=loop-unroll".into());
             let out = dir.path().join(format!("{name}.o"));
-            compile::ir_to_object(unit.toolchain, unit.arch, &bc, &out, &variant, unit.user_args).map_err(|e| e.to_string())?;
+            crate::gpu::of(unit.arch).ir_to_object(unit.toolchain, &bc, &out, &variant, unit.user_args).map_err(|e| e.to_string())?;
             Ok(unrolled::parse(&read_records(dir.path(), name)?))
         };
         let plain = remarks(Variant::default(), "plain")?;

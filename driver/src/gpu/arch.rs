@@ -23,7 +23,7 @@ pub(crate) enum Vendor {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Model {
-    Amdgpu(&'static occupancy::Target),
+    Amdgpu(&'static occupancy::Gfx),
     Nvptx(&'static nvidia::Sm),
 }
 
@@ -42,8 +42,8 @@ pub const DEFAULT_AMDGPU_ARCH: &str = "gfx90a";
 impl Arch {
     pub fn parse(spec: &str) -> Result<Arch, UnknownTarget> {
         let spec = spec.trim();
-        if let Some(target) = occupancy::target(spec) {
-            return Ok(Arch { spec: spec.to_string(), model: Model::Amdgpu(target) });
+        if let Some(gfx) = occupancy::gfx(spec) {
+            return Ok(Arch { spec: spec.to_string(), model: Model::Amdgpu(gfx) });
         }
         let sm = nvidia::sm(spec).ok_or_else(|| UnknownTarget(spec.to_string()))?;
         Ok(Arch { spec: spec.to_ascii_lowercase(), model: Model::Nvptx(sm) })
@@ -77,10 +77,10 @@ impl Arch {
 
     /// The AMDGPU occupancy model. Only AMDGPU arches have one: callers
     /// check [`Arch::vendor`] first (an NVPTX arch here is a bug in regtune).
-    pub(crate) fn target(&self) -> &'static occupancy::Target {
+    pub(crate) fn gfx(&self) -> &'static occupancy::Gfx {
         match self.model {
             Model::Amdgpu(t) => t,
-            Model::Nvptx(_) => panic!("regtune bug: AMDGPU target model asked for NVPTX arch {}", self.spec),
+            Model::Nvptx(_) => panic!("regtune bug: AMDGPU processor model asked for NVPTX arch {}", self.spec),
         }
     }
 
@@ -127,7 +127,7 @@ impl fmt::Display for Arch {
 }
 
 fn known_names() -> String {
-    occupancy::TARGETS.iter().map(|t| t.name).chain(nvidia::SMS.iter().map(|s| s.name)).collect::<Vec<_>>().join(", ")
+    occupancy::PROCESSORS.iter().map(|t| t.name).chain(nvidia::SMS.iter().map(|s| s.name)).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]

@@ -118,9 +118,9 @@ impl Unit<'_> {
 
     fn hip_command(&self) -> Result<Command, CompileError> {
         self.check_source()?;
-        gpu::of(self.arch).prepare(self.toolchain, self.arch)?;
+        gpu::of(self.arch).prepare(self.toolchain)?;
         let mut cmd = Command::new(&self.toolchain.clang);
-        cmd.args(gpu::of(self.arch).device_args(self.toolchain, self.arch, self.user_args)?);
+        cmd.args(gpu::of(self.arch).device_args(self.toolchain, self.user_args)?);
         cmd.arg(DEFAULT_OPT);
         cmd.args(self.user_args);
         Ok(cmd)
@@ -205,23 +205,6 @@ pub struct Variant {
     pub env: Vec<(&'static str, OsString)>,
     /// Stop clang (and ptxas) here.
     pub deadline: Option<Instant>,
-}
-
-/// Compile pre-optimization IR to a code object through the same O3
-/// pipeline and code generator as the HIP compile, with the pass plugin.
-/// `user_args` are the unit's own flags: NVPTX passes their `-O` level and
-/// `-Xcuda-ptxas` options on to ptxas, as clang does. With `-S` in the
-/// variant's arguments, `out` is the listing (PTX on NVPTX) and ptxas does
-/// not run.
-pub(crate) fn ir_to_object(
-    toolchain: &Toolchain,
-    arch: &Arch,
-    ir: &Path,
-    out: &Path,
-    variant: &Variant,
-    user_args: &[String],
-) -> Result<Compiled, CompileError> {
-    gpu::of(arch).ir_to_object(toolchain, arch, ir, out, variant, user_args)
 }
 
 /// Run a compile of `ir` with the variant's environment, until its deadline.

@@ -145,5 +145,5 @@ pub(crate) fn object_file(path: &Path, arch: &Arch) -> Result<Vec<Measured>, Mea
 /// which for NVPTX holds the `ptxas -v` report.
 pub(crate) fn object_file_with(path: &Path, arch: &Arch, compiler_output: &str, options: &Options) -> Result<Vec<Measured>, MeasureError> {
     let bytes = std::fs::read(path).map_err(|source| MeasureError::Read { path: path.into(), source })?;
-    crate::gpu::of(arch).read_usage(path, &bytes, arch, compiler_output, options)
+    crate::gpu::of(arch).read_usage(path, &bytes, compiler_output, options)
 }

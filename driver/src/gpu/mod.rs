@@ -44,6 +44,9 @@ pub trait Target: fmt::Debug + Sync {
     /// The family as `--target` names it: "amdgpu", "nvptx".
     fn family(&self) -> &'static str;
 
+    /// The `--offload-arch` this value compiles for.
+    fn arch(&self) -> &Arch;
+
     // --- Device compile and temps -------------------------------------
 
     /// Whether compiles need the HIP toolchain (ROCm, or Debian's HIP
@@ -51,11 +54,11 @@ pub trait Target: fmt::Debug + Sync {
     fn needs_hip(&self) -> bool;
 
     /// Make sure everything a device compile for `arch` needs is on disk.
-    fn prepare(&self, toolchain: &Toolchain, arch: &Arch) -> Result<(), ToolchainError>;
+    fn prepare(&self, toolchain: &Toolchain) -> Result<(), ToolchainError>;
 
     /// The flags of a device-only compile for `arch`, before the
     /// optimization level, the user's flags, the input and the output.
-    fn device_args(&self, toolchain: &Toolchain, arch: &Arch, user_args: &[String]) -> Result<Vec<OsString>, ToolchainError>;
+    fn device_args(&self, toolchain: &Toolchain, user_args: &[String]) -> Result<Vec<OsString>, ToolchainError>;
 
     /// Device-only compile of `unit` (`cmd`: its device command) to its
     /// code object `out`, with the usage report on stderr.
@@ -65,12 +68,15 @@ pub trait Target: fmt::Debug + Sync {
     /// pre-optimization IR the variants start from.
     fn build_keeping_temps(&self, unit: &Unit<'_>, cmd: Command, dir: &Path, object: PathBuf) -> Result<Temps, CompileError>;
 
-    /// Compile pre-optimization IR through the unit's O3 pipeline and code
-    /// generator (see [`crate::gpu::compile::ir_to_object`]).
+    /// Compile pre-optimization IR to a code object through the same O3
+    /// pipeline and code generator as the unit's compile, with the pass
+    /// plugin. `user_args` are the unit's own flags: NVPTX passes their
+    /// `-O` level and `-Xcuda-ptxas` options on to ptxas, as clang does.
+    /// With `-S` in the variant's arguments, `out` is the listing (PTX on
+    /// NVPTX) and ptxas does not run.
     fn ir_to_object(
         &self,
         toolchain: &Toolchain,
-        arch: &Arch,
         ir: &Path,
         out: &Path,
         variant: &Variant,
@@ -90,14 +96,8 @@ pub trait Target: fmt::Debug + Sync {
 
     /// Compile pre-optimization IR as a `-fgpu-rdc` device compile does:
     /// the unit's O3 pipeline, with the variant's plugin, to bitcode `out`.
-    fn ir_to_bitcode(
-        &self,
-        _toolchain: &Toolchain,
-        arch: &Arch,
-        _ir: &Path,
-        _out: &Path,
-        _variant: &Variant,
-    ) -> Result<Compiled, CompileError> {
+    fn ir_to_bitcode(&self, _toolchain: &Toolchain, _ir: &Path, _out: &Path, _variant: &Variant) -> Result<Compiled, CompileError> {
+        let arch = self.arch();
         Err(CompileError::NoRdc { arch: arch.to_string(), why: self.relocatable().err().unwrap_or_default() })
     }
 
@@ -108,13 +108,13 @@ pub trait Target: fmt::Debug + Sync {
     fn device_link(
         &self,
         _toolchain: &Toolchain,
-        arch: &Arch,
         _inputs: &[PathBuf],
         _out: &Path,
         _emit: Emit,
         _user_args: &[String],
         _variant: &Variant,
     ) -> Result<Compiled, CompileError> {
+        let arch = self.arch();
         Err(CompileError::NoRdc { arch: arch.to_string(), why: self.relocatable().err().unwrap_or_default() })
     }
 
@@ -126,7 +126,6 @@ pub trait Target: fmt::Debug + Sync {
         &self,
         path: &Path,
         bytes: &[u8],
-        arch: &Arch,
         compiler_output: &str,
         options: &measure::Options,
     ) -> Result<Vec<Measured>, MeasureError>;
@@ -142,7 +141,7 @@ pub trait Target: fmt::Debug + Sync {
 
     /// Each kernel's largest block size as the object records it (AMDGPU:
     /// `.max_flat_workgroup_size`); none where the object does not say.
-    fn max_block_sizes(&self, object: &Path, arch: &Arch) -> Result<Vec<(String, u32)>, String>;
+    fn max_block_sizes(&self, object: &Path) -> Result<Vec<(String, u32)>, String>;
 
     /// Whether explain can show a register-pressure timeline, which needs
     /// the backend's machine code from a line-tables build with the same
@@ -156,10 +155,10 @@ pub trait Target: fmt::Debug + Sync {
     fn occupancy_unit(&self) -> &'static str;
 
     /// The most occupancy fewer registers could bring the kernel `base`.
-    fn occupancy_ceiling(&self, arch: &Arch, base: &Measured) -> u32;
+    fn occupancy_ceiling(&self, base: &Measured) -> u32;
 
     /// Occupancy steps the register allocator could plausibly reach.
-    fn occupancy_targets(&self, arch: &Arch, base: &Measured) -> Vec<u32>;
+    fn occupancy_targets(&self, base: &Measured) -> Vec<u32>;
 
     /// Whether the backend itself can spill registers to shared memory
     /// (a `spill_to_shared` candidate, given a promised block size): NVPTX.
@@ -175,12 +174,12 @@ pub trait Target: fmt::Debug + Sync {
     /// did not take (ptxas's own target for an uncapped kernel is often
     /// 40 registers: on an H100 caps of 56 to 168 ran such kernels up to
     /// 6 % faster, at lower occupancy).
-    fn occupancy_steps(&self, arch: &Arch, base: &Measured) -> Vec<u32>;
+    fn occupancy_steps(&self, base: &Measured) -> Vec<u32>;
 
     /// The most registers a kernel may use when a block of `threads` must
     /// fit (AMDGPU: the backend's VGPR cap); None where the backend sets no
     /// such cap from the block size alone.
-    fn register_cap_for_block(&self, arch: &Arch, threads: u32) -> Option<u32>;
+    fn register_cap_for_block(&self, threads: u32) -> Option<u32>;
 
     /// SGPR spills that land in VGPR lanes (no memory traffic) are
     /// admissible: AMDGPU.
@@ -208,7 +207,7 @@ pub trait Target: fmt::Debug + Sync {
     /// loops, the waves sharing one SIMD (or SM sub-partition) at an
     /// occupancy, and whether the listing shows spills (PTX does not:
     /// ptxas makes them).
-    fn machine(&self, arch: &Arch) -> Machine;
+    fn machine(&self) -> Machine;
     fn read_listing(&self, kernel_listing: &str) -> Listing;
     fn waves(&self, occupancy: u32) -> f64;
     fn listing_shows_spills(&self) -> bool;
@@ -223,19 +222,19 @@ pub trait Target: fmt::Debug + Sync {
 
     /// The attributes a source patch puts on a kernel for a block size and
     /// an occupancy target; Err: why the target cannot say it in source.
-    fn source_attributes(&self, arch: &Arch, launch_bounds: Option<u32>, occupancy: Option<u32>) -> Result<Vec<String>, String>;
+    fn source_attributes(&self, launch_bounds: Option<u32>, occupancy: Option<u32>) -> Result<Vec<String>, String>;
 
     /// For a kernel whose source already says `__launch_bounds__(threads)`
     /// (`threads`: the argument's text): the second argument that spells the
     /// occupancy target, Err: why it cannot; None where the target spells
     /// occupancy otherwise (the default).
-    fn min_blocks_argument(&self, _arch: &Arch, _occupancy: u32, _threads: &str) -> Option<Result<String, String>> {
+    fn min_blocks_argument(&self, _occupancy: u32, _threads: &str) -> Option<Result<String, String>> {
         None
     }
 
     /// The preprocessor test that holds while device code for `arch`
     /// compiles (`defined(__gfx90a__)`), for per-target source patches.
-    fn device_macro(&self, arch: &Arch) -> String;
+    fn device_macro(&self) -> String;
 }
 
 /// Transform labels as the target names them: on NVPTX an occupancy target
@@ -269,11 +268,11 @@ pub(crate) fn is_built_object(path: &Path) -> bool {
     amdgpu::codeobj::is_object(path)
 }
 
-/// The target that compiles for `arch`.
-pub fn of(arch: &Arch) -> &'static dyn Target {
+/// The target that compiles for `arch`, holding it.
+pub fn of(arch: &Arch) -> Box<dyn Target> {
     match arch.vendor() {
-        Vendor::Amdgpu => &amdgpu::Amdgpu,
-        Vendor::Nvptx => &nvptx::Nvptx,
+        Vendor::Amdgpu => Box::new(amdgpu::Amdgpu { arch: arch.clone() }),
+        Vendor::Nvptx => Box::new(nvptx::Nvptx { arch: arch.clone() }),
     }
 }
 
@@ -332,9 +331,9 @@ mod tests {
         let header = if arch.is_nvptx() { "" } else { "#include <hip/hip_runtime.h>\n" };
         std::fs::write(&src, format!("{header}__global__ void {spelling} k(float* p) {{ p[0] = 1; }}\n")).unwrap();
         let target = of(arch);
-        target.prepare(toolchain, arch).unwrap();
+        target.prepare(toolchain).unwrap();
         let out = Command::new(&toolchain.clang)
-            .args(target.device_args(toolchain, arch, &[]).unwrap())
+            .args(target.device_args(toolchain, &[]).unwrap())
             .args(["-O3", "-Xclang", "-disable-llvm-passes", "-S", "-emit-llvm", "-o", "-"])
             .arg(&src)
             .output()

@@ -213,8 +213,8 @@ pub fn debian_flags(
         archs.iter().find(|a| a.wave_size() == 64).cloned().map_or_else(|| Arch::parse("gfx906"), Ok).map_err(|e| e.to_string())?;
     let mut host_prelude = None;
     for (n, arch) in archs.iter().chain(std::iter::once(&wave64)).enumerate() {
-        crate::gpu::of(arch).prepare(toolchain, arch).map_err(|e| e.to_string())?;
-        let args = crate::gpu::of(arch).device_args(toolchain, arch, device_args).map_err(|e| e.to_string())?;
+        crate::gpu::of(arch).prepare(toolchain).map_err(|e| e.to_string())?;
+        let args = crate::gpu::of(arch).device_args(toolchain, device_args).map_err(|e| e.to_string())?;
         let mut it = args.iter();
         let mut arch_libs = Vec::new();
         while let Some(a) = it.next() {

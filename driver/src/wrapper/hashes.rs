@@ -100,9 +100,9 @@ pub(crate) fn input_hash(
 /// The device-side preprocessor output, byte for byte what the tuner's
 /// `-save-temps` build keeps (same flags, same order).
 fn preprocess(toolchain: &Toolchain, arch: &Arch, source: &Path, device_args: &[String]) -> Result<Vec<u8>, HashError> {
-    crate::gpu::of(arch).prepare(toolchain, arch)?;
+    crate::gpu::of(arch).prepare(toolchain)?;
     let out = Command::new(&toolchain.clang)
-        .args(crate::gpu::of(arch).device_args(toolchain, arch, device_args)?)
+        .args(crate::gpu::of(arch).device_args(toolchain, device_args)?)
         .arg(TUNER_OPT)
         .args(device_args)
         .args(["-E", "-o", "-"])

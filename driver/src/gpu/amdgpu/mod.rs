@@ -20,11 +20,17 @@ use crate::gpu::measure::{self, MeasureError, Measured};
 use crate::toolchain::{Toolchain, ToolchainError};
 
 #[derive(Debug)]
-pub(crate) struct Amdgpu;
+pub(crate) struct Amdgpu {
+    pub(crate) arch: Arch,
+}
 
 impl Target for Amdgpu {
     fn family(&self) -> &'static str {
         "amdgpu"
+    }
+
+    fn arch(&self) -> &Arch {
+        &self.arch
     }
 
     fn occupancy_unit(&self) -> &'static str {
@@ -32,11 +38,13 @@ impl Target for Amdgpu {
     }
 
     /// Debian: the device-library overlay and the prelude; ROCm: nothing.
-    fn prepare(&self, toolchain: &Toolchain, arch: &Arch) -> Result<(), ToolchainError> {
+    fn prepare(&self, toolchain: &Toolchain) -> Result<(), ToolchainError> {
+        let arch = &self.arch;
         device_libs::prepare(toolchain, arch)
     }
 
-    fn device_args(&self, toolchain: &Toolchain, arch: &Arch, user_args: &[String]) -> Result<Vec<OsString>, ToolchainError> {
+    fn device_args(&self, toolchain: &Toolchain, user_args: &[String]) -> Result<Vec<OsString>, ToolchainError> {
+        let arch = &self.arch;
         Ok(device_libs::device_args(toolchain, arch, user_args))
     }
 
@@ -48,27 +56,21 @@ impl Target for Amdgpu {
         Ok(())
     }
 
-    fn ir_to_bitcode(
-        &self,
-        toolchain: &Toolchain,
-        arch: &Arch,
-        ir: &Path,
-        out: &Path,
-        variant: &Variant,
-    ) -> Result<Compiled, CompileError> {
+    fn ir_to_bitcode(&self, toolchain: &Toolchain, ir: &Path, out: &Path, variant: &Variant) -> Result<Compiled, CompileError> {
+        let arch = &self.arch;
         rdc::ir_to_bitcode(toolchain, arch, ir, out, variant)
     }
 
     fn device_link(
         &self,
         toolchain: &Toolchain,
-        arch: &Arch,
         inputs: &[PathBuf],
         out: &Path,
         emit: Emit,
         user_args: &[String],
         variant: &Variant,
     ) -> Result<Compiled, CompileError> {
+        let arch = &self.arch;
         rdc::device_link(toolchain, arch, inputs, out, emit, user_args, variant)
     }
 
@@ -93,13 +95,14 @@ impl Target for Amdgpu {
         }
     }
 
-    fn source_attributes(&self, _arch: &Arch, launch_bounds: Option<u32>, waves: Option<u32>) -> Result<Vec<String>, String> {
+    fn source_attributes(&self, launch_bounds: Option<u32>, waves: Option<u32>) -> Result<Vec<String>, String> {
         let mut parts: Vec<String> = launch_bounds.map(|n| format!("__launch_bounds__({n})")).into_iter().collect();
         parts.extend(waves.map(|w| format!("__attribute__((amdgpu_waves_per_eu({w})))")));
         Ok(parts)
     }
 
-    fn device_macro(&self, arch: &Arch) -> String {
+    fn device_macro(&self) -> String {
+        let arch = &self.arch;
         format!("defined(__{}__)", arch.processor())
     }
 
@@ -135,12 +138,12 @@ impl Target for Amdgpu {
     fn ir_to_object(
         &self,
         toolchain: &Toolchain,
-        arch: &Arch,
         ir: &Path,
         out: &Path,
         variant: &Variant,
         _user_args: &[String],
     ) -> Result<Compiled, CompileError> {
+        let arch = &self.arch;
         let mut cmd = Command::new(&toolchain.clang);
         cmd.args(device_libs::ir_args(toolchain, arch)).arg(compile::DEFAULT_OPT).args(&variant.args);
         cmd.arg("-c").arg("-o").arg(out).arg(ir);
@@ -153,10 +156,10 @@ impl Target for Amdgpu {
         &self,
         path: &Path,
         bytes: &[u8],
-        arch: &Arch,
         _compiler_output: &str,
         _options: &measure::Options,
     ) -> Result<Vec<Measured>, MeasureError> {
+        let arch = &self.arch;
         usage::read(path, bytes, arch)
     }
 
@@ -165,7 +168,8 @@ impl Target for Amdgpu {
     }
 
     /// `.max_flat_workgroup_size` from the code object's metadata.
-    fn max_block_sizes(&self, object: &Path, arch: &Arch) -> Result<Vec<(String, u32)>, String> {
+    fn max_block_sizes(&self, object: &Path) -> Result<Vec<(String, u32)>, String> {
+        let arch = &self.arch;
         let bytes = std::fs::read(object).map_err(|e| format!("cannot read {}: {e}", object.display()))?;
         Ok(codeobj::read(&bytes)
             .map_err(|e| format!("{}: {e}", object.display()))?
@@ -181,8 +185,9 @@ impl Target for Amdgpu {
 
     /// The VGPR cap of a kernel whose block of `threads` must be resident
     /// on one CU (four SIMDs).
-    fn register_cap_for_block(&self, arch: &Arch, threads: u32) -> Option<u32> {
-        Some(arch.target().max_vgprs_for_waves(waves_per_simd(threads, arch.wave_size())))
+    fn register_cap_for_block(&self, threads: u32) -> Option<u32> {
+        let arch = &self.arch;
+        Some(arch.gfx().max_vgprs_for_waves(waves_per_simd(threads, arch.wave_size())))
     }
 
     fn lane_spills(&self) -> bool {
@@ -207,14 +212,16 @@ impl Target for Amdgpu {
     }
 
     /// The target's maximum waves per SIMD.
-    fn occupancy_ceiling(&self, arch: &Arch, _base: &Measured) -> u32 {
-        arch.target().max_waves_per_simd
+    fn occupancy_ceiling(&self, _base: &Measured) -> u32 {
+        let arch = &self.arch;
+        arch.gfx().max_waves_per_simd
     }
 
     /// Each step above the current one whose VGPR budget is within a third
     /// of what the kernel uses now.
-    fn occupancy_targets(&self, arch: &Arch, base: &Measured) -> Vec<u32> {
-        let target = arch.target();
+    fn occupancy_targets(&self, base: &Measured) -> Vec<u32> {
+        let arch = &self.arch;
+        let target = arch.gfx();
         (base.usage.occupancy + 1..=target.max_waves_per_simd)
             .filter(|&w| 3 * target.max_vgprs_for_waves(w) >= 2 * base.usage.vgpr)
             .collect()
@@ -232,8 +239,9 @@ impl Target for Amdgpu {
     }
 
     /// `amdgpu-waves-per-eu` reaches every step: the backend spills to fit.
-    fn occupancy_steps(&self, arch: &Arch, _base: &Measured) -> Vec<u32> {
-        (1..=arch.target().max_waves_per_simd).collect()
+    fn occupancy_steps(&self, _base: &Measured) -> Vec<u32> {
+        let arch = &self.arch;
+        (1..=arch.gfx().max_waves_per_simd).collect()
     }
 
     /// From `symbol:` to its `.Lfunc_end` label.
@@ -242,7 +250,8 @@ impl Target for Amdgpu {
         crate::gpu::listing::cut(listing, |l| l.starts_with(&start), |l| l.starts_with(".Lfunc_end"), false)
     }
 
-    fn machine(&self, arch: &Arch) -> Machine {
+    fn machine(&self) -> Machine {
+        let arch = &self.arch;
         listing::machine(arch)
     }
 

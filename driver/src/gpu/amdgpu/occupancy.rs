@@ -3,7 +3,7 @@
 //!
 //! Every rule here mirrors a function of LLVM's AMDGPU backend (LLVM 22, the
 //! compiler regtune drives); the comments name it. The result of
-//! [`Target::occupancy`] is meant to equal the "Occupancy [waves/SIMD]" line of
+//! [`Gfx::occupancy`] is meant to equal the "Occupancy [waves/SIMD]" line of
 //! `-Rpass-analysis=kernel-resource-usage`, which the backend computes in
 //! `AMDGPUAsmPrinter::getSIProgramInfo` as
 //!
@@ -40,7 +40,7 @@
 //!
 //!   So `.vgpr_count` is already the count occupancy is computed from, and the
 //!   remark's `VGPRs` can be recovered from metadata only where AGPRs are 0
-//!   (see [`Target::remark_vgprs`]); with AGPRs on gfx90a+ the metadata gives
+//!   (see [`Gfx::remark_vgprs`]); with AGPRs on gfx90a+ the metadata gives
 //!   `align4(VGPRs)`, on gfx908 only an upper bound.
 //! * `.agpr_count` equals the remark's `AGPRs` (gfx908 and later CDNA).
 //! * `.group_segment_fixed_size` equals the remark's `LDS Size [bytes/block]`
@@ -96,7 +96,7 @@ pub(crate) struct VgprFile {
 
 /// One processor's register files and occupancy limits.
 #[derive(Debug, PartialEq, Eq, Hash, serde::Serialize)]
-pub(crate) struct Target {
+pub(crate) struct Gfx {
     /// Processor name, as `--offload-arch` spells it.
     pub name: &'static str,
     pub generation: Generation,
@@ -130,10 +130,10 @@ pub(crate) struct Target {
     pub simds_per_cu: u32,
 }
 
-impl Target {
-    const fn gfx9(name: &'static str, agprs: AgprFile, lds: u32) -> Target {
+impl Gfx {
+    const fn gfx9(name: &'static str, agprs: AgprFile, lds: u32) -> Gfx {
         let unified = matches!(agprs, AgprFile::Unified);
-        Target {
+        Gfx {
             name,
             generation: Generation::Gfx9,
             wave_size: 64,
@@ -155,8 +155,8 @@ impl Target {
 
     /// gfx10.3+ (wave32 by default). `full_vgprs`: Feature1_5xVGPRs
     /// ("allocate1_5xvgprs": gfx1100, gfx1101, gfx1151, gfx1200, gfx1201).
-    const fn rdna(name: &'static str, generation: Generation, full_vgprs: bool) -> Target {
-        Target {
+    const fn rdna(name: &'static str, generation: Generation, full_vgprs: bool) -> Gfx {
+        Gfx {
             name,
             generation,
             wave_size: 32,
@@ -178,40 +178,40 @@ impl Target {
 }
 
 /// The targets regtune models, each checked against clang-22's remarks.
-pub(crate) static TARGETS: &[Target] = &[
-    Target::gfx9("gfx900", AgprFile::None, 65536),
-    Target::gfx9("gfx906", AgprFile::None, 65536),
-    Target::gfx9("gfx908", AgprFile::Separate, 65536),
-    Target::gfx9("gfx90a", AgprFile::Unified, 65536),
-    Target::gfx9("gfx942", AgprFile::Unified, 65536),
+pub(crate) static PROCESSORS: &[Gfx] = &[
+    Gfx::gfx9("gfx900", AgprFile::None, 65536),
+    Gfx::gfx9("gfx906", AgprFile::None, 65536),
+    Gfx::gfx9("gfx908", AgprFile::Separate, 65536),
+    Gfx::gfx9("gfx90a", AgprFile::Unified, 65536),
+    Gfx::gfx9("gfx942", AgprFile::Unified, 65536),
     // FeatureAddressableLocalMemorySize163840.
-    Target::gfx9("gfx950", AgprFile::Unified, 163840),
-    Target::rdna("gfx1030", Generation::Gfx10, false),
-    Target::rdna("gfx1100", Generation::Gfx11, true),
-    Target::rdna("gfx1101", Generation::Gfx11, true),
-    Target::rdna("gfx1102", Generation::Gfx11, false),
-    Target::rdna("gfx1103", Generation::Gfx11, false),
-    Target::rdna("gfx1150", Generation::Gfx11, false),
-    Target::rdna("gfx1151", Generation::Gfx11, true),
-    Target::rdna("gfx1200", Generation::Gfx12, true),
-    Target::rdna("gfx1201", Generation::Gfx12, true),
+    Gfx::gfx9("gfx950", AgprFile::Unified, 163840),
+    Gfx::rdna("gfx1030", Generation::Gfx10, false),
+    Gfx::rdna("gfx1100", Generation::Gfx11, true),
+    Gfx::rdna("gfx1101", Generation::Gfx11, true),
+    Gfx::rdna("gfx1102", Generation::Gfx11, false),
+    Gfx::rdna("gfx1103", Generation::Gfx11, false),
+    Gfx::rdna("gfx1150", Generation::Gfx11, false),
+    Gfx::rdna("gfx1151", Generation::Gfx11, true),
+    Gfx::rdna("gfx1200", Generation::Gfx12, true),
+    Gfx::rdna("gfx1201", Generation::Gfx12, true),
 ];
 
 /// The model for a processor name, with or without target features
 /// ("gfx90a", "gfx90a:xnack-", "amdgcn-amd-amdhsa--gfx942:sramecc+").
 /// `None` for a processor regtune does not model.
-pub(crate) fn target(arch: &str) -> Option<&'static Target> {
+pub(crate) fn gfx(arch: &str) -> Option<&'static Gfx> {
     let arch = arch.trim();
     let arch = arch.rsplit("--").next().unwrap_or(arch);
     let processor = arch.split(':').next().unwrap_or(arch);
-    TARGETS.iter().find(|t| t.name.eq_ignore_ascii_case(processor))
+    PROCESSORS.iter().find(|t| t.name.eq_ignore_ascii_case(processor))
 }
 
 /// A kernel's resource use, as its code-object metadata states it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 pub(crate) struct KernelResources {
     /// `.vgpr_count`: on gfx908/gfx90a+ this already includes the AGPRs (see
-    /// the module comment); use [`Target::metadata_vgpr_count`] to build it
+    /// the module comment); use [`Gfx::metadata_vgpr_count`] to build it
     /// from the remark's separate VGPRs/AGPRs.
     pub vgpr: u32,
     /// `.agpr_count` (0 where absent).
@@ -272,7 +272,7 @@ fn align_up(x: u32, a: u32) -> u32 {
     x.div_ceil(a) * a
 }
 
-impl Target {
+impl Gfx {
     fn wave(&self, a: &KernelAttrs) -> u32 {
         match a.wave_size {
             Some(32) if self.vgpr_wave32.is_some() => 32,
@@ -501,7 +501,7 @@ impl Target {
         self.occupancy_with(k, &KernelAttrs::default())
     }
 
-    /// [`Target::occupancy`] with the attributes the metadata lacks.
+    /// [`Gfx::occupancy`] with the attributes the metadata lacks.
     pub(crate) fn occupancy_with(&self, k: &KernelResources, a: &KernelAttrs) -> Occupancy {
         let ws = self.wave(a);
         let max = self.max_waves_per_simd;
@@ -541,7 +541,7 @@ impl Target {
         self.vgprs_to_next_step_with(k, &KernelAttrs::default())
     }
 
-    /// [`Target::vgprs_to_next_step`] with the attributes the metadata lacks.
+    /// [`Gfx::vgprs_to_next_step`] with the attributes the metadata lacks.
     pub(crate) fn vgprs_to_next_step_with(&self, k: &KernelResources, a: &KernelAttrs) -> Option<u32> {
         let occ = self.occupancy_with(k, a);
         if occ.limiter != Limiter::Vgpr {
@@ -558,7 +558,7 @@ impl Target {
         self.max_vgprs_for(waves, self.wave_size)
     }
 
-    /// [`Target::max_vgprs_for_waves`] for a given wave size.
+    /// [`Gfx::max_vgprs_for_waves`] for a given wave size.
     #[cfg(test)]
     pub(crate) fn max_vgprs_for_waves_with_wave_size(&self, waves: u32, wave_size: u32) -> u32 {
         self.max_vgprs_for(waves, wave_size)
@@ -569,8 +569,8 @@ impl Target {
 mod tests {
     use super::*;
 
-    fn t(name: &str) -> &'static Target {
-        target(name).expect("modelled target")
+    fn t(name: &str) -> &'static Gfx {
+        gfx(name).expect("modelled processor")
     }
 
     fn k(vgpr: u32, sgpr: u32) -> KernelResources {
@@ -582,9 +582,9 @@ mod tests {
         assert_eq!(t("gfx90a:xnack-").name, "gfx90a");
         assert_eq!(t("gfx942:sramecc+:xnack-").name, "gfx942");
         assert_eq!(t("amdgcn-amd-amdhsa--gfx1100").name, "gfx1100");
-        assert!(target("gfx9999").is_none());
-        assert!(target("").is_none());
-        assert!(target("sm_90").is_none());
+        assert!(gfx("gfx9999").is_none());
+        assert!(gfx("").is_none());
+        assert!(gfx("sm_90").is_none());
     }
 
     #[test]
@@ -617,7 +617,7 @@ mod tests {
             assert_eq!(g.vgpr_wave32, Some(VgprFile { granule: 16, total: 1024 }), "{name}");
             assert_eq!(g.vgpr_wave64, VgprFile { granule: 8, total: 512 }, "{name}");
         }
-        assert!(TARGETS.iter().all(|g| g.name.starts_with("gfx")));
+        assert!(PROCESSORS.iter().all(|g| g.name.starts_with("gfx")));
     }
 
     #[test]

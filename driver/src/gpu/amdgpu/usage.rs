@@ -25,7 +25,7 @@ pub(crate) fn read(path: &Path, bytes: &[u8], arch: &Arch) -> Result<Vec<Measure
 /// One AMDGPU kernel from its code object metadata, occupancy from the
 /// backend's model.
 pub(crate) fn kernel(k: &KernelMeta, arch: &Arch) -> Measured {
-    let target = arch.target();
+    let target = arch.gfx();
     let resources = KernelResources {
         vgpr: k.vgpr,
         agpr: k.agpr,

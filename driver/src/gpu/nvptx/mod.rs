@@ -19,11 +19,17 @@ use crate::gpu::measure::{self, MeasureError, Measured, NvidiaUsage};
 use crate::toolchain::{Toolchain, ToolchainError};
 
 #[derive(Debug)]
-pub(crate) struct Nvptx;
+pub(crate) struct Nvptx {
+    pub(crate) arch: Arch,
+}
 
 impl Target for Nvptx {
     fn family(&self) -> &'static str {
         "nvptx"
+    }
+
+    fn arch(&self) -> &Arch {
+        &self.arch
     }
 
     fn occupancy_unit(&self) -> &'static str {
@@ -31,11 +37,12 @@ impl Target for Nvptx {
     }
 
     /// A CUDA installation.
-    fn prepare(&self, toolchain: &Toolchain, _arch: &Arch) -> Result<(), ToolchainError> {
+    fn prepare(&self, toolchain: &Toolchain) -> Result<(), ToolchainError> {
         toolchain.cuda().map(drop)
     }
 
-    fn device_args(&self, toolchain: &Toolchain, arch: &Arch, _user_args: &[String]) -> Result<Vec<OsString>, ToolchainError> {
+    fn device_args(&self, toolchain: &Toolchain, _user_args: &[String]) -> Result<Vec<OsString>, ToolchainError> {
+        let arch = &self.arch;
         Ok(flags::device_args(toolchain.cuda()?, arch))
     }
 
@@ -69,7 +76,8 @@ impl Target for Nvptx {
     /// An occupancy target is spelled through the block size:
     /// `__launch_bounds__(threads, blocks per SM)`, the blocks that give
     /// ptxas the same register cap as the tuner's `.maxnreg`.
-    fn source_attributes(&self, arch: &Arch, launch_bounds: Option<u32>, warps: Option<u32>) -> Result<Vec<String>, String> {
+    fn source_attributes(&self, launch_bounds: Option<u32>, warps: Option<u32>) -> Result<Vec<String>, String> {
+        let arch = &self.arch;
         match (launch_bounds, warps) {
             (Some(n), Some(w)) => Ok(vec![format!("__launch_bounds__({n}, {})", min_blocks(arch, w, n)?)]),
             (None, Some(w)) => Err(format!(
@@ -85,7 +93,8 @@ impl Target for Nvptx {
     /// second argument: a number for a literal block size, else an
     /// expression of it that holds for every instantiation of a template
     /// (the most warps per SM that keep the cap, over the block's warps).
-    fn min_blocks_argument(&self, arch: &Arch, warps: u32, threads: &str) -> Option<Result<String, String>> {
+    fn min_blocks_argument(&self, warps: u32, threads: &str) -> Option<Result<String, String>> {
+        let arch = &self.arch;
         if let Ok(n) = threads.parse::<u32>() {
             return Some(min_blocks(arch, warps, n).map(|m| m.to_string()));
         }
@@ -94,7 +103,8 @@ impl Target for Nvptx {
     }
 
     /// `__CUDA_ARCH__` is the compute capability times ten (sm_90a: 900).
-    fn device_macro(&self, arch: &Arch) -> String {
+    fn device_macro(&self) -> String {
+        let arch = &self.arch;
         let sm = arch.processor().trim_start_matches("sm_");
         format!("defined(__CUDA_ARCH__) && __CUDA_ARCH__ == {}0", sm.trim_end_matches(char::is_alphabetic))
     }
@@ -128,7 +138,7 @@ impl Target for Nvptx {
             .arg(&pre_opt_ir)
             .arg(unit.source);
         let front = compile::run(frontend, unit)?;
-        let built = self.ir_to_object(unit.toolchain, unit.arch, &pre_opt_ir, &object, &Variant::default(), unit.user_args)?;
+        let built = self.ir_to_object(unit.toolchain, &pre_opt_ir, &object, &Variant::default(), unit.user_args)?;
         Ok(Temps { object, pre_opt_ir, preprocessed, stderr: front.stderr + &built.stderr })
     }
 
@@ -138,12 +148,12 @@ impl Target for Nvptx {
     fn ir_to_object(
         &self,
         toolchain: &Toolchain,
-        arch: &Arch,
         ir: &Path,
         out: &Path,
         variant: &Variant,
         user_args: &[String],
     ) -> Result<Compiled, CompileError> {
+        let arch = &self.arch;
         let listing = variant.args.iter().any(|a| a == "-S");
         let ptx = out.with_extension("ptx");
         let empty = out.with_extension("empty.cu");
@@ -174,10 +184,10 @@ impl Target for Nvptx {
         &self,
         path: &Path,
         bytes: &[u8],
-        arch: &Arch,
         compiler_output: &str,
         options: &measure::Options,
     ) -> Result<Vec<Measured>, MeasureError> {
+        let arch = &self.arch;
         usage::read(path, bytes, arch, compiler_output, options)
     }
 
@@ -187,7 +197,7 @@ impl Target for Nvptx {
     }
 
     /// A cubin records launch bounds, not a block size every launch keeps to.
-    fn max_block_sizes(&self, _object: &Path, _arch: &Arch) -> Result<Vec<(String, u32)>, String> {
+    fn max_block_sizes(&self, _object: &Path) -> Result<Vec<(String, u32)>, String> {
         Ok(vec![])
     }
 
@@ -196,7 +206,7 @@ impl Target for Nvptx {
     }
 
     /// Not diagnosed: ptxas's cap depends on the blocks per SM asked for.
-    fn register_cap_for_block(&self, _arch: &Arch, _threads: u32) -> Option<u32> {
+    fn register_cap_for_block(&self, _threads: u32) -> Option<u32> {
         None
     }
 
@@ -231,7 +241,8 @@ impl Target for Nvptx {
 
     /// The warps per SM that the kernel's block size, shared memory and
     /// barriers allow.
-    fn occupancy_ceiling(&self, arch: &Arch, base: &Measured) -> u32 {
+    fn occupancy_ceiling(&self, base: &Measured) -> u32 {
+        let arch = &self.arch;
         let sm = sm(arch);
         match &base.nvidia {
             Some(n) => sm.max_warps(&resources(n), n.block_size),
@@ -242,7 +253,8 @@ impl Target for Nvptx {
     /// Whole blocks of warps whose register budget is within a third of
     /// what the kernel uses now; the plugin turns a step into a register
     /// cap (`nvvm.maxnreg`).
-    fn occupancy_targets(&self, arch: &Arch, base: &Measured) -> Vec<u32> {
+    fn occupancy_targets(&self, base: &Measured) -> Vec<u32> {
+        let arch = &self.arch;
         let Some(n) = &base.nvidia else { return vec![] };
         let (sm, k) = (sm(arch), resources(n));
         let step = n.block_size.div_ceil(nvidia::WARP_SIZE).max(1);
@@ -265,7 +277,8 @@ impl Target for Nvptx {
 
     /// Whole blocks of warps up to what the block size and shared memory
     /// allow, where the register cap is one ptxas takes (16 or more).
-    fn occupancy_steps(&self, arch: &Arch, base: &Measured) -> Vec<u32> {
+    fn occupancy_steps(&self, base: &Measured) -> Vec<u32> {
+        let arch = &self.arch;
         let Some(n) = &base.nvidia else { return vec![] };
         let (sm, k) = (sm(arch), resources(n));
         let step = n.block_size.div_ceil(nvidia::WARP_SIZE).max(1);
@@ -281,7 +294,7 @@ impl Target for Nvptx {
         crate::gpu::listing::cut(listing, |l| l.contains(&start), |l| l == "}", true)
     }
 
-    fn machine(&self, _arch: &Arch) -> Machine {
+    fn machine(&self) -> Machine {
         listing::machine()
     }
 
