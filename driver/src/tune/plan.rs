@@ -1,0 +1,360 @@
+//! One kernel's searches: what is tried, applied without asking (the
+//! evidence rule), held back by the cost model, suggested, and the builds
+//! `regtune measure` times.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use regtune_decisions::plugin::Inspection;
+use regtune_decisions::{Entry, Param, Reason, Transforms, Usage};
+
+use super::diff::profile;
+use super::messages::suggestion_message;
+use super::{BlockSize, Measurement, Noalias, Options, Pow2, VariantStatus};
+use crate::evidence::Class;
+use crate::gpu::measure::Measured;
+use crate::gpu::{self, Arch};
+use crate::limits::Limits;
+use crate::names;
+use crate::progress::UnitProgress;
+use crate::search::{self, Objective, Outcome, Rule, Space};
+use crate::session::Session;
+use crate::verdict::{self, Basis, Verdict};
+use crate::{candidates, cost, launch};
+
+/// What every kernel's search of one file shares.
+pub(super) struct Tuning<'a> {
+    pub(super) session: &'a Session<'a>,
+    pub(super) options: &'a Options,
+    pub(super) limits: &'a Limits,
+    pub(super) line: &'a UnitProgress<'a>,
+}
+
+/// A better result the tuner does not apply on its own: it trades
+/// unrolling for occupancy, changes rounding, or rests on the caller.
+pub(super) struct Proposal {
+    /// The transforms the user has not allowed (what needs their word).
+    pub(super) held: Transforms,
+    /// The whole measured set, `held` included: what confirming applies.
+    pub(super) transforms: Transforms,
+    pub(super) usage: Usage,
+    pub(super) reasons: Vec<Reason>,
+    pub(super) message: String,
+}
+
+/// One kernel's searches and their outcome.
+pub(super) struct Plan {
+    pub(super) symbol: String,
+    pub(super) rule: Rule,
+    pub(super) outcome: Outcome,
+    /// Why `outcome` is applied, when it is not empty.
+    pub(super) reason: Reason,
+    /// A better result that waits for the user.
+    pub(super) suggestion: Option<Proposal>,
+    pub(super) variants: usize,
+    pub(super) combined_regressed: bool,
+    /// The kept sets together ran past the time limit.
+    pub(super) combined_timed_out: bool,
+    /// The file's budget ended the search early.
+    pub(super) budget_reached: bool,
+    pub(super) measured: Vec<Measurement>,
+    /// Every pointer parameter, when "noalias on every pointer" was a
+    /// candidate: labelled `noalias=all`.
+    pub(super) every_pointer: Vec<Param>,
+    /// Builds for `regtune measure` beside the decision and suggestion.
+    pub(super) search: candidates::Selection,
+}
+
+pub(super) fn plan_kernel(
+    tuning: &Tuning<'_>,
+    base: &Measured,
+    source: &str,
+    inspection: Option<&Inspection>,
+    previous: Option<&Entry>,
+) -> Plan {
+    let (session, options) = (tuning.session, tuning.options);
+    let ranked: Vec<Param> = match (options.noalias, inspection) {
+        (Noalias::Off, _) | (_, None) => vec![],
+        (_, Some(i)) => i.noalias_candidates.iter().take(options.noalias_candidates).cloned().collect(),
+    };
+    // nvcc's --restrict: one candidate, when there is more than the ranked ones.
+    let every_pointer: Vec<Param> = match (options.noalias, inspection) {
+        (Noalias::Off, _) | (_, None) => vec![],
+        (_, Some(i)) if i.noalias_candidates.len() <= ranked.len() => vec![],
+        (_, Some(i)) => {
+            let mut all = i.noalias_candidates.clone();
+            all.sort();
+            all
+        }
+    };
+    let rule = Rule {
+        objective: options.objective,
+        allow_scratch: options.allow_scratch,
+        baseline: base.usage,
+        lane_spills: gpu::of(session.arch).lane_spills(),
+    };
+    let mut plan = Plan {
+        symbol: base.symbol.clone(),
+        rule,
+        outcome: Outcome { transforms: Transforms::default(), usage: base.usage },
+        reason: Reason::NoGain,
+        suggestion: None,
+        variants: 0,
+        combined_regressed: false,
+        combined_timed_out: false,
+        budget_reached: false,
+        measured: vec![],
+        every_pointer: every_pointer.clone(),
+        search: candidates::Selection::default(),
+    };
+    if at_best(&rule, occupancy_ceiling(session.arch, base)) {
+        return plan;
+    }
+    let waves = occupancy_targets(session.arch, base);
+    // What the user confirmed in the db (not what an earlier tune decided:
+    // the default changes with the evidence).
+    let confirmed: Transforms = previous.map(|e| Entry { transforms: Transforms::default(), ..e.clone() }.tuned()).unwrap_or_default();
+    // Transforms that would change nothing are not tried (no inspection:
+    // try everything).
+    let exact_pow2 = inspection.is_none_or(|i| i.pow2);
+    let inexact_pow2 = inspection.is_none_or(|i| i.pow2_inexact);
+    let caps: Vec<u32> = if inspection.is_none_or(|i| i.unroll_cap) { vec![1, 2, 4, 8] } else { vec![] };
+    let (noalias_apply, noalias_suggest) = (options.noalias == Noalias::Apply, options.noalias == Noalias::Suggest);
+    // The rewrites the user allows: exact ones, and what they stated or
+    // confirmed (no assumption about the caller, no rounding change unasked).
+    let allowed_rewrites = Space {
+        pow2: exact_pow2,
+        pow2_inexact: inexact_pow2 && (options.pow2 == Pow2::Apply || confirmed.pow2_inexact),
+        sink: true,
+        noalias: if noalias_apply { ranked.clone() } else { confirmed.noalias.clone() },
+        noalias_all: if noalias_apply { every_pointer.clone() } else { vec![] },
+        launch_bounds: match options.block_size {
+            BlockSize::Given(n) => Some(n),
+            _ => confirmed.launch_bounds,
+        },
+        ..Space::default()
+    };
+    // What may be applied without asking: the classes a GPU has shown
+    // never to cost more than 2 % on real kernels (crate::evidence), and
+    // what the user asked for or confirmed.
+    let proven = |c| options.evidence.never_loses(c);
+    let facts = Space {
+        pow2: allowed_rewrites.pow2 && (proven(Class::Pow2) || confirmed.pow2),
+        sink: proven(Class::Sink) || confirmed.sink,
+        unroll_caps: confirmed.unroll_cap.filter(|_| !caps.is_empty()).into_iter().collect(),
+        waves: if proven(Class::OccupancyTarget) { waves } else { confirmed.waves_per_eu.into_iter().collect() },
+        ..allowed_rewrites.clone()
+    };
+    let log: Mutex<Vec<Measurement>> = Mutex::new(Vec::new());
+    let budget_hit = AtomicBool::new(false);
+    let eval = |t: &Transforms| -> Option<Usage> {
+        // Each variant compiles once: later searches repeat some, and one
+        // that failed or was stopped is not tried again.
+        if let Some(m) = log.lock().expect("variant log lock").iter().find(|m| &m.transforms == t) {
+            return m.usage;
+        }
+        if tuning.limits.spent() {
+            budget_hit.store(true, Ordering::Relaxed);
+            return None;
+        }
+        let start = Instant::now();
+        let (deadline, at_budget) = tuning.limits.variant_deadline();
+        let (usage, status) = match session.measure_kernel(&base.symbol, t, Some(deadline)) {
+            Ok(m) => (Some(m.usage), VariantStatus::Ok),
+            Err(e) if e.timed_out() && at_budget => {
+                budget_hit.store(true, Ordering::Relaxed);
+                (None, VariantStatus::BudgetReached)
+            }
+            Err(e) if e.timed_out() => (None, VariantStatus::TimedOut),
+            Err(_) => (None, VariantStatus::Failed),
+        };
+        tuning.line.variant();
+        let mut log = log.lock().expect("variant log lock");
+        if !log.iter().any(|m| &m.transforms == t) {
+            log.push(Measurement { transforms: t.clone(), usage, status, seconds: start.elapsed().as_secs_f64() });
+        }
+        usage
+    };
+    let mut outcome = search::search(&facts, &rule, &eval);
+    let mut allowed = facts.clone();
+
+    // Unrolling traded for registers, applied only where it removes the
+    // memory traffic of spills or scratch the facts alone leave.
+    if proven(Class::UnrollCap) && !caps.is_empty() && facts.unroll_caps.is_empty() && rule.memory_spills(&outcome.usage) > 0 {
+        let trading = Space { unroll_caps: caps.clone(), ..facts.clone() };
+        let traded = search::search(&trading, &rule, &eval);
+        if let Verdict::Apply(_) = verdict::trade(&rule, &traded.usage, &outcome.usage, Basis::Static) {
+            outcome = traded;
+            allowed = trading;
+        }
+    }
+
+    // An occupancy target forces a schedule with fewer registers; held back
+    // where the cost model sees it give up more latency hiding than the
+    // extra waves bring back. NVPTX: the PTX does not show what ptxas's
+    // register cap does; the model adds the spills ptxas reports
+    // (cost::estimate), which on an H100 is what made such targets slower.
+    let mut held_target = None;
+    if let Some(w) = outcome.transforms.waves_per_eu.filter(|w| confirmed.waves_per_eu != Some(*w)) {
+        let without = Transforms { waves_per_eu: None, ..outcome.transforms.clone() };
+        if let Some(time_ratio) = predicted_time_ratio(session, base, (&outcome.transforms, &outcome.usage), &without, &eval) {
+            if let Verdict::Hold(_) = verdict::occupancy_target(Basis::Predicted { time_ratio }) {
+                held_target = Some((w, time_ratio));
+                allowed.waves.clear();
+                outcome = search::search(&allowed, &rule, &eval);
+            }
+        }
+    }
+
+    // Everything held for the user: unroll caps, inexact pow2, and the
+    // caller assumptions the user has not stated.
+    let kernel_name = names::unqualified(&base.symbol);
+    let inferred_block = match options.block_size {
+        BlockSize::Auto if allowed.launch_bounds.is_none() => launch::block_size(source, &kernel_name),
+        _ => None,
+    };
+    let wider = Space {
+        pow2: allowed_rewrites.pow2,
+        sink: allowed_rewrites.sink,
+        pow2_inexact: allowed.pow2_inexact || (inexact_pow2 && options.pow2 == Pow2::Suggest),
+        unroll_caps: if allowed.unroll_caps.is_empty() { caps.clone() } else { allowed.unroll_caps.clone() },
+        noalias: if noalias_suggest { ranked } else { allowed.noalias.clone() },
+        noalias_all: if noalias_suggest { every_pointer } else { allowed.noalias_all.clone() },
+        launch_bounds: allowed.launch_bounds.or(inferred_block),
+        waves: occupancy_targets(session.arch, base),
+    };
+    let mut suggestion = None;
+    if wider != allowed {
+        let better = search::search(&wider, &rule, &eval);
+        // Worth the user's review only if it reaches what the allowed
+        // transforms cannot: fewer registers or code alone do not count.
+        if rule.improves_on(&better.usage, &outcome.usage) {
+            let held = held_part(&better.transforms, &allowed);
+            let reasons = verdict::held_reasons(&held);
+            if !held.is_empty() {
+                let mut message = suggestion_message(
+                    &held,
+                    &better.transforms,
+                    &outcome.usage,
+                    &better.usage,
+                    &plan.every_pointer,
+                    session.arch,
+                    &options.evidence,
+                );
+                if let Some((w, ratio)) = held_target.filter(|(w, _)| held.waves_per_eu == Some(*w)) {
+                    message.push_str(&format!(
+                        "; {} alone was predicted {:.2}× as fast (its schedule keeps fewer loads in flight)",
+                        gpu::of(session.arch).occupancy_label(w),
+                        1.0 / ratio
+                    ));
+                }
+                message = message.replace(" VGPRs", &format!(" {}", gpu::of(session.arch).registers_word()));
+                suggestion = Some(Proposal { held, transforms: better.transforms, usage: better.usage, reasons, message });
+            }
+        }
+    }
+    let budget_reached = budget_hit.load(Ordering::Relaxed);
+
+    // The measured search: every occupancy step, alone and with the best
+    // allowed rewrites, and unroll caps, for `regtune measure` to time.
+    if options.candidates > 0 {
+        let mut known_builds = vec![Transforms::default(), outcome.transforms.clone()];
+        known_builds.extend(suggestion.as_ref().map(|p| p.transforms.clone()));
+        known_builds.dedup();
+        let taken = known_builds.iter().filter(|t| !t.is_empty()).count();
+        let known: Vec<String> = known_builds.iter().filter_map(|t| session.kernel_code_hash(&base.symbol, t).ok()).collect();
+        // Spilling to shared memory needs the block size every launch keeps
+        // to: the source's launch bounds, or the user's --block-size.
+        let target = gpu::of(session.arch);
+        let stated = match options.block_size {
+            BlockSize::Given(n) => Some(n),
+            _ => None,
+        };
+        let shared_spill =
+            (stated.is_some() || target.promised_block(base).is_some()).then(|| Transforms { launch_bounds: stated, ..Default::default() });
+        let pool = candidates::Pool {
+            steps: gpu::of(session.arch).occupancy_steps(base),
+            rewrites: search::best_rewrites(&allowed_rewrites, &rule, &eval),
+            unroll_caps: caps.clone(),
+            spill_to_shared: shared_spill.clone().filter(|_| target.backend_spills_to_shared()),
+            // Offered again: the H100's lds-spill builds of the LBM example
+            // differed from plain through two faults of the pass (NVPTX's
+            // 64-bit halves, contractable products), both fixed; every
+            // example is now bit-identical (no cap and 32/48/64 warps per
+            // SM, 1 to 8 slots: bench/gpu/lds_spill_examples.json).
+            lds_spill: shared_spill.map(|t| Transforms { lds_spill: Some(candidates::LDS_SLOTS), ..t }),
+        };
+        let build = |t: &Transforms| Some((eval(t)?, session.kernel_code_hash(&base.symbol, t).ok()?));
+        plan.search = candidates::select(candidates::proposals(&pool), options.candidates.saturating_sub(taken), &known, build, || {
+            // The first kernel to find the budget spent renews it for the candidates.
+            tuning.limits.renew();
+            tuning.limits.spent()
+        });
+    }
+    let measured = log.into_inner().expect("variant log lock");
+    plan.variants = measured.len();
+    plan.budget_reached = budget_reached;
+    plan.reason = verdict::applied_reason(&rule, &base.usage, &outcome.usage);
+    plan.outcome = outcome;
+    plan.suggestion = suggestion;
+    plan.measured = measured;
+    plan
+}
+
+/// The part of `t` that `allowed` does not allow: what needs the user.
+pub(super) fn held_part(t: &Transforms, allowed: &Space) -> Transforms {
+    let allowed_noalias = |p: &Param| allowed.noalias.contains(p) || allowed.noalias_all.contains(p);
+    let inexact_held = t.pow2_inexact && !allowed.pow2_inexact;
+    Transforms {
+        pow2: inexact_held || (t.pow2 && !allowed.pow2 && !allowed.pow2_inexact),
+        pow2_inexact: inexact_held,
+        sink: t.sink && !allowed.sink,
+        unroll_cap: t.unroll_cap.filter(|c| !allowed.unroll_caps.contains(c)),
+        noalias: t.noalias.iter().filter(|p| !allowed_noalias(p)).cloned().collect(),
+        launch_bounds: t.launch_bounds.filter(|_| allowed.launch_bounds.is_none()),
+        waves_per_eu: t.waves_per_eu.filter(|w| !allowed.waves.contains(w)),
+        ..Default::default()
+    }
+}
+
+/// The cost model's time with `t` over time with `without` (both compiled
+/// once more to assembly); None when a listing fails.
+pub(super) fn predicted_time_ratio(
+    session: &Session<'_>,
+    base: &Measured,
+    (t, usage): (&Transforms, &Usage),
+    without: &Transforms,
+    eval: &(dyn Fn(&Transforms) -> Option<Usage> + Sync),
+) -> Option<f64> {
+    let without_usage = if without.is_empty() { base.usage } else { eval(without)? };
+    let estimate = |t: &Transforms, u: &Usage| -> Option<cost::Estimate> {
+        let p = profile(session, &base.symbol, t).ok()?;
+        Some(cost::estimate(&p, u, session.arch))
+    };
+    let (with, without) = (estimate(t, usage)?, estimate(without, &without_usage)?);
+    Some(with.cycles / without.cycles)
+}
+
+/// The most occupancy fewer registers could bring (the target's model).
+pub(super) fn occupancy_ceiling(arch: &Arch, base: &Measured) -> u32 {
+    gpu::of(arch).occupancy_ceiling(base)
+}
+
+/// Occupancy steps the register allocator could plausibly reach.
+pub(super) fn occupancy_targets(arch: &Arch, base: &Measured) -> Vec<u32> {
+    gpu::of(arch).occupancy_targets(base)
+}
+
+/// What the register column counts.
+pub(super) fn registers_word(arch: &Arch) -> &'static str {
+    gpu::of(arch).registers_word()
+}
+
+/// Nothing can beat the plain build: top occupancy and, for `no-spill`,
+/// nothing spilled.
+pub(super) fn at_best(rule: &Rule, max_waves: u32) -> bool {
+    let b = &rule.baseline;
+    let clean = b.vgpr_spills + b.sgpr_spills == 0 && (rule.allow_scratch || b.scratch_bytes == 0);
+    b.occupancy >= max_waves && (rule.objective == Objective::Occupancy || clean)
+}

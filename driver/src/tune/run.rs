@@ -1,0 +1,354 @@
+//! The fan-out over files and targets, each file's kept sets verified
+//! together, its rows, and the db written.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use regtune_decisions::{Db, Entry, Suggestion, Transforms};
+
+use super::diff::diff_listings;
+use super::messages;
+use super::plan::{plan_kernel, Plan, Tuning};
+use super::{BlockSize, KernelTuning, Options, VariantStatus};
+use crate::gpu::compile;
+use crate::gpu::measure::Measured;
+use crate::gpu::{self, Arch};
+use crate::limits::Limits;
+use crate::output::Failure;
+use crate::progress::{Progress, UnitProgress};
+use crate::rdc::{self, LinkSet};
+use crate::report::KernelReport;
+use crate::search::Outcome;
+use crate::session::Session;
+use crate::toolchain::Toolchain;
+
+/// Tune every kernel of every file on every target, and update the db at
+/// `db_path`. `confirmed` is that db as loaded (and checked writable,
+/// [`Db::load_for_update`]) before anything compiled: confirmed
+/// suggestions in it are applied.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    toolchain: &Toolchain,
+    plugin: &Path,
+    files: &[PathBuf],
+    archs: &[Arch],
+    user_args: &[String],
+    options: &Options,
+    confirmed: &Db,
+    db_path: &Path,
+) -> (Vec<KernelTuning>, Vec<Failure>) {
+    let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
+    let progress = Progress::new(jobs.len() as u64, "tuning");
+    // -fgpu-rdc: every file compiled once per target, to link with the others.
+    let sets = rdc::link_sets(toolchain, files, archs, user_args);
+    let results: Vec<(Vec<KernelTuning>, Vec<Failure>)> = jobs
+        .par_iter()
+        .map(|(file, arch)| {
+            let r = match sets.iter().find(|(a, _)| a.name() == arch.name()) {
+                Some((_, Ok(set))) => tune_in_set(toolchain, plugin, set, file, files.len() > 1, options, confirmed, &progress),
+                Some((_, Err(f))) => (vec![], vec![f.clone()]),
+                None => match tune_unit(toolchain, plugin, file, arch, user_args, options, confirmed, &progress) {
+                    Ok(rows) if rows.is_empty() => (vec![], vec![no_kernels(file, arch)]),
+                    Ok(rows) => (rows, vec![]),
+                    Err(f) => (vec![], vec![f]),
+                },
+            };
+            progress.inc();
+            r
+        })
+        .collect();
+    progress.finish();
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for (r, f) in results {
+        rows.extend(r);
+        failures.extend(f);
+    }
+    if !rows.is_empty() {
+        let saved = Db::update(db_path, |db| {
+            for row in &rows {
+                db.insert(row.entry.clone());
+            }
+        });
+        if let Err(e) = saved {
+            failures.push(Failure::new(e.to_string()));
+        }
+    }
+    (rows, failures)
+}
+
+pub(super) fn no_kernels(file: &Path, arch: &Arch) -> Failure {
+    Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display()))
+}
+
+/// One file of a link set: its kernels tuned, and one failure per kernel
+/// whose callees no file defines. With other files linked in, a file
+/// without kernels is a library of device functions, not a failure.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn tune_in_set(
+    toolchain: &Toolchain,
+    plugin: &Path,
+    set: &LinkSet,
+    file: &Path,
+    linked_with_others: bool,
+    options: &Options,
+    known: &Db,
+    progress: &Progress,
+) -> (Vec<KernelTuning>, Vec<Failure>) {
+    if let Err(f) = set.unit(file) {
+        return (vec![], vec![f]);
+    }
+    let mut failures = set.unresolved_failures(file, rdc::Given::Files { command: "tune", done: "tuned" });
+    match tune_linked(toolchain, plugin, set, file, options, known, progress) {
+        Ok(rows) if rows.is_empty() && failures.is_empty() && !linked_with_others => failures.push(no_kernels(file, &set.arch)),
+        Ok(rows) => return (rows, failures),
+        Err(f) => failures.insert(0, f),
+    }
+    (vec![], failures)
+}
+
+pub(super) fn session_failure(e: crate::session::SessionError) -> Failure {
+    match e {
+        crate::session::SessionError::Compile(c) => compile::compile_failure(c),
+        other => Failure::new(other.to_string()),
+    }
+}
+
+/// One file on one target; no rows when it defines no kernels. `known` is
+/// the db as loaded: confirmed suggestions in it are applied.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn tune_unit(
+    toolchain: &Toolchain,
+    plugin: &Path,
+    file: &Path,
+    arch: &Arch,
+    user_args: &[String],
+    options: &Options,
+    known: &Db,
+    progress: &Progress,
+) -> Result<Vec<KernelTuning>, Failure> {
+    let started = Instant::now();
+    let line = progress.unit(format!("{} {}", file.display(), arch.processor()));
+    let measure_options = crate::gpu::measure::Options {
+        block_size: match options.block_size {
+            BlockSize::Given(n) => Some(n),
+            _ => None,
+        },
+    };
+    let (session, baseline, locations) =
+        Session::start_with(toolchain, arch, plugin, file, user_args, measure_options).map_err(session_failure)?;
+    tune_session(&session, baseline, locations, started, options, known, progress, &line)
+}
+
+/// One `-fgpu-rdc` unit of `set`: its kernels measured through the device
+/// link with the other units; those whose callees no unit defines are not
+/// here ([`crate::rdc::LinkSet::unresolved_failures`] names them).
+pub(crate) fn tune_linked(
+    toolchain: &Toolchain,
+    plugin: &Path,
+    set: &crate::rdc::LinkSet,
+    file: &Path,
+    options: &Options,
+    known: &Db,
+    progress: &Progress,
+) -> Result<Vec<KernelTuning>, Failure> {
+    let started = Instant::now();
+    let line = progress.unit(format!("{} {}", file.display(), set.arch.processor()));
+    let measure_options = crate::gpu::measure::Options {
+        block_size: match options.block_size {
+            BlockSize::Given(n) => Some(n),
+            _ => None,
+        },
+    };
+    let (session, baseline, locations) = Session::start_linked(toolchain, plugin, set, file, measure_options).map_err(session_failure)?;
+    tune_session(&session, baseline, locations, started, options, known, progress, &line)
+}
+
+/// The search, the joint verification and the rows, once the session's
+/// plain build is measured.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn tune_session(
+    session: &Session<'_>,
+    baseline: Vec<Measured>,
+    locations: Vec<crate::gpu::compile::Location>,
+    started: Instant,
+    options: &Options,
+    known: &Db,
+    progress: &Progress,
+    line: &UnitProgress<'_>,
+) -> Result<Vec<KernelTuning>, Failure> {
+    let (file, arch) = (session.source, session.arch);
+    if baseline.is_empty() {
+        return Ok(vec![]);
+    }
+    let limits = Limits::new(started, session.plain_seconds, options.variant_timeout, options.time_budget);
+    line.kernels(baseline.len());
+    let inspections = session.inspect().map_err(session_failure)?;
+    let source = std::fs::read_to_string(file).unwrap_or_default();
+
+    let tuning = Tuning { session, options, limits: &limits, line };
+    let mut plans: Vec<Plan> = baseline
+        .par_iter()
+        .map(|base| {
+            let previous = known.lookup(&base.symbol, arch.processor(), Some(&session.input_hash)).next();
+            let plan = plan_kernel(&tuning, base, &source, inspections.get(&base.symbol), previous);
+            line.kernel_done();
+            plan
+        })
+        .collect();
+    say_what_limits_did(progress, file, arch, &limits, &plans);
+
+    // The kept sets together, as the build will apply them (the whole file):
+    // a kernel whose result changes for the worse next to the others falls
+    // back to plain, and so do all when this build runs past the limit.
+    let finals = loop {
+        let variant: Vec<(String, Transforms)> = plans.iter().map(|p| (p.symbol.clone(), p.outcome.transforms.clone())).collect();
+        let measured = match session.measure(&variant, Some(Instant::now() + limits.variant)) {
+            Err(e) if e.timed_out() => {
+                for p in plans.iter_mut().filter(|p| !p.outcome.transforms.is_empty()) {
+                    p.outcome = Outcome { transforms: Transforms::default(), usage: p.rule.baseline };
+                    p.combined_timed_out = true;
+                }
+                continue;
+            }
+            other => other.map_err(session_failure)?,
+        };
+        let regressed: Vec<usize> = plans
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !p.outcome.transforms.is_empty())
+            .filter(|(_, p)| measured.iter().find(|m| m.symbol == p.symbol).is_none_or(|m| !p.rule.improves(&m.usage)))
+            .map(|(i, _)| i)
+            .collect();
+        if regressed.is_empty() {
+            break measured;
+        }
+        for i in regressed {
+            plans[i].outcome = Outcome { transforms: Transforms::default(), usage: plans[i].rule.baseline };
+            plans[i].combined_regressed = true;
+        }
+    };
+
+    let file_name = file.display().to_string();
+    let rows = plans
+        .into_iter()
+        .map(|plan| {
+            let base = baseline.iter().find(|m| m.symbol == plan.symbol).expect("planned from baseline");
+            let after = finals.iter().find(|m| m.symbol == plan.symbol).cloned().unwrap_or_else(|| base.clone());
+            let location = locations.iter().find(|l| l.symbol == plan.symbol);
+            let diff = if options.diff && !plan.outcome.transforms.is_empty() {
+                Some(diff_listings(session, &plan.symbol, &plan.outcome.transforms).map_err(session_failure)?)
+            } else {
+                None
+            };
+            Ok(finish(plan, base, after, arch, location, &file_name, session, diff))
+        })
+        .collect::<Result<Vec<KernelTuning>, Failure>>()?;
+    let mut rows = rows;
+    if let Some(dir) = &options.code_dir {
+        crate::runtime::code::store(session, rows.iter().map(|r| &r.entry), dir).map_err(session_failure)?;
+        // A re-tune keeps what a GPU measured of code objects that did not change.
+        for row in &mut rows {
+            let old = known.kernels.get(&row.entry.key()).and_then(|e| e.measured.as_ref());
+            row.entry.measured = old.and_then(|m| crate::runtime::code::still_measured(dir, &row.entry, m));
+        }
+    }
+    Ok(rows)
+}
+
+/// Once per file on stderr: variants stopped at the time limit, and the end
+/// of the budget.
+pub(super) fn say_what_limits_did(progress: &Progress, file: &Path, arch: &Arch, limits: &Limits, plans: &[Plan]) {
+    let stopped = plans.iter().flat_map(|p| &p.measured).filter(|m| m.status == VariantStatus::TimedOut).count();
+    if stopped > 0 {
+        progress.note(&format!(
+            "regtune: {} on {}: {stopped} variant{} ran past the {:.2} s limit and {} stopped (--variant-timeout)",
+            file.display(),
+            arch.processor(),
+            if stopped == 1 { "" } else { "s" },
+            limits.variant.as_secs_f64(),
+            if stopped == 1 { "was" } else { "were" },
+        ));
+    }
+    if limits.reached() {
+        progress.note(&format!(
+            "regtune: {} on {}: the time budget of {:.2} s is spent; keeping the best results found so far (--time-budget)",
+            file.display(),
+            arch.processor(),
+            limits.budget.as_secs_f64(),
+        ));
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn finish(
+    plan: Plan,
+    base: &Measured,
+    after: Measured,
+    arch: &Arch,
+    location: Option<&crate::gpu::compile::Location>,
+    file: &str,
+    session: &Session<'_>,
+    diff: Option<String>,
+) -> KernelTuning {
+    let applied = gpu::labels(&plan.outcome.transforms, arch, &plan.every_pointer);
+    let (before_u, after_u) = (base.usage, after.usage);
+    let suggestion_reasons = plan.suggestion.as_ref().map(|p| p.reasons.clone()).unwrap_or_default();
+    let (reason, why) = messages::why(&plan, base, &after_u, arch, &applied);
+    let (suggested, suggestions, suggested_entries) = match &plan.suggestion {
+        Some(p) => (
+            gpu::labels(&p.held, arch, &plan.every_pointer),
+            vec![p.message.clone()],
+            vec![Suggestion {
+                transforms: p.transforms.clone(),
+                usage: p.usage,
+                message: p.message.clone(),
+                reasons: p.reasons.clone(),
+                confirmed: false,
+            }],
+        ),
+        None => (vec![], vec![], vec![]),
+    };
+    let report = KernelReport::new(after, arch, location, file);
+    let entry = Entry {
+        symbol: plan.symbol.clone(),
+        arch: arch.processor().to_string(),
+        input_hash: session.input_hash.clone(),
+        name: report.name.clone(),
+        file: report.file.clone(),
+        transforms: plan.outcome.transforms.clone(),
+        reason: Some(reason),
+        suggested: suggested_entries,
+        before: Some(before_u),
+        after: Some(after_u),
+        candidates: plan.search.kept.clone(),
+        left_out: plan.search.left_out.iter().map(|t| gpu::labels(t, arch, &plan.every_pointer).join(" + ")).collect(),
+        measured: None,
+    };
+    KernelTuning {
+        report,
+        before: before_u,
+        after: after_u,
+        applied,
+        suggested,
+        reason,
+        suggestion_reasons,
+        why,
+        suggestions,
+        variants: plan.variants,
+        timed_out: plan
+            .measured
+            .iter()
+            .filter(|m| m.status == VariantStatus::TimedOut)
+            .map(|m| gpu::labels(&m.transforms, arch, &plan.every_pointer).join(" + "))
+            .collect(),
+        budget_reached: plan.budget_reached,
+        candidates: plan.search.kept.iter().map(|c| gpu::labels(&c.transforms, arch, &plan.every_pointer).join(" + ")).collect(),
+        left_out: entry.left_out.clone(),
+        diff,
+        limiter_before: base.limiter,
+        measured: plan.measured,
+        entry,
+    }
+}
