@@ -8,6 +8,7 @@
 
 pub mod batch;
 pub(crate) mod candidates;
+pub mod context;
 pub(crate) mod cost;
 pub mod evidence;
 pub mod explain;

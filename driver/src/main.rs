@@ -4,13 +4,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use regtune::context::Context;
 use regtune::gpu::measure;
 use regtune::gpu::Arch;
 use regtune::output::{self, Format};
 use regtune::toolchain::Toolchain;
-use regtune::{batch, explain, fix, gpu, names, plugin, report, search, tune};
+use regtune::{batch, explain, fix, gpu, names, report, search, tune};
 
 #[derive(Parser)]
 #[command(name = "regtune", version, about = "Rewrite HIP kernels to need fewer registers, verified by the real backend")]
@@ -102,13 +103,55 @@ struct Inputs {
     clang_args: Vec<String>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum TargetFamily {
     Amdgpu,
     Nvptx,
 }
 
+/// clap's spelling of a library enum: the same variants, mapped one to one
+/// (the library knows nothing of the command line).
+macro_rules! value_enum {
+    ($(#[$m:meta])* $name:ident => $lib:ty { $($(#[$vm:meta])* $v:ident),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+        enum $name { $($(#[$vm])* $v),+ }
+        impl From<$name> for $lib {
+            fn from(x: $name) -> $lib {
+                match x { $($name::$v => <$lib>::$v),+ }
+            }
+        }
+    };
+}
+
+value_enum!(FormatArg => Format { Table, Json, Csv });
+value_enum!(ExplainFormat => explain::Format { Text, Json, Html });
+value_enum!(ObjectiveArg => search::Objective {
+    /// Highest occupancy with no more spills and scratch than the plain compile.
+    Occupancy,
+    /// First remove spills and scratch, then maximize occupancy.
+    NoSpill,
+});
+value_enum!(NoaliasArg => tune::Noalias {
+    Off,
+    /// Measure and report, never apply (the default).
+    Suggest,
+    Apply,
+});
+value_enum!(Pow2Arg => tune::Pow2 {
+    Off,
+    /// Measure and report, never apply (the default).
+    Suggest,
+    Apply,
+});
+
 impl Inputs {
+    /// The context of a command that compiles them: the targets, the
+    /// toolchain they need, the user's clang flags.
+    fn context(&self) -> Result<Context> {
+        Ok(Context::new(self.archs()?, self.clang_args.clone())?)
+    }
+
     /// The targets to compile for: --offload-arch, else the family's default.
     fn archs(&self) -> Result<Vec<Arch>> {
         let list = match (&self.offload_arch, self.target) {
@@ -134,8 +177,8 @@ struct ReportArgs {
     /// NVPTX: threads per block every launch uses, for occupancy [default: the kernel's launch bounds, else 256].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     block_size: Option<u32>,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
+    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    format: FormatArg,
     /// Write the report here instead of stdout.
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
@@ -145,8 +188,8 @@ struct ReportArgs {
 struct TuneArgs {
     #[command(flatten)]
     inputs: Inputs,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
+    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    format: FormatArg,
     /// Write the results here instead of stdout.
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
@@ -182,15 +225,15 @@ struct FixArgs {
 #[derive(Args)]
 struct SearchArgs {
     /// What to optimize for.
-    #[arg(long, value_enum, default_value_t = search::Objective::Occupancy)]
-    objective: search::Objective,
+    #[arg(long, value_enum, default_value_t = ObjectiveArg::Occupancy)]
+    objective: ObjectiveArg,
     /// noalias is an assumption about the caller: try and report it, apply it, or skip it.
-    #[arg(long, value_enum, default_value_t = tune::Noalias::Suggest)]
-    noalias: tune::Noalias,
+    #[arg(long, value_enum, default_value_t = NoaliasArg::Suggest)]
+    noalias: NoaliasArg,
     /// pow(x, 2.0) → x*x where the library pow is not correctly rounded (ocml's, libdevice's) and the
     /// call has no afn: results change in the last bit, so try and report it, apply it, or skip it.
-    #[arg(long, value_enum, default_value_t = tune::Pow2::Suggest)]
-    pow2: tune::Pow2,
+    #[arg(long, value_enum, default_value_t = Pow2Arg::Suggest)]
+    pow2: Pow2Arg,
     /// Threads per block every launch uses (applied as launch bounds), or `auto` to infer and only suggest.
     #[arg(long, value_name = "N|auto")]
     block_size: Option<tune::BlockSize>,
@@ -273,8 +316,8 @@ struct BatchArgs {
     offload_arch: Option<String>,
     #[command(flatten)]
     search: SearchArgs,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
+    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    format: FormatArg,
     /// Write the report here instead of stdout.
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
@@ -305,8 +348,8 @@ struct MeasureArgs {
     /// beside the candidates as `compare:LABEL`, never chosen. Repeatable.
     #[arg(long, value_name = "LABEL=CODE_OBJECT", value_parser = labelled_path)]
     compare: Vec<(String, PathBuf)>,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
+    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    format: FormatArg,
     /// Write the report here instead of stderr.
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
@@ -328,8 +371,8 @@ struct ExplainArgs {
     /// Only this kernel (its name, as in `report`, or its symbol).
     #[arg(long, value_name = "NAME")]
     kernel: Option<String>,
-    #[arg(long, value_enum, default_value_t = explain::Format::Text)]
-    format: explain::Format,
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
+    format: ExplainFormat,
     /// text and json: write here instead of stdout; html: the directory for the pages [default: .].
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
@@ -346,8 +389,8 @@ struct MergeArgs {
     /// The db to join them into (entries already there are kept).
     #[arg(short, long, value_name = "DB", default_value = ".regtune/decisions.json")]
     output: PathBuf,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
+    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    format: FormatArg,
     /// Also write the report as one self-contained HTML page.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
@@ -360,9 +403,9 @@ impl SearchArgs {
             rayon::ThreadPoolBuilder::new().num_threads(j.max(1)).build_global()?;
         }
         Ok(tune::Options {
-            objective: self.objective,
-            noalias: self.noalias,
-            pow2: self.pow2,
+            objective: self.objective.into(),
+            noalias: self.noalias.into(),
+            pow2: self.pow2.into(),
             block_size: self.block_size.unwrap_or(tune::BlockSize::Unset),
             allow_scratch: self.allow_scratch,
             diff,
@@ -404,7 +447,7 @@ fn main() -> ExitCode {
                 runs: args.runs,
                 budget: args.budget.map_or(0.0, |d| d.as_secs_f64()),
                 compare: args.compare,
-                format: args.format,
+                format: args.format.into(),
                 output: args.output,
                 dry_run: args.dry_run,
                 keep: args.keep,
@@ -432,15 +475,14 @@ fn main() -> ExitCode {
 }
 
 fn report(args: ReportArgs) -> Result<ExitCode> {
-    let archs = args.inputs.archs()?;
-    let toolchain = gpu::toolchain_for(&archs)?;
+    let ctx = args.inputs.context()?;
     let options = measure::Options { block_size: args.block_size };
-    let (rows, failures) = report::run_with(&toolchain, &args.inputs.files, &archs, &args.inputs.clang_args, &options);
+    let (rows, failures) = report::run(&ctx, &args.inputs.files, &options);
     for f in &failures {
         f.print();
     }
     if !rows.is_empty() {
-        output::emit(&output::render(&rows, args.format, "kernels"), args.output.as_deref())?;
+        output::emit(&output::render(&rows, args.format.into(), "kernels"), args.output.as_deref())?;
     }
     Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -453,15 +495,12 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
     // A db that cannot be read, parsed or saved stops the run before any compile.
     // One line naming the db and the cause; no cause chain after it.
     let known = regtune_decisions::Db::load_for_update(&args.search.db).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let toolchain = gpu::toolchain_for(&archs)?;
-    let plugin = plugin::find()?;
-    plugin::check_version(&plugin, &toolchain.clang, &toolchain.version)?;
+    let ctx = Context::new(archs, args.inputs.clang_args.clone())?.with_plugin()?;
     let options = args.search.tune_options(args.diff)?;
-    let (rows, mut failures) =
-        tune::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, &known, &args.search.db);
+    let (rows, mut failures) = tune::run(&ctx, &args.inputs.files, &options, &known, &args.search.db);
     if let Some(path) = &args.patch {
         let options = fix::Options { db: args.search.db.clone(), with_suggestions: false };
-        match fix::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options) {
+        match fix::run(&ctx, &args.inputs.files, &options) {
             Ok((patch, fix_failures)) => {
                 failures.extend(fix_failures);
                 eprint!("{}", patch.summary());
@@ -474,8 +513,9 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
         f.print();
     }
     if !rows.is_empty() {
-        let mut text = output::render(&rows, args.format, "kernels");
-        if args.format == Format::Table {
+        let format = args.format.into();
+        let mut text = output::render(&rows, format, "kernels");
+        if format == Format::Table {
             for r in &rows {
                 for s in &r.suggestions {
                     text.push_str(&format!("suggestion for {} on {}: {s}\n", names::short_name(&r.report.name), r.report.arch));
@@ -494,12 +534,9 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
 
 fn predict(args: PredictArgs) -> Result<ExitCode> {
     regtune::rdc::unsupported("predict", &args.inputs.clang_args).map_err(anyhow::Error::msg)?;
-    let archs = args.inputs.archs()?;
-    let toolchain = gpu::toolchain_for(&archs)?;
-    let plugin = plugin::find()?;
+    let ctx = args.inputs.context()?.with_plugin()?;
     let options = args.search.tune_options(false)?;
-    let (doc, failures) =
-        regtune::predict::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options, args.code_dir.as_deref());
+    let (doc, failures) = regtune::predict::run(&ctx, &args.inputs.files, &options, args.code_dir.as_deref());
     for f in &failures {
         f.print();
     }
@@ -518,21 +555,12 @@ fn fix(args: FixArgs) -> Result<ExitCode> {
         eprintln!("error: {e:#}");
         ExitCode::from(FIX_FAILED)
     };
-    let archs = match args.inputs.archs() {
-        Ok(a) => a,
-        Err(e) => return Ok(failed(e)),
-    };
-    let setup = || -> Result<(Toolchain, PathBuf)> {
-        let toolchain = gpu::toolchain_for(&archs)?;
-        let plugin = plugin::find()?;
-        Ok((toolchain, plugin))
-    };
-    let (toolchain, plugin) = match setup() {
-        Ok(t) => t,
+    let ctx = match args.inputs.context().and_then(|c| Ok(c.with_plugin()?)) {
+        Ok(c) => c,
         Err(e) => return Ok(failed(e)),
     };
     let options = fix::Options { db: args.db, with_suggestions: args.with_suggestions };
-    let (patch, failures) = match fix::run(&toolchain, &plugin, &args.inputs.files, &archs, &args.inputs.clang_args, &options) {
+    let (patch, failures) = match fix::run(&ctx, &args.inputs.files, &options) {
         Ok(r) => r,
         Err(f) => return Ok(failed(anyhow::anyhow!(f.message))),
     };
@@ -565,9 +593,8 @@ fn batch(args: BatchArgs) -> Result<ExitCode> {
         .iter()
         .map(|f| glob::Pattern::new(f).map_err(|e| anyhow::anyhow!("--filter `{f}` is not a glob: {e}")))
         .collect::<Result<Vec<_>>>()?;
-    let toolchain = Toolchain::detect()?;
-    let plugin = plugin::find()?;
-    plugin::check_version(&plugin, &toolchain.clang, &toolchain.version)?;
+    // Each compile command names its own targets and flags.
+    let ctx = Context::with_toolchain(Toolchain::detect()?, vec![], vec![]).with_plugin()?;
     let options = batch::Options {
         tune: args.search.tune_options(false)?,
         archs,
@@ -577,14 +604,14 @@ fn batch(args: BatchArgs) -> Result<ExitCode> {
         record_all: args.record_all,
     };
     // The errors name their file and cause in one line; no cause chain after it.
-    let result = batch::run(&toolchain, &plugin, &args.compile_db, &options).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let result = batch::run(&ctx, &args.compile_db, &options).map_err(|e| anyhow::anyhow!("{e}"))?;
     for u in &result.units {
         u.print_failure();
     }
     if let Some(path) = &args.html {
         output::emit(&batch::html::page(&result), Some(path))?;
     }
-    output::emit(&batch::render::render(&result, args.format), args.output.as_deref())?;
+    output::emit(&batch::render::render(&result, args.format.into()), args.output.as_deref())?;
     // The exit status counts failed translation units; BATCH_FATAL says "nothing ran".
     Ok(ExitCode::from(result.failed_units().min(100) as u8))
 }
@@ -597,7 +624,7 @@ fn merge(args: MergeArgs) -> Result<ExitCode> {
     if let Some(path) = &args.html {
         output::emit(&batch::html::page(&result), Some(path))?;
     }
-    output::emit(&batch::render::render(&result, args.format), None)?;
+    output::emit(&batch::render::render(&result, args.format.into()), None)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -605,13 +632,13 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
     regtune::rdc::unsupported("explain", &args.inputs.clang_args).map_err(anyhow::Error::msg)?;
     let archs = args.inputs.archs()?;
     let db = regtune_decisions::Db::load(&args.db)?;
-    let toolchain = gpu::toolchain_for(&archs)?;
+    let ctx = Context::new(archs, args.inputs.clang_args.clone())?;
     let options = explain::Options { kernel: args.kernel.as_deref(), db: &db };
-    let (kernels, failures) = explain::run(&toolchain, &args.inputs.files, &archs, &args.inputs.clang_args, &options);
+    let (kernels, failures) = explain::run(&ctx, &args.inputs.files, &options);
     for f in &failures {
         f.print();
     }
-    for path in explain::emit(&kernels, args.format, args.output.as_deref())? {
+    for path in explain::emit(&kernels, args.format.into(), args.output.as_deref())? {
         println!("wrote {}", path.display());
     }
     Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })

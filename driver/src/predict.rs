@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use regtune_decisions::{Db, Entry, Transforms, Usage};
 use serde::Serialize;
 
+use crate::context::Context;
 use crate::cost::{self, Estimate, Profile};
 use crate::gpu::listing::Machine;
 use crate::gpu::{self, Arch};
@@ -20,7 +21,6 @@ use crate::names;
 use crate::output::Failure;
 use crate::runtime::code;
 use crate::session::Session;
-use crate::toolchain::Toolchain;
 use crate::tune::{self, Options};
 
 /// One candidate of one kernel.
@@ -47,19 +47,11 @@ pub struct Candidate {
 }
 
 /// Every candidate of every kernel of `file` on `arch`.
-pub(crate) fn unit(
-    toolchain: &Toolchain,
-    plugin: &Path,
-    file: &Path,
-    arch: &Arch,
-    user_args: &[String],
-    options: &Options,
-    code_dir: Option<&Path>,
-) -> Result<Vec<Candidate>, Failure> {
+pub(crate) fn unit(ctx: &Context, file: &Path, arch: &Arch, options: &Options, code_dir: Option<&Path>) -> Result<Vec<Candidate>, Failure> {
     let progress = crate::progress::Progress::new(1, "predicting");
-    let rows = tune::tune_unit(toolchain, plugin, file, arch, user_args, options, &Db::default(), &progress)?;
+    // The tune's own session: its frontend run serves the listings too.
+    let (session, rows) = tune::tune_unit_session(ctx, file, arch, options, &Db::default(), &progress)?;
     progress.finish();
-    let (session, _, _) = Session::start(toolchain, arch, plugin, file, user_args).map_err(|e| Failure::new(e.to_string()))?;
     let mut out = Vec::new();
     for row in &rows {
         let profile_of = |t: &Transforms| tune::profile(&session, &row.report.symbol, t).map_err(|e| Failure::new(e.to_string()));
@@ -123,20 +115,13 @@ pub struct Document {
     pub candidates: Vec<Candidate>,
 }
 
-pub fn run(
-    toolchain: &Toolchain,
-    plugin: &Path,
-    files: &[PathBuf],
-    archs: &[Arch],
-    user_args: &[String],
-    options: &Options,
-    code_dir: Option<&Path>,
-) -> (Document, Vec<Failure>) {
-    let mut doc = Document { machines: archs.iter().map(|a| (a.processor().to_string(), cost::machine(a))).collect(), candidates: vec![] };
+pub fn run(ctx: &Context, files: &[PathBuf], options: &Options, code_dir: Option<&Path>) -> (Document, Vec<Failure>) {
+    let mut doc =
+        Document { machines: ctx.archs.iter().map(|a| (a.processor().to_string(), cost::machine(a))).collect(), candidates: vec![] };
     let mut failures = Vec::new();
     for file in files {
-        for arch in archs {
-            match unit(toolchain, plugin, file, arch, user_args, options, code_dir) {
+        for arch in &ctx.archs {
+            match unit(ctx, file, arch, options, code_dir) {
                 Ok(c) => doc.candidates.extend(c),
                 Err(f) => failures.push(f),
             }

@@ -11,6 +11,7 @@ use rayon::prelude::*;
 use regtune_decisions::Usage;
 use serde::Serialize;
 
+use crate::context::Context;
 use crate::gpu::compile::{self, compile_failure, Unit};
 use crate::gpu::measure::{self, Measured, NvidiaUsage};
 use crate::gpu::{self, Arch, Limiter};
@@ -55,13 +56,8 @@ impl KernelReport {
 /// Report every kernel of every file on every target, measuring with
 /// `options` (NVPTX: the block size). Files are independent: one that
 /// fails to compile is reported and the rest still come back.
-pub fn run_with(
-    toolchain: &Toolchain,
-    files: &[PathBuf],
-    archs: &[Arch],
-    user_args: &[String],
-    options: &measure::Options,
-) -> (Vec<KernelReport>, Vec<Failure>) {
+pub fn run(ctx: &Context, files: &[PathBuf], options: &measure::Options) -> (Vec<KernelReport>, Vec<Failure>) {
+    let (toolchain, archs, user_args) = (&ctx.toolchain, &ctx.archs[..], &ctx.user_args[..]);
     let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
     // -fgpu-rdc: every file compiled once per target, to link with the others.
     let sets = rdc::link_sets(toolchain, files, archs, user_args);

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use rayon::prelude::*;
 use regtune_decisions::{Param, Transforms, Usage};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Objective {
     /// Highest occupancy with no more spills and scratch than the plain compile.

@@ -23,6 +23,7 @@ use rayon::prelude::*;
 use regtune_decisions::{Db, DbError, Usage};
 use serde::{Deserialize, Serialize};
 
+use crate::context::Context;
 use crate::gpu::compile::{self, Unit as CompileUnit};
 use crate::gpu::Arch;
 use crate::output::Failure;
@@ -241,9 +242,8 @@ impl Batch {
 }
 
 /// Everything a unit's processing reads.
-struct Context<'a> {
-    toolchain: &'a Toolchain,
-    plugin: &'a Path,
+struct Shared<'a> {
+    ctx: &'a Context,
     options: &'a Options,
     fingerprint: String,
     known: Db,
@@ -252,7 +252,7 @@ struct Context<'a> {
 }
 
 /// Tune the codebase `compile_db` describes (a build directory or the file).
-pub fn run(toolchain: &Toolchain, plugin: &Path, compile_db: &Path, options: &Options) -> Result<Batch, BatchError> {
+pub fn run(ctx: &Context, compile_db: &Path, options: &Options) -> Result<Batch, BatchError> {
     let started = Instant::now();
     let compile_db = compile_db::locate(compile_db);
     let parsed = compile_db::load(&compile_db)?;
@@ -278,12 +278,12 @@ pub fn run(toolchain: &Toolchain, plugin: &Path, compile_db: &Path, options: &Op
     let jobs: Vec<(&Unit, String)> = units.iter().flat_map(|u| archs_of(u).into_iter().map(move |a| (u, a))).collect();
     // -fgpu-rdc units are device-linked, per target, with every -fgpu-rdc unit of the codebase.
     let (linked, alone): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|(u, _)| rdc::enabled(&u.args));
-    let ctx = Context { toolchain, plugin, options, fingerprint: options.fingerprint(), known, records, recorder };
+    let shared = Shared { ctx, options, fingerprint: options.fingerprint(), known, records, recorder };
     let progress = Progress::new((alone.len() + linked.len()) as u64, "batch");
     let mut results: Vec<(UnitStatus, Vec<KernelRow>)> = alone
         .par_iter()
         .map(|(unit, arch)| {
-            let r = process(&ctx, unit, arch, &progress);
+            let r = process(&shared, unit, arch, &progress);
             progress.inc();
             r
         })
@@ -292,7 +292,7 @@ pub fn run(toolchain: &Toolchain, plugin: &Path, compile_db: &Path, options: &Op
     for arch in link_archs {
         let tuned: Vec<&Unit> = linked.iter().filter(|(_, a)| a == arch).map(|(u, _)| *u).collect();
         let with: Vec<&Unit> = partners.iter().filter(|u| archs_of(u).contains(arch)).collect();
-        results.extend(process_linked(&ctx, &tuned, &with, arch, &progress));
+        results.extend(process_linked(&shared, &tuned, &with, arch, &progress));
     }
     progress.finish();
     let mut kernels = Vec::new();
@@ -352,10 +352,10 @@ fn select(parsed: Vec<Parsed>, options: &Options, cwd: Option<&Path>) -> (Vec<Un
 
 /// One unit on one target: reuse its record if nothing changed, else tune
 /// it and record the result at once.
-fn process(ctx: &Context<'_>, unit: &Unit, arch: &str, progress: &Progress) -> (UnitStatus, Vec<KernelRow>) {
+fn process(shared: &Shared<'_>, unit: &Unit, arch: &str, progress: &Progress) -> (UnitStatus, Vec<KernelRow>) {
     let started = Instant::now();
     let mut status = UnitStatus::new(unit.entry, unit.file.display().to_string(), Some(arch.to_string()), Status::Tuned);
-    let rows = match tune_or_reuse(ctx, unit, arch, &mut status, progress) {
+    let rows = match tune_or_reuse(shared, unit, arch, &mut status, progress) {
         Ok(rows) => rows,
         Err(f) => {
             status.status = Status::Failed;
@@ -370,7 +370,7 @@ fn process(ctx: &Context<'_>, unit: &Unit, arch: &str, progress: &Progress) -> (
 }
 
 fn tune_or_reuse(
-    ctx: &Context<'_>,
+    shared: &Shared<'_>,
     unit: &Unit,
     arch: &str,
     status: &mut UnitStatus,
@@ -378,16 +378,17 @@ fn tune_or_reuse(
 ) -> Result<Vec<KernelRow>, Failure> {
     let arch = Arch::parse(arch).map_err(|e| Failure::new(e.to_string()))?;
     check_unit(unit)?;
-    let key = preprocessed_hash(ctx.toolchain, &arch, &unit.file, &unit.args)?;
-    if let Some(record) = ctx.records.cached(&key, &ctx.fingerprint, &ctx.known) {
+    let key = preprocessed_hash(&shared.ctx.toolchain, &arch, &unit.file, &unit.args)?;
+    if let Some(record) = shared.records.cached(&key, &shared.fingerprint, &shared.known) {
         status.status = Status::Cached;
         status.input_hash = Some(record.input_hash.clone());
         return Ok(record.kernels.iter().cloned().map(|k| KernelRow { cached: true, ..k }).collect());
     }
 
     let started = Instant::now();
-    let tuned = tune::tune_unit(ctx.toolchain, ctx.plugin, &unit.file, &arch, &unit.args, &ctx.options.tune, &ctx.known, progress)?;
-    save_tuned(ctx, unit, &arch, &key, &tuned, started, status, true)
+    let unit_ctx = shared.ctx.for_unit(vec![arch.clone()], unit.args.clone());
+    let tuned = tune::tune_unit(&unit_ctx, &unit.file, &arch, &shared.options.tune, &shared.known, progress)?;
+    save_tuned(shared, unit, &arch, &key, &tuned, started, status, true)
 }
 
 /// Record a tuned unit: its db entries, its record under `key` (unless
@@ -395,7 +396,7 @@ fn tune_or_reuse(
 /// `--record-all`; the report rows.
 #[allow(clippy::too_many_arguments)]
 fn save_tuned(
-    ctx: &Context<'_>,
+    shared: &Shared<'_>,
     unit: &Unit,
     arch: &Arch,
     key: &str,
@@ -415,19 +416,19 @@ fn save_tuned(
         file: unit_name.clone(),
         arch: arch.name().to_string(),
         input_hash: input_hash.clone(),
-        options: ctx.fingerprint.clone(),
+        options: shared.fingerprint.clone(),
         entries: String::new(),
         kernels: rows.clone(),
         seconds,
         variants: status.variants,
     };
     let saved = if record {
-        records::save_unit(&ctx.options.db, key, &entries, unit_record)
+        records::save_unit(&shared.options.db, key, &entries, unit_record)
     } else {
-        Db::update(&ctx.options.db, |db| entries.iter().for_each(|e| db.insert(e.clone())))
+        Db::update(&shared.options.db, |db| entries.iter().for_each(|e| db.insert(e.clone())))
     };
     saved.map_err(|e| Failure::new(e.to_string()))?;
-    if let Some(recorder) = &ctx.recorder {
+    if let Some(recorder) = &shared.recorder {
         // The tune is saved; a research log that cannot be written does not undo it.
         if let Err(e) = record_variants(recorder, &unit_name, &input_hash, tuned) {
             eprintln!("warning: cannot write to the --record-all file: {e}");
@@ -443,7 +444,7 @@ fn save_tuned(
 /// call functions no unit defines fails, its other kernels recorded in the
 /// db, and is tuned again next time.
 fn process_linked(
-    ctx: &Context<'_>,
+    shared: &Shared<'_>,
     tuned: &[&Unit],
     with: &[&Unit],
     arch_name: &str,
@@ -464,13 +465,13 @@ fn process_linked(
     };
     // Every unit of the link is preprocessed: a change in any one re-tunes them all.
     let keys: Vec<Result<String, Failure>> =
-        with.par_iter().map(|u| check_unit(u).and_then(|_| preprocessed_hash(ctx.toolchain, &arch, &u.file, &u.args))).collect();
+        with.par_iter().map(|u| check_unit(u).and_then(|_| preprocessed_hash(&shared.ctx.toolchain, &arch, &u.file, &u.args))).collect();
     let mut link_keys: Vec<&String> = keys.iter().flatten().collect();
     link_keys.sort();
     let link_key = crate::hash::of_parts(link_keys.iter().map(|k| k.as_bytes()));
     let key_of = |u: &Unit| -> Result<String, Failure> {
         let own = with.iter().position(|w| w.file == u.file && w.args == u.args).map(|i| keys[i].clone());
-        let own = own.unwrap_or_else(|| check_unit(u).and_then(|_| preprocessed_hash(ctx.toolchain, &arch, &u.file, &u.args)))?;
+        let own = own.unwrap_or_else(|| check_unit(u).and_then(|_| preprocessed_hash(&shared.ctx.toolchain, &arch, &u.file, &u.args)))?;
         Ok(crate::hash::of_parts([own.as_bytes(), link_key.as_bytes()]))
     };
     let mut out = Vec::new();
@@ -478,7 +479,7 @@ fn process_linked(
     for u in tuned {
         match key_of(u) {
             Err(f) => out.push(failed(u, f, started)),
-            Ok(key) => match ctx.records.cached(&key, &ctx.fingerprint, &ctx.known) {
+            Ok(key) => match shared.records.cached(&key, &shared.fingerprint, &shared.known) {
                 Some(record) => {
                     progress.inc();
                     let mut status = status_of(u);
@@ -498,7 +499,7 @@ fn process_linked(
     }
     let units: Vec<(&Path, &[String])> =
         with.iter().zip(&keys).filter(|(_, k)| k.is_ok()).map(|(u, _)| (u.file.as_path(), u.args.as_slice())).collect();
-    let set = match LinkSet::build(ctx.toolchain, &arch, &units) {
+    let set = match LinkSet::build(&shared.ctx.toolchain, &arch, &units) {
         Ok(set) => set,
         Err(f) => {
             out.extend(to_tune.iter().map(|(u, _)| failed(u, f.clone(), started)));
@@ -514,8 +515,8 @@ fn process_linked(
             }
             let unresolved = set.unresolved_failures(&u.file, Given::CompileDb);
             let mut status = status_of(u);
-            let result = tune::tune_linked(ctx.toolchain, ctx.plugin, &set, &u.file, &ctx.options.tune, &ctx.known, progress)
-                .and_then(|rows| save_tuned(ctx, u, &arch, key, &rows, unit_started, &mut status, unresolved.is_empty()));
+            let result = tune::tune_linked(shared.ctx, &set, &u.file, &shared.options.tune, &shared.known, progress)
+                .and_then(|rows| save_tuned(shared, u, &arch, key, &rows, unit_started, &mut status, unresolved.is_empty()));
             progress.inc();
             let rows = match (result, unresolved.first()) {
                 (Ok(rows), None) => rows,

@@ -29,6 +29,7 @@ use rayon::prelude::*;
 use regtune_decisions::{Db, Usage};
 use serde::Serialize;
 
+use crate::context::Context;
 use crate::gpu::compile::{self, compile_failure, CompileError, Unit};
 use crate::gpu::measure::{self, Measured};
 use crate::gpu::{self, Arch, Limiter};
@@ -71,7 +72,7 @@ pub struct KernelExplain {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Text,
     Json,
@@ -114,13 +115,8 @@ pub fn emit(kernels: &[KernelExplain], format: Format, output: Option<&Path>) ->
 
 /// Explain every kernel of every file on every target; a file that fails
 /// is reported and the rest still come back.
-pub fn run(
-    toolchain: &Toolchain,
-    files: &[PathBuf],
-    archs: &[Arch],
-    user_args: &[String],
-    options: &Options<'_>,
-) -> (Vec<KernelExplain>, Vec<Failure>) {
+pub fn run(ctx: &Context, files: &[PathBuf], options: &Options<'_>) -> (Vec<KernelExplain>, Vec<Failure>) {
+    let (toolchain, archs, user_args) = (&ctx.toolchain, &ctx.archs[..], &ctx.user_args[..]);
     let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
     let results: Vec<Result<Vec<KernelExplain>, Failure>> =
         jobs.par_iter().map(|(file, arch)| one(toolchain, file, arch, user_args, options)).collect();

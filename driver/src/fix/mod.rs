@@ -40,16 +40,16 @@ use std::sync::Arc;
 
 use regtune_decisions::{Db, Transforms, Usage};
 
+use crate::context::Context;
 use crate::gpu::Arch;
 use crate::names;
 use crate::output::Failure;
-use crate::toolchain::Toolchain;
 
 use ast::Node;
 use edit::Edit;
 use files::{Files, Project};
 use overlay::Overlay;
-use plan::{Context, Planned};
+use plan::{Fixing, Planned};
 use shared::Group;
 use verify::{Build, Promise};
 
@@ -352,38 +352,24 @@ pub(crate) fn labels(t: &Transforms, arch: &Arch) -> Vec<String> {
 
 /// Patch every file; a unit that fails is reported and the others still
 /// come back.
-pub fn run(
-    toolchain: &Toolchain,
-    plugin: &Path,
-    inputs: &[PathBuf],
-    archs: &[Arch],
-    user_args: &[String],
-    options: &Options,
-) -> Result<(Patch, Vec<Failure>), Failure> {
-    crate::rdc::unsupported("fix", user_args).map_err(Failure::new)?;
+pub fn run(ctx: &Context, inputs: &[PathBuf], options: &Options) -> Result<(Patch, Vec<Failure>), Failure> {
+    crate::rdc::unsupported("fix", &ctx.user_args).map_err(Failure::new)?;
     let db = Db::load(&options.db).map_err(|e| Failure::new(e.to_string()))?;
-    Ok(run_with(toolchain, plugin, inputs, archs, user_args, options, &db))
+    Ok(run_with(ctx, inputs, options, &db))
 }
 
 /// [`run`] with the db already read.
-pub(crate) fn run_with(
-    toolchain: &Toolchain,
-    plugin: &Path,
-    inputs: &[PathBuf],
-    archs: &[Arch],
-    user_args: &[String],
-    options: &Options,
-    db: &Db,
-) -> (Patch, Vec<Failure>) {
+pub(crate) fn run_with(ctx: &Context, inputs: &[PathBuf], options: &Options, db: &Db) -> (Patch, Vec<Failure>) {
+    let (toolchain, plugin, archs, user_args) = (&ctx.toolchain, ctx.plugin(), &ctx.archs[..], &ctx.user_args[..]);
     let project = Project::new(inputs, user_args, toolchain);
-    let ctx = Context { toolchain, plugin, archs, user_args, db, options, project: &project };
+    let fixing = Fixing { toolchain, plugin, archs, user_args, db, options, project: &project };
     let mut files = Files::default();
     let mut units = Vec::new();
     let mut failures = Vec::new();
     // Each file takes a few compiles (locate, AST, verify): say so on a terminal.
     let bar = crate::progress::Progress::new(inputs.len() as u64, "patching");
     for input in inputs {
-        match plan::plan(&ctx, input, &mut files) {
+        match plan::plan(&fixing, input, &mut files) {
             Ok(p) => units.push(p),
             Err(f) => failures.push(f),
         }
@@ -643,16 +629,8 @@ fn patched_files(files: &Files, edits: &[Edit]) -> Vec<(Arc<str>, String)> {
 
 /// The patch of one unit alone (the wrapper's patch mode), with the db
 /// already read.
-pub(crate) fn fix_unit(
-    toolchain: &Toolchain,
-    plugin: &Path,
-    path: &Path,
-    archs: &[Arch],
-    user_args: &[String],
-    db: &Db,
-    options: &Options,
-) -> Result<Patch, Failure> {
-    let (patch, mut failures) = run_with(toolchain, plugin, &[path.to_path_buf()], archs, user_args, options, db);
+pub(crate) fn fix_unit(ctx: &Context, path: &Path, db: &Db, options: &Options) -> Result<Patch, Failure> {
+    let (patch, mut failures) = run_with(ctx, &[path.to_path_buf()], options, db);
     match failures.pop() {
         Some(f) => Err(f),
         None => Ok(patch),

@@ -22,7 +22,7 @@ use super::{attributes, debug_ir, locate, pow2, restrict, sink, unroll};
 use super::{Decision, Kernel, Notes, Options, Source};
 
 /// What every unit is built with.
-pub(crate) struct Context<'a> {
+pub(crate) struct Fixing<'a> {
     pub toolchain: &'a Toolchain,
     pub plugin: &'a Path,
     pub archs: &'a [Arch],
@@ -59,7 +59,7 @@ impl Planned {
 }
 
 /// Plan one unit; the files it reads go into `files`.
-pub(crate) fn plan(ctx: &Context<'_>, path: &Path, files: &mut Files) -> Result<Planned, Failure> {
+pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<Planned, Failure> {
     std::fs::File::open(path).map_err(|e| Failure::new(format!("cannot read {}: {e}", path.display())))?;
     let mut notes = Notes::new(path);
     let mut planned = Planned {

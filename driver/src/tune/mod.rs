@@ -28,10 +28,10 @@ use crate::search::Objective;
 
 pub(crate) use diff::profile;
 pub use run::run;
-pub(crate) use run::{tune_linked, tune_unit};
+pub(crate) use run::{tune_linked, tune_unit, tune_unit_session};
 
 /// Whether noalias (an assumption about the caller) is tried and applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Noalias {
     Off,
     /// Measure and report, never apply (the default).
@@ -42,7 +42,7 @@ pub enum Noalias {
 /// Whether pow2 may rewrite library pows that are not correctly rounded
 /// (ocml's, libdevice's `__nv_pow`) where the call has no `afn`. Exact
 /// rewrites, and any rewrite under `afn`, are always tried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pow2 {
     Off,
     /// Measure and report, never apply (the default).
@@ -96,6 +96,19 @@ pub struct Options {
     /// What GPUs showed of each class of transform: the default applies
     /// unasked only what never lost ([`crate::evidence`]).
     pub evidence: Evidence,
+}
+
+impl Options {
+    /// What measuring a build needs of these options: the block size the
+    /// user stated (NVPTX occupancy is computed for it).
+    pub(crate) fn measure_options(&self) -> crate::gpu::measure::Options {
+        crate::gpu::measure::Options {
+            block_size: match self.block_size {
+                BlockSize::Given(n) => Some(n),
+                _ => None,
+            },
+        }
+    }
 }
 
 /// One kernel's tuning result: the report's keys (with the usage after

@@ -10,7 +10,8 @@ use regtune_decisions::{Db, Entry, Suggestion, Transforms};
 use super::diff::diff_listings;
 use super::messages;
 use super::plan::{plan_kernel, Plan, Tuning};
-use super::{BlockSize, KernelTuning, Options, VariantStatus};
+use super::{KernelTuning, Options, VariantStatus};
+use crate::context::Context;
 use crate::gpu::compile;
 use crate::gpu::measure::Measured;
 use crate::gpu::{self, Arch};
@@ -21,23 +22,13 @@ use crate::rdc::{self, LinkSet};
 use crate::report::KernelReport;
 use crate::search::Outcome;
 use crate::session::Session;
-use crate::toolchain::Toolchain;
 
 /// Tune every kernel of every file on every target, and update the db at
 /// `db_path`. `confirmed` is that db as loaded (and checked writable,
 /// [`Db::load_for_update`]) before anything compiled: confirmed
 /// suggestions in it are applied.
-#[allow(clippy::too_many_arguments)]
-pub fn run(
-    toolchain: &Toolchain,
-    plugin: &Path,
-    files: &[PathBuf],
-    archs: &[Arch],
-    user_args: &[String],
-    options: &Options,
-    confirmed: &Db,
-    db_path: &Path,
-) -> (Vec<KernelTuning>, Vec<Failure>) {
+pub fn run(ctx: &Context, files: &[PathBuf], options: &Options, confirmed: &Db, db_path: &Path) -> (Vec<KernelTuning>, Vec<Failure>) {
+    let (toolchain, archs, user_args) = (&ctx.toolchain, &ctx.archs[..], &ctx.user_args[..]);
     let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
     let progress = Progress::new(jobs.len() as u64, "tuning");
     // -fgpu-rdc: every file compiled once per target, to link with the others.
@@ -46,9 +37,9 @@ pub fn run(
         .par_iter()
         .map(|(file, arch)| {
             let r = match sets.iter().find(|(a, _)| a.name() == arch.name()) {
-                Some((_, Ok(set))) => tune_in_set(toolchain, plugin, set, file, files.len() > 1, options, confirmed, &progress),
+                Some((_, Ok(set))) => tune_in_set(ctx, set, file, files.len() > 1, options, confirmed, &progress),
                 Some((_, Err(f))) => (vec![], vec![f.clone()]),
-                None => match tune_unit(toolchain, plugin, file, arch, user_args, options, confirmed, &progress) {
+                None => match tune_unit(ctx, file, arch, options, confirmed, &progress) {
                     Ok(rows) if rows.is_empty() => (vec![], vec![no_kernels(file, arch)]),
                     Ok(rows) => (rows, vec![]),
                     Err(f) => (vec![], vec![f]),
@@ -85,10 +76,8 @@ pub(super) fn no_kernels(file: &Path, arch: &Arch) -> Failure {
 /// One file of a link set: its kernels tuned, and one failure per kernel
 /// whose callees no file defines. With other files linked in, a file
 /// without kernels is a library of device functions, not a failure.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn tune_in_set(
-    toolchain: &Toolchain,
-    plugin: &Path,
+    ctx: &Context,
     set: &LinkSet,
     file: &Path,
     linked_with_others: bool,
@@ -100,7 +89,7 @@ pub(super) fn tune_in_set(
         return (vec![], vec![f]);
     }
     let mut failures = set.unresolved_failures(file, rdc::Given::Files { command: "tune", done: "tuned" });
-    match tune_linked(toolchain, plugin, set, file, options, known, progress) {
+    match tune_linked(ctx, set, file, options, known, progress) {
         Ok(rows) if rows.is_empty() && failures.is_empty() && !linked_with_others => failures.push(no_kernels(file, &set.arch)),
         Ok(rows) => return (rows, failures),
         Err(f) => failures.insert(0, f),
@@ -117,36 +106,41 @@ pub(super) fn session_failure(e: crate::session::SessionError) -> Failure {
 
 /// One file on one target; no rows when it defines no kernels. `known` is
 /// the db as loaded: confirmed suggestions in it are applied.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn tune_unit(
-    toolchain: &Toolchain,
-    plugin: &Path,
+    ctx: &Context,
     file: &Path,
     arch: &Arch,
-    user_args: &[String],
     options: &Options,
     known: &Db,
     progress: &Progress,
 ) -> Result<Vec<KernelTuning>, Failure> {
+    tune_unit_session(ctx, file, arch, options, known, progress).map(|(_, rows)| rows)
+}
+
+/// [`tune_unit`], and the session it tuned in (its frontend run and
+/// variants, for more builds of the same kernels).
+pub(crate) fn tune_unit_session<'a>(
+    ctx: &'a Context,
+    file: &'a Path,
+    arch: &'a Arch,
+    options: &Options,
+    known: &Db,
+    progress: &Progress,
+) -> Result<(Session<'a>, Vec<KernelTuning>), Failure> {
     let started = Instant::now();
     let line = progress.unit(format!("{} {}", file.display(), arch.processor()));
-    let measure_options = crate::gpu::measure::Options {
-        block_size: match options.block_size {
-            BlockSize::Given(n) => Some(n),
-            _ => None,
-        },
-    };
     let (session, baseline, locations) =
-        Session::start_with(toolchain, arch, plugin, file, user_args, measure_options).map_err(session_failure)?;
-    tune_session(&session, baseline, locations, started, options, known, progress, &line)
+        Session::start_with(&ctx.toolchain, arch, ctx.plugin(), file, &ctx.user_args, options.measure_options())
+            .map_err(session_failure)?;
+    let rows = tune_session(&session, baseline, locations, started, options, known, progress, &line)?;
+    Ok((session, rows))
 }
 
 /// One `-fgpu-rdc` unit of `set`: its kernels measured through the device
 /// link with the other units; those whose callees no unit defines are not
 /// here ([`crate::rdc::LinkSet::unresolved_failures`] names them).
 pub(crate) fn tune_linked(
-    toolchain: &Toolchain,
-    plugin: &Path,
+    ctx: &Context,
     set: &crate::rdc::LinkSet,
     file: &Path,
     options: &Options,
@@ -155,13 +149,8 @@ pub(crate) fn tune_linked(
 ) -> Result<Vec<KernelTuning>, Failure> {
     let started = Instant::now();
     let line = progress.unit(format!("{} {}", file.display(), set.arch.processor()));
-    let measure_options = crate::gpu::measure::Options {
-        block_size: match options.block_size {
-            BlockSize::Given(n) => Some(n),
-            _ => None,
-        },
-    };
-    let (session, baseline, locations) = Session::start_linked(toolchain, plugin, set, file, measure_options).map_err(session_failure)?;
+    let (session, baseline, locations) =
+        Session::start_linked(&ctx.toolchain, ctx.plugin(), set, file, options.measure_options()).map_err(session_failure)?;
     tune_session(&session, baseline, locations, started, options, known, progress, &line)
 }
 

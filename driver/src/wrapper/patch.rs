@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use regtune_decisions::{Db, Entry};
 use serde::{Deserialize, Serialize};
 
+use crate::context::Context;
 use crate::fix::copy::PatchedCopy;
 use crate::fix::overlay::Overlay;
 use crate::fix::{self, Outcome};
@@ -169,9 +170,9 @@ fn make_patch(
     device_args: &[String],
     db: &Db,
 ) -> Result<Cached, String> {
-    let plugin = crate::plugin::find().map_err(|e| e.to_string())?;
+    let ctx = Context::with_toolchain(toolchain.clone(), archs.to_vec(), device_args.to_vec()).with_plugin().map_err(|e| e.to_string())?;
     let options = fix::Options { db: PathBuf::new(), with_suggestions: false };
-    let patch = fix::fix_unit(toolchain, &plugin, path, archs, device_args, db, &options).map_err(|f| f.message)?;
+    let patch = fix::fix_unit(&ctx, path, db, &options).map_err(|f| f.message)?;
     let left_out = patch
         .kernels()
         .filter_map(|k| match &k.outcome {

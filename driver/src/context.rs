@@ -1,0 +1,60 @@
+//! What every command that compiles shares, built once in main: the
+//! targets, the user's clang flags, the toolchain the targets need and,
+//! for the commands that build with it, the pass plugin, checked to be for
+//! that toolchain's LLVM.
+
+use std::path::{Path, PathBuf};
+
+use crate::gpu::{self, Arch};
+use crate::plugin::{self, LoadError, NotFound};
+use crate::toolchain::{Toolchain, ToolchainError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ContextError {
+    #[error(transparent)]
+    Toolchain(#[from] ToolchainError),
+    #[error(transparent)]
+    NoPlugin(#[from] NotFound),
+    #[error(transparent)]
+    Plugin(#[from] LoadError),
+}
+
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub toolchain: Toolchain,
+    pub archs: Vec<Arch>,
+    /// The user's clang flags (after `--`, or a compile command's).
+    pub user_args: Vec<String>,
+    plugin: Option<PathBuf>,
+}
+
+impl Context {
+    /// The toolchain `archs` need; no plugin.
+    pub fn new(archs: Vec<Arch>, user_args: Vec<String>) -> Result<Context, ContextError> {
+        Ok(Context::with_toolchain(gpu::toolchain_for(&archs)?, archs, user_args))
+    }
+
+    /// A toolchain already found.
+    pub fn with_toolchain(toolchain: Toolchain, archs: Vec<Arch>, user_args: Vec<String>) -> Context {
+        Context { toolchain, archs, user_args, plugin: None }
+    }
+
+    /// The same, with the pass plugin, which must be for the toolchain's
+    /// LLVM: commands that build with it stop here rather than later.
+    pub fn with_plugin(self) -> Result<Context, ContextError> {
+        let plugin = plugin::find()?;
+        plugin::check_version(&plugin, &self.toolchain.clang, &self.toolchain.version)?;
+        Ok(Context { plugin: Some(plugin), ..self })
+    }
+
+    /// The same toolchain and plugin for other targets and flags (a
+    /// compile command's, in `batch`).
+    pub(crate) fn for_unit(&self, archs: Vec<Arch>, user_args: Vec<String>) -> Context {
+        Context { toolchain: self.toolchain.clone(), archs, user_args, plugin: self.plugin.clone() }
+    }
+
+    /// The plugin [`Context::with_plugin`] found and checked.
+    pub(crate) fn plugin(&self) -> &Path {
+        self.plugin.as_deref().expect("regtune bug: a command that builds with the plugin made its context without it")
+    }
+}
