@@ -1,11 +1,11 @@
-//! The driver's module graph has no cycles: data flows one way through the
-//! stages (ARCHITECTURE.md). Each `crate::<module>` a file of driver/src
-//! names (outside its `#[cfg(test)] mod tests`) is an edge from its
-//! top-level module to that one; the graph of those edges must be acyclic.
+//! ARCHITECTURE.md's invariants, checked: the driver's modules in the
+//! order of its "Layers" block, each importing only modules before it (so
+//! data flows one way and there is no cycle), the base ones nothing; and
+//! outside `gpu/`, no code that asks which target it is.
 //!
-//! `KNOWN` lists the edges that still close a cycle, each to be removed by
-//! turning the dependency around; the test fails when one of them is gone
-//! (so the list only shrinks) and when any other cycle appears.
+//! An import is each `crate::<module>` a file of driver/src names outside
+//! its `#[cfg(test)] mod tests`, doc links included: an edge from the
+//! file's top-level module to that one.
 
 // A test fails by panicking; `unwrap` says where.
 #![allow(clippy::unwrap_used)]
@@ -13,13 +13,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Edges (from, to) that still close a cycle in the driver.
-const KNOWN: &[(&str, &str)] = &[];
-
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
 fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+    root().join("driver/src")
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -62,21 +63,32 @@ fn named(text: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
     out
 }
 
-fn graph() -> Graph {
+/// Each file's code, less its unit tests, by top-level module.
+fn sources() -> Vec<(String, PathBuf, String)> {
     let src = src();
     let modules = modules(&src);
     let mut files = Vec::new();
     rust_files(&src, &mut files);
+    files
+        .into_iter()
+        .filter_map(|file| {
+            let rel = file.strip_prefix(&src).unwrap();
+            let top = rel.iter().next().unwrap().to_string_lossy().trim_end_matches(".rs").to_string();
+            // lib.rs, main.rs, bin/
+            modules.contains(&top).then(|| {
+                let text = std::fs::read_to_string(&file).unwrap();
+                let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(&text).to_string();
+                (top, file, code)
+            })
+        })
+        .collect()
+}
+
+fn graph() -> Graph {
+    let modules = modules(&src());
     let mut graph = Graph::new();
-    for file in files {
-        let rel = file.strip_prefix(&src).unwrap();
-        let top = rel.iter().next().unwrap().to_string_lossy().trim_end_matches(".rs").to_string();
-        if !modules.contains(&top) {
-            continue; // lib.rs, main.rs, bin/
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(&text);
-        for to in named(code, &modules) {
+    for (top, _, code) in sources() {
+        for to in named(&code, &modules) {
             if to != top {
                 graph.entry(top.clone()).or_default().insert(to);
             }
@@ -85,48 +97,89 @@ fn graph() -> Graph {
     graph
 }
 
-/// A cycle through the graph, if there is one.
-fn cycle(graph: &Graph) -> Option<Vec<String>> {
-    fn visit(n: &str, g: &Graph, done: &mut BTreeSet<String>, path: &mut Vec<String>) -> Option<Vec<String>> {
-        if let Some(i) = path.iter().position(|p| p == n) {
-            let mut c = path[i..].to_vec();
-            c.push(n.to_string());
-            return Some(c);
+/// The "Layers" block of ARCHITECTURE.md: (layer, its modules), bottom first.
+fn layers(doc: &str) -> Vec<(String, Vec<String>)> {
+    let section = doc.split("\n## Layers\n").nth(1).expect("ARCHITECTURE.md has a `## Layers` section");
+    let block = section.split("```text\n").nth(1).and_then(|b| b.split("```").next()).expect("its first ```text block");
+    block
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            let layer = words.next().unwrap().to_string();
+            (layer, words.map(String::from).collect())
+        })
+        .collect()
+}
+
+/// Every way `graph` breaks the order of `layers`: an import of a module
+/// listed later (or of itself's layer mates listed later), any import by a
+/// base module, a module not listed or listed twice.
+fn violations(graph: &Graph, layers: &[(String, Vec<String>)], modules: &BTreeSet<String>) -> Vec<String> {
+    let order: Vec<&String> = layers.iter().flat_map(|(_, m)| m).collect();
+    let position = |m: &str| order.iter().position(|o| *o == m);
+    let mut out = Vec::new();
+    for m in modules {
+        match order.iter().filter(|o| **o == m).count() {
+            0 => out.push(format!("`{m}` is in no layer")),
+            1 => {}
+            _ => out.push(format!("`{m}` is listed twice")),
         }
-        if done.contains(n) {
-            return None;
+    }
+    for o in &order {
+        if !modules.contains(*o) {
+            out.push(format!("`{o}` is listed but is no module"));
         }
-        path.push(n.to_string());
-        for m in g.get(n).into_iter().flatten() {
-            if let Some(c) = visit(m, g, done, path) {
-                return Some(c);
+    }
+    let base: &[String] = layers.first().map_or(&[], |(_, m)| m);
+    for (from, tos) in graph {
+        for to in tos {
+            if base.contains(from) {
+                out.push(format!("base module `{from}` imports `{to}`"));
+            } else if let (Some(f), Some(t)) = (position(from), position(to)) {
+                if t > f {
+                    out.push(format!("`{from}` imports `{to}`, which is listed after it"));
+                }
             }
         }
-        path.pop();
-        done.insert(n.to_string());
-        None
     }
-    let mut done = BTreeSet::new();
-    graph.keys().find_map(|n| visit(n, graph, &mut done, &mut Vec::new()))
+    out
 }
 
 #[test]
-fn the_driver_has_no_module_cycles_but_the_known_ones() {
-    let mut graph = graph();
+fn every_module_imports_only_modules_below_it() {
+    let graph = graph();
     assert!(graph.get("tune").is_some_and(|t| t.contains("search")), "the reader finds the edges: {graph:?}");
-    for (from, to) in KNOWN {
-        let present = graph.get_mut(*from).is_some_and(|t| t.remove(*to));
-        assert!(present, "{from} no longer uses {to}: remove the edge from KNOWN");
-    }
-    if let Some(c) = cycle(&graph) {
-        panic!("module cycle in driver/src: {}", c.join(" → "));
+    let doc = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let v = violations(&graph, &layers(&doc), &modules(&src()));
+    assert!(v.is_empty(), "ARCHITECTURE.md's layers are broken:\n{}", v.join("\n"));
+}
+
+#[test]
+fn only_gpu_asks_which_target_it_is() {
+    for (top, file, code) in sources() {
+        if top == "gpu" {
+            continue;
+        }
+        for asks in ["is_nvptx", ".nvidia()", ".gfx()", "Vendor::"] {
+            assert!(!code.contains(asks), "{} asks which target it is (`{asks}`): ask gpu::of(arch) instead", file.display());
+        }
     }
 }
 
 #[test]
-fn cycles_are_found() {
-    let g: Graph = [("a", "b"), ("b", "c"), ("c", "a")].iter().map(|(f, t)| (f.to_string(), BTreeSet::from([t.to_string()]))).collect();
-    assert_eq!(cycle(&g).unwrap(), ["a", "b", "c", "a"]);
-    let modules: BTreeSet<String> = ["compile", "gpu"].map(String::from).into();
-    assert_eq!(named("use crate::{compile::Unit, gpu};", &modules), modules);
+fn violations_are_found() {
+    let modules: BTreeSet<String> = ["compile", "gpu", "tune", "job"].map(String::from).into();
+    assert_eq!(named("use crate::{compile::Unit, gpu};", &modules), BTreeSet::from(["compile".to_string(), "gpu".to_string()]));
+    let layers = layers("\n## Layers\n\n```text\nbase    job\ntargets gpu compile\ncommands tune\n```\n");
+    let graph: Graph = [("gpu", "compile"), ("job", "gpu"), ("tune", "gpu")]
+        .iter()
+        .map(|(f, t)| (f.to_string(), BTreeSet::from([t.to_string()])))
+        .collect();
+    assert_eq!(
+        violations(&graph, &layers, &modules),
+        ["`gpu` imports `compile`, which is listed after it", "base module `job` imports `gpu`"]
+    );
+    let missing: BTreeSet<String> = ["gpu", "job", "tune", "compile", "cost"].map(String::from).into();
+    assert_eq!(violations(&Graph::new(), &layers, &missing), ["`cost` is in no layer"]);
 }

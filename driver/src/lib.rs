@@ -1,10 +1,14 @@
 //! regtune: rewrite GPU kernels so they need fewer registers, and prove each
 //! rewrite with the real backend: AMDGPU (HIP), or NVPTX and ptxas (CUDA).
 //!
-//! Data flows one way: toolchain → compile → measure → search/cost →
-//! verdict → tune/report/predict → output. Each stage is one module; what
-//! differs between AMDGPU and NVPTX is behind [`gpu::Target`], one folder
-//! per target (ARCHITECTURE.md); `main.rs` is only the CLI.
+//! Data flows one way: the toolchain and the targets ([`gpu`]) below, then
+//! a file's frontend run and variants ([`session`]), the search and the
+//! rule ([`search`], [`cost`], [`verdict`]), the commands on top (tune,
+//! report, predict, fix, batch, explain, the wrapper); ARCHITECTURE.md
+//! lists the layers, and tests/modules.rs holds every import to them.
+//! What differs between AMDGPU and NVPTX is behind [`gpu::Target`], one
+//! folder per target; `main.rs` is only the CLI, built on one
+//! [`context::Context`].
 
 pub mod batch;
 pub(crate) mod candidates;

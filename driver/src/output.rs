@@ -120,3 +120,19 @@ pub fn emit(text: &str, path: Option<&Path>) -> Result<(), WriteError> {
     tmp.persist(path).map_err(|e| err(e.error))?;
     Ok(())
 }
+
+/// Text and attribute values, escaped for HTML.
+pub(crate) fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}

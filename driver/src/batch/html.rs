@@ -8,22 +8,7 @@ use std::fmt::Write;
 use super::render::{arrow, display_path, Summary};
 use super::{Batch, KernelRow, Status};
 use crate::names::short_name;
-
-/// Text and attribute values, escaped for HTML.
-pub(crate) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
+use crate::output::esc;
 
 const STYLE: &str = r#"
 :root { --before: #9aa5b1; --after: #2f7ed8; --bad: #c0392b; --good: #1e8449; }

@@ -8,8 +8,8 @@ use std::fmt::Write;
 
 use super::text::{ranges, usage_line};
 use super::{Diagnostic, KernelExplain, Timeline};
-use crate::batch::html::esc;
 use crate::names::short_name;
+use crate::output::esc;
 
 const STYLE: &str = r#"
 :root { --vgpr: #2f7ed8; --sgpr: #9aa5b1; --peak: #fdecc8; --spill: #c0392b; --private: #e67e22; }

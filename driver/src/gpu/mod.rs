@@ -1,18 +1,24 @@
 //! GPU targets: the `--offload-arch` value ([`Arch`]), and everything that
 //! differs between AMDGPU and NVPTX behind one trait, [`Target`], with one
 //! implementation per target and its own modules in its folder, reached by
-//! [`of`]:
+//! [`of`] (a value that holds its `Arch`). Beside them, the vocabulary the
+//! trait speaks: what a compile takes and gives ([`compile`]), what a built
+//! kernel uses ([`measure`]), a listing as the cost model reads it
+//! ([`listing`]).
 //!
 //! - [`amdgpu`]: HIP device flags and the device-library overlay
 //!   (`device_libs`), code objects (`codeobj`), the backend's occupancy
-//!   model (`occupancy`), usage from a code object (`usage`);
-//! - [`nvptx`]: the CUDA installation (`cuda`), ptxas and its `-v` report
-//!   (`ptxas`), cubins (`cubin`), NVIDIA's occupancy calculator (`nvidia`),
-//!   usage from a cubin and the report (`usage`).
+//!   model (`occupancy`), usage from a code object (`usage`), clang's
+//!   remarks (`remarks`), `-fgpu-rdc` links (`rdc`), its assembly
+//!   (`listing`);
+//! - [`nvptx`]: CUDA's compile flags (`flags`), ptxas and its `-v` report
+//!   (`ptxas`), cubins (`cubin`) and their SASS (`sass`), NVIDIA's
+//!   occupancy calculator (`nvidia`), usage from a cubin and the report
+//!   (`usage`), PTX (`listing`).
 //!
-//! The stages (compile, session, measure, search, tune, report, explain,
-//! fix, cost, toolchain, batch, wrapper) ask the target and never test
-//! which one it is.
+//! Below the stages: it imports only the toolchain, the job runner, names
+//! and output. The stages ask the target and never test which one it is
+//! (ARCHITECTURE.md, checked by tests/modules.rs).
 
 pub(crate) mod amdgpu;
 mod arch;
