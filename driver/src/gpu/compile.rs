@@ -1,4 +1,7 @@
-//! Run clang: device-only HIP compiles and compiles of pre-optimization IR.
+//! A compile: what it takes ([`Unit`], [`Variant`]), what it gives
+//! ([`Compiled`], [`Temps`]), how it fails ([`CompileError`]), and clang or
+//! a tool run for it through the job runner: device-only HIP or CUDA
+//! compiles and compiles of pre-optimization IR.
 //!
 //! Every compile that regtune measures goes through here, so the flags that
 //! make the real backend's numbers come out right live in one place.
@@ -47,12 +50,12 @@ pub enum CompileError {
 }
 
 impl CompileError {
-    /// Compiler diagnostics worth showing above the one-line error.
     /// Whether the compile was stopped at its deadline.
     pub(crate) fn timed_out(&self) -> bool {
         matches!(self, CompileError::TimedOut { .. } | CompileError::Ptxas(ptxas::PtxasError::TimedOut { .. }))
     }
 
+    /// Compiler diagnostics worth showing above the one-line error.
     pub(crate) fn diagnostics(&self) -> Option<&str> {
         match self {
             CompileError::Failed { diagnostics, .. } | CompileError::Link { diagnostics, .. } if !diagnostics.trim().is_empty() => {

@@ -1,5 +1,6 @@
-//! Turn a built object into per-kernel usage: the numbers the backend
-//! reports plus the target's occupancy model's verdict on them. How a
+//! A built kernel's usage ([`Measured`]): the numbers the backend reports
+//! plus the target's occupancy model's verdict on them, and what limits it
+//! ([`Limiter`]); reading them from a built object. How a
 //! target reads its objects is its own ([`crate::gpu::Target::read_usage`]:
 //! AMDGPU code objects in `gpu/amdgpu/usage.rs`, NVPTX cubins and the
 //! `ptxas -v` report in `gpu/nvptx/usage.rs`); this module holds what
