@@ -9,8 +9,9 @@
 # Per target (default gfx90a gfx1100 sm_90; others as arguments after DIR):
 # `report` as JSON and as a table, `tune --diff` as JSON (the IR and
 # assembly/PTX listings are in it) and as a table, the db tune wrote, and
-# each command's stderr and exit status; `explain` as JSON and the patch
-# `fix` makes from that db; `predict` on the first example. `report` also reads back a built
+# each command's stderr and exit status; a tune with every class proven,
+# `explain` as JSON and the patch `fix` makes from its db; `predict` on
+# the first example. `report` also reads back a built
 # object: the code object of the first example (AMDGPU), or the NVPTX error
 # for a built object (report reads NVPTX usage from its own compile only).
 #
@@ -61,13 +62,21 @@ for arch in $archs; do
         run "tune-$arch.$format" "$regtune" tune --format "$format" --diff --db "$db" \
             --time-budget 3600 --variant-timeout 600 --offload-arch "$arch" $examples
     done
+    # Every class proven (the shipped default applies nothing unasked), so
+    # that explain and fix have decisions to show and patch.
+    proven=$out/db-$arch-proven.json
+    rm -f "$proven"
+    # shellcheck disable=SC2086
+    run "tune-$arch.proven.json" "$regtune" tune --format json --db "$proven" \
+        --evidence "$repo/tests/fixtures/evidence-all-proven.json" \
+        --time-budget 3600 --variant-timeout 600 --offload-arch "$arch" $examples
     # explain (its own compiles, and what tune measured), fix (the patch
-    # the db just written makes, every unit rebuilt to verify it), predict
-    # (the cost model over every variant) on the first example.
+    # that db makes, every unit rebuilt to verify it), predict (the cost
+    # model over every variant) on the first example.
     # shellcheck disable=SC2086
-    run "explain-$arch.json" "$regtune" explain --format json --db "$out/db-$arch-json.json" --offload-arch "$arch" $examples
+    run "explain-$arch.json" "$regtune" explain --format json --db "$proven" --offload-arch "$arch" $examples
     # shellcheck disable=SC2086
-    run "fix-$arch.patch" "$regtune" fix --db "$out/db-$arch-json.json" --offload-arch "$arch" $examples
+    run "fix-$arch.patch" "$regtune" fix --db "$proven" --offload-arch "$arch" $examples
     run "predict-$arch.json" "$regtune" predict --time-budget 3600 --variant-timeout 600 --offload-arch "$arch" \
         "$(echo "$examples" | head -n 1)"
     # A built object, read back.
