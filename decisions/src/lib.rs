@@ -181,6 +181,13 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Whether a suggestion held back for `reasons` is the GPU's to decide:
+    /// only for speed ([`Reason::Unproven`], [`Reason::TradesIlp`]), and
+    /// saying so (a suggestion that does not say why waits for the user).
+    pub fn measure_decides(reasons: &[Reason]) -> bool {
+        !reasons.is_empty() && reasons.iter().all(|r| matches!(r, Reason::Unproven | Reason::TradesIlp))
+    }
+
     /// The JSON spelling: "trades-ilp".
     pub fn as_str(self) -> &'static str {
         match self {
@@ -261,6 +268,18 @@ pub struct Suggestion {
     pub confirmed: bool,
 }
 
+impl Suggestion {
+    /// Whether a GPU measurement may decide it alone: it is held back only
+    /// for speed (no GPU has shown the class never loses; it trades
+    /// unrolling or registers for occupancy), so it computes the same values
+    /// and promises nothing about the callers. Rounding changes and caller
+    /// assumptions wait for the user's word (as do suggestions that do not
+    /// say why, from older dbs).
+    pub fn measure_decides(&self) -> bool {
+        Reason::measure_decides(&self.reasons)
+    }
+}
+
 impl Entry {
     pub fn key(&self) -> String {
         Db::key(&self.symbol, &self.arch, &self.input_hash)
@@ -276,9 +295,11 @@ impl Entry {
     }
 
     /// Every build a measurement may choose: the decision (with what the
-    /// user confirmed), confirmed suggestions and the search's candidates.
+    /// user confirmed), confirmed suggestions and those a measurement
+    /// decides ([`Suggestion::measure_decides`]), and the search's
+    /// candidates.
     pub fn allowed(&self) -> Vec<Transforms> {
-        let confirmed = self.suggested.iter().filter(|s| s.confirmed).map(|s| s.transforms.clone());
+        let confirmed = self.suggested.iter().filter(|s| s.confirmed || s.measure_decides()).map(|s| s.transforms.clone());
         let search = self.candidates.iter().map(|c| c.transforms.clone());
         let mut all = vec![self.tuned(), self.transforms.clone()];
         for t in confirmed.chain(search) {
@@ -650,6 +671,33 @@ mod tests {
         assert!(e.effective().is_empty());
         e.suggested[0].confirmed = true;
         assert_eq!(e.effective(), wider);
+    }
+
+    #[test]
+    fn a_suggestion_held_for_speed_alone_is_the_measurement_s_to_keep() {
+        let mut e = entry("_Z1kPf", "h");
+        let sink = Transforms { sink: true, ..Default::default() };
+        let suggest = |reasons: Vec<Reason>| Suggestion {
+            transforms: sink.clone(),
+            usage: Usage::default(),
+            message: String::new(),
+            reasons,
+            confirmed: false,
+        };
+        e.transforms = Transforms::default();
+        e.measured = Some(measured_with(&[(&sink, 0.5, true)]));
+        for speed in [vec![Reason::Unproven], vec![Reason::TradesIlp], vec![Reason::Unproven, Reason::TradesIlp]] {
+            e.suggested = vec![suggest(speed.clone())];
+            assert_eq!(e.effective(), sink, "{speed:?}");
+        }
+        for needs_the_user in [vec![], vec![Reason::AssumesCaller], vec![Reason::Unproven, Reason::ChangesRounding]] {
+            e.suggested = vec![suggest(needs_the_user.clone())];
+            assert!(e.effective().is_empty(), "{needs_the_user:?}");
+        }
+        // Faster, but different bytes: plain.
+        e.suggested = vec![suggest(vec![Reason::Unproven])];
+        e.measured = Some(measured_with(&[(&sink, 0.5, false)]));
+        assert!(e.effective().is_empty());
     }
 
     #[test]

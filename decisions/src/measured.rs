@@ -90,8 +90,10 @@ impl Timing {
 pub enum Verdict {
     /// Identical, and faster than plain beyond the noise.
     Faster,
-    /// Identical but not faster beyond the noise.
+    /// Identical, and within the noise of plain.
     NotFaster,
+    /// Identical, and slower than plain beyond the noise.
+    Slower,
     /// Different bytes than the plain build (or the plain build itself is
     /// not deterministic).
     Differs,
@@ -119,6 +121,8 @@ impl Measured {
             Verdict::Differs
         } else if time.beats(&plain) {
             Verdict::Faster
+        } else if plain.beats(&time) {
+            Verdict::Slower
         } else {
             Verdict::NotFaster
         }
@@ -191,6 +195,11 @@ mod tests {
         // md_lj_force_kick: sink ran 1.4x faster.
         let faster = measured(vec![cand(t(None, false), 0.614, 0.002, true), cand(t(None, true), 0.440, 0.002, true)]);
         assert_eq!(faster.choose([&t(None, true)]), Some(t(None, true)));
+        // The verdicts say which way it went, and noise is neither.
+        assert_eq!(slower.verdict(&slower.candidates[1]), Verdict::Slower);
+        assert_eq!(faster.verdict(&faster.candidates[1]), Verdict::Faster);
+        let close = measured(vec![cand(t(None, false), 1.0, 0.02, true), cand(t(Some(1), false), 1.03, 0.02, true)]);
+        assert_eq!(close.verdict(&close.candidates[1]), Verdict::NotFaster);
     }
 
     #[test]

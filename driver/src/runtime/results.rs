@@ -196,6 +196,8 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
                     (Verdict::Faster, false) => "faster: confirm the suggestion to use it".into(),
                     (Verdict::NotFaster, true) => "not faster beyond noise: rejected".into(),
                     (Verdict::NotFaster, false) => "not faster beyond noise".into(),
+                    (Verdict::Slower, true) => "slower: rejected".into(),
+                    (Verdict::Slower, false) => "slower".into(),
                     (Verdict::Differs, _) => "different bytes: rejected".into(),
                     (Verdict::Failed, _) => format!("failed: {}", c.error.clone().unwrap_or_else(|| "did not run".into())),
                 }

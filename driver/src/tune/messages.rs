@@ -9,6 +9,7 @@ use crate::evidence::{Class, Evidence};
 use crate::gpu::measure::Measured;
 use crate::gpu::{self, Arch};
 use crate::search::Objective;
+use crate::verdict;
 
 /// "<what> would reach occupancy N (a → b VGPRs) with <the rest> — <what
 /// to check before confirming>", for the held part of a suggestion.
@@ -98,8 +99,12 @@ pub(super) fn suggestion_message(
     }
     let mut message = format!("{} {effect} — {}", what.join(" and "), checks.join("; "));
     if held.unroll_cap.is_some() || held.waves_per_eu.is_some() || held.sink || (held.pow2 && !held.pow2_inexact) {
-        message
-            .push_str("; `regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results");
+        // Held for speed alone, the GPU decides; else the user's word first.
+        message.push_str(if Reason::measure_decides(&verdict::held_reasons(held)) {
+            "; `regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results"
+        } else {
+            "; `regtune measure -- PROGRAM ARGS` times it inside your program; once you confirm it, the build uses it only if faster with the same results"
+        });
     }
     message
 }
