@@ -124,6 +124,12 @@ impl Unit<'_> {
         gpu::of(self.arch).prepare(self.toolchain)?;
         let mut cmd = Command::new(&self.toolchain.clang);
         cmd.args(gpu::of(self.arch).device_args(self.toolchain, self.user_args)?);
+        // The compilation unit's ID from its source alone: clang's own hashes
+        // the whole command line, output path included (a temporary
+        // directory here), and names a symbol of an AMDGPU code object with
+        // it, so that no two builds of the same code were the same bytes (a
+        // re-tune would drop every measurement). The user's own -cuid wins.
+        cmd.arg(format!("-cuid={}", cuid(self.source)));
         cmd.arg(DEFAULT_OPT);
         cmd.args(self.user_args);
         Ok(cmd)
@@ -180,6 +186,12 @@ impl Unit<'_> {
         let cmd = self.hip_command()?;
         gpu::of(self.arch).build_keeping_temps(self, cmd, dir, object)
     }
+}
+
+/// A compilation-unit ID for `source`: its canonical path, hashed.
+fn cuid(source: &Path) -> String {
+    let path = std::fs::canonicalize(source).unwrap_or_else(|_| source.to_path_buf());
+    crate::hash::short(path.as_os_str().as_encoded_bytes())
 }
 
 /// What a device link writes: the code object, or one listing of the

@@ -292,7 +292,9 @@ pub(super) fn plan_kernel(
             tuning.limits.spent()
         });
     }
-    let measured = log.into_inner().expect("variant log lock");
+    // In a fixed order: the searches compile in parallel and finish in any.
+    let mut measured = log.into_inner().expect("variant log lock");
+    measured.sort_by_cached_key(|m| gpu::labels(&m.transforms, session.arch, &[]).join(" + "));
     plan.variants = measured.len();
     plan.budget_reached = budget_reached;
     plan.reason = verdict::applied_reason(&rule, &base.usage, &outcome.usage);
