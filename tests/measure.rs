@@ -117,6 +117,37 @@ fn file_hash(path: &Path) -> Vec<u8> {
     sha2::Sha256::digest(std::fs::read(path).unwrap()).to_vec()
 }
 
+/// Two tunes of the same file keep the same bytes, on AMDGPU too (whose
+/// code objects name a symbol after the compilation unit's ID): else a
+/// re-tune would find every measured code object changed and drop what the
+/// GPU measured.
+#[test]
+fn two_tunes_of_a_file_keep_the_same_code_objects() {
+    let kept = |dir: &Path| {
+        let db_path = dir.join("decisions.json");
+        regtune()
+            .args(["tune", "--offload-arch", "gfx90a", "--candidates", "2", "--db"])
+            .arg(&db_path)
+            .arg("examples/laplacian3d.hip")
+            .assert()
+            .success();
+        let db = Db::load(&db_path).unwrap();
+        let mut files: Vec<(String, Vec<u8>)> = db
+            .kernels
+            .values()
+            .flat_map(|e| code::candidates(&code::dir(&db_path), e))
+            .filter(|(_, _, path)| path.is_file())
+            .map(|(name, _, path)| (name, file_hash(&path)))
+            .collect();
+        files.sort();
+        files
+    };
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let first = kept(a.path());
+    assert!(first.len() >= 2, "plain and a candidate at least: {first:?}");
+    assert_eq!(first, kept(b.path()));
+}
+
 /// The measured search on the Laplacian for sm_90 (64 registers, no
 /// spills): every occupancy step's register cap is a candidate, spilling or
 /// not, each kept code object differs from every other, `--candidates`
