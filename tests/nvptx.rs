@@ -272,8 +272,12 @@ fn labels_of(k: &Value, list: &str) -> Vec<String> {
     k[list].as_array().unwrap().iter().map(|l| l.as_str().unwrap().to_string()).collect()
 }
 
+/// How a suggestion held back for speed alone ends (the GPU decides), and
+/// one that also changes rounding or rests on the callers.
 const MEASURE_HINT: &str =
     "`regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results";
+const CONFIRM_HINT: &str =
+    "`regtune measure -- PROGRAM ARGS` times it inside your program; once you confirm it, the build uses it only if faster with the same results";
 
 #[test]
 fn without_evidence_nothing_is_applied_unasked_on_sm_90_and_the_former_decisions_are_suggested() {
@@ -289,9 +293,12 @@ fn without_evidence_nothing_is_applied_unasked_on_sm_90_and_the_former_decisions
         assert!(labels_of(k, "applied").is_empty(), "{k}");
         assert_eq!(k["after"], k["before"], "{k}");
         let reasons = k["suggestion_reasons"].as_array().unwrap();
-        let timed = reasons.iter().any(|r| r == "unproven" || r == "trades-ilp");
+        let speed = |r: &Value| r == "unproven" || r == "trades-ilp";
+        let timed = reasons.iter().any(speed);
+        let speed_alone = timed && reasons.iter().all(speed);
         for m in k["suggestions"].as_array().unwrap() {
-            assert_eq!(m.as_str().unwrap().ends_with(MEASURE_HINT), timed, "{k}");
+            assert_eq!(m.as_str().unwrap().ends_with(MEASURE_HINT), speed_alone, "{k}");
+            assert_eq!(m.as_str().unwrap().ends_with(CONFIRM_HINT), timed && !speed_alone, "{k}");
         }
     }
     // What the all-proven table decides is suggested, for the reason its class waits for.

@@ -74,9 +74,12 @@ fn labels_of(k: &Value, list: &str) -> Vec<String> {
     k[list].as_array().unwrap().iter().map(|l| l.as_str().unwrap().to_string()).collect()
 }
 
-/// How a suggestion the evidence holds back ends.
+/// How a suggestion the evidence holds back for speed alone ends: the GPU decides.
 const MEASURE_HINT: &str =
     "`regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results";
+/// How one that also changes rounding or rests on the callers ends.
+const CONFIRM_HINT: &str =
+    "`regtune measure -- PROGRAM ARGS` times it inside your program; once you confirm it, the build uses it only if faster with the same results";
 
 #[test]
 fn without_evidence_nothing_is_applied_unasked_and_the_former_decisions_are_suggested() {
@@ -92,13 +95,19 @@ fn without_evidence_nothing_is_applied_unasked_and_the_former_decisions_are_sugg
         assert_eq!(k["after"], k["before"], "{k}");
         let e = db_entry(&db, k);
         assert!(e.get("transforms").is_none_or(|t| t.as_object().unwrap().is_empty()), "nothing decided: {e}");
-        // Every suggestion held for speed alone says how to time it; one
-        // held only for rounding or the caller does not.
+        // A suggestion held for speed says how to time it: held for speed
+        // alone, measure keeps it; with a rounding change or a caller
+        // assumption too, only once confirmed; held only for those, it
+        // names no measurement.
         let reasons = k["suggestion_reasons"].as_array().unwrap();
-        let timed = reasons.iter().any(|r| r == "unproven" || r == "trades-ilp");
+        let speed = |r: &Value| r == "unproven" || r == "trades-ilp";
+        let timed = reasons.iter().any(speed);
+        let speed_alone = timed && reasons.iter().all(speed);
         for m in k["suggestions"].as_array().unwrap() {
-            assert_eq!(m.as_str().unwrap().ends_with(MEASURE_HINT), timed, "{k}");
-            assert_eq!(m.as_str().unwrap().contains("regtune measure"), timed, "{k}");
+            let m = m.as_str().unwrap();
+            assert_eq!(m.ends_with(MEASURE_HINT), speed_alone, "{k}");
+            assert_eq!(m.ends_with(CONFIRM_HINT), timed && !speed_alone, "{k}");
+            assert_eq!(m.contains("regtune measure"), timed, "{k}");
         }
         if !reasons.is_empty() {
             assert_eq!(k["reason"], reasons[0], "the first reason it waits for: {k}");
@@ -143,7 +152,7 @@ fn without_evidence_nothing_is_applied_unasked_and_the_former_decisions_are_sugg
         ),
         "{message}"
     );
-    assert!(message.ends_with(MEASURE_HINT), "{message}");
+    assert!(message.ends_with(CONFIRM_HINT), "{message}");
     assert!(k["why"].as_str().unwrap().starts_with("suggested, not applied (unproven, assumes-caller): sink"), "{k}");
 }
 
