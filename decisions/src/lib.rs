@@ -181,9 +181,13 @@ pub enum Reason {
 }
 
 impl Reason {
-    /// Whether a suggestion held back for `reasons` is the GPU's to decide:
-    /// only for speed ([`Reason::Unproven`], [`Reason::TradesIlp`]), and
-    /// saying so (a suggestion that does not say why waits for the user).
+    /// Whether a suggestion held back for `reasons` is the GPU's to decide
+    /// alone: it is held only for speed ([`Reason::Unproven`]: no GPU has
+    /// shown its class never loses; [`Reason::TradesIlp`]: it trades
+    /// unrolling or registers for occupancy), so it computes the same
+    /// values and promises nothing about the callers. Rounding changes and
+    /// caller assumptions wait for the user's word, as do suggestions that
+    /// do not say why (from older dbs).
     pub fn measure_decides(reasons: &[Reason]) -> bool {
         !reasons.is_empty() && reasons.iter().all(|r| matches!(r, Reason::Unproven | Reason::TradesIlp))
     }
@@ -268,18 +272,6 @@ pub struct Suggestion {
     pub confirmed: bool,
 }
 
-impl Suggestion {
-    /// Whether a GPU measurement may decide it alone: it is held back only
-    /// for speed (no GPU has shown the class never loses; it trades
-    /// unrolling or registers for occupancy), so it computes the same values
-    /// and promises nothing about the callers. Rounding changes and caller
-    /// assumptions wait for the user's word (as do suggestions that do not
-    /// say why, from older dbs).
-    pub fn measure_decides(&self) -> bool {
-        Reason::measure_decides(&self.reasons)
-    }
-}
-
 impl Entry {
     pub fn key(&self) -> String {
         Db::key(&self.symbol, &self.arch, &self.input_hash)
@@ -296,10 +288,10 @@ impl Entry {
 
     /// Every build a measurement may choose: the decision (with what the
     /// user confirmed), confirmed suggestions and those a measurement
-    /// decides ([`Suggestion::measure_decides`]), and the search's
+    /// decides ([`Reason::measure_decides`]), and the search's
     /// candidates.
     pub fn allowed(&self) -> Vec<Transforms> {
-        let confirmed = self.suggested.iter().filter(|s| s.confirmed || s.measure_decides()).map(|s| s.transforms.clone());
+        let confirmed = self.suggested.iter().filter(|s| s.confirmed || Reason::measure_decides(&s.reasons)).map(|s| s.transforms.clone());
         let search = self.candidates.iter().map(|c| c.transforms.clone());
         let mut all = vec![self.tuned(), self.transforms.clone()];
         for t in confirmed.chain(search) {

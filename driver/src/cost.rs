@@ -81,15 +81,16 @@ impl Estimate {
 /// `vgpr_spills` and `sgpr_spills`) are added: each access runs as often as
 /// the code around it does on average, and each reload waits.
 pub(crate) fn estimate(p: &Profile, usage: &regtune_decisions::Usage, arch: &Arch) -> Estimate {
-    let m = machine(arch);
+    let target = crate::gpu::of(arch);
+    let m = target.machine();
     let mut p = p.clone();
-    if !crate::gpu::of(arch).listing_shows_spills() && usage.local_accesses > 0 {
+    if !target.listing_shows_spills() && usage.local_accesses > 0 {
         let n = f64::from(usage.local_accesses);
         p.issue_cycles += n - p.scratch_ops;
         p.latency_cycles += n / 2.0 * m.spill_latency;
         p.scratch_ops = n;
         p.scratch_bytes = n * 4.0;
-    } else if !crate::gpu::of(arch).listing_shows_spills() {
+    } else if !target.listing_shows_spills() {
         let weight = if p.code_instructions > 0.0 { (p.instructions / p.code_instructions).max(1.0) } else { 1.0 };
         // ptxas spills whole 32-bit registers at least.
         let (stores, loads) = (f64::from(usage.vgpr_spills) / 4.0, f64::from(usage.sgpr_spills) / 4.0);
@@ -98,7 +99,7 @@ pub(crate) fn estimate(p: &Profile, usage: &regtune_decisions::Usage, arch: &Arc
         p.issue_cycles += (stores + loads) * weight;
         p.latency_cycles += loads * weight * m.spill_latency;
     }
-    Estimate::of(&p, waves(arch, usage.occupancy), &m)
+    Estimate::of(&p, target.waves(usage.occupancy), &m)
 }
 
 /// Plain time over variant time: above 1.0 the variant is predicted faster.
@@ -109,12 +110,8 @@ pub(crate) fn speedup(plain: &Estimate, variant: &Estimate) -> f64 {
 /// A variant's profile from its listing (AMDGPU assembly or PTX, the
 /// kernel's part alone).
 pub(crate) fn profile_of(kernel_listing: &str, arch: &Arch) -> Profile {
-    simulate(&crate::gpu::of(arch).read_listing(kernel_listing), &machine(arch))
-}
-
-/// Waves per SIMD (or warps per SM sub-partition) at a reported occupancy.
-pub(crate) fn waves(arch: &Arch, occupancy: u32) -> f64 {
-    crate::gpu::of(arch).waves(occupancy)
+    let target = crate::gpu::of(arch);
+    simulate(&target.read_listing(kernel_listing), &target.machine())
 }
 
 /// The target's machine.

@@ -121,9 +121,10 @@ impl Unit<'_> {
 
     fn hip_command(&self) -> Result<Command, CompileError> {
         self.check_source()?;
-        gpu::of(self.arch).prepare(self.toolchain)?;
+        let target = gpu::of(self.arch);
+        target.prepare(self.toolchain)?;
         let mut cmd = Command::new(&self.toolchain.clang);
-        cmd.args(gpu::of(self.arch).device_args(self.toolchain, self.user_args)?);
+        cmd.args(target.device_args(self.toolchain, self.user_args)?);
         // The compilation unit's ID from its source alone: clang's own hashes
         // the whole command line, output path included (a temporary
         // directory here), and names a symbol of an AMDGPU code object with

@@ -60,6 +60,16 @@ pub enum BlockSize {
     Auto,
 }
 
+impl BlockSize {
+    /// The block size the user stated (`--block-size N`), if any.
+    pub(crate) fn stated(self) -> Option<u32> {
+        match self {
+            BlockSize::Given(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
 impl std::str::FromStr for BlockSize {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -102,12 +112,7 @@ impl Options {
     /// What measuring a build needs of these options: the block size the
     /// user stated (NVPTX occupancy is computed for it).
     pub(crate) fn measure_options(&self) -> crate::gpu::measure::Options {
-        crate::gpu::measure::Options {
-            block_size: match self.block_size {
-                BlockSize::Given(n) => Some(n),
-                _ => None,
-            },
-        }
+        crate::gpu::measure::Options { block_size: self.block_size.stated() }
     }
 }
 

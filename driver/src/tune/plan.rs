@@ -129,10 +129,7 @@ pub(super) fn plan_kernel(
         sink: true,
         noalias: if noalias_apply { ranked.clone() } else { confirmed.noalias.clone() },
         noalias_all: if noalias_apply { every_pointer.clone() } else { vec![] },
-        launch_bounds: match options.block_size {
-            BlockSize::Given(n) => Some(n),
-            _ => confirmed.launch_bounds,
-        },
+        launch_bounds: options.block_size.stated().or(confirmed.launch_bounds),
         ..Space::default()
     };
     // What may be applied without asking: the classes a GPU has shown
@@ -267,14 +264,11 @@ pub(super) fn plan_kernel(
         // Spilling to shared memory needs the block size every launch keeps
         // to: the source's launch bounds, or the user's --block-size.
         let target = gpu::of(session.arch);
-        let stated = match options.block_size {
-            BlockSize::Given(n) => Some(n),
-            _ => None,
-        };
+        let stated = options.block_size.stated();
         let shared_spill =
             (stated.is_some() || target.promised_block(base).is_some()).then(|| Transforms { launch_bounds: stated, ..Default::default() });
         let pool = candidates::Pool {
-            steps: gpu::of(session.arch).occupancy_steps(base),
+            steps: target.occupancy_steps(base),
             rewrites: search::best_rewrites(&allowed_rewrites, &rule, &eval),
             unroll_caps: caps.clone(),
             spill_to_shared: shared_spill.clone().filter(|_| target.backend_spills_to_shared()),
