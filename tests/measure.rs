@@ -378,6 +378,7 @@ fn the_build_follows_the_measurement() {
                 identical: true,
                 error: None,
                 code: None,
+                paired: None,
             },
             Candidate {
                 transforms: entry.transforms.clone(),
@@ -385,6 +386,7 @@ fn the_build_follows_the_measurement() {
                 identical: true,
                 error: None,
                 code: None,
+                paired: None,
             },
         ],
     };

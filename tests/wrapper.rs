@@ -958,8 +958,8 @@ fn cmake_measured_loop_builds_what_the_gpu_kept() {
         deterministic: true,
         program_identical: Some(true),
         candidates: vec![
-            Candidate { transforms: Transforms::default(), time: timing(0.614), identical: true, error: None, code: None },
-            Candidate { transforms: sink.clone(), time: timing(0.444), identical: true, error: None, code: None },
+            Candidate { transforms: Transforms::default(), time: timing(0.614), identical: true, error: None, code: None, paired: None },
+            Candidate { transforms: sink.clone(), time: timing(0.444), identical: true, error: None, code: None, paired: None },
         ],
     };
     Db::update(&db, |d| d.kernels.get_mut(&entry.key()).unwrap().measured = Some(measured)).unwrap();

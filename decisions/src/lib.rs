@@ -613,6 +613,7 @@ mod tests {
             identical: true,
             error: None,
             code: None,
+            paired: None,
         };
         let others = cands.iter().map(|(t, ms, identical)| measured::Candidate {
             transforms: (*t).clone(),
@@ -620,6 +621,7 @@ mod tests {
             identical: *identical,
             error: None,
             code: None,
+            paired: None,
         });
         Measured {
             device: "gpu".into(),

@@ -49,6 +49,67 @@ pub struct Candidate {
     /// bytes keeps this measurement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// Its time over plain's, round by round (None: an older measurement,
+    /// judged by [`Timing::beats`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired: Option<Paired>,
+}
+
+/// A candidate's time over plain's in each timed round, their quartiles.
+/// Every round runs each candidate once, interleaved, so a round's ratio
+/// cancels what drifts between rounds (clocks, the GPU's other work) and
+/// tells a steady 2 % apart from noise that the spread of the medians
+/// hides.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Paired {
+    pub median: f64,
+    pub lower: f64,
+    pub upper: f64,
+}
+
+/// The least gain worth a build of its own: round by round, the same code
+/// loaded as a second module ran within 0.9 % of plain on 20 of 21 kernels
+/// of the development corpus (H100, 2026-11-25; bench/search/paired.py).
+pub const MIN_GAIN: f64 = 0.01;
+
+impl Paired {
+    /// From each launch's timed rounds of the candidate and of plain (the
+    /// same launches, in order): round i's ratio is the candidate's total
+    /// over the launches in round i over plain's. None without a round
+    /// both ran.
+    pub fn of(candidate: &[Vec<f64>], plain: &[Vec<f64>]) -> Option<Paired> {
+        if candidate.len() != plain.len() || candidate.is_empty() {
+            return None;
+        }
+        let rounds = candidate.iter().chain(plain).map(Vec::len).min().unwrap_or(0);
+        let total = |launches: &[Vec<f64>], i: usize| launches.iter().map(|l| l[i]).sum::<f64>();
+        let mut ratios: Vec<f64> =
+            (0..rounds).map(|i| total(candidate, i) / total(plain, i)).filter(|r| r.is_finite() && *r > 0.0).collect();
+        if ratios.is_empty() {
+            return None;
+        }
+        ratios.sort_by(f64::total_cmp);
+        let q = |p: f64| quantile(&ratios, p);
+        Some(Paired { median: q(0.5), lower: q(0.25), upper: q(0.75) })
+    }
+
+    /// Faster in most rounds, and by at least [`MIN_GAIN`].
+    pub fn faster(&self) -> bool {
+        self.upper < 1.0 && self.median <= 1.0 - MIN_GAIN
+    }
+
+    /// Slower in most rounds, and by at least [`MIN_GAIN`].
+    pub fn slower(&self) -> bool {
+        self.lower > 1.0 && self.median >= 1.0 + MIN_GAIN
+    }
+}
+
+/// The `p` quantile of sorted `s` (not empty), interpolating linearly
+/// between the closest ranks.
+fn quantile(s: &[f64], p: f64) -> f64 {
+    let pos = p * (s.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    s[lo] + (s[hi] - s[lo]) * (pos - lo as f64)
 }
 
 /// Kernel time (CUDA/HIP events), milliseconds: over the timed runs of one
@@ -69,12 +130,7 @@ impl Timing {
             return None;
         }
         s.sort_by(f64::total_cmp);
-        let q = |p: f64| {
-            // Linear interpolation between closest ranks.
-            let pos = p * (s.len() - 1) as f64;
-            let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-            s[lo] + (s[hi] - s[lo]) * (pos - lo as f64)
-        };
+        let q = |p: f64| quantile(&s, p);
         Some(Timing { median_ms: q(0.5), spread_ms: q(0.75) - q(0.25) })
     }
 
@@ -88,7 +144,8 @@ impl Timing {
 /// Why the rule chose what it chose, for reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// Identical, and faster than plain beyond the noise.
+    /// Identical, and faster than plain beyond the noise: in most rounds
+    /// and by at least [`MIN_GAIN`].
     Faster,
     /// Identical, and within the noise of plain.
     NotFaster,
@@ -119,18 +176,23 @@ impl Measured {
             Verdict::Failed
         } else if !self.deterministic || !c.identical {
             Verdict::Differs
-        } else if time.beats(&plain) {
+        } else if c.paired.map_or(time.beats(&plain), |p| p.faster()) {
             Verdict::Faster
-        } else if plain.beats(&time) {
+        } else if c.paired.map_or(plain.beats(&time), |p| p.slower()) {
             Verdict::Slower
         } else {
             Verdict::NotFaster
         }
     }
 
-    /// Plain time over the candidate's (> 1: faster).
+    /// Plain time over the candidate's (> 1: faster): round by round where
+    /// the rounds were kept, else over the medians.
     pub fn speedup(&self, c: &Candidate) -> Option<f64> {
-        Some(self.plain()?.time?.median_ms / c.time?.median_ms)
+        let time = c.time?;
+        match c.paired {
+            Some(p) => Some(1.0 / p.median),
+            None => Some(self.plain()?.time?.median_ms / time.median_ms),
+        }
     }
 
     /// The build to use among `allowed` (what the user allows: the decision
@@ -145,7 +207,8 @@ impl Measured {
         let best = measured
             .into_iter()
             .filter(|c| self.verdict(c) == Verdict::Faster)
-            .min_by(|a, b| a.time.map(|t| t.median_ms).partial_cmp(&b.time.map(|t| t.median_ms)).expect("finite times"));
+            // The first of equals: the highest speedup, in the candidates' order.
+            .min_by(|a, b| self.speedup(b).partial_cmp(&self.speedup(a)).expect("finite times"));
         Some(best.map(|c| c.transforms.clone()).unwrap_or_default())
     }
 }
@@ -159,7 +222,14 @@ mod tests {
     }
 
     fn cand(tr: Transforms, median: f64, spread: f64, identical: bool) -> Candidate {
-        Candidate { transforms: tr, time: Some(Timing { median_ms: median, spread_ms: spread }), identical, error: None, code: None }
+        Candidate {
+            transforms: tr,
+            time: Some(Timing { median_ms: median, spread_ms: spread }),
+            identical,
+            error: None,
+            code: None,
+            paired: None,
+        }
     }
 
     fn measured(cands: Vec<Candidate>) -> Measured {
@@ -234,6 +304,58 @@ mod tests {
         let m = measured(vec![cand(t(None, false), 1.0, 0.0, true), failed]);
         assert_eq!(m.verdict(&m.candidates[1]), Verdict::Failed);
         assert_eq!(m.choose([&t(None, true)]), Some(Transforms::default()));
+    }
+
+    #[test]
+    fn paired_rounds_give_the_quartiles_of_the_ratios_over_the_launches() {
+        // Two launches; round i's ratio is (a_i + b_i) / (plain_a_i + plain_b_i).
+        let plain = [vec![1.0, 1.0, 2.0, 1.0], vec![1.0, 1.0, 2.0, 3.0]];
+        let cand = [vec![0.5, 1.0, 1.0, 2.0], vec![0.5, 3.0, 2.0, 2.0]];
+        // Ratios 0.5, 2.0, 0.75, 1.0 → sorted 0.5, 0.75, 1.0, 2.0.
+        let p = Paired::of(&cand, &plain).unwrap();
+        assert_eq!((p.lower, p.median, p.upper), (0.6875, 0.875, 1.25));
+        assert_eq!(Paired::of(&cand[..1], &plain), None, "not the same launches");
+        assert_eq!(Paired::of(&[vec![]], &[vec![1.0]]), None, "no round both ran");
+        // The shortest launch's rounds are the ones that pair.
+        assert_eq!(Paired::of(&[vec![0.9, 0.1]], &[vec![1.0]]).unwrap().median, 0.9);
+    }
+
+    #[test]
+    fn a_steady_gain_the_spreads_hide_is_faster_round_by_round_and_a_tiny_one_is_not() {
+        // lud_perimeter on the H100: medians 0.0234 and 0.0229 ms, spreads
+        // 0.0003 each, yet faster in every round.
+        let cap = t(Some(4), false);
+        let mut m = measured(vec![cand(t(None, false), 0.0234, 0.0003, true), cand(cap.clone(), 0.0229, 0.0003, true)]);
+        assert_eq!(m.verdict(&m.candidates[1]), Verdict::NotFaster, "without rounds: the medians' rule");
+        m.candidates[1].paired = Some(Paired { lower: 0.975, median: 0.985, upper: 0.987 });
+        assert_eq!(m.verdict(&m.candidates[1]), Verdict::Faster);
+        assert!((m.speedup(&m.candidates[1]).unwrap() - 1.0 / 0.985).abs() < 1e-12);
+        assert_eq!(m.choose([&cap]), Some(cap.clone()));
+        // Faster in most rounds, but by less than MIN_GAIN: not worth a build.
+        m.candidates[1].paired = Some(Paired { lower: 0.993, median: 0.995, upper: 0.997 });
+        assert_eq!(m.verdict(&m.candidates[1]), Verdict::NotFaster);
+        // Faster by 3 % at the median, slower in a quarter of the rounds: noise.
+        m.candidates[1].paired = Some(Paired { lower: 0.95, median: 0.97, upper: 1.01 });
+        assert_eq!(m.verdict(&m.candidates[1]), Verdict::NotFaster);
+        m.candidates[1].paired = Some(Paired { lower: 1.02, median: 1.05, upper: 1.08 });
+        assert_eq!(m.verdict(&m.candidates[1]), Verdict::Slower);
+    }
+
+    #[test]
+    fn the_highest_paired_speedup_wins_and_the_first_of_equals() {
+        let (a, b, c) = (t(Some(1), false), t(Some(2), false), t(Some(4), false));
+        let mut m = measured(vec![
+            cand(t(None, false), 1.0, 0.1, true),
+            cand(a.clone(), 0.90, 0.1, true),
+            cand(b.clone(), 0.95, 0.1, true),
+            cand(c.clone(), 0.95, 0.1, true),
+        ]);
+        // The medians say a; the rounds say b and c equally.
+        m.candidates[1].paired = Some(Paired { lower: 0.9, median: 0.97, upper: 0.99 });
+        m.candidates[2].paired = Some(Paired { lower: 0.9, median: 0.94, upper: 0.96 });
+        m.candidates[3].paired = Some(Paired { lower: 0.9, median: 0.94, upper: 0.96 });
+        assert_eq!(m.choose([&a, &b, &c]), Some(b.clone()));
+        assert_eq!(m.choose([&a, &c, &b]), Some(c));
     }
 
     #[test]

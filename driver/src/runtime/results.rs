@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use regtune_decisions::measured::{Candidate, Timing, Verdict};
+use regtune_decisions::measured::{Candidate, Paired, Timing, Verdict};
 use regtune_decisions::{Entry, Measured};
 use regtune_runtime::plan::{Event, LaunchResult};
 use serde::Serialize;
@@ -66,6 +66,11 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
         } else {
             None
         };
+        // Each launch's timed rounds of one candidate, when every launch ran it.
+        let rounds = |name: &str| -> Option<Vec<Vec<f64>>> {
+            results.iter().map(|r| r.replayed.candidates.iter().find(|c| c.name == name).map(|c| c.times_ms.clone())).collect()
+        };
+        let plain_rounds = names.iter().find(|p| p.transforms.is_empty() && !p.compared).and_then(|p| rounds(&p.name));
         let candidates = names
             .iter()
             .map(|PlannedCandidate { name, transforms, code, .. }| {
@@ -83,10 +88,12 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
                     }
                 }
                 let ran = mine.clone().count();
+                let paired = plain_rounds.as_ref().zip(rounds(name)).and_then(|(plain, mine)| Paired::of(&mine, plain));
                 Candidate {
                     transforms: transforms.clone(),
                     time: if error.is_some() { None } else { time },
                     identical: ran > 0 && ran == results.len() && mine.clone().all(|c| c.identical),
+                    paired: if error.is_some() { None } else { paired },
                     error,
                     code: code.clone(),
                 }
@@ -325,6 +332,24 @@ mod tests {
         assert!((plain.spread_ms - 0.15).abs() < 1e-12 && (capped.spread_ms - 0.15).abs() < 1e-12);
         assert!(m.candidates[0].identical && !m.candidates[1].identical);
         assert_eq!(m.device, "NVIDIA H100 80GB HBM3 (sm_90, driver 580.159.04)");
+        // Round by round over both launches: (1.2 + 1.2) / (1.0 + 1.0) and (1.3 + 1.4) / (1.1 + 1.2).
+        let paired = m.candidates[1].paired.unwrap();
+        assert!((paired.lower - (2.7 / 2.3 + 0.25 * (1.2 - 2.7 / 2.3))).abs() < 1e-12, "{paired:?}");
+        assert!((paired.median - (1.2 + 2.7 / 2.3) / 2.0).abs() < 1e-12, "{paired:?}");
+        assert_eq!(m.candidates[0].paired.map(|p| p.median), Some(1.0));
+    }
+
+    #[test]
+    fn a_candidate_faster_in_every_round_is_kept_though_the_spreads_overlap() {
+        // Rounds drift together (clocks, other work); the candidate is 2 % faster in each.
+        let plain = [1.00, 1.10, 0.95, 1.20, 1.05, 0.98];
+        let decided: Vec<f64> = plain.iter().map(|t| t * 0.98).collect();
+        let events = [result("k", &[("plain", &plain, true), ("decided", &decided, true)], true, Some(true))];
+        let m = &collect(&events, &names(), 6).measured["k"];
+        let (p, d) = (m.candidates[0].time.unwrap(), m.candidates[1].time.unwrap());
+        assert!(!d.beats(&p), "the medians alone lie within the spreads");
+        assert_eq!(m.verdict(&m.candidates[1]), Verdict::Faster);
+        assert!((m.speedup(&m.candidates[1]).unwrap() - 1.0 / 0.98).abs() < 1e-9);
     }
 
     #[test]

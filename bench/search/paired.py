@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""The keep rule, judged on what a GPU run recorded: every timed round of
+every candidate (`--keep DIR`'s events.jsonl, packed by run.sh into
+search-out.tar.gz or measure-h100.tar.gz).
+
+    python3 bench/search/paired.py bench/search/results/measure-h100.tar.gz
+
+Prints, per kernel:
+  - the control: the sweep's plain build (`compare:rplain-*`, the same code
+    as regtune's plain, loaded as a second module), round by round against
+    plain: how far apart two loads of the same code run, and whether the
+    rule would call it faster (it must not);
+  - what each rule keeps among the candidates the user allows: the old one
+    (medians apart by more than both interquartile ranges) and the paired
+    one (regtune_decisions::measured::Paired: the upper quartile of the
+    per-round ratios below 1, their median at least MIN_GAIN below);
+  - the hand sweep's best global -maxrregcount, by the same paired measure.
+Then the totals both rules reach. Everything is recomputed from the rounds;
+nothing is run.
+"""
+
+import glob
+import json
+import math
+import os
+import statistics
+import sys
+import tarfile
+import tempfile
+from collections import defaultdict
+
+MIN_GAIN = 0.01  # as regtune_decisions::measured::MIN_GAIN
+
+
+def quantile(xs, p):
+    xs = sorted(xs)
+    pos = p * (len(xs) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def rounds_per_kernel(events_path):
+    """Per kernel key: candidate name → per-round totals over its launches."""
+    launches = defaultdict(list)
+    for line in open(events_path):
+        e = json.loads(line)
+        if e.get("event") == "measured":
+            launches[e["key"]].append(e)
+    out = {}
+    for key, evs in launches.items():
+        names = [c["name"] for c in evs[0]["replayed"]["candidates"]]
+        totals = {}
+        for name in names:
+            per = []
+            for e in evs:
+                c = next((c for c in e["replayed"]["candidates"] if c["name"] == name), None)
+                if c is None or not c.get("times_ms"):
+                    break
+                per.append(c["times_ms"])
+            if len(per) == len(evs):
+                n = min(len(t) for t in per)
+                totals[name] = [sum(t[i] for t in per) for i in range(n)]
+        if "plain" in totals:
+            out[key] = (evs[0]["symbol"], totals)
+    return out
+
+
+def judge(times, plain):
+    n = min(len(times), len(plain))
+    ratios = [times[i] / plain[i] for i in range(n)]
+    med_t, med_p = statistics.median(times), statistics.median(plain)
+    iqr = lambda xs: quantile(xs, 0.75) - quantile(xs, 0.25)
+    return {
+        "median": quantile(ratios, 0.5), "upper": quantile(ratios, 0.75),
+        "paired": quantile(ratios, 0.75) < 1 and quantile(ratios, 0.5) <= 1 - MIN_GAIN,
+        "old": med_p - med_t > iqr(times) + iqr(plain),
+        "old_speedup": med_p / med_t, "rounds": n,
+    }
+
+
+def allowed_candidates(measure_json):
+    """(symbol, candidate) pairs the build may use: the verdicts that say kept or rejected."""
+    rows = json.load(open(measure_json))["kernels"]
+    return {(r["symbol"], r["candidate"]) for r in rows if "kept" in r["verdict"] or "rejected" in r["verdict"]}
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(sys.argv[1]) as t:
+            t.extractall(tmp, filter="data")
+        results = []
+        controls = []
+        for events in sorted(glob.glob(os.path.join(tmp, "**", "keep-*", "events.jsonl"), recursive=True)):
+            prog = os.path.basename(os.path.dirname(events))[len("keep-"):]
+            mj = os.path.join(os.path.dirname(os.path.dirname(events)), prog + ".measure.json")
+            if not os.path.exists(mj):
+                # The run ended before measure wrote its report: what the user allows is unknown.
+                print(f"{prog}: no {prog}.measure.json (its run timed out?): left out")
+                continue
+            allowed = allowed_candidates(mj)
+            for key, (symbol, totals) in rounds_per_kernel(events).items():
+                plain = totals["plain"]
+                j = {name: judge(t, plain) for name, t in totals.items() if name != "plain"}
+                for name, r in j.items():
+                    if name.startswith("compare:rplain"):
+                        controls.append((prog, symbol, r))
+                ours = {n: r for n, r in j.items() if not n.startswith("compare:") and (symbol, n) in allowed}
+                sweep = {n: r for n, r in j.items() if n.startswith("compare:r") and not n.startswith("compare:rplain")}
+                old = max(((r["old_speedup"], n) for n, r in ours.items() if r["old"]), default=(1.0, "plain"))
+                new = max(((1 / r["median"], n) for n, r in ours.items() if r["paired"]), default=(1.0, "plain"))
+                best = max(((1 / r["median"], n) for n, r in sweep.items()), default=None)
+                results.append((prog, symbol, old, new, best))
+    print("control (the same code as plain, another module), round by round:")
+    for prog, symbol, r in controls:
+        flag = "  CALLED FASTER" if r["paired"] else ""
+        print(f"  {prog:22} {symbol[:44]:44} median {r['median']:.4f} upper {r['upper']:.4f} ({r['rounds']} rounds){flag}")
+    within = sum(1 for c in controls if abs(c[2]["median"] - 1) <= 0.009)
+    print(f"  within 0.9 %: {within} of {len(controls)}; called faster: {sum(c[2]['paired'] for c in controls)}")
+    print("\nper kernel: old rule's keep, paired rule's keep, the sweep's best (paired):")
+    for prog, symbol, old, new, best in results:
+        b = f"{best[1][8:]} {best[0]:.3f}x" if best else "-"
+        print(f"  {prog:22} {symbol[:40]:40} old {old[1][:30]:30} {old[0]:.3f}x  paired {new[1][:30]:30} {new[0]:.3f}x  sweep {b}")
+    for label, i in [("old", 2), ("paired", 3)]:
+        kept = [r[i][0] for r in results if r[i][1] != "plain"]
+        with_sweep = [r for r in results if r[4]]
+        reach = sum(1 for r in with_sweep if r[i][0] >= max(1.0, r[4][0]) / 1.02)
+        geo = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else 1.0
+        print(f"{label}: kernels {len(results)}, kept a candidate on {len(kept)} (geomean {geo(kept):.3f}x, "
+              f"lowest {min(kept, default=1.0):.3f}x), over all {geo([r[i][0] for r in results]):.3f}x; "
+              f"within 2 % of the sweep's best on {reach} of {len(with_sweep)}")
+
+
+if __name__ == "__main__":
+    main()
