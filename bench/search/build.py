@@ -65,11 +65,15 @@ def compare_builds(program, db):
     for i, unit in enumerate(program["units"]):
         regs = unit.get("sweep_registers", {})
         plain = regs.get("plain", {})
+        seen = set()  # a cap that changes no byte of the unit is plain again: timed once, as the control
         for r, path in unit.get("sweep", {}).items():
             if r == "plain" and any(s in plain for s in kernels):
                 out.append(f"rplain-{i}={path}")
             elif r.isdigit() and any(s in regs.get(r, {}) for s in kernels):
-                out.append(f"r{r}-{i}={path}")
+                code = open(os.path.join(REPO, path), "rb").read()
+                if code not in seen and code != open(os.path.join(REPO, unit["sweep"]["plain"]), "rb").read():
+                    seen.add(code)
+                    out.append(f"r{r}-{i}={path}")
     return out
 
 
@@ -88,6 +92,9 @@ def main():
     regtune = os.path.abspath(a.regtune)
     programs = json.load(open(os.path.join(CORPUS, "programs.json")))
     chosen = {n: pr for n, pr in programs.items() if pr.get("built") and (not a.only or n in a.only)}
+    # corpus.py leaves its programs packed; tune reads their sources.
+    if any(not os.path.isdir(os.path.join(CORPUS, n)) for n in chosen):
+        subprocess.run([sys.executable, os.path.join(REPO, "bench", "calibrate", "corpus.py"), "unpack"], check=True)
     os.makedirs(OUT, exist_ok=True)
     plan_path = os.path.join(OUT, "plan.json")
     plan = json.load(open(plan_path)) if os.path.exists(plan_path) else {}
