@@ -13,7 +13,8 @@ Prints, per kernel:
   - what each rule keeps among the candidates the user allows: the old one
     (medians apart by more than both interquartile ranges) and the paired
     one (regtune_decisions::measured::Paired: the upper quartile of the
-    per-round ratios below 1, their median at least MIN_GAIN below);
+    per-round ratios below 1, their median at least MIN_GAIN below; of
+    those within MIN_GAIN of the fastest, the fewest transforms);
   - the hand sweep's best global -maxrregcount, by the same paired measure.
 Then the totals both rules reach. Everything is recomputed from the rounds;
 nothing is run.
@@ -78,6 +79,16 @@ def judge(times, plain):
     }
 
 
+def choose(faster):
+    """As Measured::choose: within MIN_GAIN of the fastest, the fewest transforms."""
+    if not faster:
+        return (1.0, "plain")
+    top = max(faster.values())
+    near = [(len(n.split(" + ")), -s, n) for n, s in faster.items() if s * (1 + MIN_GAIN) >= top]
+    _, s, n = min(near)
+    return (-s, n)
+
+
 def allowed_candidates(measure_json):
     """(symbol, candidate) pairs the build may use: the verdicts that say kept or rejected."""
     rows = json.load(open(measure_json))["kernels"]
@@ -109,7 +120,7 @@ def main():
                 ours = {n: r for n, r in j.items() if not n.startswith("compare:") and (symbol, n) in allowed}
                 sweep = {n: r for n, r in j.items() if n.startswith("compare:r") and not n.startswith("compare:rplain")}
                 old = max(((r["old_speedup"], n) for n, r in ours.items() if r["old"]), default=(1.0, "plain"))
-                new = max(((1 / r["median"], n) for n, r in ours.items() if r["paired"]), default=(1.0, "plain"))
+                new = choose({n: 1 / r["median"] for n, r in ours.items() if r["paired"]})
                 best = max(((1 / r["median"], n) for n, r in sweep.items()), default=None)
                 results.append((prog, symbol, old, new, best))
     print("control (the same code as plain, another module), round by round:")

@@ -196,20 +196,26 @@ impl Measured {
     }
 
     /// The build to use among `allowed` (what the user allows: the decision
-    /// and confirmed suggestions): the fastest one measured identical and
-    /// faster than plain beyond the noise, else plain. None when none of
-    /// `allowed` was measured (the measurement predates them).
+    /// and confirmed suggestions): of those measured identical and faster
+    /// than plain beyond the noise, the one with the fewest transforms
+    /// within [`MIN_GAIN`] of the fastest (builds that close swap places
+    /// from run to run; the simpler one is the steadier choice), else plain.
+    /// None when none of `allowed` was measured (the measurement predates
+    /// them).
     pub fn choose<'a>(&self, allowed: impl IntoIterator<Item = &'a Transforms>) -> Option<Transforms> {
         let measured: Vec<&Candidate> = allowed.into_iter().filter_map(|t| self.candidate(t)).collect();
         if measured.is_empty() {
             return None;
         }
-        let best = measured
+        let faster: Vec<(&Candidate, f64)> =
+            measured.into_iter().filter(|c| self.verdict(c) == Verdict::Faster).filter_map(|c| Some((c, self.speedup(c)?))).collect();
+        let fastest = faster.iter().map(|(_, s)| *s).fold(f64::NEG_INFINITY, f64::max);
+        let best = faster
             .into_iter()
-            .filter(|c| self.verdict(c) == Verdict::Faster)
-            // The first of equals: the highest speedup, in the candidates' order.
-            .min_by(|a, b| self.speedup(b).partial_cmp(&self.speedup(a)).expect("finite times"));
-        Some(best.map(|c| c.transforms.clone()).unwrap_or_default())
+            .filter(|(_, s)| s * (1.0 + MIN_GAIN) >= fastest)
+            // The first of equals, in the candidates' order.
+            .min_by(|(a, sa), (b, sb)| a.transforms.labels().len().cmp(&b.transforms.labels().len()).then(sb.total_cmp(sa)));
+        Some(best.map(|(c, _)| c.transforms.clone()).unwrap_or_default())
     }
 }
 
@@ -356,6 +362,28 @@ mod tests {
         m.candidates[3].paired = Some(Paired { lower: 0.9, median: 0.94, upper: 0.96 });
         assert_eq!(m.choose([&a, &b, &c]), Some(b.clone()));
         assert_eq!(m.choose([&a, &c, &b]), Some(c));
+    }
+
+    #[test]
+    fn within_min_gain_of_the_fastest_the_fewest_transforms_win() {
+        // md_lj_force_kick on the H100: sink 1.395x, sink + warps-per-sm=32
+        // 1.392x in one run and the other way round in the next.
+        let sink = t(None, true);
+        let both = Transforms { waves_per_eu: Some(32), ..sink.clone() };
+        let cap = Transforms { waves_per_eu: Some(32), ..Default::default() };
+        let mut m = measured(vec![
+            cand(t(None, false), 0.6165, 0.002, true),
+            cand(both.clone(), 0.4420, 0.002, true),
+            cand(sink.clone(), 0.4424, 0.002, true),
+            cand(cap.clone(), 0.5098, 0.002, true),
+        ]);
+        m.candidates[1].paired = Some(Paired { lower: 0.70, median: 1.0 / 1.399, upper: 0.72 });
+        m.candidates[2].paired = Some(Paired { lower: 0.70, median: 1.0 / 1.395, upper: 0.72 });
+        m.candidates[3].paired = Some(Paired { lower: 0.80, median: 1.0 / 1.209, upper: 0.84 });
+        assert_eq!(m.choose([&both, &sink, &cap]), Some(sink.clone()));
+        // More than MIN_GAIN apart, the faster one wins however many transforms it has.
+        m.candidates[1].paired = Some(Paired { lower: 0.68, median: 1.0 / 1.45, upper: 0.70 });
+        assert_eq!(m.choose([&both, &sink, &cap]), Some(both));
     }
 
     #[test]
