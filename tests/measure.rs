@@ -107,7 +107,7 @@ fn tune_keeps_the_candidates_it_measured_and_measure_plans_them() {
 
     let out = regtune().args(["measure", "--dry-run", "--db"]).arg(&db_path).args(["--", "true"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let line = format!("would measure {} on sm_90: {}", entry.symbol, names.join(", "));
+    let line = format!("would measure {} on sm_90: {}, plain again", entry.symbol, names.join(", "));
     assert!(stderr_lines(&out).contains(&line), "{line} in {:?}", stderr_lines(&out));
 }
 
@@ -214,7 +214,7 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut all = vec!["plain".to_string(), "suggested".to_string()];
     all.extend(names.iter().cloned());
-    let line = format!("would measure {} on sm_90: {}", entry.symbol, all.join(", "));
+    let line = format!("would measure {} on sm_90: {}, plain again", entry.symbol, all.join(", "));
     assert!(stderr_lines(&out).contains(&line), "{line} in {:?}", stderr_lines(&out));
 
     // `--candidates 3`: the suggestion and the first two; the rest are listed, not built.
@@ -233,7 +233,10 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
     assert_eq!(stored, 4, "plain, the suggestion and two candidates");
     let out = regtune().args(["measure", "--dry-run", "--db"]).arg(&few_path).args(["--", "true"]).output().unwrap();
     let lines = stderr_lines(&out);
-    assert!(lines.contains(&format!("would measure {} on sm_90: plain, suggested, {}", few.symbol, few_names.join(", "))), "{lines:?}");
+    assert!(
+        lines.contains(&format!("would measure {} on sm_90: plain, suggested, {}, plain again", few.symbol, few_names.join(", "))),
+        "{lines:?}"
+    );
     let note = format!(
         "laplacian3d_o8_ztile: {} more candidates left out by tune (--candidates): {}",
         few.left_out.len(),
@@ -389,6 +392,7 @@ fn the_build_follows_the_measurement() {
                 paired: None,
             },
         ],
+        control: None,
     };
     for (decided_ms, want) in [(0.3441, plain), (0.30, decided)] {
         Db::update(&db_path, |db| db.kernels.get_mut(&entry.key()).unwrap().measured = Some(measured(decided_ms))).unwrap();

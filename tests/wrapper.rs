@@ -961,6 +961,7 @@ fn cmake_measured_loop_builds_what_the_gpu_kept() {
             Candidate { transforms: Transforms::default(), time: timing(0.614), identical: true, error: None, code: None, paired: None },
             Candidate { transforms: sink.clone(), time: timing(0.444), identical: true, error: None, code: None, paired: None },
         ],
+        control: None,
     };
     Db::update(&db, |d| d.kernels.get_mut(&entry.key()).unwrap().measured = Some(measured)).unwrap();
     assert_eq!(md(&Db::load(&db).unwrap()).effective(), sink);

@@ -630,6 +630,7 @@ mod tests {
             deterministic: true,
             program_identical: Some(true),
             candidates: std::iter::once(plain).chain(others).collect(),
+            control: None,
         }
     }
 

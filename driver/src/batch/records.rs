@@ -208,6 +208,7 @@ mod tests {
             deterministic: true,
             program_identical: Some(true),
             candidates: vec![],
+            control: None,
         });
         assert_eq!(entries_digest(&[&e]), before);
         e.suggested[0].confirmed = true;

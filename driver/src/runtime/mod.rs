@@ -225,10 +225,15 @@ fn merge(path: &Path, code_dir: &Path, planned: &plan::Planned, collected: &resu
             let Some(entry) = db.kernels.get_mut(key) else { continue };
             let now: Vec<plan::PlannedCandidate> = code::candidates(code_dir, entry)
                 .into_iter()
-                .map(|(name, transforms, p)| plan::PlannedCandidate { name, transforms, code: code::hash_of(&p), compared: false })
+                .map(|(name, transforms, p)| plan::PlannedCandidate {
+                    name,
+                    transforms,
+                    code: code::hash_of(&p),
+                    role: plan::Role::Candidate,
+                })
                 .collect();
             let then: Option<Vec<plan::PlannedCandidate>> =
-                planned.candidates.get(key).map(|cs| cs.iter().filter(|c| !c.compared).cloned().collect());
+                planned.candidates.get(key).map(|cs| cs.iter().filter(|c| c.role == plan::Role::Candidate).cloned().collect());
             if then.as_ref() == Some(&now) {
                 entry.measured = Some(m.clone());
             }

@@ -26,10 +26,24 @@ pub(crate) struct PlannedCandidate {
     pub name: String,
     pub transforms: Transforms,
     pub code: Option<String>,
+    pub role: Role,
+}
+
+/// What a timed build is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// One of the db's candidates: the build may use it.
+    Candidate,
+    /// Plain's code loaded a second time: how far apart two loads of the
+    /// same code run, the least gain the others must show.
+    Control,
     /// A build of the user's (`--compare`): timed and reported, never a
     /// candidate of the db.
-    pub compared: bool,
+    Compared,
 }
+
+/// The control's name in the plan and the report.
+pub(crate) const CONTROL: &str = "plain again";
 
 /// How the plan is made: the measurement's settings and the user's own
 /// builds to time beside the candidates (label, code object).
@@ -54,15 +68,20 @@ pub(crate) fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
         let params = kernel_params(&all[0].2, &entry.symbol);
         let mut planned: Vec<PlannedCandidate> = all
             .iter()
-            .map(|(n, t, p)| PlannedCandidate { name: n.clone(), transforms: t.clone(), code: code::hash_of(p), compared: false })
+            .map(|(n, t, p)| PlannedCandidate { name: n.clone(), transforms: t.clone(), code: code::hash_of(p), role: Role::Candidate })
             .collect();
         let mut paths: Vec<PathBuf> = all.into_iter().map(|(_, _, p)| p).collect();
+        // Each build loads as a module of its own, and where a module lands
+        // can move a small kernel's time by a few percent: plain loaded
+        // again shows how much.
+        planned.push(PlannedCandidate { name: CONTROL.into(), role: Role::Control, ..planned[0].clone() });
+        paths.push(paths[0].clone());
         for (label, path) in settings.compare.iter().filter(|(_, p)| holds_kernel(p, &entry.symbol)) {
             planned.push(PlannedCandidate {
                 name: format!("compare:{label}"),
                 transforms: Transforms::default(),
                 code: code::hash_of(path),
-                compared: true,
+                role: Role::Compared,
             });
             paths.push(path.clone());
         }
@@ -164,11 +183,19 @@ mod tests {
         assert_eq!(symbols, ["_Z4sinkv"]);
         assert_eq!(planned.missing, ["_Z7missingv (sm_90)"]);
         let k = &planned.plan.kernels[0];
-        assert_eq!(k.candidates.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["plain", "decided"]);
+        assert_eq!(k.candidates.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["plain", "decided", CONTROL]);
         assert!(k.candidates.iter().all(|c| c.path.is_absolute() && c.path.is_file()));
-        let names: Vec<(&str, &Transforms)> =
-            planned.candidates["sm_90/_Z4sinkv/h"].iter().map(|c| (c.name.as_str(), &c.transforms)).collect();
-        assert_eq!(names, [("plain", &Transforms::default()), ("decided", &sink)]);
+        assert_eq!(k.candidates[2].path, k.candidates[0].path, "the control is plain's own code, loaded again");
+        let names: Vec<(&str, &Transforms, Role)> =
+            planned.candidates["sm_90/_Z4sinkv/h"].iter().map(|c| (c.name.as_str(), &c.transforms, c.role)).collect();
+        assert_eq!(
+            names,
+            [
+                ("plain", &Transforms::default(), Role::Candidate),
+                ("decided", &sink, Role::Candidate),
+                (CONTROL, &Transforms::default(), Role::Control)
+            ]
+        );
         assert!(planned.candidates["sm_90/_Z4sinkv/h"].iter().all(|c| c.code.is_some()));
     }
 }

@@ -8,7 +8,7 @@ use regtune_decisions::{Entry, Measured};
 use regtune_runtime::plan::{Event, LaunchResult};
 use serde::Serialize;
 
-use super::plan::PlannedCandidate;
+use super::plan::{PlannedCandidate, Role};
 use crate::names;
 use crate::output::Tabular;
 
@@ -70,7 +70,7 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
         let rounds = |name: &str| -> Option<Vec<Vec<f64>>> {
             results.iter().map(|r| r.replayed.candidates.iter().find(|c| c.name == name).map(|c| c.times_ms.clone())).collect()
         };
-        let plain_rounds = names.iter().find(|p| p.transforms.is_empty() && !p.compared).and_then(|p| rounds(&p.name));
+        let plain_rounds = names.iter().find(|p| p.transforms.is_empty() && p.role == Role::Candidate).and_then(|p| rounds(&p.name));
         let candidates = names
             .iter()
             .map(|PlannedCandidate { name, transforms, code, .. }| {
@@ -99,19 +99,30 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
                 }
             })
             .collect::<Vec<Candidate>>();
-        let (compared, candidates): (Vec<_>, Vec<_>) = names.iter().zip(candidates).partition(|(p, _)| p.compared);
-        let candidates: Vec<Candidate> = candidates.into_iter().map(|(_, c)| c).collect();
-        if !compared.is_empty() {
-            let labelled = compared.into_iter().map(|(p, c)| (p.name.clone(), c)).collect();
-            out.compared.insert(key.clone(), labelled);
+        let mut control = None;
+        let mut ours = Vec::new();
+        let mut theirs = Vec::new();
+        for (p, c) in names.iter().zip(candidates) {
+            match p.role {
+                Role::Candidate => ours.push(c),
+                // Plain's own code must leave plain's bytes, or nothing can be shown identical.
+                Role::Control => control = Some(c),
+                Role::Compared => theirs.push((p.name.clone(), c)),
+            }
+        }
+        if !theirs.is_empty() {
+            out.compared.insert(key.clone(), theirs);
         }
         let m = Measured {
             device,
             launches: results.len() as u32,
             runs,
-            deterministic: !results.is_empty() && results.iter().all(|r| r.replayed.deterministic),
+            deterministic: !results.is_empty()
+                && results.iter().all(|r| r.replayed.deterministic)
+                && control.as_ref().is_none_or(|c| c.identical || c.error.is_some()),
             program_identical,
-            candidates,
+            control: control.and_then(|c| c.paired),
+            candidates: ours,
         };
         out.measured.insert(key.clone(), m);
     }
@@ -230,7 +241,26 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
             }
         })
         .collect();
-    ours.into_iter().chain(theirs).collect()
+    let control = m.control.map(|c| Row {
+        kernel: names::short_name(&entry.name).to_string(),
+        symbol: entry.symbol.clone(),
+        arch: entry.arch.clone(),
+        candidate: super::plan::CONTROL.into(),
+        transforms: vec![],
+        registers: None,
+        spills: None,
+        occupancy: None,
+        median_ms: None,
+        spread_ms: None,
+        speedup: Some(1.0 / c.median),
+        identical: m.deterministic,
+        verdict: format!("control: plain's code loaded again; the least gain is {:.1} %", 100.0 * m.least_gain()),
+        built: false,
+        launches: m.launches,
+        device: m.device.clone(),
+        program_identical: m.program_identical,
+    });
+    ours.into_iter().chain(control).chain(theirs).collect()
 }
 
 impl Tabular for Row {
@@ -310,7 +340,7 @@ mod tests {
             name: name.into(),
             transforms,
             code: Some(format!("{name}-code")),
-            compared: false,
+            role: Role::Candidate,
         };
         BTreeMap::from([("k".to_string(), vec![c("plain", Transforms::default()), c("decided", cap)])])
     }
@@ -337,6 +367,46 @@ mod tests {
         assert!((paired.lower - (2.7 / 2.3 + 0.25 * (1.2 - 2.7 / 2.3))).abs() < 1e-12, "{paired:?}");
         assert!((paired.median - (1.2 + 2.7 / 2.3) / 2.0).abs() < 1e-12, "{paired:?}");
         assert_eq!(m.candidates[0].paired.map(|p| p.median), Some(1.0));
+    }
+
+    #[test]
+    fn the_control_sets_the_least_gain_and_must_leave_plains_bytes() {
+        let mut planned = names();
+        let control = PlannedCandidate { name: super::super::plan::CONTROL.into(), role: Role::Control, ..planned["k"][0].clone() };
+        planned.get_mut("k").unwrap().push(control);
+        // Plain's code loaded again ran 3 % faster in every round; the decision 2 %.
+        let plain = [1.00, 1.10, 0.95, 1.20, 1.05, 0.98];
+        let again: Vec<f64> = plain.iter().map(|t| t * 0.97).collect();
+        let decided: Vec<f64> = plain.iter().map(|t| t * 0.98).collect();
+        let events =
+            [result("k", &[("plain", &plain, true), ("decided", &decided, true), ("plain again", &again, true)], true, Some(true))];
+        let m = &collect(&events, &planned, 6).measured["k"];
+        assert_eq!(m.candidates.len(), 2, "the control is not a candidate");
+        assert!((m.control.unwrap().median - 0.97).abs() < 1e-9);
+        assert!((m.least_gain() - 0.03).abs() < 1e-9);
+        assert_eq!(m.verdict(&m.candidates[1]), Verdict::NotFaster, "2 % is within what two loads of plain differ");
+        let entry = regtune_decisions::Entry {
+            symbol: "_Z1kPd".into(),
+            arch: "sm_90".into(),
+            input_hash: "h".into(),
+            name: "k(double*)".into(),
+            file: "k.cu".into(),
+            transforms: Transforms::default(),
+            reason: None,
+            suggested: vec![],
+            before: None,
+            after: None,
+            candidates: vec![],
+            left_out: vec![],
+            measured: None,
+        };
+        let rows = rows(&entry, m, &[]);
+        assert_eq!(rows.last().unwrap().candidate, "plain again");
+        assert_eq!(rows.last().unwrap().verdict, "control: plain's code loaded again; the least gain is 3.0 %");
+        // Plain's own code that leaves other bytes: the kernel is not deterministic.
+        let events =
+            [result("k", &[("plain", &plain, true), ("decided", &decided, true), ("plain again", &again, false)], true, Some(true))];
+        assert!(!collect(&events, &planned, 6).measured["k"].deterministic);
     }
 
     #[test]
