@@ -127,8 +127,11 @@ pub struct Interposer {
     log: EventLog,
     /// Launches measured, per db entry.
     counts: HashMap<String, u32>,
-    /// Entries no longer measured (a fault, an error).
+    /// Entries no longer measured (plain faulted, an error).
     stopped: HashSet<String>,
+    /// Per entry, the candidates that faulted and why: later launches
+    /// replay without them.
+    faulted: HashMap<String, Vec<(String, String)>>,
     /// Symbols already reported as unplanned or on another target.
     reported: HashSet<String>,
     replayer: Option<Replayer>,
@@ -158,6 +161,7 @@ impl Interposer {
             log,
             counts: HashMap::new(),
             stopped: HashSet::new(),
+            faulted: HashMap::new(),
             reported: HashSet::new(),
             replayer: None,
         }
@@ -223,38 +227,36 @@ impl Interposer {
             }
             snapshot.push(bytes);
         }
-        let request = Request::Replay(ReplayRequest {
-            device: device.id.clone(),
-            symbol: kernel.symbol.clone(),
-            candidates: kernel.candidates.clone(),
-            launch: launch.config,
-            args: launch.args.clone(),
-            params: params.clone(),
-            pointers,
-            ranges: ranges.clone(),
-            runs: self.plan.runs,
-            budget_ms: self.plan.budget_s * 1e3 / f64::from(self.plan.launches.max(1)),
+        let (runs, budget_ms) = (self.plan.runs, self.plan.budget_s * 1e3 / f64::from(self.plan.launches.max(1)));
+        let request = |candidates| {
+            Request::Replay(ReplayRequest {
+                device: device.id.clone(),
+                symbol: kernel.symbol.clone(),
+                candidates,
+                launch: launch.config,
+                args: launch.args.clone(),
+                params: params.clone(),
+                pointers: pointers.clone(),
+                ranges: ranges.clone(),
+                runs,
+                budget_ms,
+            })
+        };
+        let mut faulted = self.faulted.remove(&kernel.key).unwrap_or_default();
+        let replayed = replay_without_faults(&kernel.candidates, &mut faulted, |candidates| {
+            let answer = self.ask(&request(candidates), &snapshot);
+            if !matches!(answer, Ok(Response::Replayed(_) | Response::Error { .. })) {
+                // After a fault the replayer exits; after anything else it is not to be trusted.
+                self.drop_replayer();
+            }
+            answer
         });
-        let replayed = match self.ask(&request, &snapshot) {
-            Ok(Response::Replayed(r)) => r,
-            Ok(Response::Fault { candidate, message }) => {
-                self.drop_replayer();
-                self.fail(&kernel, format!("candidate `{candidate}` faulted during replay ({message}); stopped measuring this kernel"));
-                return None;
-            }
-            Ok(Response::Error { message }) => {
+        self.faulted.insert(kernel.key.clone(), faulted);
+        let replayed = match replayed {
+            Ok(r) => r,
+            Err(message) => {
+                let message = message.replace("{log}", &self.dir.join(plan::REPLAY_LOG).display().to_string());
                 self.fail(&kernel, message);
-                return None;
-            }
-            Ok(other) => {
-                self.drop_replayer();
-                self.fail(&kernel, format!("the replayer answered out of turn: {other:?}"));
-                return None;
-            }
-            Err(e) => {
-                self.drop_replayer();
-                let log = self.dir.join(plan::REPLAY_LOG);
-                self.fail(&kernel, format!("the replayer stopped ({e}); see {}", log.display()));
                 return None;
             }
         };
@@ -320,6 +322,44 @@ impl Interposer {
     }
 }
 
+/// Replay a launch with each candidate that has not faulted (`faulted`,
+/// which gains any that fault now): one that faults is left out and the
+/// launch replayed again by a fresh replayer, so a bad build (a register
+/// cap that overflows a recursive kernel's stack) costs only itself. Each
+/// is reported as a candidate that did not run. Err: why the kernel cannot
+/// be measured (plain faulted; `{log}` stands for the replayer's log).
+fn replay_without_faults(
+    candidates: &[plan::PlanCandidate],
+    faulted: &mut Vec<(String, String)>,
+    mut ask: impl FnMut(Vec<plan::PlanCandidate>) -> std::io::Result<Response>,
+) -> Result<plan::Replayed, String> {
+    loop {
+        let left: Vec<plan::PlanCandidate> = candidates.iter().filter(|c| !faulted.iter().any(|(f, _)| f == &c.name)).cloned().collect();
+        match ask(left) {
+            Ok(Response::Replayed(mut r)) => {
+                r.candidates.extend(faulted.iter().map(|(name, message)| plan::CandidateResult {
+                    name: name.clone(),
+                    times_ms: vec![],
+                    identical: false,
+                    difference: None,
+                    error: Some(format!("faulted during replay ({message})")),
+                }));
+                return Ok(r);
+            }
+            Ok(Response::Fault { candidate, message }) => {
+                // Plain is the reference: without it nothing can be measured.
+                if candidates.first().is_none_or(|plain| plain.name == candidate) || faulted.iter().any(|(f, _)| f == &candidate) {
+                    return Err(format!("candidate `{candidate}` faulted during replay ({message}); stopped measuring this kernel"));
+                }
+                faulted.push((candidate, message));
+            }
+            Ok(Response::Error { message }) => return Err(message),
+            Ok(other) => return Err(format!("the replayer answered out of turn: {other:?}")),
+            Err(e) => return Err(format!("the replayer stopped ({e}); see {{log}}")),
+        }
+    }
+}
+
 impl Drop for Interposer {
     fn drop(&mut self) {
         self.drop_replayer();
@@ -374,6 +414,63 @@ mod tests {
     fn launch(symbol: &str) -> Launch {
         let config = LaunchConfig { grid: [1, 1, 1], block: [32, 1, 1], shared_bytes: 0 };
         Launch { symbol: symbol.into(), config, args: 0x7f00_0000_0008u64.to_le_bytes().to_vec(), params: vec![] }
+    }
+
+    fn replayed(names: &[&str]) -> plan::Replayed {
+        plan::Replayed {
+            candidates: names
+                .iter()
+                .map(|n| plan::CandidateResult { name: n.to_string(), times_ms: vec![1.0], identical: true, difference: None, error: None })
+                .collect(),
+            deterministic: true,
+            launches: 1,
+        }
+    }
+
+    #[test]
+    fn a_candidate_that_faults_is_left_out_and_the_launch_replayed_without_it() {
+        let cands: Vec<PlanCandidate> =
+            ["plain", "decided", "warps-per-sm=64"].iter().map(|n| PlanCandidate { name: n.to_string(), path: "c.cubin".into() }).collect();
+        let asked = std::cell::RefCell::new(Vec::<Vec<String>>::new());
+        let ask = |left: Vec<PlanCandidate>| {
+            let names: Vec<String> = left.iter().map(|c| c.name.clone()).collect();
+            asked.borrow_mut().push(names.clone());
+            Ok(if names.iter().any(|n| n == "warps-per-sm=64") {
+                Response::Fault { candidate: "warps-per-sm=64".into(), message: "the kernel: CUDA_ERROR_ILLEGAL_ADDRESS".into() }
+            } else {
+                Response::Replayed(replayed(&names.iter().map(String::as_str).collect::<Vec<_>>()))
+            })
+        };
+        let mut faulted = vec![];
+        let r = replay_without_faults(&cands, &mut faulted, ask).unwrap();
+        assert_eq!(*asked.borrow(), [vec!["plain", "decided", "warps-per-sm=64"], vec!["plain", "decided"]]);
+        let by_name: Vec<(&str, Option<&str>)> = r.candidates.iter().map(|c| (c.name.as_str(), c.error.as_deref())).collect();
+        assert_eq!(
+            by_name,
+            [
+                ("plain", None),
+                ("decided", None),
+                ("warps-per-sm=64", Some("faulted during replay (the kernel: CUDA_ERROR_ILLEGAL_ADDRESS)"))
+            ]
+        );
+        // The next launch leaves it out from the start.
+        asked.borrow_mut().clear();
+        replay_without_faults(&cands, &mut faulted, ask).unwrap();
+        assert_eq!(*asked.borrow(), [vec!["plain", "decided"]]);
+        assert_eq!(faulted.len(), 1);
+    }
+
+    #[test]
+    fn plain_faulting_or_a_dead_replayer_stops_measuring_the_kernel() {
+        let cands: Vec<PlanCandidate> =
+            ["plain", "decided"].iter().map(|n| PlanCandidate { name: n.to_string(), path: "c.cubin".into() }).collect();
+        let plain_faults = |_: Vec<PlanCandidate>| Ok(Response::Fault { candidate: "plain".into(), message: "oops".into() });
+        let err = replay_without_faults(&cands, &mut vec![], plain_faults).unwrap_err();
+        assert_eq!(err, "candidate `plain` faulted during replay (oops); stopped measuring this kernel");
+        let dead = |_: Vec<PlanCandidate>| Err(std::io::Error::other("broken pipe"));
+        assert_eq!(replay_without_faults(&cands, &mut vec![], dead).unwrap_err(), "the replayer stopped (broken pipe); see {log}");
+        let refused = |_: Vec<PlanCandidate>| Ok(Response::Error { message: "too big".into() });
+        assert_eq!(replay_without_faults(&cands, &mut vec![], refused).unwrap_err(), "too big");
     }
 
     #[test]
