@@ -92,6 +92,11 @@ fn build(dir: &Path, mode: &str, db: &Path) -> BTreeMap<String, BTreeMap<String,
         "md_rdc",
         "-Xoffload-linker",
         "-plugin-opt=-pass-remarks-analysis=kernel-resource-usage",
+        // clang asks lld for 8 LTO partitions, whose code generators print
+        // their remarks at once: one partition keeps each kernel's lines
+        // together (a loaded CI machine once split them).
+        "-Xoffload-linker",
+        "--lto-partitions=1",
     ]);
     link_remarks(&text(&linked.stdout))
 }
