@@ -143,11 +143,12 @@ pub fn kernel_params(object: &Path, symbol: &str) -> Vec<Param> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use regtune_decisions::Entry;
 
-    fn entry(symbol: &str, transforms: Transforms) -> Entry {
+    /// A db entry for `symbol` on sm_90 (the other runtime tests use it too).
+    pub(in crate::runtime) fn entry(symbol: &str, transforms: Transforms) -> Entry {
         Entry {
             symbol: symbol.into(),
             arch: "sm_90".into(),

@@ -385,21 +385,7 @@ mod tests {
         assert!((m.control.unwrap().median - 0.97).abs() < 1e-9);
         assert!((m.least_gain() - 0.03).abs() < 1e-9);
         assert_eq!(m.verdict(&m.candidates[1]), Verdict::NotFaster, "2 % is within what two loads of plain differ");
-        let entry = regtune_decisions::Entry {
-            symbol: "_Z1kPd".into(),
-            arch: "sm_90".into(),
-            input_hash: "h".into(),
-            name: "k(double*)".into(),
-            file: "k.cu".into(),
-            transforms: Transforms::default(),
-            reason: None,
-            suggested: vec![],
-            before: None,
-            after: None,
-            candidates: vec![],
-            left_out: vec![],
-            measured: None,
-        };
+        let entry = super::super::plan::tests::entry("_Z1kPd", Transforms::default());
         let rows = rows(&entry, m, &[]);
         assert_eq!(rows.last().unwrap().candidate, "plain again");
         assert_eq!(rows.last().unwrap().verdict, "control: plain's code loaded again; the least gain is 3.0 %");
