@@ -212,7 +212,7 @@ impl Measured {
     /// The build to use among `allowed` (what the user allows: the decision
     /// and confirmed suggestions): of those measured identical and faster
     /// than plain beyond the noise, the one with the fewest transforms
-    /// within [`MIN_GAIN`] of the fastest (builds that close swap places
+    /// within the least gain of the fastest (builds that close swap places
     /// from run to run; the simpler one is the steadier choice), else plain.
     /// None when none of `allowed` was measured (the measurement predates
     /// them).

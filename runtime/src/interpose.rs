@@ -243,7 +243,8 @@ impl Interposer {
             })
         };
         let mut faulted = self.faulted.remove(&kernel.key).unwrap_or_default();
-        let replayed = replay_without_faults(&kernel.candidates, &mut faulted, |candidates| {
+        let log = self.dir.join(plan::REPLAY_LOG);
+        let replayed = replay_without_faults(&kernel.candidates, &mut faulted, &log, |candidates| {
             let answer = self.ask(&request(candidates), &snapshot);
             if !matches!(answer, Ok(Response::Replayed(_) | Response::Error { .. })) {
                 // After a fault the replayer exits; after anything else it is not to be trusted.
@@ -255,7 +256,6 @@ impl Interposer {
         let replayed = match replayed {
             Ok(r) => r,
             Err(message) => {
-                let message = message.replace("{log}", &self.dir.join(plan::REPLAY_LOG).display().to_string());
                 self.fail(&kernel, message);
                 return None;
             }
@@ -325,12 +325,13 @@ impl Interposer {
 /// Replay a launch with each candidate that has not faulted (`faulted`,
 /// which gains any that fault now): one that faults is left out and the
 /// launch replayed again by a fresh replayer, so a bad build (a register
-/// cap that overflows a recursive kernel's stack) costs only itself. Each
-/// is reported as a candidate that did not run. Err: why the kernel cannot
-/// be measured (plain faulted; `{log}` stands for the replayer's log).
+/// cap whose code faults) costs only itself. Each is reported as a
+/// candidate that did not run. Err: why the kernel cannot be measured
+/// (plain faulted, the replayer failed: its log is `log`).
 fn replay_without_faults(
     candidates: &[plan::PlanCandidate],
     faulted: &mut Vec<(String, String)>,
+    log: &Path,
     mut ask: impl FnMut(Vec<plan::PlanCandidate>) -> std::io::Result<Response>,
 ) -> Result<plan::Replayed, String> {
     loop {
@@ -355,7 +356,7 @@ fn replay_without_faults(
             }
             Ok(Response::Error { message }) => return Err(message),
             Ok(other) => return Err(format!("the replayer answered out of turn: {other:?}")),
-            Err(e) => return Err(format!("the replayer stopped ({e}); see {{log}}")),
+            Err(e) => return Err(format!("the replayer stopped ({e}); see {}", log.display())),
         }
     }
 }
@@ -442,7 +443,7 @@ mod tests {
             })
         };
         let mut faulted = vec![];
-        let r = replay_without_faults(&cands, &mut faulted, ask).unwrap();
+        let r = replay_without_faults(&cands, &mut faulted, Path::new("replay.log"), ask).unwrap();
         assert_eq!(*asked.borrow(), [vec!["plain", "decided", "warps-per-sm=64"], vec!["plain", "decided"]]);
         let by_name: Vec<(&str, Option<&str>)> = r.candidates.iter().map(|c| (c.name.as_str(), c.error.as_deref())).collect();
         assert_eq!(
@@ -455,7 +456,7 @@ mod tests {
         );
         // The next launch leaves it out from the start.
         asked.borrow_mut().clear();
-        replay_without_faults(&cands, &mut faulted, ask).unwrap();
+        replay_without_faults(&cands, &mut faulted, Path::new("replay.log"), ask).unwrap();
         assert_eq!(*asked.borrow(), [vec!["plain", "decided"]]);
         assert_eq!(faulted.len(), 1);
     }
@@ -465,12 +466,15 @@ mod tests {
         let cands: Vec<PlanCandidate> =
             ["plain", "decided"].iter().map(|n| PlanCandidate { name: n.to_string(), path: "c.cubin".into() }).collect();
         let plain_faults = |_: Vec<PlanCandidate>| Ok(Response::Fault { candidate: "plain".into(), message: "oops".into() });
-        let err = replay_without_faults(&cands, &mut vec![], plain_faults).unwrap_err();
+        let err = replay_without_faults(&cands, &mut vec![], Path::new("replay.log"), plain_faults).unwrap_err();
         assert_eq!(err, "candidate `plain` faulted during replay (oops); stopped measuring this kernel");
         let dead = |_: Vec<PlanCandidate>| Err(std::io::Error::other("broken pipe"));
-        assert_eq!(replay_without_faults(&cands, &mut vec![], dead).unwrap_err(), "the replayer stopped (broken pipe); see {log}");
+        assert_eq!(
+            replay_without_faults(&cands, &mut vec![], Path::new("replay.log"), dead).unwrap_err(),
+            "the replayer stopped (broken pipe); see replay.log"
+        );
         let refused = |_: Vec<PlanCandidate>| Ok(Response::Error { message: "too big".into() });
-        assert_eq!(replay_without_faults(&cands, &mut vec![], refused).unwrap_err(), "too big");
+        assert_eq!(replay_without_faults(&cands, &mut vec![], Path::new("replay.log"), refused).unwrap_err(), "too big");
     }
 
     #[test]

@@ -171,28 +171,39 @@ pub(crate) struct Row {
 pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]) -> Vec<Row> {
     let built = entry.effective();
     let allowed = entry.allowed();
-    let theirs = compared.iter().map(|(name, c)| Row {
+    // What every row of this kernel shares; each row fills in the rest.
+    let row = |candidate: String, verdict: String| Row {
         kernel: names::short_name(&entry.name).to_string(),
         symbol: entry.symbol.clone(),
         arch: entry.arch.clone(),
-        candidate: name.clone(),
+        candidate,
         transforms: vec![],
         registers: None,
         spills: None,
         occupancy: None,
-        median_ms: c.time.map(|t| t.median_ms),
-        spread_ms: c.time.map(|t| t.spread_ms),
-        speedup: m.speedup(c),
-        identical: c.identical,
-        verdict: match (&c.error, m.deterministic && c.identical) {
-            (Some(e), _) => format!("failed: {e}"),
-            (None, true) => "your build: timed, never chosen".into(),
-            (None, false) => "your build: different bytes".into(),
-        },
+        median_ms: None,
+        spread_ms: None,
+        speedup: None,
+        identical: false,
+        verdict,
         built: false,
         launches: m.launches,
         device: m.device.clone(),
         program_identical: m.program_identical,
+    };
+    let theirs = compared.iter().map(|(name, c)| Row {
+        median_ms: c.time.map(|t| t.median_ms),
+        spread_ms: c.time.map(|t| t.spread_ms),
+        speedup: m.speedup(c),
+        identical: c.identical,
+        ..row(
+            name.clone(),
+            match (&c.error, m.deterministic && c.identical) {
+                (Some(e), _) => format!("failed: {e}"),
+                (None, true) => "your build: timed, never chosen".into(),
+                (None, false) => "your build: different bytes".into(),
+            },
+        )
     });
     let ours: Vec<Row> = m
         .candidates
@@ -220,11 +231,8 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
                     (Verdict::Failed, _) => format!("failed: {}", c.error.clone().unwrap_or_else(|| "did not run".into())),
                 }
             };
+            let candidate = if c.transforms.is_empty() { "plain".into() } else { super::code::label(entry, &c.transforms) };
             Row {
-                kernel: names::short_name(&entry.name).to_string(),
-                symbol: entry.symbol.clone(),
-                arch: entry.arch.clone(),
-                candidate: if c.transforms.is_empty() { "plain".into() } else { super::code::label(entry, &c.transforms) },
                 transforms: super::code::labels(entry, &c.transforms),
                 registers: usage.map(|u| u.vgpr),
                 spills: usage.map(|u| u.vgpr_spills + u.sgpr_spills),
@@ -233,32 +241,15 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
                 spread_ms: c.time.map(|t| t.spread_ms),
                 speedup: m.speedup(c),
                 identical: c.identical,
-                verdict,
                 built: c.transforms == built,
-                launches: m.launches,
-                device: m.device.clone(),
-                program_identical: m.program_identical,
+                ..row(candidate, verdict)
             }
         })
         .collect();
     let control = m.control.map(|c| Row {
-        kernel: names::short_name(&entry.name).to_string(),
-        symbol: entry.symbol.clone(),
-        arch: entry.arch.clone(),
-        candidate: super::plan::CONTROL.into(),
-        transforms: vec![],
-        registers: None,
-        spills: None,
-        occupancy: None,
-        median_ms: None,
-        spread_ms: None,
         speedup: Some(1.0 / c.median),
         identical: m.deterministic,
-        verdict: format!("control: plain's code loaded again; the least gain is {:.1} %", 100.0 * m.least_gain()),
-        built: false,
-        launches: m.launches,
-        device: m.device.clone(),
-        program_identical: m.program_identical,
+        ..row(super::plan::CONTROL.into(), format!("control: plain's code loaded again; the least gain is {:.1} %", 100.0 * m.least_gain()))
     });
     ours.into_iter().chain(control).chain(theirs).collect()
 }
