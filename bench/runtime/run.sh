@@ -13,13 +13,13 @@
 #   unplanned.txt             a run launching no kernel the db has candidates for
 #   early.txt                 a program that exits (status 3) after its first kernel
 #
-#   bench/runtime/run.sh [RUNS]      (RUNS: timed runs per candidate, default 20)
+#   bench/runtime/run.sh [RUNS]      (RUNS: the most timed runs per candidate, default 200, measure's)
 set -u
 cd "$(dirname "$0")/../.."
 B=bench/runtime/build
 FINAL=${OUT:-}
 OUT=bench/runtime/out
-RUNS=${1:-20}
+RUNS=${1:-200}
 rm -rf "$OUT"
 mkdir -p "$OUT"
 export REGTUNE_CUPTI=$PWD/$B/lib/libcupti.so.12

@@ -245,10 +245,13 @@ def main():
     # The sweep's best for a kernel is at least plain (a user keeps plain when no cap helps).
     sweep_best = lambda t: max(1.0, t["sweep_speedup"] or 1.0)
     at_least = [t for t in table if t["kept_speedup"] >= sweep_best(t) * 0.98]
+    above = [t for t in table if t["kept_speedup"] >= sweep_best(t)]
+    within1 = [t for t in table if t["kept_speedup"] >= sweep_best(t) * 0.99]
     lines += ["", f"kernels measured: {len(table)}; touched (regtune kept a candidate): {len(touched)}; "
               f"geomean over touched: {geomean([t['kept_speedup'] for t in touched]):.3f}×; "
-              f"min kept: {min((t['kept_speedup'] for t in table), default=float('nan')):.3f}×; "
-              f"at least the sweep's per-kernel best (within 2%): {len(at_least)} of {len(table)}; "
+              f"lowest kept: {min((t['kept_speedup'] for t in touched), default=float('nan')):.3f}×; "
+              f"at or above the sweep's per-kernel best: {len(above)}, within 1%: {len(within1)}, "
+              f"within 2%: {len(at_least)} of {len(table)}; "
               f"sweep's per-kernel best, geomean over all: {geomean([sweep_best(t) for t in table]):.3f}×, "
               f"regtune's: {geomean([t['kept_speedup'] for t in table]):.3f}×"]
     # Spilling to shared memory (issue 26): at each step where both were

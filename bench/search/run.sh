@@ -52,7 +52,7 @@ print("envs=(" + " ".join(shlex.quote(f"{k}={v}") for k, v in p.get("env", {}).i
 PY
 )"
   t1=$(date +%s.%N)
-  (cd "$cwd" && env "${envs[@]}" timeout "${MTIMEOUT:-300}" "$R" measure --db "$ROOT/$db" --launches "${LAUNCHES:-2}" --runs 10 --budget "$BUDGET" \
+  (cd "$cwd" && env "${envs[@]}" timeout "${MTIMEOUT:-300}" "$R" measure --db "$ROOT/$db" --launches "${LAUNCHES:-2}" --runs "${RUNS:-1000}" --budget "$BUDGET" \
     --keep "$WORK/keep-$prog" "${compare[@]}" --format json -o "$WORK/$prog.measure.json" -- "$ROOT/$binary" "${args[@]}" \
     > "$WORK/$prog.measured.out" 2> "$WORK/$prog.measure.stderr")
   rc=$?

@@ -17,7 +17,9 @@ use crate::Transforms;
 pub struct Measured {
     /// The GPU and driver, e.g. "NVIDIA H100 80GB HBM3 (sm_90, driver 580.159.04)".
     pub device: String,
-    /// Program launches replayed, and timed runs of each candidate per launch.
+    /// Program launches replayed, and the plain build's timed rounds (the
+    /// fewest of its launches; a candidate leaves the rounds once its
+    /// ratio is settled, plain never).
     pub launches: u32,
     pub runs: u32,
     /// The plain build's runs gave the same bytes twice; when not, no
@@ -70,14 +72,27 @@ pub struct Paired {
     pub median: f64,
     pub lower: f64,
     pub upper: f64,
+    /// Rounds the ratios came from (0: an older measurement, judged by its
+    /// quartiles).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rounds: u32,
 }
 
-/// The least gain worth a build of its own: round by round, the same code
-/// loaded as a second module ran within 0.9 % of plain on 20 of 21 kernels
-/// of the development corpus (H100, 2026-11-25; bench/search/paired.py).
-/// Where the kernel's own control shows more, its difference is the least
-/// gain ([`Measured::least_gain`]).
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The least gain worth a build of its own: timed until settled, plain's
+/// code loaded as a second module ran within 0.7 % of plain on all 21
+/// kernels of the development corpus, in two runs (H100, 2026-11-27;
+/// bench/search/). Where the kernel's own control shows more, its
+/// difference is the least gain ([`Measured::least_gain`]).
 pub const MIN_GAIN: f64 = 0.01;
+
+/// Rounds before a candidate's ratio can count as settled: with 5, a
+/// 30 µs kernel's interquartile range came out small by chance and
+/// candidates as fast as plain left the rounds as slower (H100, lud).
+pub const SETTLE_AFTER: usize = 20;
 
 impl Paired {
     /// From each launch's timed rounds of the candidate and of plain (the
@@ -97,17 +112,41 @@ impl Paired {
         }
         ratios.sort_by(f64::total_cmp);
         let q = |p: f64| quantile(&ratios, p);
-        Some(Paired { median: q(0.5), lower: q(0.25), upper: q(0.75) })
+        Some(Paired { median: q(0.5), lower: q(0.25), upper: q(0.75), rounds: ratios.len() as u32 })
     }
 
-    /// Faster in most rounds, and by at least `gain`.
+    /// Half the width of the median's 95 % confidence interval, from the
+    /// interquartile range (the sample median's standard error is about
+    /// 1.2533 σ / √n, σ about IQR / 1.349; the notches of a box plot).
+    /// Short kernels vary 10–20 % from round to round: many rounds tell
+    /// their steady 2 % apart, a few cannot. None for an older measurement.
+    pub fn margin(&self) -> Option<f64> {
+        (self.rounds > 0).then(|| 1.96 * 1.2533 / 1.349 * (self.upper - self.lower) / f64::from(self.rounds).sqrt())
+    }
+
+    /// The interval the median lies in: its confidence interval, or (older
+    /// measurements) the quartiles, the same bounds near ten rounds.
+    fn bounds(&self) -> (f64, f64) {
+        self.margin().map_or((self.lower, self.upper), |m| (self.median - m, self.median + m))
+    }
+
+    /// Faster beyond the noise, and by at least `gain`.
     pub fn faster(&self, gain: f64) -> bool {
-        self.upper < 1.0 && self.median <= 1.0 - gain
+        self.bounds().1 < 1.0 && self.median <= 1.0 - gain
     }
 
-    /// Slower in most rounds, and by at least `gain`.
+    /// Slower beyond the noise, and by at least `gain`.
     pub fn slower(&self, gain: f64) -> bool {
-        self.lower > 1.0 && self.median >= 1.0 + gain
+        self.bounds().0 > 1.0 && self.median >= 1.0 + gain
+    }
+
+    /// More rounds would not change what the rule makes of it: its median
+    /// is known to half the least gain, or it is slower beyond twice the
+    /// noise (asked after every round, so stricter than the final rule: a
+    /// bound crossed once by chance would end its rounds for good).
+    pub fn settled(&self) -> bool {
+        let Some(m) = self.margin() else { return false };
+        self.rounds as usize >= SETTLE_AFTER && (m <= MIN_GAIN / 2.0 || self.median - 2.0 * m > 1.0)
     }
 }
 
@@ -194,7 +233,8 @@ impl Measured {
 
     /// The least gain this measurement can tell from noise: [`MIN_GAIN`],
     /// or how far apart the control's two loads of plain's code ran where
-    /// that is more (on a 30 µs kernel, 2.7 % either way between runs).
+    /// that is more (on a 30 µs kernel timed ten rounds, 2.7 % either way
+    /// between runs).
     pub fn least_gain(&self) -> f64 {
         self.control.map_or(MIN_GAIN, |c| MIN_GAIN.max((1.0 - c.median).abs()))
     }
@@ -341,7 +381,7 @@ mod tests {
         let cand = [vec![0.5, 1.0, 1.0, 2.0], vec![0.5, 3.0, 2.0, 2.0]];
         // Ratios 0.5, 2.0, 0.75, 1.0 → sorted 0.5, 0.75, 1.0, 2.0.
         let p = Paired::of(&cand, &plain).unwrap();
-        assert_eq!((p.lower, p.median, p.upper), (0.6875, 0.875, 1.25));
+        assert_eq!((p.lower, p.median, p.upper, p.rounds), (0.6875, 0.875, 1.25, 4));
         assert_eq!(Paired::of(&cand[..1], &plain), None, "not the same launches");
         assert_eq!(Paired::of(&[vec![]], &[vec![1.0]]), None, "no round both ran");
         // The shortest launch's rounds are the ones that pair.
@@ -355,17 +395,17 @@ mod tests {
         let cap = t(Some(4), false);
         let mut m = measured(vec![cand(t(None, false), 0.0234, 0.0003, true), cand(cap.clone(), 0.0229, 0.0003, true)]);
         assert_eq!(m.verdict(&m.candidates[1]), Verdict::NotFaster, "without rounds: the medians' rule");
-        m.candidates[1].paired = Some(Paired { lower: 0.975, median: 0.985, upper: 0.987 });
+        m.candidates[1].paired = Some(Paired { lower: 0.975, median: 0.985, upper: 0.987, rounds: 0 });
         assert_eq!(m.verdict(&m.candidates[1]), Verdict::Faster);
         assert!((m.speedup(&m.candidates[1]).unwrap() - 1.0 / 0.985).abs() < 1e-12);
         assert_eq!(m.choose([&cap]), Some(cap.clone()));
         // Faster in most rounds, but by less than MIN_GAIN: not worth a build.
-        m.candidates[1].paired = Some(Paired { lower: 0.993, median: 0.995, upper: 0.997 });
+        m.candidates[1].paired = Some(Paired { lower: 0.993, median: 0.995, upper: 0.997, rounds: 0 });
         assert_eq!(m.verdict(&m.candidates[1]), Verdict::NotFaster);
         // Faster by 3 % at the median, slower in a quarter of the rounds: noise.
-        m.candidates[1].paired = Some(Paired { lower: 0.95, median: 0.97, upper: 1.01 });
+        m.candidates[1].paired = Some(Paired { lower: 0.95, median: 0.97, upper: 1.01, rounds: 0 });
         assert_eq!(m.verdict(&m.candidates[1]), Verdict::NotFaster);
-        m.candidates[1].paired = Some(Paired { lower: 1.02, median: 1.05, upper: 1.08 });
+        m.candidates[1].paired = Some(Paired { lower: 1.02, median: 1.05, upper: 1.08, rounds: 0 });
         assert_eq!(m.verdict(&m.candidates[1]), Verdict::Slower);
     }
 
@@ -379,9 +419,9 @@ mod tests {
             cand(c.clone(), 0.95, 0.1, true),
         ]);
         // The medians say a; the rounds say b and c equally.
-        m.candidates[1].paired = Some(Paired { lower: 0.9, median: 0.97, upper: 0.99 });
-        m.candidates[2].paired = Some(Paired { lower: 0.9, median: 0.94, upper: 0.96 });
-        m.candidates[3].paired = Some(Paired { lower: 0.9, median: 0.94, upper: 0.96 });
+        m.candidates[1].paired = Some(Paired { lower: 0.9, median: 0.97, upper: 0.99, rounds: 0 });
+        m.candidates[2].paired = Some(Paired { lower: 0.9, median: 0.94, upper: 0.96, rounds: 0 });
+        m.candidates[3].paired = Some(Paired { lower: 0.9, median: 0.94, upper: 0.96, rounds: 0 });
         assert_eq!(m.choose([&a, &b, &c]), Some(b.clone()));
         assert_eq!(m.choose([&a, &c, &b]), Some(c));
     }
@@ -392,19 +432,19 @@ mod tests {
         // again ran 2.6 % faster than plain in most rounds.
         let cap = t(Some(4), false);
         let mut m = measured(vec![cand(t(None, false), 0.0288, 0.002, true), cand(cap.clone(), 0.0281, 0.002, true)]);
-        m.candidates[1].paired = Some(Paired { lower: 0.96, median: 0.975, upper: 0.99 });
+        m.candidates[1].paired = Some(Paired { lower: 0.96, median: 0.975, upper: 0.99, rounds: 0 });
         assert_eq!(m.verdict(&m.candidates[1]), Verdict::Faster, "no control: MIN_GAIN");
-        m.control = Some(Paired { lower: 0.96, median: 0.974, upper: 0.992 });
+        m.control = Some(Paired { lower: 0.96, median: 0.974, upper: 0.992, rounds: 0 });
         assert!((m.least_gain() - 0.026).abs() < 1e-12);
         assert_eq!(m.verdict(&m.candidates[1]), Verdict::NotFaster, "no more than the control");
         assert_eq!(m.choose([&cap]), Some(Transforms::default()));
-        m.candidates[1].paired = Some(Paired { lower: 0.93, median: 0.944, upper: 0.96 });
+        m.candidates[1].paired = Some(Paired { lower: 0.93, median: 0.944, upper: 0.96, rounds: 0 });
         assert_eq!(m.verdict(&m.candidates[1]), Verdict::Faster);
         // A control slower than plain counts the same way.
-        m.control = Some(Paired { lower: 1.01, median: 1.027, upper: 1.05 });
+        m.control = Some(Paired { lower: 1.01, median: 1.027, upper: 1.05, rounds: 0 });
         assert!((m.least_gain() - 0.027).abs() < 1e-12);
         // A quiet control leaves MIN_GAIN.
-        m.control = Some(Paired { lower: 0.999, median: 1.002, upper: 1.004 });
+        m.control = Some(Paired { lower: 0.999, median: 1.002, upper: 1.004, rounds: 0 });
         assert_eq!(m.least_gain(), MIN_GAIN);
     }
 
@@ -421,12 +461,12 @@ mod tests {
             cand(sink.clone(), 0.4424, 0.002, true),
             cand(cap.clone(), 0.5098, 0.002, true),
         ]);
-        m.candidates[1].paired = Some(Paired { lower: 0.70, median: 1.0 / 1.399, upper: 0.72 });
-        m.candidates[2].paired = Some(Paired { lower: 0.70, median: 1.0 / 1.395, upper: 0.72 });
-        m.candidates[3].paired = Some(Paired { lower: 0.80, median: 1.0 / 1.209, upper: 0.84 });
+        m.candidates[1].paired = Some(Paired { lower: 0.70, median: 1.0 / 1.399, upper: 0.72, rounds: 0 });
+        m.candidates[2].paired = Some(Paired { lower: 0.70, median: 1.0 / 1.395, upper: 0.72, rounds: 0 });
+        m.candidates[3].paired = Some(Paired { lower: 0.80, median: 1.0 / 1.209, upper: 0.84, rounds: 0 });
         assert_eq!(m.choose([&both, &sink, &cap]), Some(sink.clone()));
         // More than MIN_GAIN apart, the faster one wins however many transforms it has.
-        m.candidates[1].paired = Some(Paired { lower: 0.68, median: 1.0 / 1.45, upper: 0.70 });
+        m.candidates[1].paired = Some(Paired { lower: 0.68, median: 1.0 / 1.45, upper: 0.70, rounds: 0 });
         assert_eq!(m.choose([&both, &sink, &cap]), Some(both));
     }
 
@@ -434,5 +474,44 @@ mod tests {
     fn speedup_is_plain_over_candidate() {
         let m = measured(vec![cand(t(None, false), 0.6, 0.0, true), cand(t(None, true), 0.4, 0.0, true)]);
         assert!((m.speedup(&m.candidates[1]).unwrap() - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn many_rounds_tell_a_steady_gain_from_noise_that_few_cannot() {
+        // lud_diagonal on the H100: a 20 µs launch whose time over plain's
+        // varies 10-20 % from round to round (IQR of the ratios).
+        let cap = t(Some(4), false);
+        let mut m = measured(vec![cand(t(None, false), 0.020, 0.002, true), cand(cap.clone(), 0.0194, 0.002, true)]);
+        let lud = |rounds| Paired { lower: 0.90, median: 0.97, upper: 1.05, rounds };
+        m.candidates[1].paired = Some(lud(10));
+        // 1.82 * 0.15 / sqrt(10) = 0.086: 0.97 + 0.086 reaches past 1.
+        assert!((lud(10).margin().unwrap() - 0.0864).abs() < 1e-3);
+        assert_eq!(m.verdict(&m.candidates[1]), Verdict::NotFaster);
+        m.candidates[1].paired = Some(lud(1000));
+        assert_eq!(m.verdict(&m.candidates[1]), Verdict::Faster, "0.97 + 0.0086 < 1");
+        assert_eq!(m.choose([&cap]), Some(cap.clone()));
+        // Near ten rounds the interval is about the quartiles, as before.
+        let (old, new) = (Paired { rounds: 0, ..lud(0) }, lud(10));
+        assert_eq!((old.faster(MIN_GAIN), new.faster(MIN_GAIN)), (false, false));
+        let steady = |rounds| Paired { lower: 0.97, median: 0.975, upper: 0.98, rounds };
+        assert_eq!((steady(0).faster(MIN_GAIN), steady(10).faster(MIN_GAIN)), (true, true));
+        // And slower the same way.
+        let slow = |rounds| Paired { lower: 0.95, median: 1.03, upper: 1.10, rounds };
+        assert!(!slow(10).slower(MIN_GAIN) && slow(1000).slower(MIN_GAIN));
+    }
+
+    #[test]
+    fn settled_when_known_to_half_the_least_gain_or_slower_beyond_the_noise() {
+        let p = |median, iqr: f64, rounds| Paired { lower: median - iqr / 2.0, median, upper: median + iqr / 2.0, rounds };
+        assert!(!p(0.9, 0.0, 19).settled(), "too few rounds to trust their spread");
+        assert!(p(0.9, 0.0, 20).settled());
+        // 1.82 * 0.02 / sqrt(100) = 0.0036 <= 0.005.
+        assert!(p(0.97, 0.02, 100).settled());
+        assert!(!p(0.97, 0.15, 100).settled(), "faster, not yet by how much");
+        assert!(p(1.3, 0.15, 100).settled(), "slower: how much no longer matters");
+        // Slower beyond the final rule's bound (1.03 - 0.027), not beyond twice it.
+        assert!(p(1.03, 0.15, 100).slower(MIN_GAIN) && !p(1.03, 0.15, 100).settled());
+        assert!(!p(1.0, 0.15, 100).settled());
+        assert!(!Paired { rounds: 0, ..p(0.9, 0.0, 0) }.settled(), "an older measurement");
     }
 }

@@ -337,8 +337,10 @@ struct MeasureArgs {
     /// Launches of each kernel to measure (the first N).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     launches: u32,
-    /// Timed runs of each candidate per launch, interleaved (after one untimed run whose bytes are compared).
-    #[arg(long, value_name = "K", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// The most timed runs of each candidate per launch, interleaved (after one untimed run whose
+    /// bytes are compared). A candidate stops once its time over plain's is known to ±0.5 % or
+    /// it is slower beyond the noise: steady kernels take 5 runs, short noisy ones many.
+    #[arg(long, value_name = "K", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=10000))]
     runs: u32,
     /// Seconds of replay per kernel, over its launches: fewer runs (at least three) when its
     /// candidates would take longer.

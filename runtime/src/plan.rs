@@ -19,7 +19,8 @@ pub const REPLAY_LOG: &str = "replay.log";
 pub struct Plan {
     /// Launches to measure per kernel (the first N).
     pub launches: u32,
-    /// Timed runs of each candidate per launch.
+    /// The most timed runs of each candidate per launch (fewer once its
+    /// time over plain's is settled).
     pub runs: u32,
     /// Seconds of replay per kernel, over all its launches; fewer runs
     /// when the candidates would take longer (at least three). 0: no limit.

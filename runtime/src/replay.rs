@@ -7,6 +7,8 @@
 //! Runs in the replayer process, on copies of the program's memory: a
 //! candidate that faults loses the replayer's context, never the program's.
 
+use regtune_decisions::measured::Paired;
+
 use crate::capture::{self, Pointer, Range};
 use crate::plan::{CandidateResult, LaunchConfig, Param, Replayed};
 
@@ -68,9 +70,10 @@ pub struct Launch<'a> {
     pub snapshot: &'a [Vec<u8>],
     /// (name, code object bytes); the first is the plain build.
     pub candidates: &'a [(String, Result<Vec<u8>, String>)],
+    /// The most timed rounds.
     pub runs: u32,
-    /// Wall milliseconds the replay may take (0: no limit): after the first
-    /// timed round, fewer rounds when the rest would run past it.
+    /// Wall milliseconds the replay may take (0: no limit): no round starts
+    /// that would end past it, once [`MIN_RUNS`] are done.
     pub budget_ms: f64,
 }
 
@@ -173,10 +176,13 @@ fn load_checked(gpu: &mut dyn Gpu, image: &[u8], launch: &Launch<'_>) -> Result<
 }
 
 /// Replay one launch: every candidate once to compare (round 0, untimed:
-/// it also loads code and warms caches), then `runs` timed rounds,
-/// candidates interleaved in a rotating order, memory restored before
-/// every run. The plain build's first and last runs show whether its
-/// output is deterministic. Launches: candidates × (runs + 1).
+/// it also loads code and warms caches), then timed rounds, candidates
+/// interleaved in a rotating order, memory restored before every run. A
+/// candidate leaves the rounds once its time over plain's is settled
+/// ([`Paired::settled`]: short, noisy kernels get many rounds, steady ones
+/// few); the rounds end when every candidate has left, at `runs`, or at
+/// the budget. A last run of the plain build shows whether its output is
+/// deterministic.
 pub fn replay(gpu: &mut dyn Gpu, launch: &Launch<'_>) -> Result<Result<Outcome, String>, Fault> {
     let fault = |candidate: &str, e: GpuError| Fault { candidate: candidate.to_string(), message: e.to_string() };
     let mem = match Memory::new(gpu, launch.ranges, launch.snapshot) {
@@ -225,20 +231,16 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
 
     let mut launches = 0u32;
     let mut reference: Vec<Vec<u8>> = vec![];
-    let mut rounds = launch.runs + 1;
     let n = kernels.len();
+    // Candidates still timed: loaded, not failed, not settled. Plain always is.
+    let mut active: Vec<bool> = kernels.iter().map(Option::is_some).collect();
     let started = std::time::Instant::now();
-    let mut round = 0;
-    while round < rounds {
-        if round == 2 && launch.budget_ms > 0.0 {
-            rounds = rounds_within(launch.budget_ms, started.elapsed().as_secs_f64() * 1e3, launch.runs);
-        }
+    let mut round = 0usize;
+    loop {
+        let round_started = started.elapsed();
         // Round 0 goes in order (plain first: the reference); later rounds rotate.
-        for i in (0..n).map(|i| (i + round as usize) % n) {
-            let Some(kernel) = &kernels[i] else { continue };
-            if results[i].error.is_some() {
-                continue;
-            }
+        for i in (0..n).map(|i| (i + round) % n) {
+            let Some(kernel) = kernels[i].as_ref().filter(|_| active[i]) else { continue };
             mem.restore(gpu).map_err(|e| fault(&results[i].name, e))?;
             launches += 1;
             let ms = match gpu.launch(kernel, &launch.config, &args) {
@@ -250,47 +252,64 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
                 }
                 Err(GpuError::Refused(e)) => {
                     results[i].error = Some(format!("launch refused: {e}"));
+                    active[i] = false;
                     continue;
                 }
                 Err(e) => return Err(fault(&results[i].name, e)),
             };
             if round > 0 {
                 results[i].times_ms.push(ms);
-            }
-            let compare = round == 0 || (i == 0 && round == rounds - 1);
-            if !compare {
                 continue;
             }
             let out = mem.read(gpu).map_err(|e| fault(&results[i].name, e))?;
-            if i == 0 && round == 0 {
+            if i == 0 {
                 reference = out;
                 results[0].identical = true;
             } else {
-                let difference = capture::first_difference(launch.ranges, &reference, &out);
-                if i == 0 {
-                    results[0].identical = difference.is_none();
-                    results[0].difference = difference.map(|d| format!("a second run of the plain build differs: {d}"));
-                } else {
-                    results[i].identical = difference.is_none();
-                    results[i].difference = difference;
-                }
+                results[i].difference = capture::first_difference(launch.ranges, &reference, &out);
+                results[i].identical = results[i].difference.is_none();
             }
         }
+        let timed = round;
         round += 1;
+        if timed == 0 {
+            continue;
+        }
+        for i in 1..n {
+            // One that differs is never chosen: a few rounds tell how it runs.
+            let settled = (!results[i].identical && timed >= MIN_RUNS as usize)
+                || Paired::of(&[results[i].times_ms.clone()], &[results[0].times_ms.clone()]).is_some_and(|p| p.settled());
+            active[i] &= !settled;
+        }
+        let spent = started.elapsed();
+        let next_ends = (spent + (spent - round_started)).as_secs_f64() * 1e3;
+        let floor = MIN_RUNS.min(launch.runs) as usize;
+        if timed >= launch.runs as usize
+            || (timed >= floor && (active[1..].iter().all(|a| !a) || (launch.budget_ms > 0.0 && next_ends > launch.budget_ms)))
+        {
+            break;
+        }
+    }
+    // The plain build once more: the same bytes as its first run, or no candidate can be shown identical.
+    let plain = kernels[0].as_ref().expect("plain is loaded");
+    mem.restore(gpu).map_err(|e| fault(&results[0].name, e))?;
+    launches += 1;
+    match gpu.launch(plain, &launch.config, &args) {
+        Ok(_) => {
+            let out = mem.read(gpu).map_err(|e| fault(&results[0].name, e))?;
+            let difference = capture::first_difference(launch.ranges, &reference, &out);
+            results[0].identical = difference.is_none();
+            results[0].difference = difference.map(|d| format!("a second run of the plain build differs: {d}"));
+        }
+        Err(GpuError::Refused(e)) => {
+            results[0].identical = false;
+            results[0].difference = Some(format!("a second run of the plain build was refused: {e}"));
+        }
+        Err(e) => return Err(fault(&results[0].name, e)),
     }
     unload(gpu, &kernels);
     let deterministic = results[0].identical;
     Ok(Ok(Outcome { replayed: Replayed { candidates: results, deterministic, launches }, reference }))
-}
-
-/// Rounds in all (the untimed first one included) when the first two
-/// took `spent_ms` and the replay may take `budget_ms`: the timed rounds
-/// that fit, between [`MIN_RUNS`] and `runs`. The first round (loads and
-/// byte comparisons) costs more than a timed one, so the estimate is safe.
-fn rounds_within(budget_ms: f64, spent_ms: f64, runs: u32) -> u32 {
-    let per_round = (spent_ms / 2.0).max(1e-3);
-    let more = ((budget_ms - spent_ms) / per_round).floor().max(0.0) as u32;
-    1 + (1 + more).clamp(MIN_RUNS.min(runs), runs)
 }
 
 #[cfg(test)]
@@ -299,6 +318,8 @@ mod tests {
     //! does, so the replay's logic is tested without a GPU.
 
     use std::collections::BTreeMap;
+
+    use regtune_decisions::measured::SETTLE_AFTER;
 
     use super::*;
 
@@ -398,6 +419,8 @@ mod tests {
             let (f, ms): (fn(u8, u8) -> u8, f64) = match what.as_str() {
                 "double" | "bounded" => (|_, x| x.wrapping_mul(2), 1.0),
                 "double-slow" => (|_, x| x.wrapping_mul(2), 2.0),
+                // 0.7 to 1.3 from launch to launch, as a 20 µs kernel varies.
+                "double-noisy" => (|_, x| x.wrapping_mul(2), 0.7 + 0.06 * (self.launches.len() * 7 % 11) as f64),
                 "wrong" => (|_, x| x.wrapping_mul(2).wrapping_add(1), 0.5),
                 "accumulate" => (|o, x| o.wrapping_add(x), 1.0),
                 "fault" => return Err(GpuError::Fault("CUDA_ERROR_ILLEGAL_ADDRESS".into())),
@@ -430,6 +453,10 @@ mod tests {
     }
 
     fn run(gpu: &mut FakeGpu, s: &Scene, runs: u32, block: u32) -> Result<Result<Outcome, String>, Fault> {
+        run_within(gpu, s, runs, block, 0.0)
+    }
+
+    fn run_within(gpu: &mut FakeGpu, s: &Scene, runs: u32, block: u32, budget_ms: f64) -> Result<Result<Outcome, String>, Fault> {
         let launch = Launch {
             symbol: "_Z1kPhPKhm",
             config: LaunchConfig { grid: [1, 1, 1], block: [block, 1, 1], shared_bytes: 0 },
@@ -440,18 +467,9 @@ mod tests {
             snapshot: &s.snapshot,
             candidates: &s.candidates,
             runs,
-            budget_ms: 0.0,
+            budget_ms,
         };
         replay(gpu, &launch)
-    }
-
-    #[test]
-    fn a_budget_cuts_the_timed_rounds_but_never_below_three() {
-        // The first two rounds took 40 ms: 20 ms a round.
-        assert_eq!(rounds_within(1000.0, 40.0, 20), 21, "all 20 fit");
-        assert_eq!(rounds_within(140.0, 40.0, 20), 1 + 1 + 5, "5 more rounds fit");
-        assert_eq!(rounds_within(10.0, 40.0, 20), 1 + 3, "past the budget: three timed runs");
-        assert_eq!(rounds_within(10.0, 40.0, 2), 1 + 2, "never more than asked");
     }
 
     #[test]
@@ -461,7 +479,7 @@ mod tests {
         let out = run(&mut gpu, &s, 3, 256).unwrap().unwrap();
         let r = &out.replayed;
         assert!(r.deterministic);
-        assert_eq!(r.launches, 3 * 4, "candidates × (runs + 1)");
+        assert_eq!(r.launches, 3 * 4 + 1, "candidates × (runs + 1), and plain once more");
         assert_eq!([r.candidates[0].identical, r.candidates[1].identical, r.candidates[2].identical], [true, true, false]);
         assert_eq!(r.candidates[2].difference.as_deref(), Some("allocation 0 (16 bytes at 0x1000) first differs at byte 0"));
         assert_eq!(r.candidates[0].times_ms, [1.0; 3]);
@@ -473,6 +491,36 @@ mod tests {
         assert_eq!(out.reference[1], s.snapshot[1], "inputs untouched");
         // Everything was freed and unloaded.
         assert!(gpu.memory.is_empty() && gpu.kernels.is_empty());
+    }
+
+    #[test]
+    fn a_candidate_leaves_the_rounds_once_settled_and_a_noisy_one_stays() {
+        // Steady times settle after SETTLE_AFTER rounds, however many were allowed.
+        let mut gpu = FakeGpu::new();
+        let out = run(&mut gpu, &scene(&["double", "double-slow"]), 50, 256).unwrap().unwrap();
+        assert_eq!(out.replayed.candidates[1].times_ms.len(), SETTLE_AFTER);
+        assert_eq!(out.replayed.launches, 2 * (1 + SETTLE_AFTER as u32) + 1);
+        // A noisy one is timed to the last round; a steady one beside it leaves early.
+        let mut gpu = FakeGpu::new();
+        let out = run(&mut gpu, &scene(&["double", "double-noisy", "double-slow"]), 50, 256).unwrap().unwrap();
+        let c = &out.replayed.candidates;
+        assert_eq!([c[0].times_ms.len(), c[1].times_ms.len(), c[2].times_ms.len()], [50, 50, SETTLE_AFTER]);
+        // One that differs leaves after MIN_RUNS: it is never chosen.
+        let mut gpu = FakeGpu::new();
+        let out = run(&mut gpu, &scene(&["double", "double-noisy", "wrong"]), 50, 256).unwrap().unwrap();
+        assert_eq!(out.replayed.candidates[2].times_ms.len(), MIN_RUNS as usize);
+    }
+
+    #[test]
+    fn a_budget_ends_the_rounds_but_never_before_three() {
+        let mut gpu = FakeGpu::new();
+        let s = scene(&["double", "double-noisy"]);
+        let out = run_within(&mut gpu, &s, 50, 256, 1e-9).unwrap().unwrap();
+        assert_eq!(out.replayed.candidates[1].times_ms.len(), MIN_RUNS as usize);
+        assert!(out.replayed.deterministic);
+        // Never more than asked.
+        let out = run_within(&mut gpu, &s, 2, 256, 1e-9).unwrap().unwrap();
+        assert_eq!(out.replayed.candidates[1].times_ms.len(), 2);
     }
 
     #[test]

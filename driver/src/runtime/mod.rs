@@ -166,7 +166,7 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
     let seconds = start.elapsed().as_secs_f64();
 
     let events = wire::read_events(&run_dir.join(wire::EVENTS_FILE))?;
-    let collected = results::collect(&events, &planned.candidates, o.runs);
+    let collected = results::collect(&events, &planned.candidates);
     let db = if collected.measured.is_empty() { db } else { merge(&o.db, &code_dir, &planned, &collected)? };
     let rows: Vec<results::Row> = collected
         .measured

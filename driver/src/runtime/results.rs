@@ -28,7 +28,7 @@ pub(crate) struct Collected {
 }
 
 /// Fold the events; `candidates` are each entry's, as planned.
-pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<PlannedCandidate>>, runs: u32) -> Collected {
+pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<PlannedCandidate>>) -> Collected {
     let mut out = Collected::default();
     let mut launches: BTreeMap<String, Vec<&LaunchResult>> = BTreeMap::new();
     let mut failed: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
@@ -116,7 +116,7 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
         let m = Measured {
             device,
             launches: results.len() as u32,
-            runs,
+            runs: plain_rounds.as_ref().and_then(|r| r.iter().map(Vec::len).min()).unwrap_or(0) as u32,
             deterministic: !results.is_empty()
                 && results.iter().all(|r| r.replayed.deterministic)
                 && control.as_ref().is_none_or(|c| c.identical || c.error.is_some()),
@@ -127,6 +127,10 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
         out.measured.insert(key.clone(), m);
     }
     out
+}
+
+fn relative_margin(p: Paired) -> Option<f64> {
+    p.margin().map(|m| m / p.median)
 }
 
 /// "candidate `decided` faulted during replay (...)" → "decided".
@@ -155,6 +159,11 @@ pub(crate) struct Row {
     pub spread_ms: Option<f64>,
     /// Plain's median over this one's.
     pub speedup: Option<f64>,
+    /// Timed rounds of its time over plain's, and the half-width of the
+    /// median ratio's 95 % interval relative to it (0.01: the speedup
+    /// ±1 %).
+    pub rounds: Option<u32>,
+    pub margin: Option<f64>,
     pub identical: bool,
     pub verdict: String,
     /// The build now uses this candidate.
@@ -184,6 +193,8 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
         median_ms: None,
         spread_ms: None,
         speedup: None,
+        rounds: None,
+        margin: None,
         identical: false,
         verdict,
         built: false,
@@ -195,6 +206,8 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
         median_ms: c.time.map(|t| t.median_ms),
         spread_ms: c.time.map(|t| t.spread_ms),
         speedup: m.speedup(c),
+        rounds: c.paired.map(|p| p.rounds).filter(|&r| r > 0),
+        margin: c.paired.and_then(relative_margin),
         identical: c.identical,
         ..row(
             name.clone(),
@@ -240,6 +253,8 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
                 median_ms: c.time.map(|t| t.median_ms),
                 spread_ms: c.time.map(|t| t.spread_ms),
                 speedup: m.speedup(c),
+                rounds: c.paired.map(|p| p.rounds).filter(|&r| r > 0),
+                margin: c.paired.and_then(relative_margin),
                 identical: c.identical,
                 built: c.transforms == built,
                 ..row(candidate, verdict)
@@ -248,6 +263,8 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
         .collect();
     let control = m.control.map(|c| Row {
         speedup: Some(1.0 / c.median),
+        rounds: Some(c.rounds).filter(|&r| r > 0),
+        margin: relative_margin(c),
         identical: m.deterministic,
         ..row(super::plan::CONTROL.into(), format!("control: plain's code loaded again; the least gain is {:.1} %", 100.0 * m.least_gain()))
     });
@@ -266,6 +283,7 @@ impl Tabular for Row {
             "median ms",
             "spread ms",
             "speedup",
+            "rounds",
             "identical",
             "verdict",
             "built",
@@ -284,7 +302,12 @@ impl Tabular for Row {
             opt(self.occupancy),
             ms(self.median_ms),
             ms(self.spread_ms),
-            self.speedup.map_or("-".to_string(), |s| format!("{s:.3}×")),
+            match (self.speedup, self.margin) {
+                (None, _) => "-".to_string(),
+                (Some(s), None) => format!("{s:.3}×"),
+                (Some(s), Some(m)) => format!("{s:.3}× ±{:.1} %", 100.0 * m),
+            },
+            opt(self.rounds),
             if self.identical { "yes" } else { "no" }.to_string(),
             self.verdict.clone(),
             if self.built { "yes" } else { "" }.to_string(),
@@ -343,7 +366,7 @@ mod tests {
             result("k", &[("plain", &[1.0, 1.1], true), ("decided", &[1.2, 1.3], true)], true, Some(true)),
             result("k", &[("plain", &[1.0, 1.2], true), ("decided", &[1.2, 1.4], false)], true, Some(true)),
         ];
-        let c = collect(&events, &names(), 2);
+        let c = collect(&events, &names());
         assert!(c.started);
         let m = &c.measured["k"];
         assert_eq!((m.launches, m.runs, m.deterministic, m.program_identical), (2, 2, true, Some(true)));
@@ -371,7 +394,7 @@ mod tests {
         let decided: Vec<f64> = plain.iter().map(|t| t * 0.98).collect();
         let events =
             [result("k", &[("plain", &plain, true), ("decided", &decided, true), ("plain again", &again, true)], true, Some(true))];
-        let m = &collect(&events, &planned, 6).measured["k"];
+        let m = &collect(&events, &planned).measured["k"];
         assert_eq!(m.candidates.len(), 2, "the control is not a candidate");
         assert!((m.control.unwrap().median - 0.97).abs() < 1e-9);
         assert!((m.least_gain() - 0.03).abs() < 1e-9);
@@ -383,7 +406,7 @@ mod tests {
         // Plain's own code that leaves other bytes: the kernel is not deterministic.
         let events =
             [result("k", &[("plain", &plain, true), ("decided", &decided, true), ("plain again", &again, false)], true, Some(true))];
-        assert!(!collect(&events, &planned, 6).measured["k"].deterministic);
+        assert!(!collect(&events, &planned).measured["k"].deterministic);
     }
 
     #[test]
@@ -392,11 +415,27 @@ mod tests {
         let plain = [1.00, 1.10, 0.95, 1.20, 1.05, 0.98];
         let decided: Vec<f64> = plain.iter().map(|t| t * 0.98).collect();
         let events = [result("k", &[("plain", &plain, true), ("decided", &decided, true)], true, Some(true))];
-        let m = &collect(&events, &names(), 6).measured["k"];
+        let m = &collect(&events, &names()).measured["k"];
         let (p, d) = (m.candidates[0].time.unwrap(), m.candidates[1].time.unwrap());
         assert!(!d.beats(&p), "the medians alone lie within the spreads");
         assert_eq!(m.verdict(&m.candidates[1]), Verdict::Faster);
         assert!((m.speedup(&m.candidates[1]).unwrap() - 1.0 / 0.98).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_report_gives_the_rounds_and_the_speedups_interval_relative_to_it() {
+        // Twice as slow, ±10 % from round to round.
+        let plain = [1.0; 6];
+        let decided = [1.8, 2.2, 1.8, 2.2, 2.0, 2.0];
+        let events = [result("k", &[("plain", &plain, true), ("decided", &decided, true)], true, Some(true))];
+        let m = &collect(&events, &names()).measured["k"];
+        let cap = Transforms { waves_per_eu: Some(32), ..Default::default() };
+        let entry = super::super::plan::tests::entry("_Z1kPd", cap);
+        let row = &rows(&entry, m, &[])[1];
+        // Quartiles 1.85 and 2.15: 1.96 * 1.2533 / 1.349 * 0.3 / sqrt(6) = 0.2231 on the ratio 2.
+        assert_eq!(row.rounds, Some(6));
+        assert!((row.margin.unwrap() - 0.2231 / 2.0).abs() < 1e-4, "{:?}", row.margin);
+        assert_eq!(row.cells()[8..10], ["0.500× ±11.2 %".to_string(), "6".to_string()]);
     }
 
     #[test]
@@ -407,7 +446,7 @@ mod tests {
             message: "candidate `decided` faulted during replay (the kernel: CUDA_ERROR_ILLEGAL_ADDRESS); stopped measuring this kernel"
                 .into(),
         }];
-        let c = collect(&events, &names(), 10);
+        let c = collect(&events, &names());
         let m = &c.measured["k"];
         assert_eq!(m.verdict(&m.candidates[1]), Verdict::Failed);
         assert!(m.candidates[1].error.as_deref().unwrap().contains("CUDA_ERROR_ILLEGAL_ADDRESS"));
@@ -421,7 +460,7 @@ mod tests {
     #[test]
     fn unplanned_and_unlaunched_kernels_leave_no_measurement() {
         let events = [Event::Unplanned { symbol: "_Z5otherv".into() }];
-        let c = collect(&events, &names(), 10);
+        let c = collect(&events, &names());
         assert!(c.measured.is_empty() && !c.started);
         assert_eq!(c.unplanned.iter().collect::<Vec<_>>(), ["_Z5otherv"]);
     }
@@ -429,6 +468,6 @@ mod tests {
     #[test]
     fn a_program_launch_that_differs_from_plain_is_reported() {
         let events = [result("k", &[("plain", &[1.0], true), ("decided", &[0.5], true)], true, Some(false))];
-        assert_eq!(collect(&events, &names(), 1).measured["k"].program_identical, Some(false));
+        assert_eq!(collect(&events, &names()).measured["k"].program_identical, Some(false));
     }
 }
