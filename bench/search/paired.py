@@ -3,7 +3,7 @@
 every candidate (`--keep DIR`'s events.jsonl, packed by run.sh into
 search-out.tar.gz or measure-h100.tar.gz).
 
-    python3 bench/search/paired.py bench/search/results/measure-h100.tar.gz
+    python3 bench/search/paired.py RESULTS.tar.gz [Z]    (Z: 2.576, as measure; 1.96 for 95 %)
 
 Prints, per kernel:
   - the control: measure's own (`plain again`, plain's code loaded a second
@@ -13,10 +13,13 @@ Prints, per kernel:
     one differs becomes the kernel's least gain where more than MIN_GAIN),
     and whether the rule would call it faster with MIN_GAIN alone;
   - what each rule keeps among the candidates the user allows: the old one
-    (medians apart by more than both interquartile ranges) and the paired
-    one (regtune_decisions::measured::Paired: the upper quartile of the
-    per-round ratios below 1, their median at least MIN_GAIN below; of
-    those within MIN_GAIN of the fastest, the fewest transforms);
+    (medians apart by more than both interquartile ranges), the quartile
+    one (the upper quartile of the per-round ratios below 1, their median
+    at least MIN_GAIN below) and the interval one
+    (regtune_decisions::measured::Paired: the median's confidence interval,
+    median ± Z · 1.2533 / 1.349 · IQR / √rounds, below 1, the median at
+    least MIN_GAIN below); for the last two, of those within MIN_GAIN of
+    the fastest, the fewest transforms;
   - the hand sweep's best global -maxrregcount, by the same paired measure.
 Then the totals both rules reach. Everything is recomputed from the rounds;
 nothing is run.
@@ -33,6 +36,7 @@ import tempfile
 from collections import defaultdict
 
 MIN_GAIN = 0.01  # as regtune_decisions::measured::MIN_GAIN
+Z = 2.576  # as regtune_decisions::measured::Z
 
 
 def quantile(xs, p):
@@ -68,14 +72,19 @@ def rounds_per_kernel(events_path):
     return out
 
 
+def iqr(xs):
+    return quantile(xs, 0.75) - quantile(xs, 0.25)
+
+
 def judge(times, plain, gain=MIN_GAIN):
     n = min(len(times), len(plain))
     ratios = [times[i] / plain[i] for i in range(n)]
     med_t, med_p = statistics.median(times), statistics.median(plain)
-    iqr = lambda xs: quantile(xs, 0.75) - quantile(xs, 0.25)
+    margin = Z * 1.2533 / 1.349 * iqr(ratios) / math.sqrt(n)
     return {
         "median": quantile(ratios, 0.5), "upper": quantile(ratios, 0.75),
         "paired": quantile(ratios, 0.75) < 1 and quantile(ratios, 0.5) <= 1 - gain,
+        "interval": quantile(ratios, 0.5) + margin < 1 and quantile(ratios, 0.5) <= 1 - gain,
         "old": med_p - med_t > iqr(times) + iqr(plain),
         "old_speedup": med_p / med_t, "rounds": n,
     }
@@ -103,8 +112,11 @@ def allowed_candidates(measure_json):
 
 
 def main():
-    if len(sys.argv) != 2:
+    global Z
+    if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
+    if len(sys.argv) == 3:
+        Z = float(sys.argv[2])
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(sys.argv[1]) as t:
             t.extractall(tmp, filter="data")
@@ -130,19 +142,21 @@ def main():
                 sweep = {n: r for n, r in j.items() if n.startswith("compare:r") and not is_control(n)}
                 old = max(((r["old_speedup"], n) for n, r in ours.items() if r["old"]), default=(1.0, "plain"))
                 new = choose({n: 1 / r["median"] for n, r in ours.items() if r["paired"]})
+                interval = choose({n: 1 / r["median"] for n, r in ours.items() if r["interval"]})
                 best = max(((1 / r["median"], n) for n, r in sweep.items()), default=None)
-                results.append((prog, symbol, old, new, best))
+                results.append((prog, symbol, old, new, best, interval))
     print("control (the same code as plain, another module), round by round:")
     for prog, symbol, r in controls:
         flag = "  faster than MIN_GAIN alone tells" if r["paired"] else ""
         print(f"  {prog:22} {symbol[:44]:44} median {r['median']:.4f} upper {r['upper']:.4f} ({r['rounds']} rounds){flag}")
     within = sum(1 for c in controls if abs(c[2]["median"] - 1) <= 0.009)
     print(f"  within 0.9 %: {within} of {len(controls)}; faster than MIN_GAIN alone tells: {sum(c[2]['paired'] for c in controls)}")
-    print("\nper kernel: old rule's keep, paired rule's keep, the sweep's best (paired):")
-    for prog, symbol, old, new, best in results:
+    print(f"\nper kernel: old rule's keep, quartile rule's keep, interval rule's keep (Z {Z}), the sweep's best (paired):")
+    for prog, symbol, old, new, best, interval in results:
         b = f"{best[1][8:]} {best[0]:.3f}x" if best else "-"
-        print(f"  {prog:22} {symbol[:40]:40} old {old[1][:30]:30} {old[0]:.3f}x  paired {new[1][:30]:30} {new[0]:.3f}x  sweep {b}")
-    for label, i in [("old", 2), ("paired", 3)]:
+        print(f"  {prog:22} {symbol[:36]:36} old {old[1][:24]:24} {old[0]:.3f}x  quartile {new[1][:24]:24} {new[0]:.3f}x  "
+              f"interval {interval[1][:24]:24} {interval[0]:.3f}x  sweep {b}")
+    for label, i in [("old", 2), ("quartile", 3), ("interval", 5)]:
         kept = [r[i][0] for r in results if r[i][1] != "plain"]
         with_sweep = [r for r in results if r[4]]
         reach = sum(1 for r in with_sweep if r[i][0] >= max(1.0, r[4][0]) / 1.02)

@@ -432,10 +432,10 @@ mod tests {
         let cap = Transforms { waves_per_eu: Some(32), ..Default::default() };
         let entry = super::super::plan::tests::entry("_Z1kPd", cap);
         let row = &rows(&entry, m, &[])[1];
-        // Quartiles 1.85 and 2.15: 1.96 * 1.2533 / 1.349 * 0.3 / sqrt(6) = 0.2231 on the ratio 2.
+        // Quartiles 1.85 and 2.15: 2.576 * 1.2533 / 1.349 * 0.3 / sqrt(6) = 0.2931 on the ratio 2.
         assert_eq!(row.rounds, Some(6));
-        assert!((row.margin.unwrap() - 0.2231 / 2.0).abs() < 1e-4, "{:?}", row.margin);
-        assert_eq!(row.cells()[8..10], ["0.500× ±11.2 %".to_string(), "6".to_string()]);
+        assert!((row.margin.unwrap() - 0.2931 / 2.0).abs() < 1e-4, "{:?}", row.margin);
+        assert_eq!(row.cells()[8..10], ["0.500× ±14.7 %".to_string(), "6".to_string()]);
     }
 
     #[test]
