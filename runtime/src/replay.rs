@@ -275,11 +275,12 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
         if timed == 0 {
             continue;
         }
-        for i in 1..n {
+        let plain_times = std::slice::from_ref(&results[0].times_ms);
+        for (a, r) in active.iter_mut().zip(&results).skip(1).filter(|(a, _)| **a) {
             // One that differs is never chosen: a few rounds tell how it runs.
-            let settled = (!results[i].identical && timed >= MIN_RUNS as usize)
-                || Paired::of(&[results[i].times_ms.clone()], &[results[0].times_ms.clone()]).is_some_and(|p| p.settled());
-            active[i] &= !settled;
+            let settled = (!r.identical && timed >= MIN_RUNS as usize)
+                || Paired::of(std::slice::from_ref(&r.times_ms), plain_times).is_some_and(|p| p.settled());
+            *a = !settled;
         }
         let spent = started.elapsed();
         let next_ends = (spent + (spent - round_started)).as_secs_f64() * 1e3;
