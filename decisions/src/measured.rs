@@ -83,9 +83,9 @@ fn is_zero(n: &u32) -> bool {
 }
 
 /// The least gain worth a build of its own: timed until settled, plain's
-/// code loaded as a second module ran within 0.7 % of plain on all 21
-/// kernels of the development corpus, in two runs (H100, 2026-11-27;
-/// bench/search/). Where the kernel's own control shows more, its
+/// code loaded as a second module ran within 0.9 % of plain on all 21
+/// kernels of the development corpus, in each of three runs (H100,
+/// 2026-11-27; bench/search/). Where the kernel's own control shows more, its
 /// difference is the least gain ([`Measured::least_gain`]).
 pub const MIN_GAIN: f64 = 0.01;
 

@@ -160,7 +160,7 @@ pub(crate) struct Row {
     /// Plain's median over this one's.
     pub speedup: Option<f64>,
     /// Timed rounds of its time over plain's, and the half-width of the
-    /// median ratio's 95 % interval relative to it (0.01: the speedup
+    /// median ratio's 99 % interval relative to it (0.01: the speedup
     /// ±1 %).
     pub rounds: Option<u32>,
     pub margin: Option<f64>,
@@ -202,21 +202,23 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
         device: m.device.clone(),
         program_identical: m.program_identical,
     };
-    let theirs = compared.iter().map(|(name, c)| Row {
+    // A timed build's row: what the measurement says of it.
+    let timed = |c: &Candidate, candidate: String, verdict: String| Row {
         median_ms: c.time.map(|t| t.median_ms),
         spread_ms: c.time.map(|t| t.spread_ms),
         speedup: m.speedup(c),
         rounds: c.paired.map(|p| p.rounds).filter(|&r| r > 0),
         margin: c.paired.and_then(relative_margin),
         identical: c.identical,
-        ..row(
-            name.clone(),
-            match (&c.error, m.deterministic && c.identical) {
-                (Some(e), _) => format!("failed: {e}"),
-                (None, true) => "your build: timed, never chosen".into(),
-                (None, false) => "your build: different bytes".into(),
-            },
-        )
+        ..row(candidate, verdict)
+    };
+    let theirs = compared.iter().map(|(name, c)| {
+        let verdict = match (&c.error, m.deterministic && c.identical) {
+            (Some(e), _) => format!("failed: {e}"),
+            (None, true) => "your build: timed, never chosen".into(),
+            (None, false) => "your build: different bytes".into(),
+        };
+        timed(c, name.clone(), verdict)
     });
     let ours: Vec<Row> = m
         .candidates
@@ -250,14 +252,8 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
                 registers: usage.map(|u| u.vgpr),
                 spills: usage.map(|u| u.vgpr_spills + u.sgpr_spills),
                 occupancy: usage.map(|u| u.occupancy),
-                median_ms: c.time.map(|t| t.median_ms),
-                spread_ms: c.time.map(|t| t.spread_ms),
-                speedup: m.speedup(c),
-                rounds: c.paired.map(|p| p.rounds).filter(|&r| r > 0),
-                margin: c.paired.and_then(relative_margin),
-                identical: c.identical,
                 built: c.transforms == built,
-                ..row(candidate, verdict)
+                ..timed(c, candidate, verdict)
             }
         })
         .collect();
