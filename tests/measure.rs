@@ -374,6 +374,7 @@ fn the_build_follows_the_measurement() {
         runs: 20,
         deterministic: true,
         program_identical: Some(true),
+        block: None,
         candidates: vec![
             Candidate {
                 transforms: Transforms::default(),

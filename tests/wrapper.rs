@@ -957,6 +957,7 @@ fn cmake_measured_loop_builds_what_the_gpu_kept() {
         runs: 10,
         deterministic: true,
         program_identical: Some(true),
+        block: None,
         candidates: vec![
             Candidate { transforms: Transforms::default(), time: timing(0.614), identical: true, error: None, code: None, paired: None },
             Candidate { transforms: sink.clone(), time: timing(0.444), identical: true, error: None, code: None, paired: None },

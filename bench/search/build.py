@@ -8,6 +8,7 @@ built by corpus.py) is listed beside them as `--compare` builds. run.sh then
 times all of it inside each program with `regtune measure`, in one GPU run.
 
     python3 bench/search/build.py [--regtune target/release/regtune] [--candidates 16] [--only P...] [-j 2] [--block-size N]
+        [--retune DIR]
 
 Writes bench/search/build/ (ignored by git, carried to the GPU machine):
 
@@ -35,12 +36,16 @@ CORPUS = os.path.join(REPO, "bench", "calibrate", "build", "corpus")
 ARCH = "sm_90"
 
 
-def tune(regtune, name, program, candidates, evidence, block_size=None):
-    """Tune the program's kernel files into its own db; the wall time."""
+def tune(regtune, name, program, candidates, evidence, block_size=None, measured=None):
+    """Tune the program's kernel files into its own db; the wall time.
+    `measured`: a db `regtune measure` wrote for the program, re-tuned (its
+    launches' block sizes set each kernel's occupancy steps)."""
     db = os.path.join(OUT, name, "db", "decisions.json")
     if os.path.isdir(os.path.dirname(db)):
         shutil.rmtree(os.path.dirname(db))
     os.makedirs(os.path.dirname(db))
+    if measured:
+        shutil.copy(measured, db)
     started = time.time()
     log = open(os.path.join(OUT, name, "tune.log"), "w")
     for unit in (u for u in program["units"] if u.get("kernels")):
@@ -87,6 +92,9 @@ def main():
     p.add_argument("--block-size", type=int,
                    help="state that every launch has at most N threads (tune's --block-size): adds the shared-memory "
                         "spilling candidates; a program that launches more fails those candidates, which measure rejects")
+    p.add_argument("--retune", metavar="DIR",
+                   help="re-tune from the measured dbs run.sh packed (DIR/<program>/db/decisions.json, "
+                        "search-out.tar.gz unpacked): the block sizes the launches used set the steps")
     p.add_argument("-j", type=int, default=2)
     a = p.parse_args()
     regtune = os.path.abspath(a.regtune)
@@ -101,7 +109,11 @@ def main():
     for n in chosen:
         os.makedirs(os.path.join(OUT, n), exist_ok=True)
     with concurrent.futures.ThreadPoolExecutor(a.j) as pool:
-        jobs = {pool.submit(tune, regtune, n, pr, a.candidates, os.path.abspath(a.evidence), a.block_size): n
+        measured = {n: os.path.join(a.retune, n, "db", "decisions.json") for n in chosen} if a.retune else {}
+        for n, path in measured.items():
+            if not os.path.isfile(path):
+                sys.exit(f"--retune: {path} is missing")
+        jobs = {pool.submit(tune, regtune, n, pr, a.candidates, os.path.abspath(a.evidence), a.block_size, measured.get(n)): n
                 for n, pr in chosen.items()}
         for job in concurrent.futures.as_completed(jobs):
             n = jobs[job]

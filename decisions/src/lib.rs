@@ -629,6 +629,7 @@ mod tests {
             runs: 10,
             deterministic: true,
             program_identical: Some(true),
+            block: None,
             candidates: std::iter::once(plain).chain(others).collect(),
             control: None,
         }

@@ -30,6 +30,11 @@ pub struct Measured {
     /// the program runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program_identical: Option<bool>,
+    /// Threads per block of every launch measured (None: they differed,
+    /// or an older measurement): a re-tune's occupancy steps are the ones
+    /// this block size reaches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<u32>,
     /// The plain build, then the decision, then each suggestion.
     pub candidates: Vec<Candidate>,
     /// Plain's own code loaded a second time, against plain round by
@@ -307,6 +312,7 @@ mod tests {
             runs: 5,
             deterministic: true,
             program_identical: Some(true),
+            block: None,
             candidates: cands,
             control: None,
         }

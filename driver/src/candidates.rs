@@ -15,8 +15,11 @@ use regtune_decisions::{Candidate, Transforms, Usage};
 /// What the candidates are made of.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Pool {
-    /// Occupancy steps above the plain build's, nearest first.
+    /// Occupancy steps, lowest first.
     pub steps: Vec<u32>,
+    /// The step at the plain build's own occupancy (the most registers
+    /// that keep it), tried first.
+    pub own_step: Option<u32>,
     /// The best combination of the rewrites the user allows (sink, exact
     /// pow2, and what they opted into); empty when none helps.
     pub rewrites: Transforms,
@@ -37,10 +40,11 @@ pub(crate) struct Pool {
 pub(crate) const LDS_SLOTS: u32 = 8;
 
 /// Every candidate, the most worth measuring first: the rewrites alone;
-/// then per step, in [`spread`] order, the register cap alone, with the
-/// backend's spilling to shared memory, with regtune's LDS spill, and with
-/// the rewrites; the unroll caps come after the nearest and the farthest
-/// step.
+/// then per step, the plain build's own first and the rest in [`spread`]
+/// order from the highest (the farthest a cap goes, then the nearest to
+/// no cap, then between), the register cap alone, with the backend's
+/// spilling to shared memory, with regtune's LDS spill, and with the
+/// rewrites; the unroll caps come after the first two steps.
 pub(crate) fn proposals(pool: &Pool) -> Vec<Transforms> {
     let at = |w: u32, with_rewrites: bool| {
         let base = if with_rewrites { pool.rewrites.clone() } else { Transforms::default() };
@@ -50,7 +54,10 @@ pub(crate) fn proposals(pool: &Pool) -> Vec<Transforms> {
     if !pool.rewrites.is_empty() {
         out.push(pool.rewrites.clone());
     }
-    for (i, w) in spread(&pool.steps).into_iter().enumerate() {
+    let own = pool.own_step.filter(|w| pool.steps.contains(w));
+    let others: Vec<u32> = pool.steps.iter().rev().copied().filter(|&w| Some(w) != own).collect();
+    let steps: Vec<u32> = own.into_iter().chain(spread(&others)).collect();
+    for (i, &w) in steps.iter().enumerate() {
         out.push(at(w, false));
         if let Some(extra) = &pool.spill_to_shared {
             out.push(Transforms { waves_per_eu: Some(w), spill_to_shared: true, ..extra.clone() });
@@ -61,7 +68,7 @@ pub(crate) fn proposals(pool: &Pool) -> Vec<Transforms> {
         if !pool.rewrites.is_empty() {
             out.push(at(w, true));
         }
-        if i == 1.min(pool.steps.len() - 1) {
+        if i == 1.min(steps.len() - 1) {
             out.extend(pool.unroll_caps.iter().map(|&c| Transforms { unroll_cap: Some(c), ..Default::default() }));
         }
     }
@@ -154,10 +161,10 @@ mod tests {
             labels,
             [
                 "sink",
-                "waves-per-eu=5",
-                "sink+waves-per-eu=5",
                 "waves-per-eu=8",
                 "sink+waves-per-eu=8",
+                "waves-per-eu=5",
+                "sink+waves-per-eu=5",
                 "unroll-cap=1",
                 "unroll-cap=2",
                 "waves-per-eu=6",
@@ -172,6 +179,11 @@ mod tests {
         assert_eq!(proposals(&caps_only), [Transforms { unroll_cap: Some(4), ..Default::default() }]);
         let one_step = Pool { steps: vec![7], unroll_caps: vec![8], ..Default::default() };
         assert_eq!(proposals(&one_step), [step(7), Transforms { unroll_cap: Some(8), ..Default::default() }]);
+        // The plain build's own step first, then the others spread.
+        let own = Pool { steps: vec![8, 12, 16, 20, 24], own_step: Some(16), ..Default::default() };
+        assert_eq!(proposals(&own), [step(16), step(24), step(8), step(20), step(12)]);
+        let not_a_step = Pool { steps: vec![8, 12], own_step: Some(10), ..Default::default() };
+        assert_eq!(proposals(&not_a_step), [step(12), step(8)]);
     }
 
     #[test]

@@ -207,6 +207,7 @@ mod tests {
             runs: 20,
             deterministic: true,
             program_identical: Some(true),
+            block: None,
             candidates: vec![],
             control: None,
         });

@@ -179,8 +179,9 @@ pub trait Target: fmt::Debug + Sync {
     /// to spill; at and below it the cap gives the backend registers it
     /// did not take (ptxas's own target for an uncapped kernel is often
     /// 40 registers: on an H100 caps of 56 to 168 ran such kernels up to
-    /// 6 % faster, at lower occupancy).
-    fn occupancy_steps(&self, base: &Measured) -> Vec<u32>;
+    /// 6 % faster, at lower occupancy). `launched`: the threads per block
+    /// `regtune measure` saw every launch use, where the compile shows none.
+    fn occupancy_steps(&self, base: &Measured, launched: Option<u32>) -> Steps;
 
     /// The most registers a kernel may use when a block of `threads` must
     /// fit (AMDGPU: the backend's VGPR cap); None where the backend sets no
@@ -241,6 +242,17 @@ pub trait Target: fmt::Debug + Sync {
     /// The preprocessor test that holds while device code for `arch`
     /// compiles (`defined(__gfx90a__)`), for per-target source patches.
     fn device_macro(&self) -> String;
+}
+
+/// The measured search's occupancy steps for one kernel.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Steps {
+    /// Every step, lowest first.
+    pub all: Vec<u32>,
+    /// The step that keeps the plain build's occupancy and gives the
+    /// backend the most registers there (None: not one of `all`, or the
+    /// target names none): tried first.
+    pub own: Option<u32>,
 }
 
 /// Transform labels as the target names them: on NVPTX an occupancy target

@@ -121,6 +121,7 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
                 && results.iter().all(|r| r.replayed.deterministic)
                 && control.as_ref().is_none_or(|c| c.identical || c.error.is_some()),
             program_identical,
+            block: one_block(results),
             control: control.and_then(|c| c.paired),
             candidates: ours,
         };
@@ -131,6 +132,12 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
 
 fn relative_margin(p: Paired) -> Option<f64> {
     p.margin().map(|m| m / p.median)
+}
+
+/// The threads per block every launch used; None when they differ.
+fn one_block(results: &[&LaunchResult]) -> Option<u32> {
+    let first = results.first()?.launch.threads_per_block();
+    results.iter().all(|r| r.launch.threads_per_block() == first).then(|| u32::try_from(first).ok()).flatten()
 }
 
 /// "candidate `decided` faulted during replay (...)" → "decided".
@@ -356,6 +363,18 @@ mod tests {
     }
 
     #[test]
+    fn the_block_is_kept_only_when_every_launch_used_it() {
+        let mut other = result("k", &[("plain", &[1.0], true), ("decided", &[1.0], true)], true, Some(true));
+        if let Event::Measured(r) = &mut other {
+            r.launch.block = [8, 8, 1];
+        }
+        let plain = result("k", &[("plain", &[1.0], true), ("decided", &[1.0], true)], true, Some(true));
+        assert_eq!(collect(&[plain.clone(), plain.clone()], &names()).measured["k"].block, Some(256));
+        assert_eq!(collect(&[other.clone()], &names()).measured["k"].block, Some(64));
+        assert_eq!(collect(&[plain, other], &names()).measured["k"].block, None);
+    }
+
+    #[test]
     fn launches_add_up_and_identity_must_hold_on_each() {
         let events = [
             Event::Started { pid: 1, vendor: "cuda".into() },
@@ -365,7 +384,7 @@ mod tests {
         let c = collect(&events, &names());
         assert!(c.started);
         let m = &c.measured["k"];
-        assert_eq!((m.launches, m.runs, m.deterministic, m.program_identical), (2, 2, true, Some(true)));
+        assert_eq!((m.launches, m.runs, m.deterministic, m.program_identical, m.block), (2, 2, true, Some(true), Some(256)));
         // Medians 1.05 + 1.1 and 1.25 + 1.3; spreads (interquartile ranges) 0.05 + 0.1 each.
         let (plain, capped) = (m.candidates[0].time.unwrap(), m.candidates[1].time.unwrap());
         assert!((plain.median_ms - 2.15).abs() < 1e-12 && (capped.median_ms - 2.55).abs() < 1e-12);

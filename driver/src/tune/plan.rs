@@ -66,12 +66,15 @@ pub(super) struct Plan {
     pub(super) search: candidates::Selection,
 }
 
+/// `previous`: the db's entry for this kernel and input; `launched`: the
+/// threads per block `regtune measure` saw its launches use (any input).
 pub(super) fn plan_kernel(
     tuning: &Tuning<'_>,
     base: &Measured,
     source: &str,
     inspection: Option<&Inspection>,
     previous: Option<&Entry>,
+    launched: Option<u32>,
 ) -> Plan {
     let (session, options) = (tuning.session, tuning.options);
     let ranked: Vec<Param> = match (options.noalias, inspection) {
@@ -267,8 +270,10 @@ pub(super) fn plan_kernel(
         let stated = options.block_size.stated();
         let shared_spill =
             (stated.is_some() || target.promised_block(base).is_some()).then(|| Transforms { launch_bounds: stated, ..Default::default() });
+        let steps = target.occupancy_steps(base, launched);
         let pool = candidates::Pool {
-            steps: target.occupancy_steps(base),
+            steps: steps.all,
+            own_step: steps.own,
             rewrites: search::best_rewrites(&allowed_rewrites, &rule, &eval),
             unroll_caps: caps.clone(),
             spill_to_shared: shared_spill.clone().filter(|_| target.backend_spills_to_shared()),

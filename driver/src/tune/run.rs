@@ -181,7 +181,9 @@ pub(super) fn tune_session(
         .par_iter()
         .map(|base| {
             let previous = known.lookup(&base.symbol, arch.processor(), Some(&session.input_hash)).next();
-            let plan = plan_kernel(&tuning, base, &source, inspections.get(&base.symbol), previous);
+            // The block size the program launches it with outlives edits to the source.
+            let launched = known.lookup(&base.symbol, arch.processor(), None).find_map(|e| e.measured.as_ref()?.block);
+            let plan = plan_kernel(&tuning, base, &source, inspections.get(&base.symbol), previous, launched);
             line.kernel_done();
             plan
         })

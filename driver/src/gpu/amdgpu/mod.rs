@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Arch, Limiter, Spelling, Target};
+use super::{Arch, Limiter, Spelling, Steps, Target};
 use crate::gpu::compile::{self, CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
 use crate::gpu::listing::{Listing, Machine};
 use crate::gpu::measure::{self, MeasureError, Measured};
@@ -239,9 +239,9 @@ impl Target for Amdgpu {
     }
 
     /// `amdgpu-waves-per-eu` reaches every step: the backend spills to fit.
-    fn occupancy_steps(&self, _base: &Measured) -> Vec<u32> {
+    fn occupancy_steps(&self, _base: &Measured, _launched: Option<u32>) -> Steps {
         let arch = &self.arch;
-        (1..=arch.gfx().max_waves_per_simd).collect()
+        Steps { all: (1..=arch.gfx().max_waves_per_simd).collect(), own: None }
     }
 
     /// From `symbol:` to its `.Lfunc_end` label.
