@@ -36,7 +36,7 @@ CORPUS = os.path.join(REPO, "bench", "calibrate", "build", "corpus")
 ARCH = "sm_90"
 
 
-def tune(regtune, name, program, candidates, evidence, block_size=None, measured=None):
+def tune(regtune, name, program, candidates, evidence, block_size=None, measured=None, budget=None):
     """Tune the program's kernel files into its own db; the wall time.
     `measured`: a db `regtune measure` wrote for the program, re-tuned (its
     launches' block sizes set each kernel's occupancy steps)."""
@@ -51,6 +51,7 @@ def tune(regtune, name, program, candidates, evidence, block_size=None, measured
     for unit in (u for u in program["units"] if u.get("kernels")):
         cmd = [regtune, "tune", "--offload-arch", ARCH, "--candidates", str(candidates), "--evidence", evidence,
                "--format", "json", "--db", db] + (["--block-size", str(block_size)] if block_size else []) \
+            + (["--time-budget", str(budget)] if budget else []) \
             + [unit["file"], "--"] + unit["regtune_args"]
         r = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=log, text=True)
         with open(os.path.join(OUT, name, "tune." + os.path.basename(unit["file"]) + ".json"), "w") as f:
@@ -95,6 +96,10 @@ def main():
     p.add_argument("--retune", metavar="DIR",
                    help="re-tune from the measured dbs run.sh packed (DIR/<program>/db/decisions.json, "
                         "search-out.tar.gz unpacked): the block sizes the launches used set the steps")
+    p.add_argument("--time-budget", type=int, default=600,
+                   help="tune's --time-budget per file: room for every candidate, so the sets do not depend on how "
+                        "busy the machine is (tune's default, 8x the plain compile, left three programs' kernels "
+                        "without candidates when two tunes shared two cores)")
     p.add_argument("-j", type=int, default=2)
     a = p.parse_args()
     regtune = os.path.abspath(a.regtune)
@@ -113,7 +118,8 @@ def main():
         for n, path in measured.items():
             if not os.path.isfile(path):
                 sys.exit(f"--retune: {path} is missing")
-        jobs = {pool.submit(tune, regtune, n, pr, a.candidates, os.path.abspath(a.evidence), a.block_size, measured.get(n)): n
+        jobs = {pool.submit(tune, regtune, n, pr, a.candidates, os.path.abspath(a.evidence), a.block_size, measured.get(n),
+                            a.time_budget): n
                 for n, pr in chosen.items()}
         for job in concurrent.futures.as_completed(jobs):
             n = jobs[job]

@@ -180,7 +180,7 @@ pub trait Target: fmt::Debug + Sync {
     /// did not take (ptxas's own target for an uncapped kernel is often
     /// 40 registers: on an H100 caps of 56 to 168 ran such kernels up to
     /// 6 % faster, at lower occupancy). `launched`: the threads per block
-    /// `regtune measure` saw every launch use, where the compile shows none.
+    /// `regtune measure` saw every launch use.
     fn occupancy_steps(&self, base: &Measured, launched: Option<u32>) -> Steps;
 
     /// The most registers a kernel may use when a block of `threads` must
@@ -249,9 +249,9 @@ pub trait Target: fmt::Debug + Sync {
 pub struct Steps {
     /// Every step, lowest first.
     pub all: Vec<u32>,
-    /// The step that keeps the plain build's occupancy and gives the
-    /// backend the most registers there (None: not one of `all`, or the
-    /// target names none): tried first.
+    /// The step that keeps the plain build's occupancy at any block size
+    /// (NVPTX: the lowest cap at or above its registers), tried first;
+    /// None where the target names none.
     pub own: Option<u32>,
 }
 
