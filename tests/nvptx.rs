@@ -349,7 +349,7 @@ fn kalman_unroll_caps_put_the_matrices_in_local_memory_and_are_never_applied() {
         // Room for the whole search (and every candidate) on a busy machine.
         let rows = json(
             regtune()
-                .args(["tune", "--format", "json", "--offload-arch", "sm_90", "--time-budget", "600", "--evidence"])
+                .args(["tune", "--format", "json", "--offload-arch", "sm_90", "--time-budget", "600", "--candidates", "16", "--evidence"])
                 .arg(&evidence)
                 .arg("--db")
                 .arg(&db)

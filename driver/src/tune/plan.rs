@@ -148,18 +148,21 @@ pub(super) fn plan_kernel(
     };
     let log: Mutex<Vec<Measurement>> = Mutex::new(Vec::new());
     let budget_hit = AtomicBool::new(false);
+    // The file's budget for the searches; the kernel's share for its candidates.
+    let until = Mutex::new(tuning.limits.search());
     let eval = |t: &Transforms| -> Option<Usage> {
         // Each variant compiles once: later searches repeat some, and one
         // that failed or was stopped is not tried again.
         if let Some(m) = log.lock().expect("variant log lock").iter().find(|m| &m.transforms == t) {
             return m.usage;
         }
-        if tuning.limits.spent() {
+        let until = *until.lock().expect("deadline lock");
+        if tuning.limits.spent(until) {
             budget_hit.store(true, Ordering::Relaxed);
             return None;
         }
         let start = Instant::now();
-        let (deadline, at_budget) = tuning.limits.variant_deadline();
+        let (deadline, at_budget) = tuning.limits.variant_deadline(until);
         let (usage, status) = match session.measure_kernel(&base.symbol, t, Some(deadline)) {
             Ok(m) => (Some(m.usage), VariantStatus::Ok),
             Err(e) if e.timed_out() && at_budget => {
@@ -284,12 +287,10 @@ pub(super) fn plan_kernel(
             // SM, 1 to 8 slots: bench/gpu/lds_spill_examples.json).
             lds_spill: shared_spill.map(|t| Transforms { lds_spill: Some(candidates::LDS_SLOTS), ..t }),
         };
+        *until.lock().expect("deadline lock") = tuning.limits.candidates();
         let build = |t: &Transforms| Some((eval(t)?, session.kernel_code_hash(&base.symbol, t).ok()?));
-        plan.search = candidates::select(candidates::proposals(&pool), options.candidates.saturating_sub(taken), &known, build, || {
-            // The first kernel to find the budget spent renews it for the candidates.
-            tuning.limits.renew();
-            tuning.limits.spent()
-        });
+        let spent = || tuning.limits.spent(*until.lock().expect("deadline lock"));
+        plan.search = candidates::select(candidates::proposals(&pool), options.candidates.saturating_sub(taken), &known, build, spent);
     }
     // In a fixed order: the searches compile in parallel and finish in any.
     let mut measured = log.into_inner().expect("variant log lock");

@@ -171,7 +171,7 @@ pub(super) fn tune_session(
     if baseline.is_empty() {
         return Ok(vec![]);
     }
-    let limits = Limits::new(started, session.plain_seconds, options.variant_timeout, options.time_budget);
+    let limits = Limits::new(started, session.plain_seconds, options.variant_timeout, options.time_budget, baseline.len());
     line.kernels(baseline.len());
     let inspections = session.inspect().map_err(session_failure)?;
     let source = std::fs::read_to_string(file).unwrap_or_default();
@@ -184,6 +184,7 @@ pub(super) fn tune_session(
             // The block size the program launches it with outlives edits to the source.
             let launched = known.lookup(&base.symbol, arch.processor(), None).find_map(|e| e.measured.as_ref()?.block);
             let plan = plan_kernel(&tuning, base, &source, inspections.get(&base.symbol), previous, launched);
+            limits.kernel_done();
             line.kernel_done();
             plan
         })
