@@ -40,12 +40,11 @@ pub(crate) struct Pool {
 pub(crate) const LDS_SLOTS: u32 = 8;
 
 /// Every candidate, the most worth measuring first: the rewrites alone;
-/// then per step, the plain build's own first and the rest in [`spread`]
-/// order from the lowest (the most registers: on an H100 the best cap of
-/// four of 21 corpus kernels, where the highest step's was never best),
-/// the register cap alone, with the backend's spilling to shared memory,
-/// with regtune's LDS spill, and with the rewrites; the unroll caps come
-/// after the first two steps.
+/// then per step, in [`nearest_first`] order from the plain build's own
+/// (else in [`spread`] order), the register cap alone, with the backend's
+/// spilling to shared memory, with regtune's LDS spill, and with the
+/// rewrites; the unroll caps come after the first three steps (two without
+/// an own step).
 pub(crate) fn proposals(pool: &Pool) -> Vec<Transforms> {
     let at = |w: u32, with_rewrites: bool| {
         let base = if with_rewrites { pool.rewrites.clone() } else { Transforms::default() };
@@ -55,9 +54,11 @@ pub(crate) fn proposals(pool: &Pool) -> Vec<Transforms> {
     if !pool.rewrites.is_empty() {
         out.push(pool.rewrites.clone());
     }
-    let own = pool.own_step.filter(|w| pool.steps.contains(w));
-    let others: Vec<u32> = pool.steps.iter().copied().filter(|&w| Some(w) != own).collect();
-    let steps: Vec<u32> = own.into_iter().chain(spread(&others)).collect();
+    let steps = match pool.own_step.and_then(|w| pool.steps.iter().position(|&s| s == w)) {
+        Some(own) => nearest_first(&pool.steps, own),
+        None => spread(&pool.steps),
+    };
+    let unroll_after = if pool.own_step.is_some() { 2 } else { 1 };
     for (i, &w) in steps.iter().enumerate() {
         out.push(at(w, false));
         if let Some(extra) = &pool.spill_to_shared {
@@ -69,7 +70,7 @@ pub(crate) fn proposals(pool: &Pool) -> Vec<Transforms> {
         if !pool.rewrites.is_empty() {
             out.push(at(w, true));
         }
-        if i == 1.min(steps.len() - 1) {
+        if i == unroll_after.min(steps.len() - 1) {
             out.extend(pool.unroll_caps.iter().map(|&c| Transforms { unroll_cap: Some(c), ..Default::default() }));
         }
     }
@@ -77,6 +78,17 @@ pub(crate) fn proposals(pool: &Pool) -> Vec<Transforms> {
         out.extend(pool.unroll_caps.iter().map(|&c| Transforms { unroll_cap: Some(c), ..Default::default() }));
     }
     out
+}
+
+/// `steps` (lowest first) from the one at `own`: it, the lowest (the most
+/// registers), then by distance from `own`, the lower of two first. On an
+/// H100 the hand sweep's best cap for a corpus kernel was its own or one
+/// or two caps from it on 13 of 21, the lowest (255) on two, the highest
+/// (32) on none.
+fn nearest_first(steps: &[u32], own: usize) -> Vec<u32> {
+    let mut order: Vec<usize> = (0..steps.len()).collect();
+    order.sort_by_key(|&i| (i != own, i != 0, i.abs_diff(own), i));
+    order.into_iter().map(|i| steps[i]).collect()
 }
 
 /// `items` in the order to take them when not all fit: the first, the
@@ -180,11 +192,13 @@ mod tests {
         assert_eq!(proposals(&caps_only), [Transforms { unroll_cap: Some(4), ..Default::default() }]);
         let one_step = Pool { steps: vec![7], unroll_caps: vec![8], ..Default::default() };
         assert_eq!(proposals(&one_step), [step(7), Transforms { unroll_cap: Some(8), ..Default::default() }]);
-        // The plain build's own step first, then the others spread.
-        let own = Pool { steps: vec![8, 12, 16, 20, 24], own_step: Some(16), ..Default::default() };
-        assert_eq!(proposals(&own), [step(16), step(8), step(24), step(12), step(20)]);
-        let not_a_step = Pool { steps: vec![8, 12], own_step: Some(10), ..Default::default() };
-        assert_eq!(proposals(&not_a_step), [step(8), step(12)]);
+        // The plain build's own step first, the lowest, then the nearest to
+        // it, the lower of two first; unroll caps after three steps.
+        let own = Pool { steps: vec![8, 12, 16, 20, 24, 28], own_step: Some(20), unroll_caps: vec![2], ..Default::default() };
+        let cap2 = Transforms { unroll_cap: Some(2), ..Default::default() };
+        assert_eq!(proposals(&own), [step(20), step(8), step(16), cap2, step(24), step(12), step(28)]);
+        let not_a_step = Pool { steps: vec![8, 12, 16], own_step: Some(10), ..Default::default() };
+        assert_eq!(proposals(&not_a_step), [step(8), step(16), step(12)]);
     }
 
     #[test]
