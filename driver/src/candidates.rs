@@ -17,8 +17,8 @@ use regtune_decisions::{Candidate, Transforms, Usage};
 pub(crate) struct Pool {
     /// Occupancy steps, lowest first.
     pub steps: Vec<u32>,
-    /// The step at the plain build's own occupancy (the most registers
-    /// that keep it), tried first.
+    /// The plain build's own step (NVPTX: the lowest cap that keeps every
+    /// register it uses), tried first.
     pub own_step: Option<u32>,
     /// The best combination of the rewrites the user allows (sink, exact
     /// pow2, and what they opted into); empty when none helps.
