@@ -173,7 +173,8 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
     };
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("decisions.json");
-    let row = tune(&db_path, &[]);
+    // Room for every step (the default 8 takes the nearest to the kernel's own).
+    let row = tune(&db_path, &["--candidates", "16"]);
     let db = Db::load(&db_path).unwrap();
     let entry = db.kernels.values().find(|e| e.symbol.starts_with("_Z20laplacian3d")).expect("laplacian3d tuned");
     let before = entry.before.unwrap();
@@ -185,10 +186,12 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
     let names: Vec<String> = entry.candidates.iter().map(|c| sm_90_name(&c.transforms)).collect();
     assert_eq!(labels(&row["candidates"]), names);
     assert_eq!(labels(&row["left_out"]), entry.left_out);
-    // --candidates 8 (the default) counts the suggestion; what is left out
-    // is left out only once the 8 are full.
+    // --candidates counts the suggestion; what is left out is left out
+    // only once the 16 are full.
     let kept = entry.candidates.len() + entry.suggested.len();
-    assert!(kept <= 8 && (entry.left_out.is_empty() || kept == 8), "{names:?}, left out {:?}", entry.left_out);
+    assert!(kept <= 16 && (entry.left_out.is_empty() || kept == 16), "{names:?}, left out {:?}", entry.left_out);
+    // The kernel's own step (64 registers: the cap of 32 warps) first, then the lowest (255).
+    assert_eq!(names[..2], ["warps-per-sm=32", "warps-per-sm=8"], "{names:?}");
     let steps: Vec<&regtune_decisions::Candidate> = entry.candidates.iter().filter(|c| c.transforms.waves_per_eu.is_some()).collect();
     assert!(steps.len() >= 3, "several occupancy steps: {names:?}");
     assert!(steps.iter().any(|c| c.usage.occupancy > before.occupancy), "a step above the plain build's occupancy: {steps:?}");
