@@ -39,7 +39,8 @@ ARCH = "sm_90"
 def tune(regtune, name, program, candidates, evidence, block_size=None, measured=None, budget=None):
     """Tune the program's kernel files into its own db; the wall time.
     `measured`: a db `regtune measure` wrote for the program, re-tuned (its
-    launches' block sizes set each kernel's occupancy steps)."""
+    measurements kept where the code is the same; its launches' block sizes
+    leave out the caps at which no block fits)."""
     db = os.path.join(OUT, name, "db", "decisions.json")
     if os.path.isdir(os.path.dirname(db)):
         shutil.rmtree(os.path.dirname(db))
@@ -95,7 +96,8 @@ def main():
                         "spilling candidates; a program that launches more fails those candidates, which measure rejects")
     p.add_argument("--retune", metavar="DIR",
                    help="re-tune from the measured dbs run.sh packed (DIR/<program>/db/decisions.json, "
-                        "search-out.tar.gz unpacked): the block sizes the launches used set the steps")
+                        "search-out.tar.gz unpacked): measurements of unchanged code are kept, and the block sizes "
+                        "the launches used leave out caps at which no block fits")
     p.add_argument("--time-budget", type=int, default=600,
                    help="tune's --time-budget per file: room for every candidate, so the sets do not depend on how "
                         "busy the machine is (tune's default, 8x the plain compile, left three programs' kernels "

@@ -31,8 +31,8 @@ pub struct Measured {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program_identical: Option<bool>,
     /// Threads per block of every launch measured (None: they differed,
-    /// or an older measurement): a re-tune's occupancy steps are the ones
-    /// this block size reaches.
+    /// or an older measurement): a re-tune leaves out the register caps at
+    /// which no block of this size fits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block: Option<u32>,
     /// The plain build, then the decision, then each suggestion.
