@@ -26,7 +26,7 @@ pub(crate) fn read(
     // (ci/bootstrap.sh installs it); else zero, and spill bytes decide. No
     // stack frame, no local memory: nvdisasm (0.4 s a run) is not asked.
     let any_local = kernels.iter().any(|k| k.stack_frame_bytes > 0);
-    let local = sass::nvdisasm().filter(|_| any_local).and_then(|n| sass::local_accesses(&n, path).ok()).unwrap_or_default();
+    let local = sass::nvdisasm().filter(|_| any_local).and_then(|n| sass::local_accesses(&n, path, bytes).ok()).unwrap_or_default();
     kernels
         .iter()
         .map(|k| {
