@@ -248,6 +248,69 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
     assert!(lines.contains(&note), "{note} in {lines:?}");
 }
 
+/// Spilling to shared memory needs a block size every launch keeps to.
+/// Where only `regtune measure`'s launches showed one, the re-tune builds
+/// it at the first two caps that spill, with that size as launch bounds:
+/// suggestions (a promise about later launches) that measure times and
+/// the build never applies unasked. ptxas moves spills to shared memory.
+#[test]
+fn a_block_size_only_measure_saw_makes_spilling_to_shared_a_suggestion() {
+    let tune = |db: &Path| {
+        let out = regtune()
+            .args(["tune", "--format", "json", "--offload-arch", "sm_90", "--candidates", "16", "--evidence"])
+            .arg(evidence_none())
+            .arg("--db")
+            .arg(db)
+            .arg("examples/laplacian3d.hip")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    let laplacian = |db: &Path| Db::load(db).unwrap().kernels.into_values().find(|e| e.symbol.starts_with("_Z20laplacian3d")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("decisions.json");
+    tune(&db_path);
+    let first = laplacian(&db_path);
+    assert!(first.suggested.iter().all(|s| !s.transforms.spill_to_shared), "no block size known: {:?}", first.suggested);
+    assert!(first.candidates.iter().all(|c| !c.transforms.spill_to_shared && c.transforms.lds_spill.is_none()));
+
+    // What measure records: every launch used 256 threads.
+    let mut db = Db::load(&db_path).unwrap();
+    for e in db.kernels.values_mut() {
+        e.measured = Some(regtune_decisions::Measured {
+            device: "a test's".into(),
+            launches: 1,
+            runs: 1,
+            deterministic: true,
+            program_identical: None,
+            block: Some(256),
+            candidates: vec![],
+            control: None,
+        });
+    }
+    db.save(&db_path).unwrap();
+    tune(&db_path);
+    let entry = laplacian(&db_path);
+    let spills: Vec<&regtune_decisions::Suggestion> = entry.suggested.iter().filter(|s| s.transforms.spill_to_shared).collect();
+    assert_eq!(spills.len(), 2, "{:?}", entry.suggested);
+    for s in &spills {
+        let step = s.transforms.waves_per_eu;
+        assert_eq!(s.transforms, Transforms { waves_per_eu: step, launch_bounds: Some(256), spill_to_shared: true, ..Default::default() });
+        assert_eq!(s.reasons, [regtune_decisions::Reason::AssumesCaller]);
+        assert!(s.message.contains("__launch_bounds__(256)") && s.message.contains("--block-size 256"), "{}", s.message);
+        let cap = entry.candidates.iter().find(|c| c.transforms == Transforms { waves_per_eu: step, ..Default::default() }).unwrap();
+        assert!(cap.usage.vgpr_spills > 0, "the cap alone spills: {cap:?}");
+        assert!(s.usage.vgpr_spills < cap.usage.vgpr_spills && s.usage.lds_bytes > 0, "{:?} against {:?}", s.usage, cap.usage);
+    }
+    assert!(entry.allowed().iter().all(|t| !t.spill_to_shared), "never applied without the user's word");
+
+    // measure times them with the rest.
+    let out = regtune().args(["measure", "--dry-run", "--db"]).arg(&db_path).args(["--", "true"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let planned = stderr_lines(&out).into_iter().find(|l| l.starts_with("would measure _Z20laplacian3d")).unwrap();
+    assert!(planned.contains("plain, suggested, suggested-2, suggested-3, warps-per-sm="), "{planned}");
+}
+
 #[test]
 fn bad_input_is_one_line_and_the_program_never_runs() {
     let dir = tempfile::tempdir().unwrap();

@@ -64,7 +64,17 @@ pub(super) struct Plan {
     pub(super) every_pointer: Vec<Param>,
     /// Builds for `regtune measure` beside the decision and suggestion.
     pub(super) search: candidates::Selection,
+    /// Spilling to shared memory at a block size only the measured
+    /// launches showed (see [`launched_spills`]): suggested.
+    pub(super) launched_spills: Vec<Proposal>,
 }
+
+/// Where a register cap spills and only `regtune measure`'s launches show
+/// the block size, spilling to shared memory needs that size as launch
+/// bounds, a promise about every later launch: proposed for measure to
+/// time, applied once the user confirms it. The first this many spilling
+/// caps in the candidates' order.
+const LAUNCHED_SPILLS: usize = 2;
 
 /// `previous`: the db's entry for this kernel and input; `launched`: the
 /// threads per block `regtune measure` saw its launches use (any input).
@@ -110,6 +120,7 @@ pub(super) fn plan_kernel(
         measured: vec![],
         every_pointer: every_pointer.clone(),
         search: candidates::Selection::default(),
+        launched_spills: vec![],
     };
     if at_best(&rule, occupancy_ceiling(session.arch, base)) {
         return plan;
@@ -268,9 +279,10 @@ pub(super) fn plan_kernel(
         let taken = known_builds.iter().filter(|t| !t.is_empty()).count();
         let known: Vec<String> = known_builds.iter().filter_map(|t| session.kernel_code_hash(&base.symbol, t).ok()).collect();
         // Spilling to shared memory needs the block size every launch keeps
-        // to: the source's launch bounds, or the user's --block-size.
+        // to: the source's launch bounds, the user's --block-size, or
+        // bounds they confirmed in the db.
         let target = gpu::of(session.arch);
-        let stated = options.block_size.stated();
+        let stated = options.block_size.stated().or(confirmed.launch_bounds);
         let shared_spill =
             (stated.is_some() || target.promised_block(base).is_some()).then(|| Transforms { launch_bounds: stated, ..Default::default() });
         let steps = target.occupancy_steps(base, launched);
@@ -291,6 +303,13 @@ pub(super) fn plan_kernel(
         let build = |t: &Transforms| Some((eval(t)?, session.kernel_code_hash(&base.symbol, t).ok()?));
         let spent = || tuning.limits.spent(*until.lock().expect("deadline lock"));
         plan.search = candidates::select(candidates::proposals(&pool), options.candidates.saturating_sub(taken), &known, build, spent);
+        if pool.spill_to_shared.is_none() && pool.lds_spill.is_none() {
+            if let Some(block) = launched {
+                let kept = plan.search.kept.iter().filter_map(|c| session.kernel_code_hash(&base.symbol, &c.transforms).ok());
+                let known: Vec<String> = known.into_iter().chain(kept).collect();
+                plan.launched_spills = launched_spills(session, &plan.search.kept, block, &known, build, spent);
+            }
+        }
     }
     // In a fixed order: the searches compile in parallel and finish in any.
     let mut measured = log.into_inner().expect("variant log lock");
@@ -302,6 +321,52 @@ pub(super) fn plan_kernel(
     plan.suggestion = suggestion;
     plan.measured = measured;
     plan
+}
+
+/// [`LAUNCHED_SPILLS`]: at the first kept register caps alone that spill,
+/// the same cap with launch bounds of `block` threads and the backend's
+/// spilling to shared memory (regtune's LDS spill where the backend has
+/// none); each built (`build`: usage and code hash) while time is left and
+/// kept if its code is new.
+fn launched_spills(
+    session: &Session<'_>,
+    kept: &[regtune_decisions::Candidate],
+    block: u32,
+    known: &[String],
+    build: impl Fn(&Transforms) -> Option<(Usage, String)>,
+    spent: impl Fn() -> bool,
+) -> Vec<Proposal> {
+    let target = gpu::of(session.arch);
+    let spilling_caps = kept.iter().filter(|c| {
+        c.usage.vgpr_spills > 0 && c.transforms == Transforms { waves_per_eu: c.transforms.waves_per_eu, ..Default::default() }
+    });
+    let mut seen = known.to_vec();
+    let mut out = Vec::new();
+    for cap in spilling_caps.take(LAUNCHED_SPILLS) {
+        if spent() {
+            break;
+        }
+        let held = Transforms { launch_bounds: Some(block), ..Default::default() };
+        let transforms = match target.backend_spills_to_shared() {
+            true => Transforms { spill_to_shared: true, ..cap.transforms.clone() },
+            false => Transforms { lds_spill: Some(candidates::LDS_SLOTS), ..cap.transforms.clone() },
+        };
+        let transforms = Transforms { launch_bounds: Some(block), ..transforms };
+        let Some((usage, code)) = build(&transforms) else { continue };
+        if seen.contains(&code) {
+            continue;
+        }
+        seen.push(code);
+        let step = gpu::labels(&cap.transforms, session.arch, &[]).join(" + ");
+        let message = format!(
+            "every measured launch used {block} threads per block: with __launch_bounds__({block}) at {step} the {} spill bytes \
+             of the cap alone become {} ({} bytes of shared memory a block); `regtune measure` times it, and it applies once you confirm it \
+             in the db or pass --block-size {block}",
+            cap.usage.vgpr_spills, usage.vgpr_spills, usage.lds_bytes
+        );
+        out.push(Proposal { held, transforms, usage, reasons: vec![Reason::AssumesCaller], message });
+    }
+    out
 }
 
 /// The part of `t` that `allowed` does not allow: what needs the user.

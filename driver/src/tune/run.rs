@@ -288,20 +288,19 @@ pub(super) fn finish(
     let (before_u, after_u) = (base.usage, after.usage);
     let suggestion_reasons = plan.suggestion.as_ref().map(|p| p.reasons.clone()).unwrap_or_default();
     let (reason, why) = messages::why(&plan, base, &after_u, arch, &applied);
-    let (suggested, suggestions, suggested_entries) = match &plan.suggestion {
-        Some(p) => (
-            gpu::labels(&p.held, arch, &plan.every_pointer),
-            vec![p.message.clone()],
-            vec![Suggestion {
-                transforms: p.transforms.clone(),
-                usage: p.usage,
-                message: p.message.clone(),
-                reasons: p.reasons.clone(),
-                confirmed: false,
-            }],
-        ),
-        None => (vec![], vec![], vec![]),
-    };
+    // The search's suggestion, then the measured launches' spills.
+    let proposals = plan.suggestion.iter().chain(&plan.launched_spills);
+    let suggested = plan.suggestion.as_ref().map(|p| gpu::labels(&p.held, arch, &plan.every_pointer)).unwrap_or_default();
+    let suggestions: Vec<String> = proposals.clone().map(|p| p.message.clone()).collect();
+    let suggested_entries: Vec<Suggestion> = proposals
+        .map(|p| Suggestion {
+            transforms: p.transforms.clone(),
+            usage: p.usage,
+            message: p.message.clone(),
+            reasons: p.reasons.clone(),
+            confirmed: false,
+        })
+        .collect();
     let report = KernelReport::new(after, arch, location, file);
     let entry = Entry {
         symbol: plan.symbol.clone(),
