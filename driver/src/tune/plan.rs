@@ -327,7 +327,7 @@ pub(super) fn plan_kernel(
 /// the same cap with launch bounds of `block` threads and the backend's
 /// spilling to shared memory (regtune's LDS spill where the backend has
 /// none); each built (`build`: usage and code hash) while time is left and
-/// kept if its code is new.
+/// kept if its code is new and it spills less than the cap alone.
 fn launched_spills(
     session: &Session<'_>,
     kept: &[regtune_decisions::Candidate],
@@ -353,7 +353,9 @@ fn launched_spills(
         };
         let transforms = Transforms { launch_bounds: Some(block), ..transforms };
         let Some((usage, code)) = build(&transforms) else { continue };
-        if seen.contains(&code) {
+        // ptxas declines where the kernel uses dynamic shared memory: the
+        // spills stay, and nothing is worth the user's word.
+        if seen.contains(&code) || usage.vgpr_spills >= cap.usage.vgpr_spills {
             continue;
         }
         seen.push(code);
