@@ -156,6 +156,37 @@ fn without_evidence_nothing_is_applied_unasked_and_the_former_decisions_are_sugg
     assert!(k["why"].as_str().unwrap().starts_with("suggested, not applied (unproven, assumes-caller): sink"), "{k}");
 }
 
+/// A confirmed suggestion becomes the decision on the next tune and stays
+/// confirmed in the db, so every later tune of the same input applies it
+/// (before, the tune after next forgot the user's word).
+#[test]
+fn a_confirmed_suggestion_stays_applied_on_every_later_tune() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("decisions.json");
+    let file = repo().join("examples/laplacian3d.hip");
+    let entry = || -> Value {
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
+        doc["kernels"].as_object().unwrap().values().next().unwrap().clone()
+    };
+    tune(&[&file], "sm_90", &db, &["--evidence", &unproven()]);
+    let first = entry();
+    assert_eq!(first["transforms"], serde_json::json!({}), "nothing applied unasked: {first}");
+    let held = first["suggested"][0]["transforms"].clone();
+    assert!(held["unroll_cap"].is_u64(), "{first}");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
+    let e = doc["kernels"].as_object_mut().unwrap().values_mut().next().unwrap();
+    e["suggested"][0]["confirmed"] = Value::Bool(true);
+    std::fs::write(&db, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    for turn in 2..=3 {
+        tune(&[&file], "sm_90", &db, &["--evidence", &unproven()]);
+        let e = entry();
+        assert_eq!(e["transforms"], held, "tune {turn} applies the confirmed build: {e}");
+        let kept: Vec<&Value> = e["suggested"].as_array().unwrap().iter().filter(|s| s["confirmed"] == true).collect();
+        assert_eq!(kept.len(), 1, "tune {turn} keeps the user's word: {e}");
+        assert_eq!(kept[0]["transforms"], held);
+    }
+}
+
 #[test]
 fn a_bad_evidence_file_is_one_line_naming_it_and_nothing_is_tuned() {
     let dir = tempfile::tempdir().unwrap();

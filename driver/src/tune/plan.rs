@@ -67,6 +67,8 @@ pub(super) struct Plan {
     /// Spilling to shared memory at a block size only the measured
     /// launches showed (see [`launched_spills`]): suggested.
     pub(super) launched_spills: Vec<Proposal>,
+    /// The suggestions the user confirmed for this input, kept in the db.
+    pub(super) confirmed: Vec<regtune_decisions::Suggestion>,
 }
 
 /// Where a register cap spills and only `regtune measure`'s launches show
@@ -121,6 +123,7 @@ pub(super) fn plan_kernel(
         every_pointer: every_pointer.clone(),
         search: candidates::Selection::default(),
         launched_spills: vec![],
+        confirmed: previous.map(|e| e.suggested.iter().filter(|s| s.confirmed).cloned().collect()).unwrap_or_default(),
     };
     if at_best(&rule, occupancy_ceiling(session.arch, base)) {
         return plan;

@@ -301,6 +301,7 @@ pub(super) fn finish(
             confirmed: false,
         })
         .collect();
+    let suggested_entries = keep_confirmed(suggested_entries, &plan.confirmed);
     let report = KernelReport::new(after, arch, location, file);
     let entry = Entry {
         symbol: plan.symbol.clone(),
@@ -342,4 +343,17 @@ pub(super) fn finish(
         measured: plan.measured,
         entry,
     }
+}
+
+/// The user's word outlives the tune that applied it: a confirmed
+/// suggestion stays confirmed in the new entry (the same build suggested
+/// again, or the old one kept), else the tune after next forgets it.
+fn keep_confirmed(mut suggested: Vec<Suggestion>, confirmed: &[Suggestion]) -> Vec<Suggestion> {
+    for old in confirmed {
+        match suggested.iter_mut().find(|s| s.transforms == old.transforms) {
+            Some(s) => s.confirmed = true,
+            None => suggested.push(old.clone()),
+        }
+    }
+    suggested
 }
