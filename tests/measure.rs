@@ -309,6 +309,19 @@ fn a_block_size_only_measure_saw_makes_spilling_to_shared_a_suggestion() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let planned = stderr_lines(&out).into_iter().find(|l| l.starts_with("would measure _Z20laplacian3d")).unwrap();
     assert!(planned.contains("plain, suggested, suggested-2, suggested-3, warps-per-sm="), "{planned}");
+
+    // `regtune confirm` gives the user's word by measure's name: the build may then use it.
+    let out = regtune().args(["confirm", "laplacian3d_o8_ztile", "suggested-2", "--db"]).arg(&db_path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.starts_with("confirmed suggested-2 of laplacian3d_o8_ztile on sm_90: warps-per-sm="), "{said}");
+    let entry = laplacian(&db_path);
+    assert!(entry.suggested[1].confirmed && !entry.suggested[0].confirmed && !entry.suggested[2].confirmed);
+    assert!(entry.allowed().contains(&entry.suggested[1].transforms), "a measurement may now choose it");
+    let out = regtune().args(["confirm", "no_such_kernel", "--db"]).arg(&db_path).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr_lines(&out), [format!("error: {}: no kernel named no_such_kernel", db_path.display())]);
+    assert_eq!(laplacian(&db_path).suggested, entry.suggested, "nothing changed");
 }
 
 #[test]

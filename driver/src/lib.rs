@@ -12,6 +12,7 @@
 
 pub mod batch;
 pub(crate) mod candidates;
+pub mod confirm;
 pub mod context;
 pub(crate) mod cost;
 pub mod evidence;

@@ -45,6 +45,10 @@ enum Command {
     Fix(FixArgs),
     /// Join the decisions dbs (and batch records) of shards into one, and report on them.
     Merge(MergeArgs),
+    /// Confirm a suggestion in the db (an assumption about the callers, a rounding change, a trade):
+    /// the build uses it where `regtune measure` found it faster and identical, else the next tune
+    /// applies it.
+    Confirm(ConfirmArgs),
     /// Run your program and measure, on its GPU and inside it, the candidates `tune` kept for each kernel:
     /// time them, compare every byte with the plain build, and record it in the db.
     ///
@@ -384,6 +388,17 @@ struct ExplainArgs {
 }
 
 #[derive(Args)]
+struct ConfirmArgs {
+    /// The kernel: its name as the reports show it, or its symbol.
+    kernel: String,
+    /// The suggestion, as `regtune measure` names it (`suggested`, `suggested-2`, ...); may be left
+    /// out where the kernel has one.
+    suggestion: Option<String>,
+    #[arg(long, default_value = ".regtune/decisions.json")]
+    db: PathBuf,
+}
+
+#[derive(Args)]
 struct MergeArgs {
     /// The dbs to join (each with its batch records beside it, if any).
     #[arg(required = true, value_name = "DB")]
@@ -442,6 +457,7 @@ fn main() -> ExitCode {
         }),
         Command::Fix(args) => fix(args),
         Command::Merge(args) => merge(args),
+        Command::Confirm(args) => confirm(args),
         Command::Measure(args) => {
             let options = regtune::runtime::Options {
                 db: args.db,
@@ -627,6 +643,17 @@ fn merge(args: MergeArgs) -> Result<ExitCode> {
         output::emit(&batch::html::page(&result), Some(path))?;
     }
     output::emit(&batch::render::render(&result, args.format.into()), None)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn confirm(args: ConfirmArgs) -> Result<ExitCode> {
+    let mut db = regtune_decisions::Db::load_for_update(&args.db)?;
+    let lines = regtune::confirm::confirm(&mut db, &args.kernel, args.suggestion.as_deref())
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.db.display()))?;
+    db.save(&args.db)?;
+    for line in lines {
+        println!("{line}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -53,7 +53,7 @@ pub fn candidates(dir: &Path, entry: &Entry) -> Vec<(String, Transforms, PathBuf
     }
     for (i, s) in entry.suggested.iter().enumerate() {
         if !out.iter().any(|(_, t)| t == &s.transforms) {
-            out.push((if i == 0 { "suggested".into() } else { format!("suggested-{}", i + 1) }, s.transforms.clone()));
+            out.push((suggestion_name(i), s.transforms.clone()));
         }
     }
     for c in &entry.candidates {
@@ -62,6 +62,16 @@ pub fn candidates(dir: &Path, entry: &Entry) -> Vec<(String, Transforms, PathBuf
         }
     }
     out.into_iter().map(|(n, t)| (n, t.clone(), path(dir, entry, &t))).collect()
+}
+
+/// The name of an entry's `i`th suggestion (from 0) in measure's report
+/// and `regtune confirm`: "suggested", "suggested-2", ...
+pub(crate) fn suggestion_name(i: usize) -> String {
+    if i == 0 {
+        "suggested".into()
+    } else {
+        format!("suggested-{}", i + 1)
+    }
 }
 
 /// Whether `regtune measure` has anything to time for the entry.
