@@ -150,6 +150,16 @@ fn short(symbol: &str) -> String {
     names::short_name(&names::demangle(symbol)).to_string()
 }
 
+/// How `regtune confirm` is told the kernel: its short name, or its symbol
+/// where the name needs quoting (templates, operators).
+fn confirm_name(entry: &Entry) -> String {
+    let short = names::short_name(&entry.name);
+    match short.chars().all(|c| c.is_alphanumeric() || c == '_' || c == ':') && !short.is_empty() {
+        true => short.to_string(),
+        false => entry.symbol.clone(),
+    }
+}
+
 /// One candidate of one kernel, as reported.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Row {
@@ -244,7 +254,12 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
             } else {
                 match (m.verdict(c), allowed) {
                     (Verdict::Faster, true) => "faster: kept".into(),
-                    (Verdict::Faster, false) => "faster: confirm the suggestion to use it".into(),
+                    (Verdict::Faster, false) => match entry.suggested.iter().position(|s| s.transforms == c.transforms) {
+                        Some(i) => {
+                            format!("faster: `regtune confirm {} {}` to use it", confirm_name(entry), super::code::suggestion_name(i))
+                        }
+                        None => "faster: confirm the suggestion to use it".into(),
+                    },
                     (Verdict::NotFaster, true) => "not faster beyond noise: rejected".into(),
                     (Verdict::NotFaster, false) => "not faster beyond noise".into(),
                     (Verdict::Slower, true) => "slower: rejected".into(),
@@ -451,6 +466,28 @@ mod tests {
         assert_eq!(row.rounds, Some(6));
         assert!((row.margin.unwrap() - 0.2931 / 2.0).abs() < 1e-4, "{:?}", row.margin);
         assert_eq!(row.cells()[8..10], ["0.500× ±14.7 %".to_string(), "6".to_string()]);
+    }
+
+    #[test]
+    fn a_faster_suggestion_waiting_for_the_user_names_the_command_that_confirms_it() {
+        let events = [result("k", &[("plain", &[1.0; 6], true), ("decided", &[0.5; 6], true)], true, Some(true))];
+        let m = &collect(&events, &names()).measured["k"];
+        let cap = Transforms { unroll_cap: Some(1), ..Default::default() };
+        let suggestion = |symbol: &str, name: &str| Entry {
+            name: name.into(),
+            suggested: vec![regtune_decisions::Suggestion {
+                transforms: cap.clone(),
+                usage: Default::default(),
+                message: String::new(),
+                reasons: vec![regtune_decisions::Reason::AssumesCaller],
+                confirmed: false,
+            }],
+            ..super::super::plan::tests::entry(symbol, Transforms::default())
+        };
+        let verdict = |e: &Entry| rows(e, m, &[])[1].verdict.clone();
+        assert_eq!(verdict(&suggestion("_Z4stepPd", "step(double*)")), "faster: `regtune confirm step suggested` to use it");
+        let template = suggestion("_Z4stepILi8EEvPd", "void step<8>(double*)");
+        assert_eq!(verdict(&template), "faster: `regtune confirm _Z4stepILi8EEvPd suggested` to use it");
     }
 
     #[test]
