@@ -293,6 +293,16 @@ fn a_block_size_only_measure_saw_makes_spilling_to_shared_a_suggestion() {
     let entry = laplacian(&db_path);
     let spills: Vec<&regtune_decisions::Suggestion> = entry.suggested.iter().filter(|s| s.transforms.spill_to_shared).collect();
     assert_eq!(spills.len(), 2, "{:?}", entry.suggested);
+    // At the two caps that spill most.
+    let cap_alone = |t: &Transforms| Transforms { waves_per_eu: t.waves_per_eu, ..Default::default() };
+    let mut most: Vec<u32> =
+        entry.candidates.iter().filter(|c| c.transforms == cap_alone(&c.transforms)).map(|c| c.usage.vgpr_spills).collect();
+    most.sort_unstable_by(|a, b| b.cmp(a));
+    let chosen: Vec<u32> = spills
+        .iter()
+        .map(|s| entry.candidates.iter().find(|c| c.transforms == cap_alone(&s.transforms)).unwrap().usage.vgpr_spills)
+        .collect();
+    assert_eq!(chosen, most[..2], "{:?}", entry.candidates);
     for s in &spills {
         let step = s.transforms.waves_per_eu;
         assert_eq!(s.transforms, Transforms { waves_per_eu: step, launch_bounds: Some(256), spill_to_shared: true, ..Default::default() });
