@@ -237,6 +237,8 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
         };
         timed(c, name.clone(), verdict)
     });
+    let built_speedup = m.candidates.iter().find(|c| c.transforms == built).and_then(|c| m.speedup(c)).unwrap_or(1.0);
+    let beats_the_build = |c: &Candidate| m.speedup(c).is_some_and(|s| s > built_speedup);
     let ours: Vec<Row> = m
         .candidates
         .iter()
@@ -254,12 +256,16 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
             } else {
                 match (m.verdict(c), allowed) {
                     (Verdict::Faster, true) => "faster: kept".into(),
-                    (Verdict::Faster, false) => match entry.suggested.iter().position(|s| s.transforms == c.transforms) {
-                        Some(i) => {
-                            format!("faster: `regtune confirm {} {}` to use it", confirm_name(entry), super::code::suggestion_name(i))
+                    // Worth the user's word only if it beats what the build uses.
+                    (Verdict::Faster, false) if beats_the_build(c) => {
+                        match entry.suggested.iter().position(|s| s.transforms == c.transforms) {
+                            Some(i) => {
+                                format!("faster: `regtune confirm {} {}` to use it", confirm_name(entry), super::code::suggestion_name(i))
+                            }
+                            None => "faster: confirm the suggestion to use it".into(),
                         }
-                        None => "faster: confirm the suggestion to use it".into(),
-                    },
+                    }
+                    (Verdict::Faster, false) => "faster than plain, not than the build's choice".into(),
                     (Verdict::NotFaster, true) => "not faster beyond noise: rejected".into(),
                     (Verdict::NotFaster, false) => "not faster beyond noise".into(),
                     (Verdict::Slower, true) => "slower: rejected".into(),
@@ -488,6 +494,25 @@ mod tests {
         assert_eq!(verdict(&suggestion("_Z4stepPd", "step(double*)")), "faster: `regtune confirm step suggested` to use it");
         let template = suggestion("_Z4stepILi8EEvPd", "void step<8>(double*)");
         assert_eq!(verdict(&template), "faster: `regtune confirm _Z4stepILi8EEvPd suggested` to use it");
+
+        // Slower than the build's own choice: confirming it would change nothing.
+        let shared = Transforms { waves_per_eu: Some(40), launch_bounds: Some(256), spill_to_shared: true, ..Default::default() };
+        let mut planned = names();
+        planned.get_mut("k").unwrap().push(PlannedCandidate {
+            name: "suggested".into(),
+            transforms: shared.clone(),
+            code: Some("suggested-code".into()),
+            role: Role::Candidate,
+        });
+        let events =
+            [result("k", &[("plain", &[1.0; 6], true), ("decided", &[0.5; 6], true), ("suggested", &[0.8; 6], true)], true, Some(true))];
+        let m = &collect(&events, &planned).measured["k"];
+        let mut entry = suggestion("_Z4stepPd", "step(double*)");
+        entry.transforms = cap.clone();
+        entry.suggested[0].transforms = shared;
+        let rows = rows(&entry, m, &[]);
+        assert!(rows[1].built && rows[1].verdict == "faster: kept", "{:?}", rows[1]);
+        assert_eq!(rows[2].verdict, "faster than plain, not than the build's choice");
     }
 
     #[test]
