@@ -114,6 +114,9 @@ pub(crate) struct Selection {
     pub kept: Vec<Candidate>,
     /// Proposals past the limit or the time budget (not built).
     pub left_out: Vec<Transforms>,
+    /// The codes of `known` and of every kept build: what a later proposal
+    /// must differ from.
+    pub codes: Vec<String>,
 }
 
 /// The first `limit` proposals that build and whose code differs from
@@ -128,8 +131,7 @@ pub(crate) fn select(
     build: impl Fn(&Transforms) -> Option<(Usage, String)>,
     spent: impl Fn() -> bool,
 ) -> Selection {
-    let mut seen: Vec<String> = known.to_vec();
-    let mut out = Selection::default();
+    let mut out = Selection { codes: known.to_vec(), ..Selection::default() };
     for t in proposals {
         if out.kept.len() >= limit || spent() {
             out.left_out.push(t);
@@ -141,10 +143,10 @@ pub(crate) fn select(
             }
             continue;
         };
-        if seen.contains(&code) {
+        if out.codes.contains(&code) {
             continue;
         }
-        seen.push(code);
+        out.codes.push(code);
         out.kept.push(Candidate { transforms: t, usage });
     }
     out
@@ -214,6 +216,7 @@ mod tests {
         let s = select(props, 2, &["plain".to_string()], build, || false);
         assert_eq!(s.kept.iter().map(|c| c.transforms.clone()).collect::<Vec<_>>(), [step(5), step(8)]);
         assert_eq!(s.left_out, [step(9), step(10)]);
+        assert_eq!(s.codes, ["plain", "a", "c8"], "the known codes, then the kept ones");
         // Code equal to a known build (the plain one) is not a candidate.
         let same_as_plain = select(vec![Transforms::default()], 8, &["plain".to_string()], build, || false);
         assert!(same_as_plain.kept.is_empty() && same_as_plain.left_out.is_empty());

@@ -22,19 +22,14 @@ pub fn confirm(db: &mut Db, kernel: &str, which: Option<&str>) -> Result<Vec<Str
     let mut found = false;
     for e in db.kernels.values_mut().filter(|e| named(&e.name, &e.symbol)) {
         found = true;
-        let listed: Vec<String> = e
-            .suggested
-            .iter()
-            .enumerate()
-            .map(|(i, s)| format!("{} ({})", code::suggestion_name(i), code::label(e, &s.transforms)))
-            .collect();
         let chosen = match which {
             Some(w) => (0..e.suggested.len()).find(|&i| code::suggestion_name(i) == w),
             None if e.suggested.len() == 1 => Some(0),
             None => None,
         };
         let Some(i) = chosen else {
-            offered.extend(listed);
+            let listed = e.suggested.iter().enumerate();
+            offered.extend(listed.map(|(i, s)| format!("{} ({})", code::suggestion_name(i), code::label(e, &s.transforms))));
             continue;
         };
         let label = code::label(e, &e.suggested[i].transforms);

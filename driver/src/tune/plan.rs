@@ -311,9 +311,7 @@ pub(super) fn plan_kernel(
         plan.search = candidates::select(candidates::proposals(&pool), options.candidates.saturating_sub(taken), &known, build, spent);
         if pool.spill_to_shared.is_none() && pool.lds_spill.is_none() {
             if let Some(block) = launched {
-                let kept = plan.search.kept.iter().filter_map(|c| session.kernel_code_hash(&base.symbol, &c.transforms).ok());
-                let known: Vec<String> = known.into_iter().chain(kept).collect();
-                plan.launched_spills = launched_spills(session, &plan.search.kept, block, &known, build, spent);
+                plan.launched_spills = launched_spills(session, &plan.search.kept, block, &plan.search.codes, build, spent);
             }
         }
     }
@@ -333,7 +331,8 @@ pub(super) fn plan_kernel(
 /// the same cap with launch bounds of `block` threads and the backend's
 /// spilling to shared memory (regtune's LDS spill where the backend has
 /// none); each built (`build`: usage and code hash) while time is left and
-/// kept if its code is new and it spills less than the cap alone.
+/// kept if its code differs from `known` and the others and it spills less
+/// than the cap alone.
 fn launched_spills(
     session: &Session<'_>,
     kept: &[regtune_decisions::Candidate],
@@ -371,7 +370,7 @@ fn launched_spills(
         let message = format!(
             "every measured launch used {block} threads per block: with __launch_bounds__({block}) at {step} the {} spill bytes \
              of the cap alone become {} ({} bytes of shared memory a block); `regtune measure` times it, and it applies once you confirm it \
-             in the db or pass --block-size {block}",
+             (`regtune confirm`) or pass --block-size {block}",
             cap.usage.vgpr_spills, usage.vgpr_spills, usage.lds_bytes
         );
         out.push(Proposal { held, transforms, usage, reasons: vec![Reason::AssumesCaller], message });
