@@ -241,7 +241,7 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
         "{lines:?}"
     );
     let note = format!(
-        "laplacian3d_o8_ztile: {} more candidates left out by tune (--candidates): {}",
+        "laplacian3d_o8_ztile: {} more candidates left out by tune (--candidates or --time-budget): {}",
         few.left_out.len(),
         few.left_out.join(", ")
     );

@@ -72,6 +72,12 @@ impl Limits {
         Until(now + self.candidates_end.saturating_duration_since(now) / pending as u32)
     }
 
+    /// `n` more kernels to plan, once those counted so far are planned:
+    /// they share what time is left.
+    pub(crate) fn more_kernels(&self, n: usize) {
+        self.pending.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// A kernel is planned: the others share the candidates' time.
     pub(crate) fn kernel_done(&self) {
         let _ = self.pending.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
@@ -149,5 +155,18 @@ mod tests {
         // Past the candidates' end nothing is left.
         let over = Limits::new(Instant::now() - Duration::from_secs(6), 1.0, None, Some(Duration::from_secs(4)), 1);
         assert!(over.spent(over.candidates()));
+    }
+
+    #[test]
+    fn kernels_planned_later_share_what_the_first_left() {
+        // Two kernels first, of a 4 s budget spent: they share its 1 s of candidates.
+        let l = Limits::new(Instant::now() - Duration::from_secs(4), 1.0, None, Some(Duration::from_secs(4)), 2);
+        let share = |u: Until| u.0.saturating_duration_since(Instant::now()).as_secs_f64();
+        assert!((0.45..=0.5).contains(&share(l.candidates())), "{}", share(l.candidates()));
+        l.kernel_done();
+        l.kernel_done();
+        // Then four more: each a quarter of what is left, not of a sixth.
+        l.more_kernels(4);
+        assert!((0.2..=0.25).contains(&share(l.candidates())), "{}", share(l.candidates()));
     }
 }

@@ -3,7 +3,9 @@
 //! `_ZN2ns7stencilIfEEvPf` is the symbol; [`demangle`] gives
 //! `void ns::stencil<float>(float*)`; [`short_name`] drops the parameter
 //! list, as tables show a kernel; [`unqualified`] keeps only `stencil`, as
-//! a launch `stencil<<<...>>>` and a definition spell it.
+//! a launch `stencil<<<...>>>` and a definition spell it;
+//! [`from_library`] tells a kernel CUB or Thrust instantiated in the file
+//! from one the program wrote.
 
 /// The demangled symbol; an unmangled name (`extern "C"`) as it is.
 pub(crate) fn demangle(symbol: &str) -> String {
@@ -29,6 +31,24 @@ pub(crate) fn unqualified(symbol: &str) -> String {
     head.rsplit(' ').next().unwrap_or(head).trim().to_string()
 }
 
+/// Namespaces of the GPU vendors' template libraries, whose kernels a
+/// program instantiates (a `thrust::sort` brings a dozen) but did not write.
+const LIBRARIES: [&str; 5] = ["cub", "thrust", "rocprim", "hipcub", "cuda"];
+
+/// The kernel is a CUB, Thrust, rocPRIM or hipCUB (or libcu++) template:
+/// its mangled name's outermost namespace is one of theirs
+/// (`_ZN3cub17CUB_200802_SM_90011EmptyKernelIvEEvv`).
+pub(crate) fn from_library(symbol: &str) -> bool {
+    let Some(nested) = symbol.strip_prefix("_ZN") else {
+        return false;
+    };
+    let digits = nested.bytes().take_while(u8::is_ascii_digit).count();
+    let Ok(len) = nested[..digits].parse::<usize>() else {
+        return false;
+    };
+    nested.get(digits..digits + len).is_some_and(|outer| LIBRARIES.contains(&outer))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,5 +69,18 @@ mod tests {
         assert_eq!(unqualified("void ns::stencil<float, 4>(float*)"), "stencil");
         // A template outside any namespace: the return type goes too.
         assert_eq!(unqualified("void k<float>(float*)"), "k");
+    }
+
+    #[test]
+    fn library_kernels_are_told_by_their_outermost_namespace() {
+        assert!(from_library("_ZN3cub17CUB_200802_SM_90011EmptyKernelIvEEvv"));
+        assert!(from_library("_ZN6thrust20THRUST_200802_SM_900_NS8cuda_cub4core13_kernel_agentIvEEvv"));
+        assert!(from_library("_ZN7rocprim6detail11sort_kernelEv"));
+        // The program's own kernels, in a namespace or not, and C names.
+        assert!(!from_library("_Z25xs_lookup_kernel_baseline5Input14SimulationData"));
+        assert!(!from_library("_ZN2ns7stencilIfLi4EEEvPf"));
+        assert!(!from_library("_ZN5cubic6kernelEv"));
+        assert!(!from_library("cub"));
+        assert!(!from_library("_ZN99cubEv"));
     }
 }

@@ -16,6 +16,7 @@ use crate::gpu::compile;
 use crate::gpu::measure::Measured;
 use crate::gpu::{self, Arch};
 use crate::limits::Limits;
+use crate::names;
 use crate::output::Failure;
 use crate::progress::{Progress, UnitProgress};
 use crate::rdc::{self, LinkSet};
@@ -171,24 +172,33 @@ pub(super) fn tune_session(
     if baseline.is_empty() {
         return Ok(vec![]);
     }
-    let limits = Limits::new(started, session.plain_seconds, options.variant_timeout, options.time_budget, baseline.len());
+    // The program's own kernels are planned first, and so are library
+    // kernels (CUB, Thrust) a measurement saw it launch; the library's
+    // others share what time is left. A `thrust::sort` brings thirty
+    // kernels: planned together, RSBench's one kernel got one variant.
+    let measured_launch = |base: &Measured| known.lookup(&base.symbol, arch.processor(), None).any(|e| e.measured.is_some());
+    let (first, later): (Vec<&Measured>, Vec<&Measured>) =
+        baseline.iter().partition(|base| !names::from_library(&base.symbol) || measured_launch(base));
+    let limits = Limits::new(started, session.plain_seconds, options.variant_timeout, options.time_budget, first.len());
     line.kernels(baseline.len());
     let inspections = session.inspect().map_err(session_failure)?;
     let source = std::fs::read_to_string(file).unwrap_or_default();
 
     let tuning = Tuning { session, options, limits: &limits, line };
-    let mut plans: Vec<Plan> = baseline
-        .par_iter()
-        .map(|base| {
-            let previous = known.lookup(&base.symbol, arch.processor(), Some(&session.input_hash)).next();
-            // The block size the program launches it with outlives edits to the source.
-            let launched = known.lookup(&base.symbol, arch.processor(), None).find_map(|e| e.measured.as_ref()?.block);
-            let plan = plan_kernel(&tuning, base, &source, inspections.get(&base.symbol), previous, launched);
-            limits.kernel_done();
-            line.kernel_done();
-            plan
-        })
-        .collect();
+    let plan = |base: &&Measured| {
+        let previous = known.lookup(&base.symbol, arch.processor(), Some(&session.input_hash)).next();
+        // The block size the program launches it with outlives edits to the source.
+        let launched = known.lookup(&base.symbol, arch.processor(), None).find_map(|e| e.measured.as_ref()?.block);
+        let plan = plan_kernel(&tuning, base, &source, inspections.get(&base.symbol), previous, launched);
+        limits.kernel_done();
+        line.kernel_done();
+        plan
+    };
+    let mut plans: Vec<Plan> = first.par_iter().map(plan).collect();
+    limits.more_kernels(later.len());
+    plans.extend(later.par_iter().map(plan).collect::<Vec<_>>());
+    // Rows in the file's order, whichever tier planned them.
+    plans.sort_by_key(|p| baseline.iter().position(|b| b.symbol == p.symbol));
     say_what_limits_did(progress, file, arch, &limits, &plans);
 
     // The kept sets together, as the build will apply them (the whole file):
