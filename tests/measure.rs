@@ -275,18 +275,19 @@ fn a_block_size_only_measure_saw_makes_spilling_to_shared_a_suggestion() {
     assert!(first.candidates.iter().all(|c| !c.transforms.spill_to_shared && c.transforms.lds_spill.is_none()));
 
     // What measure records: every launch used 256 threads.
+    let launched_256 = |candidates| regtune_decisions::Measured {
+        device: "a test's".into(),
+        launches: 1,
+        runs: 1,
+        deterministic: true,
+        program_identical: None,
+        block: Some(256),
+        candidates,
+        control: None,
+    };
     let mut db = Db::load(&db_path).unwrap();
     for e in db.kernels.values_mut() {
-        e.measured = Some(regtune_decisions::Measured {
-            device: "a test's".into(),
-            launches: 1,
-            runs: 1,
-            deterministic: true,
-            program_identical: None,
-            block: Some(256),
-            candidates: vec![],
-            control: None,
-        });
+        e.measured = Some(launched_256(vec![]));
     }
     db.save(&db_path).unwrap();
     tune(&db_path);
@@ -313,6 +314,37 @@ fn a_block_size_only_measure_saw_makes_spilling_to_shared_a_suggestion() {
         assert!(s.usage.vgpr_spills < cap.usage.vgpr_spills && s.usage.lds_bytes > 0, "{:?} against {:?}", s.usage, cap.usage);
     }
     assert!(entry.allowed().iter().all(|t| !t.spill_to_shared), "never applied without the user's word");
+
+    // Where a GPU timed the caps (a re-tune keeps that measurement), the
+    // twins go to the spilling caps it timed fastest: here those that spill
+    // least, so not the two above.
+    let timed_path = dir.path().join("timed.json");
+    let mut timed = Db::load(&db_path).unwrap();
+    let kernel = timed.kernels.values_mut().find(|e| e.symbol.starts_with("_Z20laplacian3d")).unwrap();
+    let mut caps: Vec<regtune_decisions::Candidate> =
+        kernel.candidates.iter().filter(|c| c.transforms == cap_alone(&c.transforms) && c.usage.vgpr_spills > 0).cloned().collect();
+    caps.sort_by_key(|c| c.usage.vgpr_spills);
+    assert!(caps.len() >= 3, "{caps:?}");
+    let measured_as = |transforms: Transforms, median_ms: f64| regtune_decisions::measured::Candidate {
+        transforms,
+        time: Some(regtune_decisions::measured::Timing { median_ms, spread_ms: 0.0 }),
+        identical: true,
+        error: None,
+        code: None,
+        paired: None,
+    };
+    kernel.measured = Some(launched_256(
+        std::iter::once(measured_as(Transforms::default(), 10.0))
+            .chain(caps.iter().enumerate().map(|(i, c)| measured_as(c.transforms.clone(), 5.0 + i as f64)))
+            .collect(),
+    ));
+    timed.save(&timed_path).unwrap();
+    tune(&timed_path);
+    let steps =
+        |e: &Entry| e.suggested.iter().filter(|s| s.transforms.spill_to_shared).map(|s| s.transforms.waves_per_eu).collect::<Vec<_>>();
+    let fastest: Vec<Option<u32>> = caps[..2].iter().map(|c| c.transforms.waves_per_eu).collect();
+    assert_eq!(steps(&laplacian(&timed_path)), fastest);
+    assert_ne!(steps(&entry), fastest, "the test tells the two orders apart");
 
     // measure times them with the rest.
     let out = regtune().args(["measure", "--dry-run", "--db"]).arg(&db_path).args(["--", "true"]).output().unwrap();

@@ -212,7 +212,11 @@ fn left_out<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String> 
         .filter(|e| !e.left_out.is_empty())
         .map(|e| {
             let name = crate::names::short_name(&e.name);
-            format!("{name}: {} more candidates left out by tune (--candidates or --time-budget): {}", e.left_out.len(), e.left_out.join(", "))
+            format!(
+                "{name}: {} more candidates left out by tune (--candidates or --time-budget): {}",
+                e.left_out.len(),
+                e.left_out.join(", ")
+            )
         })
         .collect()
 }
