@@ -292,6 +292,9 @@ fn a_block_size_only_measure_saw_makes_spilling_to_shared_a_suggestion() {
     db.save(&db_path).unwrap();
     tune(&db_path);
     let entry = laplacian(&db_path);
+    // No candidate was timed, so none survives the re-tune; the launches' block size does.
+    let kept = entry.measured.as_ref().expect("the launches outlive the re-tune");
+    assert!(kept.block == Some(256) && kept.candidates.is_empty(), "{kept:?}");
     let spills: Vec<&regtune_decisions::Suggestion> = entry.suggested.iter().filter(|s| s.transforms.spill_to_shared).collect();
     assert_eq!(spills.len(), 2, "{:?}", entry.suggested);
     // At the two caps that spill most.

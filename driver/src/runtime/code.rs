@@ -101,8 +101,10 @@ pub(crate) fn hash_of(path: &Path) -> Option<String> {
 
 /// What of `old` (a measurement of the entry a re-tune replaces) still
 /// holds for `entry`: the candidates it still offers whose code objects,
-/// as now written in `dir`, hash as they did when measured. None when the
-/// plain build changed or nothing else is left.
+/// as now written in `dir`, hash as they did when measured. When the
+/// plain build changed or nothing else is left, only what the launches
+/// showed, which outlives edits to the source: the block size, with no
+/// candidate (None without one).
 pub(crate) fn still_measured(dir: &Path, entry: &Entry, old: &Measured) -> Option<Measured> {
     let now = candidates(dir, entry);
     let holds = |c: &regtune_decisions::measured::Candidate| {
@@ -110,7 +112,10 @@ pub(crate) fn still_measured(dir: &Path, entry: &Entry, old: &Measured) -> Optio
     };
     let kept: Vec<_> = old.candidates.iter().filter(|c| holds(c)).cloned().collect();
     let plain_holds = kept.first().is_some_and(|c| c.transforms.is_empty());
-    (plain_holds && kept.len() > 1).then(|| Measured { candidates: kept, ..old.clone() })
+    if plain_holds && kept.len() > 1 {
+        return Some(Measured { candidates: kept, ..old.clone() });
+    }
+    old.block.map(|_| Measured { candidates: vec![], control: None, program_identical: None, ..old.clone() })
 }
 
 /// Keep the candidates of every entry that has something to measure. Each
