@@ -255,7 +255,9 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
                 }
             } else {
                 match (m.verdict(c), allowed) {
-                    (Verdict::Faster, true) => "faster: kept".into(),
+                    (Verdict::Faster, true) if c.transforms == built => "faster: kept".into(),
+                    // The kept one is faster, or as fast with fewer transforms.
+                    (Verdict::Faster, true) => "faster, not chosen".into(),
                     // Worth the user's word only if it beats what the build uses.
                     (Verdict::Faster, false) if beats_the_build(c) => {
                         match entry.suggested.iter().position(|s| s.transforms == c.transforms) {
@@ -513,6 +515,13 @@ mod tests {
         let rows = rows(&entry, m, &[]);
         assert!(rows[1].built && rows[1].verdict == "faster: kept", "{:?}", rows[1]);
         assert_eq!(rows[2].verdict, "faster than plain, not than the build's choice");
+
+        // Confirmed, so allowed, but slower than the kept one: faster than plain, yet not what the build uses.
+        entry.suggested[0].confirmed = true;
+        entry.measured = Some(m.clone());
+        let rows = super::rows(&entry, m, &[]);
+        assert!(rows[1].built && rows[1].verdict == "faster: kept", "{:?}", rows[1]);
+        assert!(!rows[2].built && rows[2].verdict == "faster, not chosen", "{:?}", rows[2]);
     }
 
     #[test]
