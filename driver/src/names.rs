@@ -32,7 +32,7 @@ pub(crate) fn unqualified(symbol: &str) -> String {
 }
 
 /// Namespaces of the GPU vendors' template libraries, whose kernels a
-/// program instantiates (a `thrust::sort` brings a dozen) but did not write.
+/// program instantiates (RSBench's `thrust` calls bring 30) but did not write.
 const LIBRARIES: [&str; 5] = ["cub", "thrust", "rocprim", "hipcub", "cuda"];
 
 /// The kernel is a CUB, Thrust, rocPRIM or hipCUB (or libcu++) template:

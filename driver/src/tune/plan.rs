@@ -330,8 +330,8 @@ pub(super) fn plan_kernel(
 
 /// [`LAUNCHED_SPILLS`]: at the kept register caps alone that a GPU timed
 /// fastest (`timed`, the measurement a re-tune of unchanged code keeps),
-/// else that spill most, the same cap with launch bounds of `block` threads and the backend's
-/// spilling to shared memory (regtune's LDS spill where the backend has
+/// else that spill most, the same cap with launch bounds of `block`
+/// threads and the backend's spilling to shared memory (regtune's LDS spill where the backend has
 /// none); each built (`build`: usage and code hash) while time is left and
 /// kept if its code differs from `known` and the others and it spills less
 /// than the cap alone.

@@ -174,8 +174,8 @@ pub(super) fn tune_session(
     }
     // The program's own kernels are planned first, and so are library
     // kernels (CUB, Thrust) a measurement saw it launch; the library's
-    // others share what time is left. A `thrust::sort` brings thirty
-    // kernels: planned together, RSBench's one kernel got one variant.
+    // others share what time is left. RSBench's Thrust sorts and count
+    // bring 30 kernels: planned together, its lookup kernel got one variant.
     let measured_launch = |base: &Measured| known.lookup(&base.symbol, arch.processor(), None).any(|e| e.measured.is_some());
     let (first, later): (Vec<&Measured>, Vec<&Measured>) =
         baseline.iter().partition(|base| !names::from_library(&base.symbol) || measured_launch(base));
