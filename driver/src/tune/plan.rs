@@ -353,10 +353,7 @@ fn launched_spills(
     // build: on RSBench the caps that spill most (208 bytes) ran 1.15-1.17×,
     // the kept cap (188) 1.635×, and only its twin ran faster (1.648×).
     // Untimed, shared memory gained most where a cap spills most.
-    let median = |c: &regtune_decisions::Candidate| {
-        let m = timed?.candidates.iter().find(|m| m.transforms == c.transforms && m.identical)?;
-        Some(m.time.as_ref()?.median_ms)
-    };
+    let median = |c: &regtune_decisions::Candidate| Some(timed?.candidate(&c.transforms).filter(|m| m.identical)?.time.as_ref()?.median_ms);
     spilling_caps.sort_by(|a, b| match (median(a), median(b)) {
         (Some(x), Some(y)) => x.total_cmp(&y),
         (Some(_), None) => std::cmp::Ordering::Less,

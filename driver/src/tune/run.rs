@@ -196,7 +196,7 @@ pub(super) fn tune_session(
     };
     let mut plans: Vec<Plan> = first.par_iter().map(plan).collect();
     limits.more_kernels(later.len());
-    plans.extend(later.par_iter().map(plan).collect::<Vec<_>>());
+    plans.par_extend(later.par_iter().map(plan));
     // Rows in the file's order, whichever tier planned them.
     plans.sort_by_key(|p| baseline.iter().position(|b| b.symbol == p.symbol));
     say_what_limits_did(progress, file, arch, &limits, &plans);
