@@ -6,12 +6,15 @@ machine. Runs on the CPU machine (clang-22, the CUDA directory of
 ci/bootstrap.sh with cudart and CUPTI; regtune for the report, the summary
 and the optional tune step).
 
-What to build is not in this file: the table of programs (which repository,
-which files, flags, arguments, the few source fixups clang needs) is
-bench/calibrate/corpus_programs.py, kept out of git because it is a recipe
-for building third-party code fetched into /work/.mirror (see that file).
---programs names another table. The sources come from read-only git mirrors
-and stay out of the repository:
+What to build is not in this file: the table of programs (which repository
+at which commit, which files, flags, arguments, the few source fixups clang
+needs) is bench/calibrate/corpus_programs.py, in git; the third-party sources
+are not. --programs names another table. The sources come from git mirrors:
+$REGTUNE_MIRRORS/<owner>+<name>/repo (default /work/.mirror, read-only) where
+one holds the pinned commit, else a copy fetched from GitHub into
+build/mirrors/<owner>+<name> (only that commit, blobs as needed):
+
+    build/mirrors/<owner>+<name>/            a fetched mirror (where $REGTUNE_MIRRORS has none)
 
     build/corpus/<program>/src/              the program's sources and its input files (from the mirror)
     build/corpus/<program>/<program>         built plainly (clang-22 CUDA, static cudart, stripped)
@@ -35,7 +38,8 @@ Paths in programs.json are relative to the repository root; run each binary
 from its "cwd" (programs that read input files look for them there), and
 regtune from the repository root with a TU's "regtune_args" after `--`
 (tune_program() and report_program() do). The build needs clang-22 and the
-table; unpack needs only Python.
+table (and git; network to GitHub where no mirror holds a pinned commit);
+unpack needs only Python.
 """
 
 import argparse
@@ -55,7 +59,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 OUT = os.path.join(HERE, "build")
 ROOT = os.path.join(OUT, "corpus")
 COMPAT = os.path.join(HERE, "compat")
-MIRRORS = "/work/.mirror"
+MIRRORS = os.environ.get("REGTUNE_MIRRORS", "/work/.mirror")  # read-only: never written
+FETCHED = os.path.join(OUT, "mirrors")  # where a mirror missing from MIRRORS is fetched
+UPSTREAM = "https://github.com/{}"  # owner/name
 SWEEP = [32, 40, 48, 56, 64, 72, 80, 96, 128, 168, 255]
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh", ".cpp", ".hpp", ".cc", ".hh", ".cxx", ".hxx", ".inl", ".inc")
 
@@ -81,27 +87,107 @@ def run(cmd, **kw):
 
 
 def load_programs(path):
+    """The table's programs, each with its "commit": its own, else the
+    table's COMMITS for its repository, else None (the mirror's HEAD)."""
     if not os.path.exists(path):
-        sys.exit(f"{path}: no table of programs (it is kept out of git: see the docstring of {rel(__file__)})")
+        sys.exit(f"{path}: no table of programs")
     spec = importlib.util.spec_from_file_location("corpus_programs", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.PROGRAMS
+    commits = getattr(mod, "COMMITS", {})
+    return {n: dict(p, commit=p.get("commit") or commits.get(p["repo"])) for n, p in mod.PROGRAMS.items()}
 
 
 # ---------------------------------------------------------------- extraction
 
-def mirror_dir(repo):
-    return os.path.join(MIRRORS, repo.replace("/", "+"), "repo")
+def has_commit(git_dir, commit):
+    # GIT_NO_LAZY_FETCH: a fetched (partial) mirror must not go to the network just to answer this
+    return subprocess.run(["git", "--git-dir", git_dir, "cat-file", "-e", commit + "^{commit}"], capture_output=True,
+                          env=dict(os.environ, GIT_NO_LAZY_FETCH="1")).returncode == 0
 
 
-def extract(mirror, path, dest, data=(), only=None):
-    """The source files under the folder `path` of the mirror's HEAD (or
-    just the files named in `only`; and the listed data files), all relative
-    to `path`, into dest, `path` itself stripped. The mirror may lack the
-    blobs of large files: only what is asked for is read."""
+def fetch_mirror(repo, commit, git_dir):
+    """A bare repository at git_dir holding `commit` of github's `repo`
+    (its default branch's head when commit is None): that commit and its
+    trees only; read_blobs fetches the blobs a program takes (a promisor
+    remote), so a large repository costs only those."""
+    url = UPSTREAM.format(repo)
+    print(f"{repo}: fetching {commit or 'HEAD'} from {url} into {rel(git_dir)}", file=sys.stderr)
+    try:
+        run(["git", "init", "--bare", "-q", git_dir])
+        for k, v in [("remote.origin.url", url), ("remote.origin.promisor", "true"),
+                     ("remote.origin.partialclonefilter", "blob:none"), ("extensions.partialclone", "origin")]:
+            run(["git", "--git-dir", git_dir, "config", k, v])
+        run(["git", "--git-dir", git_dir, "fetch", "-q", "--depth", "1", "--filter=blob:none", "origin",
+             f"+{commit or 'HEAD'}:refs/heads/corpus"])
+        run(["git", "--git-dir", git_dir, "symbolic-ref", "HEAD", "refs/heads/corpus"])
+    except subprocess.CalledProcessError as e:
+        cause = ((e.stderr or "").strip().splitlines() or [f"exit status {e.returncode}"])[-1]
+        raise RuntimeError(f"{repo}: could not fetch {commit or 'HEAD'} from {url}: {cause}")
+    return git_dir
+
+
+def mirror_for(p):
+    """The git directory to read p's sources from: the table's "mirror", else
+    MIRRORS' copy of its repository when that holds p's commit, else one
+    fetched into FETCHED (MIRRORS is read-only; a newer mirror without the
+    pinned commit would build other sources)."""
+    if p.get("mirror"):
+        return p["mirror"]
+    name = p["repo"].replace("/", "+")
+    for d in [os.path.join(MIRRORS, name, "repo"), os.path.join(FETCHED, name)]:
+        if os.path.isdir(d) and has_commit(d, p.get("commit") or "HEAD"):
+            return d
+    return fetch_mirror(p["repo"], p.get("commit"), os.path.join(FETCHED, name))
+
+
+def read_blobs(git_dir, oids):
+    """{oid: bytes}. A fetched mirror has no blobs until asked (blob:none):
+    the missing ones come in one fetch here, not one at a time; git archive
+    would fetch every blob of the commit, not just these."""
+    no_lazy = dict(os.environ, GIT_NO_LAZY_FETCH="1")
+    check = run(["git", "--git-dir", git_dir, "cat-file", "--batch-check"], input="\n".join(oids) + "\n", env=no_lazy).stdout
+    missing = [line.split()[0] for line in check.splitlines() if line.endswith(" missing")]
+    promisor = subprocess.run(["git", "--git-dir", git_dir, "config", "--get", "remote.origin.promisor"],
+                              capture_output=True, text=True).stdout.strip() == "true"
+    if missing and promisor:
+        try:
+            # as git's own lazy fetch: with no "have" lines, else the server omits blobs of the commit we hold
+            run(["git", "--git-dir", git_dir, "-c", "fetch.negotiationAlgorithm=noop", "fetch", "-q", "--no-tags",
+                 "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "origin", "--stdin"],
+                input="\n".join(missing) + "\n")
+        except subprocess.CalledProcessError as e:
+            cause = ((e.stderr or "").strip().splitlines() or [f"exit status {e.returncode}"])[-1]
+            raise RuntimeError(f"{git_dir}: could not fetch {len(missing)} files: {cause}")
+    out = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "--batch"], input=b"".join(o.encode() + b"\n" for o in oids),
+                         capture_output=True, check=True, env=no_lazy).stdout
+    blobs, at = {}, 0
+    while at < len(out):  # "<oid> blob <size>\n<bytes>\n", or "<oid> missing\n"
+        eol = out.index(b"\n", at)
+        head = out[at:eol].decode().split()
+        if head[1] == "missing":
+            at = eol + 1
+            continue
+        size = int(head[2])
+        blobs[head[0]] = out[eol + 1:eol + 1 + size]
+        at = eol + 1 + size + 1
+    return blobs
+
+
+def extract(mirror, path, dest, data=(), only=None, commit=None):
+    """The source files under the folder `path` of `commit` (default HEAD) of
+    the mirror (or just the files named in `only`; and the listed data
+    files), all relative to `path`, into dest, `path` itself stripped. The
+    mirror may lack the blobs of large files: only what is asked for is read."""
     prefix = path.strip("/") + "/"
-    listed = [f for f in run(["git", "--git-dir", mirror, "ls-tree", "-r", "--name-only", "HEAD", "--", prefix]).stdout.split("\n") if f]
+    tree = {}  # path: (mode, oid) of every file under prefix
+    for entry in run(["git", "--git-dir", mirror, "ls-tree", "-r", "-z", commit or "HEAD", "--", prefix]).stdout.split("\0"):
+        if entry:
+            meta, f = entry.split("\t", 1)
+            mode, kind, oid = meta.split()
+            if kind == "blob":
+                tree[f] = (mode, oid)
+    listed = list(tree)
     if not listed:
         raise RuntimeError(f"{path}: not in {mirror}")
     wanted = [f for f in listed if (f[len(prefix):] in only if only is not None else f.endswith(SOURCE_EXT))]
@@ -110,21 +196,31 @@ def extract(mirror, path, dest, data=(), only=None):
     missing = [d for d in data if prefix + d not in listed]
     if missing:
         raise RuntimeError(f"{path}: no {missing} in the mirror")
-    wanted += [prefix + d for d in data]
-    os.makedirs(dest, exist_ok=True)
-    archive = subprocess.run(["git", "--git-dir", mirror, "archive", "HEAD", "--"] + sorted(set(wanted)),
-                             check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", dest, "--strip-components", str(prefix.count("/"))], input=archive, check=True)
+    wanted = sorted(set(wanted + [prefix + d for d in data]))
+    blobs = read_blobs(mirror, [tree[f][1] for f in wanted])
+    when = int(run(["git", "--git-dir", mirror, "show", "-s", "--format=%ct", commit or "HEAD"]).stdout)  # as git archive dates files
+    for f in wanted:
+        mode, oid = tree[f]
+        if oid not in blobs:
+            raise RuntimeError(f"{f}: its contents are not in {mirror}")
+        out = os.path.join(dest, f[len(prefix):])
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        if mode == "120000":
+            os.symlink(blobs[oid], out)
+            continue
+        open(out, "wb").write(blobs[oid])
+        os.chmod(out, 0o755 if mode == "100755" else 0o644)
+        os.utime(out, (when, when))
 
 
 def prepare_sources(name, p, here):
     src = os.path.join(here, "src")
     if os.path.isdir(src):
         shutil.rmtree(src)
-    mirror = p.get("mirror") or mirror_dir(p["repo"])
-    extract(mirror, p["dir"], src, p.get("data", []))
+    mirror = mirror_for(p)
+    extract(mirror, p["dir"], src, p.get("data", []), commit=p.get("commit"))
     for path, (sub, only) in p.get("also", {}).items():  # other folders of the same repository, e.g. cuda-samples' Common/
-        extract(mirror, path, os.path.join(src, sub), only=only)
+        extract(mirror, path, os.path.join(src, sub), only=only, commit=p.get("commit"))
     for f, text in p.get("files", {}).items():   # generated files (a configure step's header)
         os.makedirs(os.path.dirname(os.path.join(src, f)), exist_ok=True)
         open(os.path.join(src, f), "w").write(text)
@@ -202,8 +298,7 @@ def rel_flag(flag):
 
 
 def mirror_commit(p):
-    mirror = p.get("mirror") or mirror_dir(p["repo"])
-    return run(["git", "--git-dir", mirror, "rev-parse", "HEAD"]).stdout.strip()
+    return run(["git", "--git-dir", mirror_for(p), "rev-parse", (p.get("commit") or "HEAD") + "^{commit}"]).stdout.strip()
 
 
 def abs_flags(flags):
