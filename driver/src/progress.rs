@@ -5,6 +5,7 @@
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -53,6 +54,7 @@ impl Progress {
             variants: AtomicUsize::new(0),
             started: Instant::now(),
             said: AtomicU64::new(0),
+            limit: OnceLock::new(),
         };
         unit.show();
         unit
@@ -83,6 +85,9 @@ pub(crate) struct UnitProgress<'a> {
     started: Instant,
     /// Seconds since `started` of the last heartbeat.
     said: AtomicU64,
+    /// Where the searches stop and why, for the heartbeat: a file that
+    /// takes minutes says how many more it may take.
+    limit: OnceLock<String>,
 }
 
 impl UnitProgress<'_> {
@@ -95,6 +100,12 @@ impl UnitProgress<'_> {
     pub(crate) fn kernel_done(&self) {
         self.done.fetch_add(1, Ordering::Relaxed);
         self.show();
+    }
+
+    /// The searches stop `budget` after the start, which `why` explains
+    /// ("8× its plain compile of 55 s").
+    pub(crate) fn budget(&self, budget: Duration, why: String) {
+        let _ = self.limit.set(format!("the searches stop at {} s: {why}", budget.as_secs()));
     }
 
     /// One more variant compiled.
@@ -111,6 +122,13 @@ impl UnitProgress<'_> {
         format!("{}: kernel {}/{n}, {v} variant{}", self.name, (done + 1).min(n), if v == 1 { "" } else { "s" })
     }
 
+    fn heartbeat(&self, seconds: u64) -> String {
+        match self.limit.get() {
+            Some(limit) => format!("{} ({seconds} s; {limit})", self.status()),
+            None => format!("{} ({seconds} s)", self.status()),
+        }
+    }
+
     fn show(&self) {
         if self.progress.drawn {
             self.bar.set_message(self.status());
@@ -119,7 +137,7 @@ impl UnitProgress<'_> {
         let now = self.started.elapsed().as_secs();
         let last = self.said.load(Ordering::Relaxed);
         if now >= last + HEARTBEAT.as_secs() && self.said.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
-            eprintln!("regtune: still tuning {} ({now} s)", self.status());
+            eprintln!("regtune: still tuning {}", self.heartbeat(now));
         }
     }
 }
@@ -128,5 +146,24 @@ impl Drop for UnitProgress<'_> {
     fn drop(&mut self) {
         self.bar.finish_and_clear();
         self.progress.multi.remove(&self.bar);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_tune_says_when_its_searches_stop_and_why() {
+        let progress = Progress::new(1, "tuning");
+        let line = progress.unit("gemm.cu sm_90".to_string());
+        line.kernels(3);
+        line.variant();
+        assert_eq!(line.heartbeat(120), "gemm.cu sm_90: kernel 1/3, 1 variant (120 s)");
+        line.budget(Duration::from_secs(440), "8× its plain compile of 55 s".to_string());
+        assert_eq!(
+            line.heartbeat(120),
+            "gemm.cu sm_90: kernel 1/3, 1 variant (120 s; the searches stop at 440 s: 8× its plain compile of 55 s)"
+        );
     }
 }

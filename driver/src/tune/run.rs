@@ -15,7 +15,7 @@ use crate::context::Context;
 use crate::gpu::compile;
 use crate::gpu::measure::Measured;
 use crate::gpu::{self, Arch};
-use crate::limits::Limits;
+use crate::limits::{Limits, BUDGET_FACTOR};
 use crate::names;
 use crate::output::Failure;
 use crate::progress::{Progress, UnitProgress};
@@ -180,6 +180,11 @@ pub(super) fn tune_session(
     let (first, later): (Vec<&Measured>, Vec<&Measured>) =
         baseline.iter().partition(|base| !names::from_library(&base.symbol) || measured_launch(base));
     let limits = Limits::new(started, session.plain_seconds, options.variant_timeout, options.time_budget, first.len());
+    let why = match options.time_budget {
+        Some(_) => "--time-budget".to_string(),
+        None => format!("{}× its plain compile of {:.0} s; --time-budget changes it", BUDGET_FACTOR, session.plain_seconds),
+    };
+    line.budget(limits.budget, why);
     line.kernels(baseline.len());
     let inspections = session.inspect().map_err(session_failure)?;
     let source = std::fs::read_to_string(file).unwrap_or_default();
