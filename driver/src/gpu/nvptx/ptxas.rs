@@ -6,12 +6,15 @@
 //! in.s` (no `-c`: a complete, loadable cubin); regtune runs the same
 //! command with `-v` added, so the cubin is the one the user's build makes.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Instant;
 
 use crate::gpu::Arch;
+use crate::hash;
 use crate::job::{self, JobError};
 use crate::toolchain::cuda::Cuda;
 
@@ -22,6 +25,8 @@ pub enum PtxasError {
     /// ptxas's own messages are in `diagnostics`.
     #[error("ptxas failed to assemble {} for {arch} ({status})", file.display())]
     Failed { file: std::path::PathBuf, arch: String, status: String, diagnostics: String },
+    #[error("cannot write {}: {source}", file.display())]
+    Write { file: std::path::PathBuf, source: std::io::Error },
     #[error("ptxas ran past its time limit on {} for {arch} ({seconds:.1} s) and was stopped", file.display())]
     TimedOut { file: std::path::PathBuf, arch: String, seconds: f64 },
 }
@@ -60,7 +65,8 @@ pub(crate) fn user_ptxas_args(user_args: &[String]) -> Vec<String> {
 }
 
 /// `ptxas -v` on `ptx` into `cubin`, stopped at `deadline`; returns ptxas's
-/// report (stdout and stderr).
+/// report (stdout and stderr). A PTX this process assembled already with the
+/// same ptxas and arguments is not assembled again ([`ASSEMBLED`]).
 pub(crate) fn assemble(
     cuda: &Cuda,
     arch: &Arch,
@@ -73,13 +79,75 @@ pub(crate) fn assemble(
     let mut args: Vec<OsString> = vec!["-m64".into(), opt_level(user_args).into(), "--gpu-name".into(), arch.processor().into()];
     args.extend(user_ptxas_args(user_args).into_iter().map(OsString::from));
     args.push("-v".into());
+    let Ok(text) = std::fs::read(ptx) else { return run(&tool, args, arch, ptx, cubin, deadline) };
+    let key = hash::of_parts(
+        [tool.as_os_str().as_encoded_bytes(), cuda.ptxas_version.as_bytes(), &text]
+            .into_iter()
+            .chain(args.iter().map(|a| a.as_encoded_bytes())),
+    );
+    let slot = ASSEMBLED.lock().expect("ptxas cache lock").slots.entry(key).or_default().clone();
+    // Held while ptxas runs: a variant with the same PTX waits for it.
+    let mut slot = slot.lock().expect("ptxas slot lock");
+    if let Some(done) = slot.as_ref() {
+        std::fs::write(cubin, &done.cubin).map_err(|e| PtxasError::Failed {
+            file: ptx.into(),
+            arch: arch.to_string(),
+            status: "cached".into(),
+            diagnostics: e.to_string(),
+        })?;
+        return Ok(done.report.clone());
+    }
+    // A failure leaves the slot empty: the next caller tries for itself.
+    let report = run(&tool, args, arch, ptx, cubin, deadline)?;
+    if let Ok(bytes) = std::fs::read(cubin) {
+        let mut cache = ASSEMBLED.lock().expect("ptxas cache lock");
+        if cache.bytes + bytes.len() <= CACHE_BYTES {
+            cache.bytes += bytes.len();
+            *slot = Some(Assembled { cubin: bytes, report: report.clone() });
+        }
+    }
+    Ok(report)
+}
+
+/// ptxas is a pure function of its input and arguments, and variants whose
+/// transforms leave a kernel's PTX as it was (a sink with nothing to move,
+/// an unroll cap above every loop's count) are common: tuning
+/// bf16TensorCoreGemm ran ptxas 29 times, 10 of them on a PTX it had
+/// assembled before, at 20-33 s each. Keyed by the ptxas, its arguments
+/// and the PTX; the cubins kept are bounded by [`CACHE_BYTES`].
+static ASSEMBLED: LazyLock<Mutex<Cache>> = LazyLock::new(Mutex::default);
+
+/// The most cubin bytes the cache keeps (a batch over a whole codebase
+/// assembles thousands of variants); past it, ptxas runs again.
+const CACHE_BYTES: usize = 256 << 20;
+
+#[derive(Default)]
+struct Cache {
+    slots: HashMap<String, Arc<Mutex<Option<Assembled>>>>,
+    bytes: usize,
+}
+
+struct Assembled {
+    cubin: Vec<u8>,
+    report: String,
+}
+
+/// Run `tool args --output-file cubin ptx`.
+fn run(
+    tool: &Path,
+    mut args: Vec<OsString>,
+    arch: &Arch,
+    ptx: &Path,
+    cubin: &Path,
+    deadline: Option<Instant>,
+) -> Result<String, PtxasError> {
     args.push("--output-file".into());
     args.push(cubin.into());
     args.push(ptx.into());
-    let mut cmd = Command::new(&tool);
+    let mut cmd = Command::new(tool);
     cmd.args(&args);
     let out = job::run(cmd, deadline).map_err(|e| match e {
-        JobError::Spawn(source) => PtxasError::Spawn { tool: tool.clone(), source },
+        JobError::Spawn(source) => PtxasError::Spawn { tool: tool.to_path_buf(), source },
         JobError::TimedOut(after) => PtxasError::TimedOut { file: ptx.into(), arch: arch.to_string(), seconds: after.as_secs_f64() },
     })?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
@@ -158,6 +226,41 @@ pub(crate) fn parse(report: &str) -> Vec<FunctionInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stand-in ptxas that counts its runs and writes its input as the cubin.
+    fn counting_cuda(dir: &Path) -> Cuda {
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let script = format!(
+            "#!/bin/sh\necho run >> {}\nwhile [ $# -gt 1 ]; do [ \"$1\" = --output-file ] && out=$2; shift; done\ncp \"$1\" \"$out\"\necho \"ptxas info    : Used 8 registers\"\n",
+            dir.join("runs").display()
+        );
+        std::fs::write(bin.join("ptxas"), script).unwrap();
+        let mut perms = std::fs::metadata(bin.join("ptxas")).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(bin.join("ptxas"), perms).unwrap();
+        Cuda { root: dir.to_path_buf(), version: "test".into(), ptxas_version: "test".into() }
+    }
+
+    #[test]
+    fn a_ptx_assembled_before_is_not_assembled_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let cuda = counting_cuda(dir.path());
+        let arch = Arch::parse("sm_90").unwrap();
+        let (ptx, other) = (dir.path().join("a.ptx"), dir.path().join("b.ptx"));
+        std::fs::write(&ptx, "// the same PTX\n").unwrap();
+        std::fs::write(&other, "// another PTX\n").unwrap();
+        let runs = || std::fs::read_to_string(dir.path().join("runs")).unwrap_or_default().lines().count();
+        let cubin = |n: &str| dir.path().join(n);
+        let first = assemble(&cuda, &arch, &ptx, &cubin("1.cubin"), &[], None).unwrap();
+        let again = assemble(&cuda, &arch, &ptx, &cubin("2.cubin"), &[], None).unwrap();
+        assert_eq!((runs(), &first), (1, &again));
+        assert_eq!(std::fs::read(cubin("2.cubin")).unwrap(), b"// the same PTX\n");
+        // Another PTX, or other arguments (-O2), run ptxas.
+        assemble(&cuda, &arch, &other, &cubin("3.cubin"), &[], None).unwrap();
+        assemble(&cuda, &arch, &ptx, &cubin("4.cubin"), &["-O2".to_string()], None).unwrap();
+        assert_eq!(runs(), 3);
+    }
 
     #[test]
     fn spills_moved_to_shared_memory_leave_no_local_spills() {
