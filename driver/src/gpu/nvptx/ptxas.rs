@@ -89,12 +89,7 @@ pub(crate) fn assemble(
     // Held while ptxas runs: a variant with the same PTX waits for it.
     let mut slot = slot.lock().expect("ptxas slot lock");
     if let Some(done) = slot.as_ref() {
-        std::fs::write(cubin, &done.cubin).map_err(|e| PtxasError::Failed {
-            file: ptx.into(),
-            arch: arch.to_string(),
-            status: "cached".into(),
-            diagnostics: e.to_string(),
-        })?;
+        std::fs::write(cubin, &done.cubin).map_err(|source| PtxasError::Write { file: cubin.into(), source })?;
         return Ok(done.report.clone());
     }
     // A failure leaves the slot empty: the next caller tries for itself.
