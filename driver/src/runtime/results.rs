@@ -229,16 +229,21 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
         identical: c.identical,
         ..row(candidate, verdict)
     };
+    let built_speedup = m.candidates.iter().find(|c| c.transforms == built).and_then(|c| m.speedup(c)).unwrap_or(1.0);
+    let beats_the_build = |c: &Candidate| m.speedup(c).is_some_and(|s| s > built_speedup);
+    // A hand build (one -maxrregcount for every kernel) is never chosen, but
+    // the user wants to know where it beat the build's choice.
     let theirs = compared.iter().map(|(name, c)| {
-        let verdict = match (&c.error, m.deterministic && c.identical) {
-            (Some(e), _) => format!("failed: {e}"),
-            (None, true) => "your build: timed, never chosen".into(),
-            (None, false) => "your build: different bytes".into(),
+        let verdict = match m.verdict(c) {
+            Verdict::Faster if beats_the_build(c) => "your build: faster than the build's choice (never chosen)".into(),
+            Verdict::Faster => "your build: faster than plain, not than the build's choice".into(),
+            Verdict::NotFaster => "your build: not faster beyond noise".into(),
+            Verdict::Slower => "your build: slower".into(),
+            Verdict::Differs => "your build: different bytes".into(),
+            Verdict::Failed => format!("failed: {}", c.error.clone().unwrap_or_else(|| "did not run".into())),
         };
         timed(c, name.clone(), verdict)
     });
-    let built_speedup = m.candidates.iter().find(|c| c.transforms == built).and_then(|c| m.speedup(c)).unwrap_or(1.0);
-    let beats_the_build = |c: &Candidate| m.speedup(c).is_some_and(|s| s > built_speedup);
     let ours: Vec<Row> = m
         .candidates
         .iter()
@@ -474,6 +479,38 @@ mod tests {
         assert_eq!(row.rounds, Some(6));
         assert!((row.margin.unwrap() - 0.2931 / 2.0).abs() < 1e-4, "{:?}", row.margin);
         assert_eq!(row.cells()[8..10], ["0.500× ±14.7 %".to_string(), "6".to_string()]);
+    }
+
+    #[test]
+    fn a_hand_build_says_whether_it_beat_the_builds_choice() {
+        let mut planned = names();
+        let theirs = ["compare:r64", "compare:r80", "compare:r255", "compare:r32", "compare:r48"];
+        for name in theirs {
+            let own = PlannedCandidate { name: name.into(), role: Role::Compared, ..planned["k"][0].clone() };
+            planned.get_mut("k").unwrap().push(own);
+        }
+        let times: [(&str, &[f64], bool); 7] = [
+            ("plain", &[1.0; 6], true),
+            ("decided", &[0.5; 6], true),
+            ("compare:r64", &[0.4; 6], true),
+            ("compare:r80", &[0.8; 6], true),
+            ("compare:r255", &[1.0; 6], true),
+            ("compare:r32", &[2.0; 6], true),
+            ("compare:r48", &[0.4; 6], false),
+        ];
+        let collected = collect(&[result("k", &times, true, Some(true))], &planned);
+        let entry = super::super::plan::tests::entry("_Z1kPd", Transforms { unroll_cap: Some(1), ..Default::default() });
+        let rows = rows(&entry, &collected.measured["k"], &collected.compared["k"]);
+        // Plain and the decided candidate first, then the user's builds.
+        let verdicts: Vec<(String, String)> = rows.into_iter().skip(2).map(|r| (r.candidate, r.verdict)).collect();
+        let expect = [
+            ("compare:r64", "your build: faster than the build's choice (never chosen)"),
+            ("compare:r80", "your build: faster than plain, not than the build's choice"),
+            ("compare:r255", "your build: not faster beyond noise"),
+            ("compare:r32", "your build: slower"),
+            ("compare:r48", "your build: different bytes"),
+        ];
+        assert_eq!(verdicts, expect.map(|(c, v)| (c.to_string(), v.to_string())));
     }
 
     #[test]
