@@ -230,7 +230,8 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
         ..row(candidate, verdict)
     };
     let built_speedup = m.candidates.iter().find(|c| c.transforms == built).and_then(|c| m.speedup(c)).unwrap_or(1.0);
-    let beats_the_build = |c: &Candidate| m.speedup(c).is_some_and(|s| s > built_speedup);
+    // By more than the least gain: medians 0.01 % apart are the same speed.
+    let beats_the_build = |c: &Candidate| m.speedup(c).is_some_and(|s| s > built_speedup * (1.0 + m.least_gain()));
     // A hand build (one -maxrregcount for every kernel) is never chosen, but
     // the user wants to know where it beat the build's choice.
     let theirs = compared.iter().map(|(name, c)| {
@@ -484,15 +485,17 @@ mod tests {
     #[test]
     fn a_hand_build_says_whether_it_beat_the_builds_choice() {
         let mut planned = names();
-        let theirs = ["compare:r64", "compare:r80", "compare:r255", "compare:r32", "compare:r48"];
+        let theirs = ["compare:r64", "compare:r72", "compare:r80", "compare:r255", "compare:r32", "compare:r48"];
         for name in theirs {
             let own = PlannedCandidate { name: name.into(), role: Role::Compared, ..planned["k"][0].clone() };
             planned.get_mut("k").unwrap().push(own);
         }
-        let times: [(&str, &[f64], bool); 7] = [
+        let times: [(&str, &[f64], bool); 8] = [
             ("plain", &[1.0; 6], true),
             ("decided", &[0.5; 6], true),
             ("compare:r64", &[0.4; 6], true),
+            // 0.2 % faster than the build's choice: within the least gain.
+            ("compare:r72", &[0.499; 6], true),
             ("compare:r80", &[0.8; 6], true),
             ("compare:r255", &[1.0; 6], true),
             ("compare:r32", &[2.0; 6], true),
@@ -505,6 +508,7 @@ mod tests {
         let verdicts: Vec<(String, String)> = rows.into_iter().skip(2).map(|r| (r.candidate, r.verdict)).collect();
         let expect = [
             ("compare:r64", "your build: faster than the build's choice (never chosen)"),
+            ("compare:r72", "your build: faster than plain, not than the build's choice"),
             ("compare:r80", "your build: faster than plain, not than the build's choice"),
             ("compare:r255", "your build: not faster beyond noise"),
             ("compare:r32", "your build: slower"),
