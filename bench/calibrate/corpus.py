@@ -44,6 +44,7 @@ unpack needs only Python.
 
 import argparse
 import concurrent.futures
+import functools
 import hashlib
 import importlib.util
 import json
@@ -100,10 +101,20 @@ def load_programs(path):
 
 # ---------------------------------------------------------------- extraction
 
+def offline():
+    """The environment for git reads of a fetched (partial) mirror: a missing
+    object is an answer, not a reason to go to the network."""
+    return dict(os.environ, GIT_NO_LAZY_FETCH="1")
+
+
+def last_line(e):
+    """A failed git command's cause, in one line."""
+    return ((e.stderr or "").strip().splitlines() or [f"exit status {e.returncode}"])[-1]
+
+
 def has_commit(git_dir, commit):
-    # GIT_NO_LAZY_FETCH: a fetched (partial) mirror must not go to the network just to answer this
     return subprocess.run(["git", "--git-dir", git_dir, "cat-file", "-e", commit + "^{commit}"], capture_output=True,
-                          env=dict(os.environ, GIT_NO_LAZY_FETCH="1")).returncode == 0
+                          env=offline()).returncode == 0
 
 
 def fetch_mirror(repo, commit, git_dir):
@@ -122,8 +133,7 @@ def fetch_mirror(repo, commit, git_dir):
              f"+{commit or 'HEAD'}:refs/heads/corpus"])
         run(["git", "--git-dir", git_dir, "symbolic-ref", "HEAD", "refs/heads/corpus"])
     except subprocess.CalledProcessError as e:
-        cause = ((e.stderr or "").strip().splitlines() or [f"exit status {e.returncode}"])[-1]
-        raise RuntimeError(f"{repo}: could not fetch {commit or 'HEAD'} from {url}: {cause}")
+        raise RuntimeError(f"{repo}: could not fetch {commit or 'HEAD'} from {url}: {last_line(e)}")
     return git_dir
 
 
@@ -132,21 +142,25 @@ def mirror_for(p):
     MIRRORS' copy of its repository when that holds p's commit, else one
     fetched into FETCHED (MIRRORS is read-only; a newer mirror without the
     pinned commit would build other sources)."""
-    if p.get("mirror"):
-        return p["mirror"]
-    name = p["repo"].replace("/", "+")
+    return p.get("mirror") or find_mirror(p["repo"], p.get("commit"))
+
+
+@functools.lru_cache(maxsize=None)
+def find_mirror(repo, commit):
+    """mirror_for's search, once per repository and commit (programs share
+    repositories, and a program asks twice: its sources, its commit)."""
+    name = repo.replace("/", "+")
     for d in [os.path.join(MIRRORS, name, "repo"), os.path.join(FETCHED, name)]:
-        if os.path.isdir(d) and has_commit(d, p.get("commit") or "HEAD"):
+        if os.path.isdir(d) and has_commit(d, commit or "HEAD"):
             return d
-    return fetch_mirror(p["repo"], p.get("commit"), os.path.join(FETCHED, name))
+    return fetch_mirror(repo, commit, os.path.join(FETCHED, name))
 
 
 def read_blobs(git_dir, oids):
     """{oid: bytes}. A fetched mirror has no blobs until asked (blob:none):
     the missing ones come in one fetch here, not one at a time; git archive
     would fetch every blob of the commit, not just these."""
-    no_lazy = dict(os.environ, GIT_NO_LAZY_FETCH="1")
-    check = run(["git", "--git-dir", git_dir, "cat-file", "--batch-check"], input="\n".join(oids) + "\n", env=no_lazy).stdout
+    check = run(["git", "--git-dir", git_dir, "cat-file", "--batch-check"], input="\n".join(oids) + "\n", env=offline()).stdout
     missing = [line.split()[0] for line in check.splitlines() if line.endswith(" missing")]
     promisor = subprocess.run(["git", "--git-dir", git_dir, "config", "--get", "remote.origin.promisor"],
                               capture_output=True, text=True).stdout.strip() == "true"
@@ -157,10 +171,9 @@ def read_blobs(git_dir, oids):
                  "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "origin", "--stdin"],
                 input="\n".join(missing) + "\n")
         except subprocess.CalledProcessError as e:
-            cause = ((e.stderr or "").strip().splitlines() or [f"exit status {e.returncode}"])[-1]
-            raise RuntimeError(f"{git_dir}: could not fetch {len(missing)} files: {cause}")
+            raise RuntimeError(f"{git_dir}: could not fetch {len(missing)} files: {last_line(e)}")
     out = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "--batch"], input=b"".join(o.encode() + b"\n" for o in oids),
-                         capture_output=True, check=True, env=no_lazy).stdout
+                         capture_output=True, check=True, env=offline()).stdout
     blobs, at = {}, 0
     while at < len(out):  # "<oid> blob <size>\n<bytes>\n", or "<oid> missing\n"
         eol = out.index(b"\n", at)
