@@ -160,6 +160,11 @@ fn confirm_name(entry: &Entry) -> String {
     }
 }
 
+/// The verdict of a build that did not run to the end.
+fn failed(c: &Candidate) -> String {
+    format!("failed: {}", c.error.as_deref().unwrap_or("did not run"))
+}
+
 /// One candidate of one kernel, as reported.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Row {
@@ -241,7 +246,7 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
             Verdict::NotFaster => "your build: not faster beyond noise".into(),
             Verdict::Slower => "your build: slower".into(),
             Verdict::Differs => "your build: different bytes".into(),
-            Verdict::Failed => format!("failed: {}", c.error.clone().unwrap_or_else(|| "did not run".into())),
+            Verdict::Failed => failed(c),
         };
         timed(c, name.clone(), verdict)
     });
@@ -279,7 +284,7 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
                     (Verdict::Slower, true) => "slower: rejected".into(),
                     (Verdict::Slower, false) => "slower".into(),
                     (Verdict::Differs, _) => "different bytes: rejected".into(),
-                    (Verdict::Failed, _) => format!("failed: {}", c.error.clone().unwrap_or_else(|| "did not run".into())),
+                    (Verdict::Failed, _) => failed(c),
                 }
             };
             let candidate = if c.transforms.is_empty() { "plain".into() } else { super::code::label(entry, &c.transforms) };
