@@ -248,6 +248,108 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
     assert!(lines.contains(&note), "{note} in {lines:?}");
 }
 
+/// Each turn of the loop (tune, measure, tune again) times what the last
+/// left out: builds the GPU timed and found no faster wait behind those it
+/// has not timed, so `--candidates` bounds each run and not the search.
+/// The build it chose is timed again beside the new ones; the losers stay
+/// in the db as `earlier` and are never chosen.
+#[test]
+fn each_turn_of_the_loop_times_what_the_last_left_out() {
+    use regtune_decisions::measured::{Candidate, Paired, Timing};
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("decisions.json");
+    let tune = || {
+        let out = regtune()
+            .args(["tune", "--offload-arch", "sm_90", "--candidates", "5", "--evidence"])
+            .arg(evidence_none())
+            .arg("--db")
+            .arg(&db_path)
+            .arg("examples/laplacian3d.hip")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        Db::load(&db_path).unwrap().kernels.into_values().find(|e| e.symbol.starts_with("_Z20laplacian3d")).unwrap()
+    };
+    let names = |e: &Entry| e.candidates.iter().map(|c| sm_90_name(&c.transforms)).collect::<Vec<_>>();
+    // What `regtune measure` records: each build's ratio to plain, the code it timed.
+    let timed = |e: &Entry, ratios: &[(&Transforms, f64)]| {
+        let code_of = |t: &Transforms| {
+            let (_, _, path) = code::candidates(&code::dir(&db_path), e).into_iter().find(|(_, c, _)| c == t).unwrap();
+            code::hash_of(&path)
+        };
+        let candidate = |t: &Transforms, ratio: f64| Candidate {
+            transforms: t.clone(),
+            time: Some(Timing { median_ms: ratio, spread_ms: 0.0 }),
+            identical: true,
+            error: None,
+            code: code_of(t),
+            paired: Some(Paired { lower: ratio - 0.001, median: ratio, upper: ratio + 0.001, rounds: 40 }),
+        };
+        let plain = Transforms::default();
+        regtune_decisions::Measured {
+            device: "a test's".into(),
+            launches: 1,
+            runs: 40,
+            deterministic: true,
+            program_identical: None,
+            block: None,
+            candidates: std::iter::once(candidate(&plain, 1.0)).chain(ratios.iter().map(|(t, r)| candidate(t, *r))).collect(),
+            control: None,
+            earlier: vec![],
+        }
+    };
+    let save = |e: &Entry, m: regtune_decisions::Measured| {
+        let mut db = Db::load(&db_path).unwrap();
+        let entry = db.kernels.get_mut(&e.key()).unwrap();
+        // As measure writes it: what the db's last measurement timed carries on.
+        entry.measured = Some(match &entry.measured {
+            Some(old) => m.with_earlier(old),
+            None => m,
+        });
+        db.save(&db_path).unwrap();
+    };
+
+    let first = tune();
+    let (turn1, left1) = (names(&first), first.left_out.clone());
+    assert_eq!(turn1.len(), 4, "five less the suggestion: {turn1:?}");
+    assert!(left1.len() >= 6, "{left1:?}");
+    // The GPU: the first candidate 5 % faster, the other three slower or no faster.
+    let c = |e: &Entry, i: usize| e.candidates[i].transforms.clone();
+    let winner = c(&first, 0);
+    save(&first, timed(&first, &[(&winner, 0.95), (&c(&first, 1), 1.04), (&c(&first, 2), 1.0), (&c(&first, 3), 1.2)]));
+    assert_eq!(Db::load(&db_path).unwrap().kernels[&first.key()].effective(), winner);
+
+    let second = tune();
+    let turn2 = names(&second);
+    assert_eq!(turn2[0], turn1[0], "the build the GPU chose is timed again: {turn2:?}");
+    assert_eq!(turn2[1..], left1[..3], "then what the first turn left out, in its order");
+    assert_eq!(second.left_out, left1[3..], "the losers are not left out: they were timed");
+    let m = second.measured.as_ref().expect("the measurement holds: the same code");
+    let earlier: Vec<String> = m.earlier.iter().map(|c| sm_90_name(&c.transforms)).collect();
+    assert_eq!(earlier, turn1[1..]);
+    assert_eq!(second.effective(), winner, "still the build the GPU chose");
+    let out = regtune().args(["measure", "--dry-run", "--db"]).arg(&db_path).args(["--", "true"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let note = format!(
+        "laplacian3d_o8_ztile: 3 builds an earlier run timed, not timed again: {} 0.962×, {} 1.000×, {} 0.833×",
+        turn1[1], turn1[2], turn1[3]
+    );
+    assert!(stderr_lines(&out).contains(&note), "{note} in {:?}", stderr_lines(&out));
+
+    // The second run: none of the new builds faster. The third turn goes on
+    // past them, and never back to the first turn's losers.
+    let ratios: Vec<(Transforms, f64)> = (0..4).map(|i| (c(&second, i), if i == 0 { 0.95 } else { 1.01 })).collect();
+    let ratios: Vec<(&Transforms, f64)> = ratios.iter().map(|(t, r)| (t, *r)).collect();
+    save(&second, timed(&second, &ratios));
+    let third = tune();
+    let turn3 = names(&third);
+    assert_eq!(turn3[0], turn1[0]);
+    let next: Vec<&String> = left1[3..].iter().take(3).collect();
+    assert_eq!(turn3[1..].iter().collect::<Vec<_>>(), next, "{turn3:?}");
+    let earlier = third.measured.as_ref().unwrap().earlier.len();
+    assert_eq!(earlier, 6, "both turns' losers, once each");
+}
+
 /// Spilling to shared memory needs a block size every launch keeps to.
 /// Where only `regtune measure`'s launches showed one, the re-tune builds
 /// it at the first two caps that spill, with that size as launch bounds:
@@ -284,6 +386,7 @@ fn a_block_size_only_measure_saw_makes_spilling_to_shared_a_suggestion() {
         block: Some(256),
         candidates,
         control: None,
+        earlier: vec![],
     };
     let mut db = Db::load(&db_path).unwrap();
     for e in db.kernels.values_mut() {
@@ -518,6 +621,7 @@ fn the_build_follows_the_measurement() {
             },
         ],
         control: None,
+        earlier: vec![],
     };
     for (decided_ms, want) in [(0.3441, plain), (0.30, decided)] {
         Db::update(&db_path, |db| db.kernels.get_mut(&entry.key()).unwrap().measured = Some(measured(decided_ms))).unwrap();

@@ -963,6 +963,7 @@ fn cmake_measured_loop_builds_what_the_gpu_kept() {
             Candidate { transforms: sink.clone(), time: timing(0.444), identical: true, error: None, code: None, paired: None },
         ],
         control: None,
+        earlier: vec![],
     };
     Db::update(&db, |d| d.kernels.get_mut(&entry.key()).unwrap().measured = Some(measured)).unwrap();
     assert_eq!(md(&Db::load(&db).unwrap()).effective(), sink);

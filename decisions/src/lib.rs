@@ -632,6 +632,7 @@ mod tests {
             block: None,
             candidates: std::iter::once(plain).chain(others).collect(),
             control: None,
+            earlier: vec![],
         }
     }
 

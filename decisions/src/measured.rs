@@ -42,6 +42,13 @@ pub struct Measured {
     /// (None: an older measurement).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control: Option<Paired>,
+    /// Builds an earlier run timed, against the same plain code, that the
+    /// candidates no longer hold: they are never chosen (their rounds did
+    /// not run beside the candidates'), and a re-tune proposes the ones
+    /// that lost ([`Measured::lost`]) after every build not yet timed, so
+    /// each turn of the loop times what the last left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<Candidate>,
 }
 
 /// One candidate code object of the kernel.
@@ -262,6 +269,33 @@ impl Measured {
         }
     }
 
+    /// `t` was timed, here or in an earlier run, and was neither faster
+    /// than plain nor a build to use: slower, within the noise, different
+    /// bytes, or it failed.
+    pub fn lost(&self, t: &Transforms) -> bool {
+        !t.is_empty() && self.candidates.iter().chain(&self.earlier).any(|c| &c.transforms == t && self.verdict(c) != Verdict::Faster)
+    }
+
+    /// This run's measurement with what `old` timed and this run did not
+    /// (its candidates, and its own earlier ones) kept as `earlier`, where
+    /// plain's code is the one `old` timed.
+    pub fn with_earlier(mut self, old: &Measured) -> Measured {
+        let same_plain = match (self.plain(), old.plain()) {
+            (Some(now), Some(then)) => now.code.is_some() && now.code == then.code,
+            _ => false,
+        };
+        if !same_plain {
+            return self;
+        }
+        for c in old.candidates.iter().chain(&old.earlier) {
+            let known = self.candidates.iter().chain(&self.earlier).any(|k| k.transforms == c.transforms);
+            if !known && !c.transforms.is_empty() {
+                self.earlier.push(c.clone());
+            }
+        }
+        self
+    }
+
     /// The build to use among `allowed` (what the user allows: the decision
     /// and confirmed suggestions): of those measured identical and faster
     /// than plain beyond the noise, the one with the fewest transforms
@@ -315,6 +349,7 @@ mod tests {
             block: None,
             candidates: cands,
             control: None,
+            earlier: vec![],
         }
     }
 
@@ -527,5 +562,27 @@ mod tests {
         assert!(p(1.06, 0.15, 100).slower(MIN_GAIN) && !p(1.06, 0.15, 100).settled());
         assert!(!p(1.0, 0.15, 100).settled());
         assert!(!Paired { rounds: 0, ..p(0.9, 0.0, 0) }.settled(), "an older measurement");
+    }
+
+    #[test]
+    fn what_lost_is_remembered_across_runs_of_the_same_plain_code() {
+        let plain = |code: &str| Candidate { code: Some(code.to_string()), ..cand(t(None, false), 1.0, 0.0, true) };
+        let (slow, fast, other) = (t(Some(1), false), t(Some(2), false), t(Some(4), false));
+        let first = measured(vec![plain("p"), cand(slow.clone(), 1.2, 0.0, true), cand(fast.clone(), 0.8, 0.0, true)]);
+        assert!(first.lost(&slow) && !first.lost(&fast), "faster is not lost");
+        assert!(!first.lost(&other) && !first.lost(&Transforms::default()), "untimed, or plain itself");
+        // The next run times the winner and a new build; the loser stays, as earlier.
+        let second =
+            measured(vec![plain("p"), cand(fast.clone(), 0.8, 0.0, true), cand(other.clone(), 1.0, 0.0, true)]).with_earlier(&first);
+        assert_eq!(second.earlier, [first.candidates[1].clone()]);
+        assert!(second.lost(&slow) && second.lost(&other) && !second.lost(&fast));
+        assert_eq!(second.choose([&slow, &fast]), Some(fast.clone()), "an earlier run's build is never chosen");
+        // And the run after keeps both, once each.
+        let third = measured(vec![plain("p"), cand(fast.clone(), 0.8, 0.0, true)]).with_earlier(&second);
+        let earlier: Vec<&Transforms> = third.earlier.iter().map(|c| &c.transforms).collect();
+        assert_eq!(earlier, [&other, &slow]);
+        // Another plain build, or one whose code was not recorded: nothing carries.
+        assert!(measured(vec![plain("q")]).with_earlier(&second).earlier.is_empty());
+        assert!(measured(vec![cand(t(None, false), 1.0, 0.0, true)]).with_earlier(&second).earlier.is_empty());
     }
 }

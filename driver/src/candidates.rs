@@ -108,6 +108,15 @@ pub(crate) fn spread<T: Copy>(items: &[T]) -> Vec<T> {
     taken.into_iter().map(|i| items[i]).collect()
 }
 
+/// `proposals` with those a GPU already timed and found no faster than
+/// plain (`lost`) moved behind every other, in order: each turn of tune and
+/// measure times the builds the last left out, and a loser again only
+/// where the limit leaves room.
+pub(crate) fn untimed_first(proposals: Vec<Transforms>, lost: impl Fn(&Transforms) -> bool) -> Vec<Transforms> {
+    let (behind, first): (Vec<Transforms>, Vec<Transforms>) = proposals.into_iter().partition(|t| lost(t));
+    first.into_iter().chain(behind).collect()
+}
+
 /// What [`select`] kept and left out.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Selection {
@@ -201,6 +210,14 @@ mod tests {
         assert_eq!(proposals(&own), [step(20), step(8), step(16), cap2, step(24), step(12), step(28)]);
         let not_a_step = Pool { steps: vec![8, 12, 16], own_step: Some(10), ..Default::default() };
         assert_eq!(proposals(&not_a_step), [step(8), step(16), step(12)]);
+    }
+
+    #[test]
+    fn builds_that_lost_on_the_gpu_go_behind_the_untimed_ones() {
+        let all: Vec<Transforms> = [32, 8, 40, 24, 16].into_iter().map(step).collect();
+        let lost = |t: &Transforms| matches!(t.waves_per_eu, Some(8 | 40));
+        assert_eq!(untimed_first(all.clone(), lost), [32, 24, 16, 8, 40].map(step));
+        assert_eq!(untimed_first(all.clone(), |_| false), all, "nothing timed: the order stands");
     }
 
     #[test]

@@ -210,6 +210,7 @@ mod tests {
             block: None,
             candidates: vec![],
             control: None,
+            earlier: vec![],
         });
         assert_eq!(entries_digest(&[&e]), before);
         e.suggested[0].confirmed = true;

@@ -95,13 +95,14 @@ pub(crate) fn label(entry: &Entry, t: &Transforms) -> String {
 
 /// A hash of a code object's bytes (None: unreadable): a measurement of
 /// a candidate stays valid while its code object hashes the same.
-pub(crate) fn hash_of(path: &Path) -> Option<String> {
+pub fn hash_of(path: &Path) -> Option<String> {
     std::fs::read(path).ok().map(|b| hash::of_parts([b.as_slice()]))
 }
 
 /// What of `old` (a measurement of the entry a re-tune replaces) still
 /// holds for `entry`: the candidates it still offers whose code objects,
-/// as now written in `dir`, hash as they did when measured. When the
+/// as now written in `dir`, hash as they did when measured, and as
+/// `earlier` what it no longer offers. When the
 /// plain build changed or nothing else is left, only what the launches
 /// showed, which outlives edits to the source: the block size, with no
 /// candidate (None without one).
@@ -112,8 +113,11 @@ pub(crate) fn still_measured(dir: &Path, entry: &Entry, old: &Measured) -> Optio
     };
     let kept: Vec<_> = old.candidates.iter().filter(|c| holds(c)).cloned().collect();
     let plain_holds = kept.first().is_some_and(|c| c.transforms.is_empty());
-    if plain_holds && kept.len() > 1 {
-        return Some(Measured { candidates: kept, ..old.clone() });
+    // What is no longer offered stays as what an earlier run timed.
+    let offered = |t: &Transforms| now.iter().any(|(_, n, _)| n == t);
+    let earlier: Vec<_> = old.candidates.iter().chain(&old.earlier).filter(|c| !offered(&c.transforms)).cloned().collect();
+    if plain_holds && (kept.len() > 1 || !earlier.is_empty()) {
+        return Some(Measured { candidates: kept, earlier, ..old.clone() });
     }
     old.block.map(|_| Measured { candidates: vec![], control: None, program_identical: None, ..old.clone() })
 }

@@ -206,19 +206,31 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
 }
 
 /// One line per entry whose candidates tune left out (`--candidates`, or
-/// its time budget).
+/// its time budget), and one per entry with builds only an earlier run
+/// timed.
 fn left_out<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String> {
-    keys.filter_map(|k| db.kernels.get(k))
-        .filter(|e| !e.left_out.is_empty())
-        .map(|e| {
-            let name = crate::names::short_name(&e.name);
-            format!(
+    let mut notes = vec![];
+    for e in keys.filter_map(|k| db.kernels.get(k)) {
+        let name = crate::names::short_name(&e.name);
+        if !e.left_out.is_empty() {
+            notes.push(format!(
                 "{name}: {} more candidates left out by tune (--candidates or --time-budget): {}",
                 e.left_out.len(),
                 e.left_out.join(", ")
-            )
-        })
-        .collect()
+            ));
+        }
+        let Some(m) = e.measured.as_ref().filter(|m| !m.earlier.is_empty()) else { continue };
+        let timed: Vec<String> = m
+            .earlier
+            .iter()
+            .map(|c| match m.speedup(c) {
+                Some(s) => format!("{} {s:.3}×", code::label(e, &c.transforms)),
+                None => format!("{} (failed)", code::label(e, &c.transforms)),
+            })
+            .collect();
+        notes.push(format!("{name}: {} builds an earlier run timed, not timed again: {}", timed.len(), timed.join(", ")));
+    }
+    notes
 }
 
 /// Write the measurements into the db under its lock; an entry that a
@@ -239,7 +251,11 @@ fn merge(path: &Path, code_dir: &Path, planned: &plan::Planned, collected: &resu
             let then: Option<Vec<plan::PlannedCandidate>> =
                 planned.candidates.get(key).map(|cs| cs.iter().filter(|c| c.role == plan::Role::Candidate).cloned().collect());
             if then.as_ref() == Some(&now) {
-                entry.measured = Some(m.clone());
+                let m = match &entry.measured {
+                    Some(old) => m.clone().with_earlier(old),
+                    None => m.clone(),
+                };
+                entry.measured = Some(m);
             }
         }
         db.clone()

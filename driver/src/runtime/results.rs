@@ -124,6 +124,7 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
             block: one_block(results),
             control: control.and_then(|c| c.paired),
             candidates: ours,
+            earlier: vec![],
         };
         out.measured.insert(key.clone(), m);
     }

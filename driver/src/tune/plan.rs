@@ -308,10 +308,16 @@ pub(super) fn plan_kernel(
         *until.lock().expect("deadline lock") = tuning.limits.candidates();
         let build = |t: &Transforms| Some((eval(t)?, session.kernel_code_hash(&base.symbol, t).ok()?));
         let spent = || tuning.limits.spent(*until.lock().expect("deadline lock"));
-        plan.search = candidates::select(candidates::proposals(&pool), options.candidates.saturating_sub(taken), &known, build, spent);
+        // A re-tune of the same source: what the GPU timed and found no
+        // faster waits behind what it has not timed yet.
+        let timed = previous.and_then(|e| e.measured.as_ref());
+        let lost = |t: &Transforms| timed.is_some_and(|m| m.lost(t));
+        let proposals = candidates::untimed_first(candidates::proposals(&pool), lost);
+        plan.search = candidates::select(proposals, options.candidates.saturating_sub(taken), &known, build, spent);
+        // Those not built again are the measurement's `earlier`, not left out.
+        plan.search.left_out.retain(|t| !lost(t));
         if pool.spill_to_shared.is_none() && pool.lds_spill.is_none() {
             if let Some(block) = launched {
-                let timed = previous.and_then(|e| e.measured.as_ref());
                 plan.launched_spills = launched_spills(session, &plan.search.kept, block, timed, &plan.search.codes, build, spent);
             }
         }
