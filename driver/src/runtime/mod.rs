@@ -228,7 +228,8 @@ fn left_out<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String> 
                 None => format!("{} (failed)", code::label(e, &c.transforms)),
             })
             .collect();
-        notes.push(format!("{name}: {} builds an earlier run timed, not timed again: {}", timed.len(), timed.join(", ")));
+        let builds = if timed.len() == 1 { "build" } else { "builds" };
+        notes.push(format!("{name}: {} {builds} an earlier run timed, not timed again: {}", timed.len(), timed.join(", ")));
     }
     notes
 }
