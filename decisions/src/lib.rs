@@ -245,7 +245,8 @@ pub struct Entry {
     /// measurement may choose it, a build without one never applies it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<Candidate>,
-    /// Candidates past the limit (`--candidates N`) or the time budget, by label.
+    /// Candidates past the limit (`--candidates N`) or the time budget, by
+    /// label; those a GPU already timed are in `measured.earlier` instead.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
     /// Times and identity on a GPU, from `regtune measure`.
