@@ -119,7 +119,7 @@ pub(crate) fn still_measured(dir: &Path, entry: &Entry, old: &Measured) -> Optio
     if plain_holds && (kept.len() > 1 || !earlier.is_empty()) {
         return Some(Measured { candidates: kept, earlier, ..old.clone() });
     }
-    old.block.map(|_| Measured { candidates: vec![], control: None, program_identical: None, ..old.clone() })
+    old.block.map(|_| Measured { candidates: vec![], earlier: vec![], control: None, program_identical: None, ..old.clone() })
 }
 
 /// Keep the candidates of every entry that has something to measure. Each
@@ -184,5 +184,38 @@ mod tests {
         assert!(c[1].2.extension().unwrap() == "cubin" && c[1].2 != c[2].2);
         assert_eq!(candidates(Path::new("d"), &entry("sm_90")), c, "the same names every time");
         assert_eq!(candidates(Path::new("d"), &entry("gfx90a"))[0].2, Path::new("d/abc/plain.hsaco"));
+    }
+
+    #[test]
+    fn what_an_earlier_run_timed_outlives_a_re_tune_only_with_plain_s_code() {
+        use regtune_decisions::measured::Candidate;
+        let tmp = tempfile::tempdir().unwrap();
+        let e = entry("sm_90");
+        for (_, t, path) in candidates(tmp.path(), &e) {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, format!("{t:?}")).unwrap();
+        }
+        let timed = |transforms: Transforms, code| Candidate { transforms, time: None, identical: true, error: None, code, paired: None };
+        let plain_path = candidates(tmp.path(), &e).remove(0).2;
+        let gone = Transforms { unroll_cap: Some(2), ..Default::default() };
+        let old = |plain_code| Measured {
+            device: "gpu".into(),
+            launches: 1,
+            runs: 20,
+            deterministic: true,
+            program_identical: None,
+            block: Some(256),
+            candidates: vec![timed(Transforms::default(), plain_code), timed(gone.clone(), Some("x".into()))],
+            control: None,
+            earlier: vec![timed(Transforms { unroll_cap: Some(1), ..Default::default() }, Some("y".into()))],
+        };
+        // The same plain code: the build no longer offered joins the earlier one.
+        let kept = still_measured(tmp.path(), &e, &old(hash_of(&plain_path))).unwrap();
+        assert_eq!(kept.candidates.len(), 1);
+        let earlier: Vec<Option<u32>> = kept.earlier.iter().map(|c| c.transforms.unroll_cap).collect();
+        assert_eq!(earlier, [Some(2), Some(1)]);
+        // Plain's code changed: only the launches' block size is left.
+        let changed = still_measured(tmp.path(), &e, &old(Some("another".into()))).unwrap();
+        assert!(changed.candidates.is_empty() && changed.earlier.is_empty() && changed.block == Some(256), "{changed:?}");
     }
 }
