@@ -308,10 +308,7 @@ fn turns_of_the_loop(arch: &str, name: fn(&Transforms) -> String) {
         let mut db = Db::load(&db_path).unwrap();
         let entry = db.kernels.get_mut(&e.key()).unwrap();
         // As measure writes it: what the db's last measurement timed carries on.
-        entry.measured = Some(match &entry.measured {
-            Some(old) => m.with_earlier(old),
-            None => m,
-        });
+        entry.measured = Some(m.with_earlier(entry.measured.as_ref()));
         db.save(&db_path).unwrap();
     };
 

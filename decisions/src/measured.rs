@@ -276,10 +276,12 @@ impl Measured {
         !t.is_empty() && self.candidates.iter().chain(&self.earlier).any(|c| &c.transforms == t && self.verdict(c) != Verdict::Faster)
     }
 
-    /// This run's measurement with what `old` timed and this run did not
-    /// (its candidates, and its own earlier ones) kept as `earlier`, where
-    /// plain's code is the one `old` timed.
-    pub fn with_earlier(mut self, old: &Measured) -> Measured {
+    /// This run's measurement with what `old` (the db's measurement it
+    /// replaces, if any) timed and this run did not (its candidates, and its
+    /// own earlier ones) kept as `earlier`, where plain's code is the one
+    /// `old` timed.
+    pub fn with_earlier(mut self, old: Option<&Measured>) -> Measured {
+        let Some(old) = old else { return self };
         let same_plain = match (self.plain(), old.plain()) {
             (Some(now), Some(then)) => now.code.is_some() && now.code == then.code,
             _ => false,
@@ -573,16 +575,17 @@ mod tests {
         assert!(!first.lost(&other) && !first.lost(&Transforms::default()), "untimed, or plain itself");
         // The next run times the winner and a new build; the loser stays, as earlier.
         let second =
-            measured(vec![plain("p"), cand(fast.clone(), 0.8, 0.0, true), cand(other.clone(), 1.0, 0.0, true)]).with_earlier(&first);
+            measured(vec![plain("p"), cand(fast.clone(), 0.8, 0.0, true), cand(other.clone(), 1.0, 0.0, true)]).with_earlier(Some(&first));
         assert_eq!(second.earlier, [first.candidates[1].clone()]);
         assert!(second.lost(&slow) && second.lost(&other) && !second.lost(&fast));
         assert_eq!(second.choose([&slow, &fast]), Some(fast.clone()), "an earlier run's build is never chosen");
         // And the run after keeps both, once each.
-        let third = measured(vec![plain("p"), cand(fast.clone(), 0.8, 0.0, true)]).with_earlier(&second);
+        let third = measured(vec![plain("p"), cand(fast.clone(), 0.8, 0.0, true)]).with_earlier(Some(&second));
         let earlier: Vec<&Transforms> = third.earlier.iter().map(|c| &c.transforms).collect();
         assert_eq!(earlier, [&other, &slow]);
         // Another plain build, or one whose code was not recorded: nothing carries.
-        assert!(measured(vec![plain("q")]).with_earlier(&second).earlier.is_empty());
-        assert!(measured(vec![cand(t(None, false), 1.0, 0.0, true)]).with_earlier(&second).earlier.is_empty());
+        assert!(measured(vec![plain("p")]).with_earlier(None).earlier.is_empty(), "nothing in the db before");
+        assert!(measured(vec![plain("q")]).with_earlier(Some(&second)).earlier.is_empty());
+        assert!(measured(vec![cand(t(None, false), 1.0, 0.0, true)]).with_earlier(Some(&second)).earlier.is_empty());
     }
 }

@@ -252,11 +252,7 @@ fn merge(path: &Path, code_dir: &Path, planned: &plan::Planned, collected: &resu
             let then: Option<Vec<plan::PlannedCandidate>> =
                 planned.candidates.get(key).map(|cs| cs.iter().filter(|c| c.role == plan::Role::Candidate).cloned().collect());
             if then.as_ref() == Some(&now) {
-                let m = match &entry.measured {
-                    Some(old) => m.clone().with_earlier(old),
-                    None => m.clone(),
-                };
-                entry.measured = Some(m);
+                entry.measured = Some(m.clone().with_earlier(entry.measured.as_ref()));
             }
         }
         db.clone()
