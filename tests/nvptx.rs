@@ -501,3 +501,48 @@ fn gpu_runner_has_inputs_for_every_example_kernel() {
         }
     }
 }
+
+/// ptxas's spilling to shared memory is a candidate only at the steps where
+/// the cap alone spills more, over every thread an SM holds, than a quarter
+/// of the largest shared-memory carveout (57 KiB on sm_90): local memory
+/// is cached in the L1 that shared memory is carved from, and on an H100
+/// the twins of caps that spilled less lost to the cap. The LBM kernel's
+/// caps spill 18 KiB, 42 KiB and 96 KiB at 24, 28 and 32 warps per SM.
+#[test]
+fn spilling_to_shared_is_a_candidate_only_where_the_caps_spills_outgrow_l1() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.json");
+    let out = regtune()
+        .args(["tune", "--format", "json", "--offload-arch", "sm_90", "--candidates", "16", "--block-size", "256", "--evidence"])
+        .arg(evidence_none())
+        .arg("--db")
+        .arg(&db)
+        .arg(repo().join("examples/lbm_d3q19.hip"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
+    let entry = doc["kernels"].as_object().unwrap().values().find(|e| e["symbol"].as_str().unwrap().contains("lbm_d3q19_collide")).unwrap();
+    let candidates = entry["candidates"].as_array().unwrap();
+    let step = |c: &Value| c["transforms"]["waves_per_eu"].as_u64();
+    let alone = |c: &Value| c["transforms"].as_object().unwrap().keys().all(|k| k == "waves_per_eu");
+    let twin_at = |w: Option<u64>| candidates.iter().find(|c| c["transforms"]["spill_to_shared"] == true && step(c) == w);
+    let (mut with, mut without) = (vec![], vec![]);
+    for cap in candidates.iter().filter(|c| alone(c) && c["usage"]["vgpr_spills"].as_u64().unwrap() > 0) {
+        let footprint = cap["usage"]["vgpr_spills"].as_u64().unwrap() * cap["usage"]["occupancy"].as_u64().unwrap() * 32;
+        match twin_at(step(cap)) {
+            Some(twin) => {
+                assert!(4 * footprint >= 228 * 1024, "{cap} has a twin: {twin}");
+                assert!(twin["usage"]["vgpr_spills"].as_u64() < cap["usage"]["vgpr_spills"].as_u64(), "{twin} against {cap}");
+                with.push(step(cap).unwrap());
+            }
+            None => {
+                assert!(4 * footprint < 228 * 1024, "{cap} has no twin");
+                without.push(step(cap).unwrap());
+            }
+        }
+    }
+    with.sort_unstable();
+    without.sort_unstable();
+    assert_eq!((with, without), (vec![32], vec![24, 28]), "{candidates:?}");
+}

@@ -38,7 +38,7 @@ pub use arch::*;
 /// [`Target::limiter_name`]).
 pub(crate) use measure::Limiter;
 
-use regtune_decisions::{Param, Transforms};
+use regtune_decisions::{Param, Transforms, Usage};
 
 use crate::toolchain::{Toolchain, ToolchainError};
 use compile::{CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
@@ -169,6 +169,11 @@ pub trait Target: fmt::Debug + Sync {
     /// Whether the backend itself can spill registers to shared memory
     /// (a `spill_to_shared` candidate, given a promised block size): NVPTX.
     fn backend_spills_to_shared(&self) -> bool;
+
+    /// Whether the backend's spilling to shared memory can beat a register
+    /// cap's own spills (`cap`: the cap alone's usage): asked only where
+    /// [`Target::backend_spills_to_shared`].
+    fn shared_spill_pays(&self, cap: &Usage) -> bool;
 
     /// The block size every launch of the kernel keeps to, as far as the
     /// compile shows (launch bounds in the source; `--block-size`).

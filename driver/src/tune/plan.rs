@@ -75,10 +75,8 @@ pub(super) struct Plan {
 /// the block size, spilling to shared memory needs that size as launch
 /// bounds, a promise about every later launch: proposed for measure to
 /// time, applied once the user confirms it. At this many of the kept caps
-/// that spill, those that spill most: on the H100's corpus run (17 caps
-/// where ptxas moved spills) shared memory gained on 5 of the 8 caps that
-/// spilled 96 bytes or more (lavaMD 0.68× → 0.90×, miniBUDE 2.5–4.7 %) and
-/// on 1 of the 9 that spilled 8–40 (particlefilter 0.997× → 0.907×).
+/// whose spills the target says shared memory can beat
+/// ([`gpu::Target::shared_spill_pays`]).
 const LAUNCHED_SPILLS: usize = 2;
 
 /// `previous`: the db's entry for this kernel and input; `launched`: the
@@ -306,7 +304,19 @@ pub(super) fn plan_kernel(
             lds_spill: shared_spill.map(|t| Transforms { lds_spill: Some(candidates::LDS_SLOTS), ..t }),
         };
         *until.lock().expect("deadline lock") = tuning.limits.candidates();
-        let build = |t: &Transforms| Some((eval(t)?, session.kernel_code_hash(&base.symbol, t).ok()?));
+        // The backend's spilling to shared memory is built only where the
+        // cap alone at that step spills enough for it to pay, and kept only
+        // where it spills less (ptxas declines where the kernel uses dynamic
+        // shared memory: the spills stay).
+        let cap_alone = |t: &Transforms| eval(&Transforms { waves_per_eu: t.waves_per_eu, ..Default::default() });
+        let build = |t: &Transforms| {
+            let cap = if t.spill_to_shared { Some(cap_alone(t).filter(|c| target.shared_spill_pays(c))?) } else { None };
+            let usage = eval(t)?;
+            if cap.is_some_and(|c| usage.vgpr_spills >= c.vgpr_spills) {
+                return None;
+            }
+            Some((usage, session.kernel_code_hash(&base.symbol, t).ok()?))
+        };
         let spent = || tuning.limits.spent(*until.lock().expect("deadline lock"));
         // A re-tune of the same source: what the GPU timed and found no
         // faster waits behind what it has not timed yet.
@@ -334,9 +344,10 @@ pub(super) fn plan_kernel(
     plan
 }
 
-/// [`LAUNCHED_SPILLS`]: at the kept register caps alone that a GPU timed
-/// fastest (`timed`, the measurement a re-tune of unchanged code keeps),
-/// else that spill most, the same cap with launch bounds of `block`
+/// [`LAUNCHED_SPILLS`]: at the kept register caps alone whose spills can
+/// pay (the target's rule), those a GPU timed fastest (`timed`, the
+/// measurement a re-tune of unchanged code keeps), else that spill most,
+/// the same cap with launch bounds of `block`
 /// threads and the backend's spilling to shared memory (regtune's LDS spill where the backend has
 /// none); each built (`build`: usage and code hash) while time is left and
 /// kept if its code differs from `known` and the others and it spills less
@@ -354,6 +365,7 @@ fn launched_spills(
     let mut spilling_caps: Vec<&regtune_decisions::Candidate> = kept
         .iter()
         .filter(|c| c.usage.vgpr_spills > 0 && c.transforms == Transforms { waves_per_eu: c.transforms.waves_per_eu, ..Default::default() })
+        .filter(|c| !target.backend_spills_to_shared() || target.shared_spill_pays(&c.usage))
         .collect();
     // The twin of the cap the GPU keeps is the one that can beat the
     // build: on RSBench the caps that spill most (208 bytes) ran 1.15-1.17×,
@@ -379,8 +391,6 @@ fn launched_spills(
         };
         let transforms = Transforms { launch_bounds: Some(block), ..transforms };
         let Some((usage, code)) = build(&transforms) else { continue };
-        // ptxas declines where the kernel uses dynamic shared memory: the
-        // spills stay, and nothing is worth the user's word.
         if seen.contains(&code) || usage.vgpr_spills >= cap.usage.vgpr_spills {
             continue;
         }

@@ -18,6 +18,7 @@ use crate::gpu::compile::{self, CompileError, Compiled, Emit, Location, Temps, U
 use crate::gpu::listing::{Listing, Machine};
 use crate::gpu::measure::{self, MeasureError, Measured};
 use crate::toolchain::{Toolchain, ToolchainError};
+use regtune_decisions::Usage;
 
 #[derive(Debug)]
 pub(crate) struct Amdgpu {
@@ -230,6 +231,11 @@ impl Target for Amdgpu {
     /// No: the backend spills to scratch (regtune's `lds-spill` pass
     /// moves values to LDS instead).
     fn backend_spills_to_shared(&self) -> bool {
+        false
+    }
+
+    /// Never asked: the backend has no spilling to LDS.
+    fn shared_spill_pays(&self, _cap: &Usage) -> bool {
         false
     }
 

@@ -17,6 +17,7 @@ use crate::gpu::compile::{self, CompileError, Compiled, Location, Temps, Unit, V
 use crate::gpu::listing::{Listing, Machine};
 use crate::gpu::measure::{self, MeasureError, Measured, NvidiaUsage};
 use crate::toolchain::{Toolchain, ToolchainError};
+use regtune_decisions::Usage;
 
 #[derive(Debug)]
 pub(crate) struct Nvptx {
@@ -270,6 +271,20 @@ impl Target for Nvptx {
         true
     }
 
+    /// Where the cap's spills of every resident thread outgrow a quarter of
+    /// the SM's largest shared-memory carveout (57 KiB on sm_90). Local
+    /// memory is cached in the L1 that shared memory is carved from: small
+    /// spills hit there, and moving them takes L1 away. On an H100, ptxas's
+    /// spilling to shared memory lost to the cap where that footprint was
+    /// 8-36 KiB (`likelihood_kernel` 0.92x of the cap, `bisectKernelLarge`
+    /// 0.95x) and gained where it was 94 KiB or more (lavaMD 1.33x, RSBench
+    /// 1.24x, XSBench 2.47x); bench/search/results, the corpus runs of
+    /// 2026-11-27.
+    fn shared_spill_pays(&self, cap: &Usage) -> bool {
+        let footprint = u64::from(cap.vgpr_spills) * u64::from(cap.occupancy) * u64::from(nvidia::WARP_SIZE);
+        4 * footprint >= u64::from(sm(&self.arch).smem_per_sm)
+    }
+
     /// Launch bounds (`.maxntid`) or `--block-size`.
     fn promised_block(&self, base: &Measured) -> Option<u32> {
         base.nvidia.as_ref().filter(|n| n.block_size_from != measure::BlockSizeFrom::Default).map(|n| n.block_size)
@@ -384,6 +399,22 @@ mod tests {
     /// The caps of a hand sweep, 255 168 128 96 80 72 64 56 48 40 32, as
     /// the most warps that get each.
     const EVERY_CAP: [u32; 11] = [8, 12, 16, 20, 24, 28, 32, 36, 40, 48, 64];
+
+    /// The H100 corpus's pairs: `likelihood_kernel`'s cap spills 16 bytes
+    /// at 64 warps (32 KiB an SM; shared memory lost), lavaMD's 60 (120
+    /// KiB; it gained). On sm_75 a quarter of the carveout is 16 KiB.
+    #[test]
+    fn shared_spills_pay_where_the_caps_spills_outgrow_a_quarter_of_the_carveout() {
+        let pays = |arch: &str, vgpr_spills: u32, occupancy: u32| {
+            let cap = Usage { vgpr_spills, occupancy, ..Default::default() };
+            Nvptx { arch: Arch::parse(arch).unwrap() }.shared_spill_pays(&cap)
+        };
+        assert!(!pays("sm_90", 16, 64) && pays("sm_90", 60, 64));
+        // 57 KiB: 29 bytes at 64 warps is 58 KiB, 28 is 56.
+        assert!(pays("sm_90", 29, 64) && !pays("sm_90", 28, 64));
+        assert!(pays("sm_75", 16, 32) && !pays("sm_75", 15, 32));
+        assert!(!pays("sm_90", 0, 64));
+    }
 
     #[test]
     fn every_cap_is_a_step_and_plains_own_keeps_its_registers() {
