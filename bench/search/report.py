@@ -18,6 +18,7 @@ interleaved on copies of the same launches inside the program, in one run.
 """
 
 import argparse
+import functools
 import glob
 import json
 import math
@@ -114,6 +115,21 @@ def rows_from_events(prog, keep, db_path):
         if best:
             best["built"] = True
     return rows
+
+
+@functools.lru_cache(maxsize=None)
+def db_entries(out, prog):
+    path = os.path.join(out, prog, "db", "decisions.json")
+    return {e["symbol"]: e for e in json.load(open(path))["kernels"].values()} if os.path.exists(path) else {}
+
+
+def db_usage(out, prog, symbol, labels):
+    """The usage tune recorded for the candidate of these labels ({} if none)."""
+    entry = db_entries(out, prog).get(symbol, {})
+    for c in entry.get("candidates", []) + entry.get("suggested", []):
+        if sorted(c_labels(c["transforms"])) == sorted(labels):
+            return c.get("usage") or c.get("after") or {}
+    return {}
 
 
 def c_labels(t):
@@ -286,7 +302,7 @@ def main():
     # Spilling to shared memory (issue 26): at each step where both were
     # built, the register cap alone, with ptxas's spill to shared memory,
     # and with regtune's LDS spill.
-    shared = []
+    shared, shared_verdicts = [], []
     for (prog, symbol), rs in sorted(kernels.items()):
         steps = {}
         for r in rs:
@@ -300,11 +316,25 @@ def main():
             if "cap" in k and ("smem" in k or "lds" in k) and (k["cap"].get("spills") or 0) > 0:
                 cell = lambda kind: (f"{k[kind]['speedup']:.3f}×{'' if k[kind]['identical'] else ' (differs)'} ({k[kind].get('spills')})"
                                      if kind in k and k[kind].get("speedup") else "-")
-                shared.append(f"| {prog} | {rs[0]['kernel']} | {step} | {cell('cap')} | {cell('smem')} | {cell('lds')} |")
+                # The cap's spill stores over every thread the SM holds:
+                # tune's rule (shared_spill_pays) wants a quarter of sm_90's
+                # largest carveout, 57 KiB.
+                u = db_usage(a.out, prog, symbol, k["cap"]["transforms"])
+                kib = (u.get("vgpr_spills") or 0) * (u.get("occupancy") or 0) * 32 / 1024
+                shared.append((kib, f"| {prog} | {rs[0]['kernel']} | {step} | {kib:.0f} | {cell('cap')} | {cell('smem')} | {cell('lds')} |"))
+                if k["cap"].get("speedup") and k.get("smem", {}).get("speedup"):
+                    ratio = k["smem"]["speedup"] / k["cap"]["speedup"]
+                    shared_verdicts.append((kib >= 228 / 4, 1 if ratio > 1.005 else -1 if ratio < 0.995 else 0))
     if shared:
-        lines += ["", "Where a cap spills: speedup over plain (spilled bytes or registers the compile reports):", "",
-                  "| program | kernel | step | cap alone | + ptxas spill-to-shared | + regtune lds-spill=8 |", "|---|---|---|---:|---:|---:|"]
-        lines += shared
+        lines += ["", "Where a cap spills: speedup over plain (spilled bytes or registers the compile reports; the cap's "
+                      "spill stores over an SM's threads in KiB):", "",
+                  "| program | kernel | step | KiB an SM | cap alone | + ptxas spill-to-shared | + regtune lds-spill=8 |",
+                  "|---|---|---|---:|---:|---:|---:|"]
+        lines += [row for _, row in shared]
+        for over, words in ((True, "57 KiB or more an SM (tune's rule)"), (False, "under 57 KiB an SM")):
+            v = [r for o, r in shared_verdicts if o == over]
+            lines.append(f"ptxas's spilling against the cap's spills where the cap spills {words}: better by more than 0.5 % on "
+                         f"{v.count(1)} of {len(v)}, tied on {v.count(0)}, lost on {v.count(-1)}")
     cost = replay_cost(a.out)
     if cost:
         secs = [c["seconds"] for c in cost.values()]
