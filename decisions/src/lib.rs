@@ -399,18 +399,23 @@ impl Db {
 
     /// Join an entry from another db: a measurement of the entry it
     /// replaces stays when the newcomer has none and offers the same
-    /// candidates; otherwise it is stale and dropped.
+    /// candidates; otherwise it is stale and dropped. A newcomer's own
+    /// measurement keeps what the replaced one timed and it did not, as
+    /// `earlier` ([`Measured::with_earlier`]), as `regtune measure` does.
     pub fn join(&mut self, mut entry: Entry) {
-        if entry.measured.is_none() {
-            if let Some(old) = self.kernels.get(&entry.key()) {
-                let builds = |e: &Entry| {
-                    let mut all = vec![e.transforms.clone()];
-                    all.extend(e.suggested.iter().map(|s| s.transforms.clone()));
-                    all.extend(e.candidates.iter().map(|c| c.transforms.clone()));
-                    all
-                };
-                if builds(old) == builds(&entry) {
-                    entry.measured = old.measured.clone();
+        if let Some(old) = self.kernels.get(&entry.key()) {
+            match entry.measured.take() {
+                Some(m) => entry.measured = Some(m.with_earlier(old.measured.as_ref())),
+                None => {
+                    let builds = |e: &Entry| {
+                        let mut all = vec![e.transforms.clone()];
+                        all.extend(e.suggested.iter().map(|s| s.transforms.clone()));
+                        all.extend(e.candidates.iter().map(|c| c.transforms.clone()));
+                        all
+                    };
+                    if builds(old) == builds(&entry) {
+                        entry.measured = old.measured.clone();
+                    }
                 }
             }
         }
@@ -711,6 +716,26 @@ mod tests {
             vec![Candidate { transforms: Transforms { waves_per_eu: Some(6), ..Default::default() }, usage: Usage::default() }];
         db.join(more);
         assert!(db.kernels[&e.key()].measured.is_none(), "another candidate: stale");
+        // A newcomer's measurement keeps what the old one timed and it did
+        // not, where plain's code is the same.
+        let step = |w| Transforms { waves_per_eu: Some(w), ..Default::default() };
+        let with_code = |mut m: Measured| {
+            m.candidates[0].code = Some("plain".into());
+            m
+        };
+        let mut old = entry("_Z1kPf", "h");
+        old.measured = Some(with_code(measured_with(&[(&step(4), 1.2, true)])));
+        db.join(old);
+        let mut newer = entry("_Z1kPf", "h");
+        newer.measured = Some(with_code(measured_with(&[(&step(6), 0.9, true)])));
+        db.join(newer.clone());
+        let joined = db.kernels[&e.key()].measured.clone().unwrap();
+        assert_eq!(joined.candidates, newer.measured.clone().unwrap().candidates);
+        assert_eq!(joined.earlier.iter().map(|c| c.transforms.clone()).collect::<Vec<_>>(), [step(4)]);
+        let mut other_plain = newer.clone();
+        other_plain.measured.as_mut().unwrap().candidates[0].code = Some("changed".into());
+        db.join(other_plain);
+        assert!(db.kernels[&e.key()].measured.as_ref().unwrap().earlier.is_empty(), "plain's code changed: nothing carried");
         // insert replaces as it is: the tuner decided what still holds.
         db.insert(e.clone());
         db.insert(entry("_Z1kPf", "h"));
