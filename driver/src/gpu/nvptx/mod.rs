@@ -274,12 +274,12 @@ impl Target for Nvptx {
     /// Where the cap's spills of every resident thread outgrow a quarter of
     /// the SM's largest shared-memory carveout (57 KiB on sm_90). Local
     /// memory is cached in the L1 that shared memory is carved from: small
-    /// spills hit there, and moving them takes L1 away. On an H100, ptxas's
-    /// spilling to shared memory lost to the cap where that footprint was
-    /// 8-36 KiB (`likelihood_kernel` 0.92x of the cap, `bisectKernelLarge`
-    /// 0.95x) and gained where it was 94 KiB or more (lavaMD 1.33x, RSBench
-    /// 1.24x, XSBench 2.47x); bench/search/results, the corpus runs of
-    /// 2026-11-27.
+    /// spills hit there, and moving them takes L1 away. In five H100 runs of
+    /// the corpus, ptxas's spilling to shared memory beat the cap's spills
+    /// on 4 of 33 pairs under this line and lost on 10 (`likelihood_kernel`
+    /// 0.92× of the cap, `bisectKernelLarge` 0.95×); at or over it, beat
+    /// them on 27 of 37 and lost on 2 (lavaMD 1.33×, RSBench 1.24×, XSBench
+    /// 2.47×). bench/search/report.py counts them.
     fn shared_spill_pays(&self, cap: &Usage) -> bool {
         let footprint = u64::from(cap.vgpr_spills) * u64::from(cap.occupancy) * u64::from(nvidia::WARP_SIZE);
         4 * footprint >= u64::from(sm(&self.arch).smem_per_sm)
