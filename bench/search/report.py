@@ -67,14 +67,14 @@ def load(out):
     for keep in sorted(glob.glob(os.path.join(out, "keep-*"))):
         prog = os.path.basename(keep)[len("keep-"):]
         if not os.path.exists(os.path.join(out, prog + ".measure.json")):
-            rows += rows_from_events(prog, keep, os.path.join(out, prog, "db", "decisions.json"))
+            rows += rows_from_events(prog, keep, db_entries(out, prog))
     return rows, notes
 
 
-def rows_from_events(prog, keep, db_path):
+def rows_from_events(prog, keep, entries):
     """Report rows from an interposer's events.jsonl, as measure makes
-    them: per candidate the sum over launches of each launch's median."""
-    entries = {e["symbol"]: e for e in json.load(open(db_path))["kernels"].values()} if os.path.exists(db_path) else {}
+    them: per candidate the sum over launches of each launch's median
+    (`entries`: the program's db, by symbol)."""
     launches = {}
     for line in open(os.path.join(keep, "events.jsonl")):
         e = json.loads(line)
@@ -119,6 +119,7 @@ def rows_from_events(prog, keep, db_path):
 
 @functools.lru_cache(maxsize=None)
 def db_entries(out, prog):
+    """The program's db entries by symbol ({} without a db), read once."""
     path = os.path.join(out, prog, "db", "decisions.json")
     return {e["symbol"]: e for e in json.load(open(path))["kernels"].values()} if os.path.exists(path) else {}
 
@@ -330,7 +331,7 @@ def main():
                 # largest carveout, 57 KiB.
                 u = db_usage(a.out, prog, symbol, k["cap"]["transforms"])
                 kib = (u.get("vgpr_spills") or 0) * (u.get("occupancy") or 0) * 32 / 1024
-                shared.append((kib, f"| {prog} | {rs[0]['kernel']} | {step} | {kib:.0f} | {cell('cap')} | {cell('smem')} | {cell('lds')} |"))
+                shared.append(f"| {prog} | {rs[0]['kernel']} | {step} | {kib:.0f} | {cell('cap')} | {cell('smem')} | {cell('lds')} |")
                 if k["cap"].get("speedup") and k.get("smem", {}).get("speedup"):
                     ratio = k["smem"]["speedup"] / k["cap"]["speedup"]
                     judge = beats.get((prog, symbol))
@@ -341,7 +342,7 @@ def main():
                       "spill stores over an SM's threads in KiB):", "",
                   "| program | kernel | step | KiB an SM | cap alone | + ptxas spill-to-shared | + regtune lds-spill=8 |",
                   "|---|---|---|---:|---:|---:|---:|"]
-        lines += [row for _, row in shared]
+        lines += shared
         for over, words in ((True, "57 KiB or more an SM (tune's rule)"), (False, "under 57 KiB an SM")):
             v = [r for o, r, _ in shared_verdicts if o == over]
             beyond = sum(b for o, _, b in shared_verdicts if o == over)
