@@ -399,6 +399,9 @@ fn launched_spills(
         };
         let transforms = Transforms { launch_bounds: Some(block), ..transforms };
         let Some((usage, code)) = build(&transforms) else { continue };
+        // `build` holds the backend's spilling to this already; regtune's
+        // LDS spill, which the stated-block search offers where nothing
+        // spills too, must here spill less than the cap alone.
         if seen.contains(&code) || usage.vgpr_spills >= cap.usage.vgpr_spills {
             continue;
         }
