@@ -160,6 +160,60 @@ for name, target in [("libcupti.so", "libcupti.so.12"), ("libcudart.so", "libcud
 PY
 }
 
+# nvcc 13 for CUDA code built with nvcc (`regtune tune --compiler nvcc`,
+# regtune-nvcc): nvcc, cudafe++, ptxas, nvlink and fatbinary, cicc, the crt
+# headers, the runtime and CCCL, unpacked as one toolkit tree (the wheels
+# share nvidia/cu13/) into /opt/regtune-nvcc (as root) or
+# ${XDG_CACHE_HOME:-~/.cache}/regtune/nvcc. nvcc and cicc must be of one
+# version (13.0's nvcc cannot read 13.5's PTX 9.5); the runtime and CCCL are
+# 13.0's, whose programs the 580 driver (CUDA 13.0) runs. A real toolkit's
+# nvcc ($CUDA_PATH/bin, /usr/local/cuda/bin, PATH) is used as is.
+nvcc_wheels=(
+  "nvidia-cuda-nvcc==13.5.37"
+  "nvidia-nvvm==13.5.37"
+  "nvidia-cuda-crt==13.5.37"
+  "nvidia-cuda-runtime==13.0.96"
+  "nvidia-cuda-cccl==13.0.85"
+)
+if [ "$(id -u)" -eq 0 ]; then
+  nvcc_dir=/opt/regtune-nvcc
+else
+  nvcc_dir="${XDG_CACHE_HOME:-$HOME/.cache}/regtune/nvcc"
+fi
+
+install_nvcc() {
+  if [ -x "$nvcc_dir/bin/nvcc" ] && [ -x "$nvcc_dir/nvvm/bin/cicc" ] && [ -f "$nvcc_dir/include/crt/host_config.h" ] &&
+    [ -f "$nvcc_dir/include/cuda_runtime.h" ] && [ -f "$nvcc_dir/lib/libcudart_static.a" ]; then
+    echo "regtune bootstrap: nvcc present ($nvcc_dir)"
+    return 0
+  fi
+  echo "regtune bootstrap: assembling nvcc 13.5 in $nvcc_dir"
+  local work
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' RETURN
+  python3 -m pip download -q --no-deps --only-binary=:all: -d "$work/wheels" "${nvcc_wheels[@]}"
+  python3 - "$work/wheels" "$work/unpacked" <<'PY'
+import os, sys, zipfile
+wheels, unpacked = sys.argv[1:3]
+for w in sorted(os.listdir(wheels)):
+    z = zipfile.ZipFile(os.path.join(wheels, w))
+    z.extractall(unpacked)
+    # zipfile drops the executable bits.
+    for info in z.infolist():
+        if (info.external_attr >> 16) & 0o111:
+            os.chmod(os.path.join(unpacked, info.filename), 0o755)
+PY
+  # cudart's libraries are named for the wheel; a toolkit also has lib64.
+  ln -sfn lib "$work/unpacked/nvidia/cu13/lib64"
+  [ -e "$work/unpacked/nvidia/cu13/lib/libcudart.so" ] || ln -s libcudart.so.13 "$work/unpacked/nvidia/cu13/lib/libcudart.so"
+  mkdir -p "$(dirname "$nvcc_dir")"
+  rm -rf "$nvcc_dir.partial"
+  mv "$work/unpacked/nvidia/cu13" "$nvcc_dir.partial"
+  rm -rf "$nvcc_dir"
+  mv "$nvcc_dir.partial" "$nvcc_dir"
+  echo "regtune bootstrap: nvcc ready in $nvcc_dir"
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "regtune bootstrap: toolchain present (${packages[*]})"
 elif [ "$(id -u)" -ne 0 ]; then
@@ -174,3 +228,4 @@ fi
 
 install_cuda
 install_cuda_extras
+install_nvcc
