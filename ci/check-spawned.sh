@@ -54,13 +54,15 @@ open(sys.argv[1], "w").write("\n".join(sorted(seen)) + "\n")
 PY
 
 cuda_dir=/opt/regtune-cuda
+nvcc_dir=/opt/regtune-nvcc
 [ "$(id -u)" -eq 0 ] || cuda_dir="${XDG_CACHE_HOME:-$HOME/.cache}/regtune/cuda"
+[ "$(id -u)" -eq 0 ] || nvcc_dir="${XDG_CACHE_HOME:-$HOME/.cache}/regtune/nvcc"
 bad=0
 checked=0
 while read -r program; do
   real=$(readlink -f "$program" 2>/dev/null || echo "$program")
   case "$real" in
-    "$PWD"/* | /tmp/* | "${CARGO_HOME:-$HOME/.cargo}"/* | "${RUSTUP_HOME:-$HOME/.rustup}"/* | "$cuda_dir"/*) continue ;;
+    "$PWD"/* | /tmp/* | "${CARGO_HOME:-$HOME/.cargo}"/* | "${RUSTUP_HOME:-$HOME/.rustup}"/* | "$cuda_dir"/* | "$nvcc_dir"/*) continue ;;
   esac
   checked=$((checked + 1))
   owner=""

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::gpu::{self, Arch};
 use crate::plugin::{self, LoadError, NotFound};
+use crate::toolchain::nvcc::{Nvcc, NvccError};
 use crate::toolchain::{Toolchain, ToolchainError};
 
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +18,10 @@ pub enum ContextError {
     NoPlugin(#[from] NotFound),
     #[error(transparent)]
     Plugin(#[from] LoadError),
+    #[error(transparent)]
+    Nvcc(#[from] NvccError),
+    #[error("--compiler nvcc builds CUDA code: {0} is not an NVIDIA target (sm_XX)")]
+    NvccTarget(String),
 }
 
 #[derive(Debug, Clone)]
@@ -26,6 +31,9 @@ pub struct Context {
     /// The user's clang flags (after `--`, or a compile command's).
     pub user_args: Vec<String>,
     plugin: Option<PathBuf>,
+    /// The user's files are built with nvcc (`user_args` are nvcc's flags):
+    /// its PTX and cubins are tuned, not clang's.
+    pub nvcc: Option<Nvcc>,
 }
 
 impl Context {
@@ -36,7 +44,20 @@ impl Context {
 
     /// A toolchain already found.
     pub fn with_toolchain(toolchain: Toolchain, archs: Vec<Arch>, user_args: Vec<String>) -> Context {
-        Context { toolchain, archs, user_args, plugin: None }
+        Context { toolchain, archs, user_args, plugin: None, nvcc: None }
+    }
+
+    /// The same, building with nvcc (`nvcc`, or a path to one; `None`:
+    /// the one detection finds) instead of clang; NVIDIA targets only.
+    pub fn with_nvcc(self, nvcc: Option<&Path>) -> Result<Context, ContextError> {
+        if let Some(a) = self.archs.iter().find(|a| gpu::of(a).family() != "nvptx") {
+            return Err(ContextError::NvccTarget(a.to_string()));
+        }
+        let nvcc = match nvcc {
+            Some(path) => Nvcc::at(path)?,
+            None => Nvcc::detect()?,
+        };
+        Ok(Context { nvcc: Some(nvcc), ..self })
     }
 
     /// The same, with the pass plugin, which must be for the toolchain's
@@ -50,7 +71,7 @@ impl Context {
     /// The same toolchain and plugin for other targets and flags (a
     /// compile command's, in `batch`).
     pub(crate) fn for_unit(&self, archs: Vec<Arch>, user_args: Vec<String>) -> Context {
-        Context { toolchain: self.toolchain.clone(), archs, user_args, plugin: self.plugin.clone() }
+        Context { toolchain: self.toolchain.clone(), archs, user_args, plugin: self.plugin.clone(), nvcc: self.nvcc.clone() }
     }
 
     /// The plugin [`Context::with_plugin`] found and checked.

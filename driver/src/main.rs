@@ -93,7 +93,8 @@ struct CcArgs {
 #[derive(Args)]
 struct Inputs {
     /// Targets, comma-separated: AMDGPU (gfx90a, gfx942, gfx950, gfx1100, ...) or NVIDIA (sm_70, sm_75,
-    /// sm_80, sm_86, sm_89, sm_90) [default: gfx90a, or sm_90 with --target nvptx].
+    /// sm_80, sm_86, sm_89, sm_90, sm_100, sm_103, sm_120; an `a` suffix as in sm_90a, sm_100a is kept
+    /// for clang) [default: gfx90a, or sm_90 with --target nvptx].
     #[arg(long = "offload-arch", value_name = "A[,B...]")]
     offload_arch: Option<String>,
     /// The GPU family, when --offload-arch does not name one: amdgpu (HIP) or nvptx (CUDA).
@@ -102,8 +103,12 @@ struct Inputs {
     /// HIP source files.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
-    /// Extra clang arguments (-I, -D, -std, -O...), after `--`.
-    #[arg(last = true, value_name = "CLANG_ARGS")]
+    /// The compiler whose code is tuned: clang (the default), or nvcc (or a path to one), whose own PTX
+    /// and cubins are then tuned and measured, with nvcc's flags after `--`.
+    #[arg(long, value_name = "clang|nvcc|PATH")]
+    compiler: Option<String>,
+    /// Extra compiler arguments (-I, -D, -std, -O...), after `--`: clang's, or nvcc's with --compiler nvcc.
+    #[arg(last = true, value_name = "COMPILER_ARGS")]
     clang_args: Vec<String>,
 }
 
@@ -153,7 +158,13 @@ impl Inputs {
     /// The context of a command that compiles them: the targets, the
     /// toolchain they need, the user's clang flags.
     fn context(&self) -> Result<Context> {
-        Ok(Context::new(self.archs()?, self.clang_args.clone())?)
+        let ctx = Context::new(self.archs()?, self.clang_args.clone())?;
+        Ok(match self.compiler.as_deref() {
+            None | Some("clang") => ctx,
+            Some("nvcc") => ctx.with_nvcc(None)?,
+            Some(path) if path.rsplit('/').next().is_some_and(|name| name.contains("nvcc")) => ctx.with_nvcc(Some(path.as_ref()))?,
+            Some(other) => anyhow::bail!("--compiler {other}: regtune tunes clang's code or nvcc's (clang, nvcc, or a path to nvcc)"),
+        })
     }
 
     /// The targets to compile for: --offload-arch, else the family's default.
@@ -509,11 +520,11 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
     if args.patch.is_some() {
         regtune::rdc::unsupported("tune --patch", &args.inputs.clang_args).map_err(anyhow::Error::msg)?;
     }
-    let archs = args.inputs.archs()?;
+    args.inputs.archs()?;
     // A db that cannot be read, parsed or saved stops the run before any compile.
     // One line naming the db and the cause; no cause chain after it.
     let known = regtune_decisions::Db::load_for_update(&args.search.db).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let ctx = Context::new(archs, args.inputs.clang_args.clone())?.with_plugin()?;
+    let ctx = args.inputs.context()?.with_plugin()?;
     let options = args.search.tune_options(args.diff)?;
     let (rows, mut failures) = tune::run(&ctx, &args.inputs.files, &options, &known, &args.search.db);
     if let Some(path) = &args.patch {

@@ -60,12 +60,16 @@ pub fn run(ctx: &Context, files: &[PathBuf], options: &measure::Options) -> (Vec
     let (toolchain, archs, user_args) = (&ctx.toolchain, &ctx.archs[..], &ctx.user_args[..]);
     let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
     // -fgpu-rdc: every file compiled once per target, to link with the others.
-    let sets = rdc::link_sets(toolchain, files, archs, user_args);
+    let sets = if ctx.nvcc.is_some() { vec![] } else { rdc::link_sets(toolchain, files, archs, user_args) };
     let results: Vec<(Vec<KernelReport>, Vec<Failure>)> = jobs
         .par_iter()
         .map(|(file, arch)| match sets.iter().find(|(a, _)| a.name() == arch.name()) {
             Some((_, Ok(set))) => one_linked(toolchain, set, file, files.len() > 1, options),
             Some((_, Err(f))) => (vec![], vec![f.clone()]),
+            None if ctx.nvcc.is_some() => match one_nvcc(ctx, file, arch, options) {
+                Ok(rows) => (rows, vec![]),
+                Err(f) => (vec![], vec![f]),
+            },
             None => match one(toolchain, file, arch, user_args, options) {
                 Ok(rows) => (rows, vec![]),
                 Err(f) => (vec![], vec![f]),
@@ -134,6 +138,21 @@ fn one(
         let locations = target.locations(file, &compiled.stderr, &symbols);
         (measured, locations)
     };
+    if measured.is_empty() {
+        return Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())));
+    }
+    Ok(rows_of(measured, arch, &locations, &file.display().to_string()))
+}
+
+/// One file built with nvcc as the user's flags say: nvcc's own cubin,
+/// with the report of its own ptxas line.
+fn one_nvcc(ctx: &Context, file: &Path, arch: &Arch, options: &measure::Options) -> Result<Vec<KernelReport>, Failure> {
+    let nvcc = ctx.nvcc.as_ref().expect("an nvcc context");
+    let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
+    let kept = crate::gpu::nvptx::nvcc::keep(nvcc, arch, file, &ctx.user_args, dir.path(), None).map_err(compile_failure)?;
+    let measured = measure::object_file_with(&kept.cubin, arch, &kept.report, options).map_err(|e| Failure::new(e.to_string()))?;
+    let symbols: Vec<String> = measured.iter().map(|m| m.symbol.clone()).collect();
+    let locations = gpu::of(arch).locations(file, "", &symbols);
     if measured.is_empty() {
         return Err(Failure::new(format!("{} defines no kernels (no __global__ functions for {arch})", file.display())));
     }

@@ -6,7 +6,11 @@
 //! the kept sets together compile the whole file. Every variant compile may
 //! have a deadline. Results are cached, so no variant compiles twice.
 //! With `-fgpu-rdc` ([`Session::start_linked`]) each build is the file's
-//! bitcode device-linked with the other files' ([`crate::rdc`]).
+//! bitcode device-linked with the other files' ([`crate::rdc`]). Built with
+//! nvcc ([`Session::start_nvcc`]), the file compiles once through nvcc, and
+//! each variant is nvcc's PTX with the kernels' entries edited, assembled
+//! by nvcc's own ptxas line (`gpu/nvptx/nvcc.rs`): register caps, launch
+//! bounds and spilling to shared memory, no rewrite of the source.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -21,8 +25,10 @@ use regtune_decisions::{Db, Entry, Transforms};
 
 use crate::gpu::compile::{self, CompileError, Emit, Location, Unit, Variant};
 use crate::gpu::measure::{self, Measured};
+use crate::gpu::nvptx::nvcc;
 use crate::gpu::Arch;
 use crate::rdc;
+use crate::toolchain::nvcc::Nvcc;
 use crate::toolchain::Toolchain;
 
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +94,8 @@ pub struct Session<'a> {
     /// `-fgpu-rdc`: each build is the unit's bitcode device-linked with
     /// the other units', as the build links them.
     link: Option<rdc::Link>,
+    /// Built with nvcc: its PTX and ptxas line (no IR, no plugin).
+    nvcc: Option<nvcc::Kept>,
 }
 
 /// A build: the one kernel it keeps (None: the whole file), and the
@@ -141,6 +149,7 @@ impl<'a> Session<'a> {
             counter: AtomicUsize::new(0),
             cache: Mutex::new(HashMap::from([((None, vec![]), baseline.clone())])),
             link: None,
+            nvcc: None,
         };
         let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
         let locations = crate::gpu::of(arch).locations(source, &temps.stderr, &symbols);
@@ -178,8 +187,78 @@ impl<'a> Session<'a> {
             counter: AtomicUsize::new(0),
             cache: Mutex::new(HashMap::from([((None, vec![]), plain.measured.clone())])),
             link: Some(plain.link),
+            nvcc: None,
         };
         Ok((session, plain.measured, plain.locations))
+    }
+
+    /// A file built with nvcc as the user's flags say: nvcc's cubin is the
+    /// plain build, and every variant edits nvcc's PTX (see the module's
+    /// doc). The input hash is of nvcc's PTX and ptxas line.
+    pub(crate) fn start_nvcc(
+        toolchain: &'a Toolchain,
+        arch: &'a Arch,
+        plugin: &'a Path,
+        nvcc: &Nvcc,
+        source: &'a Path,
+        user_args: &'a [String],
+        options: measure::Options,
+    ) -> Result<(Session<'a>, Vec<Measured>, Vec<Location>), SessionError> {
+        let dir = tempfile::tempdir().map_err(|e| SessionError::Io(format!("cannot create a temporary directory: {e}")))?;
+        let started = Instant::now();
+        let kept = nvcc::keep(nvcc, arch, source, user_args, dir.path(), None)?;
+        let plain_seconds = started.elapsed().as_secs_f64();
+        let baseline = measure::object_file_with(&kept.cubin, arch, &kept.report, &options)?;
+        let session = Session {
+            toolchain,
+            arch,
+            plugin,
+            source,
+            input_hash: kept.input_hash(nvcc, arch),
+            user_args,
+            options,
+            plain_seconds,
+            dir,
+            pre_ir: PathBuf::new(),
+            plain_object: kept.cubin.clone(),
+            objects: Mutex::new(HashMap::new()),
+            counter: AtomicUsize::new(0),
+            cache: Mutex::new(HashMap::from([((None, vec![]), baseline.clone())])),
+            link: None,
+            nvcc: Some(kept),
+        };
+        let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
+        let locations = crate::gpu::of(arch).locations(source, "", &symbols);
+        Ok((session, baseline, locations))
+    }
+
+    /// Whether variants may rewrite the source (sink, pow2, unroll caps,
+    /// noalias, regtune's LDS spill): not in nvcc's builds, which edit
+    /// only what ptxas reads from a kernel's entry.
+    pub(crate) fn rewrites_source(&self) -> bool {
+        self.nvcc.is_none()
+    }
+
+    /// nvcc's PTX with `variant`'s entries edited, assembled into `out`;
+    /// ptxas's report.
+    /// With `as_built`, exactly as nvcc's build would (no report).
+    fn assemble_nvcc(
+        &self,
+        kept: &nvcc::Kept,
+        variant: &[(String, Transforms)],
+        out: &Path,
+        as_built: bool,
+        deadline: Option<Instant>,
+    ) -> Result<String, SessionError> {
+        let ptx = kept.edited(variant).map_err(|e| SessionError::Compile(CompileError::NotWithNvcc(e)))?;
+        let path = self.scratch_path("ptx");
+        std::fs::write(&path, ptx).map_err(|e| SessionError::Io(format!("cannot write {}: {e}", path.display())))?;
+        let report = match as_built {
+            true => kept.assemble_as_nvcc(self.arch, &path, out, deadline).map(|()| String::new()),
+            false => kept.assemble(self.arch, &path, out, deadline),
+        };
+        let _ = std::fs::remove_file(&path);
+        Ok(report?)
     }
 
     /// Compile the IR with `variant`: to a code object (or a listing,
@@ -262,6 +341,14 @@ impl<'a> Session<'a> {
         if let Some(hit) = self.cache.lock().expect("cache lock").get(&key) {
             return Ok(hit.clone());
         }
+        if let Some(kept) = &self.nvcc {
+            let obj = self.scratch_path("cubin");
+            let report = self.assemble_nvcc(kept, &key.1, &obj, false, deadline)?;
+            let measured = measure::object_file_with(&obj, self.arch, &report, &self.options)?;
+            self.objects.lock().expect("objects lock").entry(key.1.clone()).or_insert(obj);
+            self.cache.lock().expect("cache lock").insert(key, measured.clone());
+            return Ok(measured);
+        }
         let mut variant = self.plugin_variant(&key.1, key.0.as_deref())?;
         variant.deadline = deadline;
         let obj = self.scratch_path("o");
@@ -286,6 +373,9 @@ impl<'a> Session<'a> {
     /// What the plugin says it did to `symbol` built alone with
     /// `transforms` (`REGTUNE_VERBOSE`): its `regtune: ...` lines.
     pub(crate) fn plugin_notes(&self, symbol: &str, transforms: &Transforms) -> Result<Vec<String>, SessionError> {
+        if self.nvcc.is_some() {
+            return Err(SessionError::Io("nvcc's builds run no pass plugin".into()));
+        }
         let mut variant = self.plugin_variant(&[(symbol.to_string(), transforms.clone())], Some(symbol))?;
         variant.env.push((VERBOSE_ENV, OsString::from("1")));
         // The values' names, for the notes (clang drops them reading IR).
@@ -308,6 +398,10 @@ impl<'a> Session<'a> {
     /// measured (kept in the session's directory), else a fresh compile.
     pub(crate) fn save_code_object(&self, variant: &[(String, Transforms)], dest: &Path) -> Result<(), SessionError> {
         let key: Vec<(String, Transforms)> = variant.iter().filter(|(_, t)| !t.is_empty()).cloned().collect();
+        if let (Some(nvcc), false) = (&self.nvcc, key.is_empty()) {
+            // What nvcc's build makes of it: the search's cubins carry ptxas's -v in a note.
+            return self.assemble_nvcc(nvcc, &key, dest, true, None).map(drop);
+        }
         let kept =
             if key.is_empty() { Some(self.plain_object.clone()) } else { self.objects.lock().expect("objects lock").get(&key).cloned() };
         let source = match kept {
@@ -322,6 +416,12 @@ impl<'a> Session<'a> {
 
     /// Optimized IR or assembly of a variant, for `--diff`.
     pub(crate) fn listing(&self, variant: &[(String, Transforms)], kind: Listing) -> Result<String, SessionError> {
+        if let Some(kept) = &self.nvcc {
+            return match kind {
+                Listing::Asm => kept.edited(variant).map_err(|e| SessionError::Compile(CompileError::NotWithNvcc(e))),
+                Listing::Ir => Err(SessionError::Io("nvcc's builds have no LLVM IR (cicc is not LLVM's optimizer)".into())),
+            };
+        }
         let mut v = self.plugin_variant(variant, None)?;
         let out = self.scratch_path("s");
         if self.link.is_some() {
@@ -344,6 +444,12 @@ impl<'a> Session<'a> {
     /// What the plugin sees in each kernel before any variant compiles:
     /// which transforms could change it, and the noalias candidates.
     pub(crate) fn inspect(&self) -> Result<HashMap<String, Inspection>, SessionError> {
+        if self.nvcc.is_some() {
+            // No rewrite of the source reaches nvcc's build: none is tried.
+            let plain = self.cache.lock().expect("cache lock").get(&(None, vec![])).cloned().unwrap_or_default();
+            let none = |kernel: String| Inspection { kernel, pow2: false, pow2_inexact: false, unroll_cap: false, noalias_candidates: vec![] };
+            return Ok(plain.into_iter().map(|m| (m.symbol.clone(), none(m.symbol))).collect());
+        }
         let out = Command::new(self.toolchain.llvm_bin.join("opt"))
             .arg(format!("-load-pass-plugin={}", self.plugin.display()))
             .args(["-passes=regtune-inspect", "-disable-output"])

@@ -41,6 +41,12 @@ pub enum CompileError {
     /// lld's diagnostics are in `diagnostics`.
     #[error("the device link (lld) of {} for {arch} failed ({status})", file.display())]
     Link { file: PathBuf, arch: String, status: String, diagnostics: String },
+    /// nvcc's own diagnostics (or why its build is not tuned) are in `diagnostics`.
+    #[error("nvcc failed to compile {} for {arch} ({status})", file.display())]
+    Nvcc { file: PathBuf, arch: String, status: String, diagnostics: String },
+    /// A variant nvcc's PTX cannot carry (a source rewrite).
+    #[error("{0}")]
+    NotWithNvcc(String),
     #[error("relocatable device code (-fgpu-rdc) is not supported for {arch}: {why}")]
     NoRdc { arch: String, why: &'static str },
     #[error(transparent)]
@@ -58,7 +64,9 @@ impl CompileError {
     /// Compiler diagnostics worth showing above the one-line error.
     pub(crate) fn diagnostics(&self) -> Option<&str> {
         match self {
-            CompileError::Failed { diagnostics, .. } | CompileError::Link { diagnostics, .. } if !diagnostics.trim().is_empty() => {
+            CompileError::Failed { diagnostics, .. } | CompileError::Link { diagnostics, .. } | CompileError::Nvcc { diagnostics, .. }
+                if !diagnostics.trim().is_empty() =>
+            {
                 Some(diagnostics)
             }
             CompileError::Ptxas(ptxas::PtxasError::Failed { diagnostics, .. }) if !diagnostics.trim().is_empty() => Some(diagnostics),
@@ -163,9 +171,14 @@ impl Unit<'_> {
     /// The db's input hash of this unit, given its preprocessed source: what
     /// `tune` records and the hipcc wrapper looks up
     /// ([`regtune_decisions::hash::input_hash`]; NVPTX adds ptxas's version).
+    /// Flags and text as [`crate::hash::Spelling`] writes them, so the hash
+    /// is the same however the command spelled its paths (relative or
+    /// absolute `-I`, the directory it ran in, a checkout at another path).
     pub(crate) fn input_hash(&self, preprocessed: &[u8]) -> String {
         let tools = gpu::of(self.arch).hash_inputs(self.toolchain);
-        regtune_decisions::hash::input_hash(&self.toolchain.version, self.arch.name(), &tools, self.user_args, preprocessed)
+        let spelling = crate::hash::Spelling::of(self.source);
+        let (args, text) = (spelling.args(self.user_args), spelling.preprocessed(preprocessed));
+        regtune_decisions::hash::input_hash(&self.toolchain.version, self.arch.name(), &tools, &args, &text)
     }
 
     /// Preprocess into `out` and hash: the input hash `tune` gives this unit,
@@ -189,10 +202,12 @@ impl Unit<'_> {
     }
 }
 
-/// A compilation-unit ID for `source`: its canonical path, hashed.
+/// A compilation-unit ID for `source`: its name in its checkout (its
+/// canonical path outside one), hashed; so a checkout at another path
+/// builds the same bytes, and a re-tune there keeps what a GPU timed.
 fn cuid(source: &Path) -> String {
-    let path = std::fs::canonicalize(source).unwrap_or_else(|_| source.to_path_buf());
-    crate::hash::short(path.as_os_str().as_encoded_bytes())
+    let spelling = crate::hash::Spelling::of(source);
+    crate::hash::short(spelling.unit_name().as_os_str().as_encoded_bytes())
 }
 
 /// What a device link writes: the code object, or one listing of the

@@ -83,7 +83,7 @@ fn is_complete(root: &Path) -> bool {
         && (root.join("version.json").is_file() || root.join("version.txt").is_file())
 }
 
-fn cache_dir() -> PathBuf {
+pub(super) fn cache_dir() -> PathBuf {
     env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))

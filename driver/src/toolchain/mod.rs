@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub mod cuda;
+pub mod nvcc;
 
 use crate::tools;
 use cuda::{Cuda, CudaError};

@@ -144,7 +144,8 @@ pub(super) fn plan_kernel(
     let allowed_rewrites = Space {
         pow2: exact_pow2,
         pow2_inexact: inexact_pow2 && (options.pow2 == Pow2::Apply || confirmed.pow2_inexact),
-        sink: true,
+        // nvcc's builds edit only the kernel's entry in its PTX.
+        sink: session.rewrites_source(),
         noalias: if noalias_apply { ranked.clone() } else { confirmed.noalias.clone() },
         noalias_all: if noalias_apply { every_pointer.clone() } else { vec![] },
         launch_bounds: options.block_size.stated().or(confirmed.launch_bounds),
@@ -156,7 +157,7 @@ pub(super) fn plan_kernel(
     let proven = |c| options.evidence.never_loses(c);
     let facts = Space {
         pow2: allowed_rewrites.pow2 && (proven(Class::Pow2) || confirmed.pow2),
-        sink: proven(Class::Sink) || confirmed.sink,
+        sink: allowed_rewrites.sink && (proven(Class::Sink) || confirmed.sink),
         unroll_caps: confirmed.unroll_cap.filter(|_| !caps.is_empty()).into_iter().collect(),
         waves: if proven(Class::OccupancyTarget) { waves } else { confirmed.waves_per_eu.into_iter().collect() },
         ..allowed_rewrites.clone()
@@ -301,7 +302,9 @@ pub(super) fn plan_kernel(
             // 64-bit halves, contractable products), both fixed; every
             // example is now bit-identical (no cap and 32/48/64 warps per
             // SM, 1 to 8 slots: bench/gpu/lds_spill_examples.json).
-            lds_spill: shared_spill.map(|t| Transforms { lds_spill: Some(candidates::LDS_SLOTS), ..t }),
+            lds_spill: shared_spill
+                .filter(|_| session.rewrites_source())
+                .map(|t| Transforms { lds_spill: Some(candidates::LDS_SLOTS), ..t }),
         };
         *until.lock().expect("deadline lock") = tuning.limits.candidates();
         // The backend's spilling to shared memory is built only where the

@@ -33,7 +33,7 @@ pub fn run(ctx: &Context, files: &[PathBuf], options: &Options, confirmed: &Db, 
     let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
     let progress = Progress::new(jobs.len() as u64, "tuning");
     // -fgpu-rdc: every file compiled once per target, to link with the others.
-    let sets = rdc::link_sets(toolchain, files, archs, user_args);
+    let sets = if ctx.nvcc.is_some() { vec![] } else { rdc::link_sets(toolchain, files, archs, user_args) };
     let results: Vec<(Vec<KernelTuning>, Vec<Failure>)> = jobs
         .par_iter()
         .map(|(file, arch)| {
@@ -130,9 +130,11 @@ pub(crate) fn tune_unit_session<'a>(
 ) -> Result<(Session<'a>, Vec<KernelTuning>), Failure> {
     let started = Instant::now();
     let line = progress.unit(format!("{} {}", file.display(), arch.processor()));
-    let (session, baseline, locations) =
-        Session::start_with(&ctx.toolchain, arch, ctx.plugin(), file, &ctx.user_args, options.measure_options())
-            .map_err(session_failure)?;
+    let started_session = match &ctx.nvcc {
+        Some(nvcc) => Session::start_nvcc(&ctx.toolchain, arch, ctx.plugin(), nvcc, file, &ctx.user_args, options.measure_options()),
+        None => Session::start_with(&ctx.toolchain, arch, ctx.plugin(), file, &ctx.user_args, options.measure_options()),
+    };
+    let (session, baseline, locations) = started_session.map_err(session_failure)?;
     let rows = tune_session(&session, baseline, locations, started, options, known, progress, &line)?;
     Ok((session, rows))
 }

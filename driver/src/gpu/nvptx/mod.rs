@@ -2,6 +2,7 @@
 
 pub mod cubin;
 pub(crate) mod flags;
+pub(crate) mod nvcc;
 mod listing;
 pub mod nvidia;
 pub(crate) mod ptxas;

@@ -75,13 +75,26 @@ pub(crate) fn assemble(
     user_args: &[String],
     deadline: Option<Instant>,
 ) -> Result<String, PtxasError> {
-    let tool = cuda.ptxas();
     let mut args: Vec<OsString> = vec!["-m64".into(), opt_level(user_args).into(), "--gpu-name".into(), arch.processor().into()];
     args.extend(user_ptxas_args(user_args).into_iter().map(OsString::from));
     args.push("-v".into());
-    let Ok(text) = std::fs::read(ptx) else { return run(&tool, args, arch, ptx, cubin, deadline) };
+    assemble_with((&cuda.ptxas(), &cuda.ptxas_version), args, arch, ptx, cubin, deadline)
+}
+
+/// `tool args --output-file cubin ptx` (`args` ending in `-v`), through the
+/// cache: the ptxas (its path and version) and its arguments as another
+/// compiler driver runs them (nvcc's own ptxas line).
+pub(crate) fn assemble_with(
+    (tool, version): (&Path, &str),
+    args: Vec<OsString>,
+    arch: &Arch,
+    ptx: &Path,
+    cubin: &Path,
+    deadline: Option<Instant>,
+) -> Result<String, PtxasError> {
+    let Ok(text) = std::fs::read(ptx) else { return run(tool, args, arch, ptx, cubin, deadline) };
     let key = hash::of_parts(
-        [tool.as_os_str().as_encoded_bytes(), cuda.ptxas_version.as_bytes(), &text]
+        [tool.as_os_str().as_encoded_bytes(), version.as_bytes(), &text]
             .into_iter()
             .chain(args.iter().map(|a| a.as_encoded_bytes())),
     );
@@ -93,7 +106,7 @@ pub(crate) fn assemble(
         return Ok(done.report.clone());
     }
     // A failure leaves the slot empty: the next caller tries for itself.
-    let report = run(&tool, args, arch, ptx, cubin, deadline)?;
+    let report = run(tool, args, arch, ptx, cubin, deadline)?;
     if let Ok(bytes) = std::fs::read(cubin) {
         let mut cache = ASSEMBLED.lock().expect("ptxas cache lock");
         if cache.bytes + bytes.len() <= CACHE_BYTES {
