@@ -157,31 +157,43 @@ fn occupancy_calculator_equals_cuda_occupancy_h() {
 }
 
 fn check_against_ptxas(arch: &str) {
-    let sm = nvidia::sm(arch).unwrap();
     for file in examples() {
-        let kernels = report(&file, arch, &[]);
-        let truth = ptxas_v(&file, arch, &[], None);
-        assert_eq!(kernels.len(), truth.len(), "{}: kernel count on {arch}", file.display());
-        for k in &kernels {
-            let symbol = k["symbol"].as_str().unwrap();
-            let p = truth.get(symbol).unwrap_or_else(|| panic!("ptxas reported no {symbol}"));
-            let (u, n) = (&k["usage"], &k["nvidia"]);
-            let ctx = format!("{} {symbol} on {arch}", file.display());
-            assert_eq!(u["vgpr"].as_u64(), Some(p.registers), "{ctx}: registers");
-            assert_eq!(u["scratch_bytes"].as_u64(), Some(p.stack), "{ctx}: stack frame");
-            assert_eq!(u["vgpr_spills"].as_u64(), Some(p.spill_stores), "{ctx}: spill stores");
-            assert_eq!(u["sgpr_spills"].as_u64(), Some(p.spill_loads), "{ctx}: spill loads");
-            assert_eq!(u["lds_bytes"].as_u64(), Some(p.smem), "{ctx}: shared memory");
-            assert_eq!(n["barriers"].as_u64(), Some(p.barriers), "{ctx}: barriers");
-            assert_eq!((u["agpr"].as_u64(), u["sgpr"].as_u64()), (Some(0), Some(0)), "{ctx}");
-            // No example has launch bounds: the default block size, said so.
-            assert_eq!((n["block_size"].as_u64(), n["block_size_from"].as_str()), (Some(256), Some("default")), "{ctx}");
-            let blocks = oracle(&[(sm.major, sm.minor, p.registers as u32, 256, p.smem as u32, p.barriers as u32)])[0];
-            assert_eq!(u["occupancy"].as_u64(), Some(u64::from(blocks * 8)), "{ctx}: occupancy (warps/SM)");
-            assert!(u["code_bytes"].as_u64().unwrap() > 0, "{ctx}: code size");
-            assert!(k["line"].as_u64().unwrap() > 0, "{ctx}: line");
-            assert_eq!(k["arch"], arch, "{ctx}");
-        }
+        check_file_against_ptxas(&file, arch, None);
+    }
+}
+
+/// `report` of `file` on `arch` against clang's compile with `ptxas -v`, and
+/// its occupancy against the calculator, at `--block-size` if given, else
+/// at the default 256 (no example has launch bounds).
+fn check_file_against_ptxas(file: &Path, arch: &str, block_size: Option<u32>) {
+    let sm = nvidia::sm(arch).unwrap();
+    let size = block_size.map(|b| b.to_string());
+    let extra: Vec<&str> = size.iter().flat_map(|s| ["--block-size", s.as_str()]).collect();
+    let (block, from) = match block_size {
+        Some(b) => (b, "option"),
+        None => (256, "default"),
+    };
+    let kernels = report(file, arch, &extra);
+    let truth = ptxas_v(file, arch, &[], None);
+    assert_eq!(kernels.len(), truth.len(), "{}: kernel count on {arch}", file.display());
+    for k in &kernels {
+        let symbol = k["symbol"].as_str().unwrap();
+        let p = truth.get(symbol).unwrap_or_else(|| panic!("ptxas reported no {symbol}"));
+        let (u, n) = (&k["usage"], &k["nvidia"]);
+        let ctx = format!("{} {symbol} on {arch}", file.display());
+        assert_eq!(u["vgpr"].as_u64(), Some(p.registers), "{ctx}: registers");
+        assert_eq!(u["scratch_bytes"].as_u64(), Some(p.stack), "{ctx}: stack frame");
+        assert_eq!(u["vgpr_spills"].as_u64(), Some(p.spill_stores), "{ctx}: spill stores");
+        assert_eq!(u["sgpr_spills"].as_u64(), Some(p.spill_loads), "{ctx}: spill loads");
+        assert_eq!(u["lds_bytes"].as_u64(), Some(p.smem), "{ctx}: shared memory");
+        assert_eq!(n["barriers"].as_u64(), Some(p.barriers), "{ctx}: barriers");
+        assert_eq!((u["agpr"].as_u64(), u["sgpr"].as_u64()), (Some(0), Some(0)), "{ctx}");
+        assert_eq!((n["block_size"].as_u64(), n["block_size_from"].as_str()), (Some(u64::from(block)), Some(from)), "{ctx}");
+        let blocks = oracle(&[(sm.major, sm.minor, p.registers as u32, block, p.smem as u32, p.barriers as u32)])[0];
+        assert_eq!(u["occupancy"].as_u64(), Some(u64::from(blocks * block.div_ceil(32))), "{ctx}: occupancy (warps/SM)");
+        assert!(u["code_bytes"].as_u64().unwrap() > 0, "{ctx}: code size");
+        assert!(k["line"].as_u64().unwrap() > 0, "{ctx}: line");
+        assert_eq!(k["arch"], arch, "{ctx}");
     }
 }
 
@@ -194,6 +206,35 @@ fn report_equals_ptxas_on_sm_90() {
 fn report_equals_ptxas_on_sm_75_and_sm_86() {
     check_against_ptxas("sm_75");
     check_against_ptxas("sm_86");
+}
+
+/// Blackwell: ptxas 12.9 assembles clang 22's PTX for sm_100 and sm_120.
+#[test]
+fn report_equals_ptxas_on_sm_100_and_sm_120() {
+    check_against_ptxas("sm_100");
+    check_against_ptxas("sm_120");
+}
+
+/// Where shared memory and named barriers limit: 40 KB a block fits 5 times
+/// in sm_100's 228 KB and twice in sm_120's 100 KB (40 and 16 warps at 256
+/// threads); 2 barriers a block allow 32 blocks on sm_100 (2 per block slot)
+/// but 12 on sm_120 (1 per slot): 64 and 24 warps at 64 threads.
+#[test]
+fn report_equals_ptxas_where_shared_memory_and_barriers_limit_on_blackwell() {
+    let file = repo().join("tests/nvptx/shared_barriers.cu");
+    for arch in ["sm_90", "sm_100", "sm_120"] {
+        check_file_against_ptxas(&file, arch, None);
+        check_file_against_ptxas(&file, arch, Some(64));
+    }
+    let occupancy = |arch: &str, extra: &[&str], name: &str| {
+        let rows = report(&file, arch, extra);
+        let k = rows.iter().find(|k| k["name"].as_str().unwrap().starts_with(name)).unwrap();
+        k["usage"]["occupancy"].as_u64().unwrap()
+    };
+    assert_eq!(occupancy("sm_100", &[], "tile_transpose_sum"), 40);
+    assert_eq!(occupancy("sm_120", &[], "tile_transpose_sum"), 16);
+    assert_eq!(occupancy("sm_100", &["--block-size", "64"], "two_barriers"), 64);
+    assert_eq!(occupancy("sm_120", &["--block-size", "64"], "two_barriers"), 24);
 }
 
 #[test]

@@ -27,6 +27,11 @@ static int props(int major, int minor, cudaOccDeviceProp *p) {
     case 86: p->maxThreadsPerMultiprocessor = 1536; p->sharedMemPerMultiprocessor = 100 * 1024; p->sharedMemPerBlockOptin = 99 * 1024; p->reservedSharedMemPerBlock = 1024; break;
     case 89: p->maxThreadsPerMultiprocessor = 1536; p->sharedMemPerMultiprocessor = 100 * 1024; p->sharedMemPerBlockOptin = 99 * 1024; p->reservedSharedMemPerBlock = 1024; break;
     case 90: p->maxThreadsPerMultiprocessor = 2048; p->sharedMemPerMultiprocessor = 228 * 1024; p->sharedMemPerBlockOptin = 227 * 1024; p->reservedSharedMemPerBlock = 1024; break;
+    /* Blackwell: CCCL's cuda/__device/arch_traits.h (threads, shared memory,
+     * reserved) and CUTLASS's sm100/sm120_smem_capacity_bytes (opt-in). */
+    case 100: p->maxThreadsPerMultiprocessor = 2048; p->sharedMemPerMultiprocessor = 228 * 1024; p->sharedMemPerBlockOptin = 227 * 1024; p->reservedSharedMemPerBlock = 1024; break;
+    case 103: p->maxThreadsPerMultiprocessor = 2048; p->sharedMemPerMultiprocessor = 228 * 1024; p->sharedMemPerBlockOptin = 227 * 1024; p->reservedSharedMemPerBlock = 1024; break;
+    case 120: p->maxThreadsPerMultiprocessor = 1536; p->sharedMemPerMultiprocessor = 100 * 1024; p->sharedMemPerBlockOptin = 99 * 1024; p->reservedSharedMemPerBlock = 1024; break;
     default: return 0;
     }
     return 1;

@@ -147,7 +147,10 @@ mod tests {
     fn unknown_targets_are_named_in_the_error() {
         let e = Arch::parse("gfx9999").unwrap_err().to_string();
         assert!(e.starts_with("unknown target `gfx9999`: regtune knows gfx"), "{e}");
-        assert!(e.ends_with("sm_89, sm_90"), "{e}");
+        assert!(e.ends_with("sm_89, sm_90, sm_100, sm_103, sm_120"), "{e}");
+        // ptxas 12.9 takes sm_101 and sm_121, but regtune has no model for them.
+        let e = Arch::parse("sm_121").unwrap_err().to_string();
+        assert!(e.starts_with("unknown target `sm_121`"), "{e}");
     }
 
     #[test]
@@ -165,5 +168,26 @@ mod tests {
         assert_eq!(Arch::parse("gfx90a").unwrap().vendor(), Vendor::Amdgpu);
         assert_eq!(Arch::parse("gfx90a").unwrap().occupancy_unit(), "waves/SIMD");
         assert_eq!(a.occupancy_unit(), "warps/SM");
+    }
+
+    /// Blackwell: the arch-specific `a` suffix keeps its spelling (what clang
+    /// gets) and resolves to the base capability's model.
+    #[test]
+    fn blackwell_compute_capabilities_parse_with_and_without_the_suffix() {
+        for (spec, model, warps) in [
+            ("sm_100", "sm_100", 64),
+            ("sm_100a", "sm_100", 64),
+            ("sm_103a", "sm_103", 64),
+            ("sm_120", "sm_120", 48),
+            ("SM_120a", "sm_120", 48),
+        ] {
+            let a = Arch::parse(spec).unwrap();
+            let sm = a.nvidia().unwrap();
+            assert_eq!((a.vendor(), sm.name, sm.max_warps_per_sm), (Vendor::Nvptx, model, warps), "{spec}");
+            assert_eq!(a.processor(), spec.to_ascii_lowercase(), "{spec}");
+        }
+        let v = Arch::parse_list("sm_90,sm_100a,sm_120").unwrap();
+        assert_eq!(v.iter().map(|a| a.name()).collect::<Vec<_>>(), ["sm_90", "sm_100a", "sm_120"]);
+        assert!(Arch::parse("sm_100f").is_err(), "clang 22 refuses family-specific targets");
     }
 }

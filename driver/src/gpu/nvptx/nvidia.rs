@@ -23,13 +23,25 @@
 //!            shared memory is the largest carveout, or the smallest carveout
 //!            that holds one block when that is larger; 0 blocks past the
 //!            per-block limit (48 KB without opt-in, plus the reserved 1 KB)
-//! barriers   cudaOccMaxBlocksPerSMBlockBarrierLimit (sm_90): 2 * block slots
-//!            / named barriers per block
+//! barriers   cudaOccMaxBlocksPerSMBlockBarrierLimit (from sm_90 on): block
+//!            slots * barriers per slot (2 on sm_90, sm_100, sm_103; 1 on
+//!            sm_120) / named barriers per block
 //! ```
 //!
 //! The device numbers are those `cudaGetDeviceProperties` reports for each
 //! compute capability (CUDA C++ Programming Guide, "Technical Specifications
-//! per Compute Capability"): the same for every GPU of that capability.
+//! per Compute Capability"): the same for every GPU of that capability. For
+//! the Blackwell capabilities (sm_100, sm_103, sm_120) they are taken from
+//! NVIDIA's own code instead: `cuda_occupancy.h` of CUDA 12.9 for the block
+//! slots, carveouts, allocation units and barriers, libcu++'s
+//! `cuda/__device/arch_traits.h` (CCCL, `traits<id::sm_100>`,
+//! `traits<id::sm_103>`, `traits<id::sm_120>`) for threads and shared memory
+//! per SM, registers (64 K per SM and per block) and the reserved kilobyte
+//! per block, and CUTLASS's `cutlass/arch/arch.h`
+//! (`sm100_smem_capacity_bytes = 232448`, `sm120_smem_capacity_bytes =
+//! 101376`) for the opt-in per block. sm_101 and sm_121, which ptxas 12.9
+//! also takes, are not modelled: no NVIDIA source found gives their
+//! threads per SM.
 
 use crate::gpu::Limiter;
 
@@ -71,6 +83,11 @@ pub struct Sm {
     pub reserved_smem_per_block: u32,
     /// Shared-memory carveouts in KB (`cudaOccAlignUpShmemSizeVoltaPlus`).
     pub carveouts_kb: &'static [u32],
+    /// Named barriers each block slot brings
+    /// (`cudaOccMaxBlocksPerSMBlockBarrierLimit`: `ctaLimitBlocks * 2`, or
+    /// `ctaLimitBlocks` on sm_86, sm_89 and sm_12x); the limit counts only
+    /// from sm_90 on.
+    pub barriers_per_block_slot: u32,
 }
 
 const VOLTA_CARVEOUTS: &[u32] = &[0, 8, 16, 32, 64, 96];
@@ -78,6 +95,10 @@ const TURING_CARVEOUTS: &[u32] = &[32, 64];
 const GA100_CARVEOUTS: &[u32] = &[0, 8, 16, 32, 64, 100, 132, 164];
 const GA10X_CARVEOUTS: &[u32] = &[0, 8, 16, 32, 64, 100];
 const HOPPER_CARVEOUTS: &[u32] = &[0, 8, 16, 32, 64, 100, 132, 164, 196, 228];
+/// cuda_occupancy.h (CUDA 12.9), `case 10:` minors 0, 1 and 3: Hopper's list.
+const GB10X_CARVEOUTS: &[u32] = HOPPER_CARVEOUTS;
+/// cuda_occupancy.h (CUDA 12.9), `case 12:` minors 0 and 1: GA10x's list.
+const GB20X_CARVEOUTS: &[u32] = GA10X_CARVEOUTS;
 
 const KB: u32 = 1024;
 
@@ -96,6 +117,7 @@ pub static SMS: &[Sm] = &[
         smem_per_block_optin: 96 * KB,
         reserved_smem_per_block: 0,
         carveouts_kb: VOLTA_CARVEOUTS,
+        barriers_per_block_slot: 2,
     },
     // T4, RTX 20.
     Sm {
@@ -110,6 +132,7 @@ pub static SMS: &[Sm] = &[
         smem_per_block_optin: 64 * KB,
         reserved_smem_per_block: 0,
         carveouts_kb: TURING_CARVEOUTS,
+        barriers_per_block_slot: 2,
     },
     // A100.
     Sm {
@@ -124,6 +147,7 @@ pub static SMS: &[Sm] = &[
         smem_per_block_optin: 163 * KB,
         reserved_smem_per_block: KB,
         carveouts_kb: GA100_CARVEOUTS,
+        barriers_per_block_slot: 2,
     },
     // A10, RTX 30.
     Sm {
@@ -138,6 +162,7 @@ pub static SMS: &[Sm] = &[
         smem_per_block_optin: 99 * KB,
         reserved_smem_per_block: KB,
         carveouts_kb: GA10X_CARVEOUTS,
+        barriers_per_block_slot: 1,
     },
     // L4, L40, RTX 40.
     Sm {
@@ -152,6 +177,7 @@ pub static SMS: &[Sm] = &[
         smem_per_block_optin: 99 * KB,
         reserved_smem_per_block: KB,
         carveouts_kb: GA10X_CARVEOUTS,
+        barriers_per_block_slot: 1,
     },
     // H100, H200.
     Sm {
@@ -166,11 +192,67 @@ pub static SMS: &[Sm] = &[
         smem_per_block_optin: 227 * KB,
         reserved_smem_per_block: KB,
         carveouts_kb: HOPPER_CARVEOUTS,
+        barriers_per_block_slot: 2,
+    },
+    // B200, GB200 (compute capability 10.0). Threads and shared memory per SM:
+    // CCCL `traits<id::sm_100>` (2048 threads, 228 KB, 1 KB reserved, opt-in
+    // 228 - 1 KB = CUTLASS `sm100_smem_capacity_bytes`); block slots (32),
+    // carveouts, barriers (2 per slot): cuda_occupancy.h 12.9, `case 10:`.
+    Sm {
+        name: "sm_100",
+        major: 10,
+        minor: 0,
+        max_warps_per_sm: 64,
+        max_blocks_per_sm: 32,
+        regs_per_sm: 65536,
+        smem_per_sm: 228 * KB,
+        smem_per_block: 48 * KB,
+        smem_per_block_optin: 227 * KB,
+        reserved_smem_per_block: KB,
+        carveouts_kb: GB10X_CARVEOUTS,
+        barriers_per_block_slot: 2,
+    },
+    // B300, GB300 (10.3): CCCL's `traits<id::sm_103>` is sm_100's with the
+    // minor changed; cuda_occupancy.h 12.9 treats minor 3 as minor 0.
+    Sm {
+        name: "sm_103",
+        major: 10,
+        minor: 3,
+        max_warps_per_sm: 64,
+        max_blocks_per_sm: 32,
+        regs_per_sm: 65536,
+        smem_per_sm: 228 * KB,
+        smem_per_block: 48 * KB,
+        smem_per_block_optin: 227 * KB,
+        reserved_smem_per_block: KB,
+        carveouts_kb: GB10X_CARVEOUTS,
+        barriers_per_block_slot: 2,
+    },
+    // RTX 50, RTX PRO Blackwell (12.0). Threads and shared memory per SM:
+    // CCCL `traits<id::sm_120>` (1536 threads, 100 KB, 1 KB reserved, opt-in
+    // 99 KB = CUTLASS `sm120_smem_capacity_bytes`); block slots: 24 in
+    // cuda_occupancy.h 12.9 (`case 12:`; CCCL says 32, but the calculator
+    // this models says 24), carveouts up to 100 KB, 1 barrier per slot.
+    Sm {
+        name: "sm_120",
+        major: 12,
+        minor: 0,
+        max_warps_per_sm: 48,
+        max_blocks_per_sm: 24,
+        regs_per_sm: 65536,
+        smem_per_sm: 100 * KB,
+        smem_per_block: 48 * KB,
+        smem_per_block_optin: 99 * KB,
+        reserved_smem_per_block: KB,
+        carveouts_kb: GB20X_CARVEOUTS,
+        barriers_per_block_slot: 1,
     },
 ];
 
-/// The model for "sm_90", "sm_90a" (architecture-specific features do not
-/// change occupancy) or "SM_90"; `None` for a capability regtune does not model.
+/// The model for "sm_90", "sm_90a", "sm_100a", "sm_120a" (architecture-specific
+/// features do not change occupancy) or "SM_90"; `None` for a capability
+/// regtune does not model (family-specific names such as "sm_100f" included:
+/// clang 22 refuses them).
 pub fn sm(name: &str) -> Option<&'static Sm> {
     let name = name.trim().to_ascii_lowercase();
     let base = name.strip_suffix('a').unwrap_or(&name);
@@ -282,7 +364,7 @@ impl Sm {
         if self.major < 9 || barriers == 0 {
             return u32::MAX;
         }
-        2 * self.max_blocks_per_sm / barriers
+        self.barriers_per_block_slot * self.max_blocks_per_sm / barriers
     }
 
     /// Resident blocks and warps per SM for `block` threads per block.
@@ -416,9 +498,10 @@ mod tests {
     /// The register column of the CUDA Occupancy Calculator for 256-thread
     /// blocks on compute capability 8.0 and 9.0 (64 warps/SM): 32 registers
     /// give 100%, 40 give 75%, 64 give 50%, 128 give 25%, 255 give 12.5%.
+    /// sm_100 and sm_103 have the same register file and 64 warps.
     #[test]
     fn register_steps_at_256_threads() {
-        for arch in ["sm_80", "sm_90"] {
+        for arch in ["sm_80", "sm_90", "sm_100", "sm_103"] {
             let warps: Vec<u32> = [32, 33, 40, 41, 48, 56, 64, 72, 128, 168, 255].iter().map(|&r| occ(arch, r, 256, 0).warps).collect();
             assert_eq!(warps, [64, 48, 48, 40, 40, 32, 32, 24, 16, 8, 8], "{arch}");
         }
@@ -468,6 +551,111 @@ mod tests {
         let k = KernelResources { regs: 16, barriers: 16, ..Default::default() };
         assert_eq!(sm90.occupancy(&k, 64).blocks, 4);
         assert_eq!(sm("sm_80").unwrap().occupancy(&k, 64).blocks, 32);
+    }
+
+    #[test]
+    fn blackwell_names_resolve_to_their_base_model() {
+        assert_eq!(sm("sm_100a").unwrap().name, "sm_100");
+        assert_eq!(sm("sm_103a").unwrap().name, "sm_103");
+        assert_eq!(sm("SM_120A").unwrap().name, "sm_120");
+        assert_eq!((sm("sm_120").unwrap().major, sm("sm_120").unwrap().minor), (12, 0));
+        // Family-specific targets (clang 22 refuses them), and the capabilities
+        // whose threads per SM no NVIDIA source we found gives.
+        for name in ["sm_100f", "sm_101", "sm_101a", "sm_121", "sm_121a", "sm_110", "sm_10"] {
+            assert!(sm(name).is_none(), "{name}");
+        }
+    }
+
+    /// sm_120: 48 warps/SM, 24 block slots, 64 K registers. At 256 threads
+    /// (8 warps) the warp slots allow 6 blocks; registers per warp are
+    /// regs*32 rounded up to 256, each sub-partition holds 16384 of them:
+    /// 41 → 1536 → 10 warps × 4 = 40 → 5 blocks; 56 → 1792 → 9 × 4 = 36 →
+    /// 4 blocks; 72 → 2304 → 7 × 4 = 28 → 3 blocks; 168 → 5376 → 12 warps →
+    /// 1 block.
+    #[test]
+    fn sm120_register_steps_stop_at_48_warps() {
+        let warps: Vec<u32> = [24, 32, 40, 41, 48, 56, 64, 72, 128, 168, 255].iter().map(|&r| occ("sm_120", r, 256, 0).warps).collect();
+        assert_eq!(warps, [48, 48, 48, 40, 40, 32, 32, 24, 16, 8, 8]);
+        assert_eq!(occ("sm_120", 40, 256, 0).limiter, Limiter::None);
+        assert_eq!(occ("sm_120", 41, 256, 0).limiter, Limiter::Vgpr);
+        // 128 threads at 40 registers: 48 warps by registers = 12 blocks = 48/4 by warps.
+        assert_eq!(occ("sm_120", 40, 128, 0).blocks, 12);
+        // 1024 threads: one block of 32 warps; 64 registers fit (2048 × 32 =
+        // the whole file), 65 do not (2304 × 32 > 65536).
+        assert_eq!((occ("sm_120", 32, 1024, 0).warps, occ("sm_120", 32, 1024, 0).limiter), (32, Limiter::WorkgroupSize));
+        assert_eq!(occ("sm_120", 64, 1024, 0).blocks, 1);
+        assert_eq!(occ("sm_120", 65, 1024, 0).blocks, 0);
+        assert_eq!(occ("sm_100", 65, 1024, 0).blocks, 0);
+        assert_eq!(occ("sm_120", 16, 2048, 0).blocks, 0);
+    }
+
+    #[test]
+    fn blackwell_block_slots() {
+        // 32-thread blocks: 32 slots on sm_100/sm_103, 24 on sm_120
+        // (cuda_occupancy.h's cudaOccMaxBlocksPerMultiprocessor).
+        for (arch, blocks) in [("sm_100", 32), ("sm_103", 32), ("sm_120", 24)] {
+            let o = occ(arch, 16, 32, 0);
+            assert_eq!((o.blocks, o.warps, o.limiter), (blocks, blocks, Limiter::WorkgroupSize), "{arch}");
+        }
+        // 64 threads: 24 slots of 2 warps fill sm_120's 48 warps.
+        assert_eq!((occ("sm_120", 16, 64, 0).warps, occ("sm_120", 16, 64, 0).limiter), (48, Limiter::None));
+        // 96 threads (3 warps): 16 blocks by warp slots.
+        assert_eq!(occ("sm_120", 16, 96, 0).blocks, 16);
+    }
+
+    /// Static shared memory + the reserved 1 KB, in 128-byte units, against
+    /// the largest carveout: 228 KB (233472 B) on sm_100, 100 KB (102400 B)
+    /// on sm_120; per block at most 48 KB + 1 KB without opt-in.
+    #[test]
+    fn blackwell_shared_memory() {
+        // 48 KB: 50176 B a block; 233472 / 50176 = 4, 102400 / 50176 = 2.
+        let o = occ("sm_100", 32, 256, 48 * KB);
+        assert_eq!((o.blocks, o.warps, o.limiter), (4, 32, Limiter::Lds));
+        let o = occ("sm_120", 32, 256, 48 * KB);
+        assert_eq!((o.blocks, o.warps, o.limiter), (2, 16, Limiter::Lds));
+        // 128 bytes more is past the per-block limit.
+        assert_eq!(occ("sm_120", 32, 256, 48 * KB + 128).blocks, 0);
+        assert_eq!(occ("sm_100", 32, 256, 48 * KB + 128).blocks, 0);
+        // 10 KB: 11264 B; 102400 / 11264 = 9 blocks by shared memory.
+        assert_eq!(occ("sm_120", 32, 256, 10 * KB).limits.shared_memory, 9);
+        assert_eq!(occ("sm_120", 32, 256, 10 * KB).blocks, 6, "6 blocks of 8 warps fill the SM first");
+        let o = occ("sm_120", 16, 64, 10 * KB);
+        assert_eq!((o.blocks, o.warps, o.limiter), (9, 18, Limiter::Lds));
+        assert_eq!(occ("sm_100", 32, 256, 10 * KB).limits.shared_memory, 20);
+        // 2400 + 1024 rounds up to 3456: 233472 / 3456 = 67, 102400 / 3456 = 29.
+        assert_eq!(occ("sm_100", 32, 256, 2400).limits.shared_memory, 67);
+        assert_eq!(occ("sm_120", 32, 256, 2400).limits.shared_memory, 29);
+        // No static shared memory still takes the reserved kilobyte: 100 blocks on sm_120.
+        assert_eq!(occ("sm_120", 32, 256, 0).limits.shared_memory, 100);
+    }
+
+    /// cudaOccMaxBlocksPerSMBlockBarrierLimit: sm_100/sm_103 have 2 named
+    /// barriers per block slot (64), sm_120 one (24).
+    #[test]
+    fn blackwell_barriers() {
+        let k = |barriers| KernelResources { regs: 16, barriers, ..Default::default() };
+        for (arch, b16, b3, b1) in [("sm_100", 4, 21, 32), ("sm_103", 4, 21, 32), ("sm_120", 1, 8, 24)] {
+            let s = sm(arch).unwrap();
+            assert_eq!(s.occupancy(&k(16), 64).blocks, b16, "{arch} 16 barriers");
+            assert_eq!(s.occupancy(&k(3), 64).blocks, b3, "{arch} 3 barriers");
+            assert_eq!(s.occupancy(&k(1), 64).blocks, b1, "{arch} 1 barrier");
+        }
+        assert_eq!(sm("sm_120").unwrap().occupancy(&k(16), 64).limiter, Limiter::WorkgroupSize);
+    }
+
+    #[test]
+    fn sm120_next_step_and_ceiling() {
+        let s = sm("sm_120").unwrap();
+        let k = KernelResources { regs: 72, ..Default::default() };
+        assert_eq!(s.occupancy(&k, 256).warps, 24);
+        // 32 warps need 64 registers.
+        assert_eq!(s.regs_to_next_step(&k, 256), Some(8));
+        assert_eq!(s.max_regs_for_warps(&k, 256, 48), Some(40));
+        assert_eq!(s.max_regs_for_warps(&k, 256, 49), None);
+        assert_eq!(s.max_warps(&k, 256), 48);
+        assert_eq!(s.regs_to_next_step(&KernelResources { regs: 40, ..k }, 256), None);
+        // The tuner's cap for 48 warps reaches sm_120's whole SM.
+        assert_eq!(s.occupancy(&KernelResources { regs: register_cap_for_warps(48), ..k }, 256).warps, 48);
     }
 
     #[test]
