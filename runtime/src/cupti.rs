@@ -23,6 +23,8 @@ use crate::plan::{Event, EventLog, LaunchConfig};
 
 pub const CUPTI_ENV: &str = "REGTUNE_CUPTI";
 pub const CUPTI_CB_DOMAIN_DRIVER_API: c_int = 1;
+pub const CUPTI_CB_DOMAIN_RESOURCE: c_int = 3;
+pub const CBID_RESOURCE_MODULE_LOADED: u32 = 6;
 pub const CUPTI_API_ENTER: c_int = 0;
 pub const CUPTI_API_EXIT: c_int = 1;
 pub const CBID_CU_LAUNCH_KERNEL: u32 = 307;
@@ -42,6 +44,22 @@ pub struct CallbackData {
     pub context_uid: u32,
     pub correlation_data: *mut u64,
     pub correlation_id: u32,
+}
+
+/// `CUpti_ResourceData`.
+#[repr(C)]
+pub struct ResourceData {
+    pub context: Handle,
+    pub resource_handle: Handle,
+    pub resource_descriptor: *const c_void,
+}
+
+/// `CUpti_ModuleResourceData`.
+#[repr(C)]
+pub struct ModuleResourceData {
+    pub module_id: u32,
+    pub cubin_size: usize,
+    pub cubin: *const c_char,
 }
 
 /// `cuLaunchKernel_params` (and `_ptsz`).
@@ -146,10 +164,22 @@ fn initialize() {
         // SAFETY: a live subscriber and documented ids.
         unsafe { (api.enable_callback)(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) };
     }
+    // The modules the program loads: is a planned kernel the code regtune tuned?
+    // SAFETY: as above.
+    unsafe { (api.enable_callback)(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CBID_RESOURCE_MODULE_LOADED) };
+    let _ = PLAIN_CODES.set(interposer.plain_codes());
     if let Ok(mut s) = state().lock() {
         *s = Some(State { interposer, cuda });
     }
 }
+
+/// Each planned kernel's code in the plain build (symbol, key, code), set
+/// once at start: a module-loaded callback reads it without the state's
+/// lock, which a launch callback may hold while the driver loads a module.
+static PLAIN_CODES: OnceLock<Vec<(String, String, Vec<u8>)>> = OnceLock::new();
+/// Keys of entries whose kernel a loaded module holds as other code; the
+/// next launch callback stops measuring them.
+static NOT_THE_PROGRAMS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// A driver launch, as the callback sees it.
 struct Call {
@@ -225,6 +255,14 @@ unsafe fn arguments(call: &Call, params: &[crate::plan::Param]) -> Option<Vec<u8
 }
 
 unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: c_int, cbid: u32, data: *const c_void) {
+    if domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CBID_RESOURCE_MODULE_LOADED && !data.is_null() {
+        let _ = std::panic::catch_unwind(|| {
+            // SAFETY: for this resource callback CUPTI passes a CUpti_ResourceData
+            // whose descriptor is the module's CUpti_ModuleResourceData.
+            unsafe { on_module_loaded(&*(data as *const ResourceData)) }
+        });
+        return;
+    }
     if domain != CUPTI_CB_DOMAIN_DRIVER_API || data.is_null() {
         return;
     }
@@ -235,6 +273,27 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: c_int, cbid: u32
         // SAFETY: the callback's own data, valid for this call.
         unsafe { on_launch(cbid, data) }
     }));
+}
+
+/// # Safety
+/// `data` is CUPTI's data for a module-loaded callback, valid for this call.
+unsafe fn on_module_loaded(data: &ResourceData) {
+    let module = data.resource_descriptor as *const ModuleResourceData;
+    if module.is_null() {
+        return;
+    }
+    // SAFETY: the module's data, valid within the callback.
+    let module = unsafe { &*module };
+    if module.cubin.is_null() || module.cubin_size == 0 {
+        return;
+    }
+    // SAFETY: CUPTI's pointer to `cubin_size` bytes, valid within the callback.
+    let cubin = unsafe { std::slice::from_raw_parts(module.cubin as *const u8, module.cubin_size) };
+    let Some(planned) = PLAIN_CODES.get() else { return };
+    let differing = planned.iter().filter(|(symbol, _, plain)| crate::code::kernel_code(cubin, symbol).is_some_and(|c| &c != plain));
+    if let Ok(mut keys) = NOT_THE_PROGRAMS.lock() {
+        keys.extend(differing.map(|(_, key, _)| key.clone()));
+    }
 }
 
 /// # Safety
@@ -258,6 +317,10 @@ unsafe fn on_launch(cbid: u32, data: &CallbackData) {
     let symbol = unsafe { CStr::from_ptr(data.symbol_name) }.to_string_lossy().into_owned();
     let Ok(mut guard) = state().lock() else { return };
     let Some(s) = guard.as_mut() else { return };
+    let differing: Vec<String> = NOT_THE_PROGRAMS.lock().map(|mut keys| keys.drain(..).collect()).unwrap_or_default();
+    for key in differing {
+        s.interposer.not_the_programs_code(&key);
+    }
     if s.interposer.wants(&symbol).is_none() {
         s.interposer.unplanned(&symbol);
         return;

@@ -182,6 +182,32 @@ impl Interposer {
         }
     }
 
+    /// Each planned kernel's code in regtune's plain build (symbol, entry
+    /// key, [`crate::code::kernel_code`]): what the program's loaded
+    /// modules are checked against.
+    pub fn plain_codes(&self) -> Vec<(String, String, Vec<u8>)> {
+        self.plan
+            .kernels
+            .iter()
+            .filter_map(|k| {
+                let plain = std::fs::read(&k.candidates.first()?.path).ok()?;
+                Some((k.symbol.clone(), k.key.clone(), crate::code::kernel_code(&plain, &k.symbol)?))
+            })
+            .collect()
+    }
+
+    /// The program loaded other code for the entry `key`'s kernel than
+    /// regtune's plain build: timing candidates against it would decide
+    /// for the wrong build, so it is not measured, with one line why.
+    pub fn not_the_programs_code(&mut self, key: &str) {
+        let Some(kernel) = self.plan.kernels.iter().find(|k| k.key == key).cloned() else { return };
+        if self.stopped.contains(key) {
+            return;
+        }
+        let why = "the program loaded other code for this kernel than regtune's plain build (a db tuned with other flags or another compiler, or a changed source): nothing timed against it; tune again with the program's own compiler and flags";
+        self.fail(&kernel, why.into());
+    }
+
     /// Log why a kernel is not measured, and stop measuring it.
     pub fn fail(&mut self, kernel: &PlanKernel, message: String) {
         self.stopped.insert(kernel.key.clone());

@@ -13,6 +13,7 @@
 //! (replayer) → events → regtune.
 
 pub mod capture;
+pub mod code;
 pub mod cuda;
 pub mod cupti;
 mod dl;
