@@ -502,7 +502,11 @@ fn bad_input_is_one_line_and_the_program_never_runs() {
         assert!(lines[0].starts_with("error: ") && lines[0].contains(message), "{lines:?}");
         assert!(!marker.exists(), "the program ran");
     };
-    check(&dir.path().join("none.json"), "has no kernel with a decision or a suggestion to measure; run `regtune tune` first");
+    let none = dir.path().join("none.json");
+    check(&none, &format!("decisions db {} does not exist", none.display()));
+    let empty = dir.path().join("empty.json");
+    Db::default().save(&empty).unwrap();
+    check(&empty, "has no kernel with a decision or a suggestion to measure; run `regtune tune` first");
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{ not json").unwrap();
     check(&bad, "is not valid JSON");
@@ -644,4 +648,133 @@ fn the_build_follows_the_measurement() {
         Db::update(&db_path, |db| db.kernels.get_mut(&entry.key()).unwrap().measured = Some(measured(decided_ms))).unwrap();
         assert_eq!(registers(&db_path), want, "measured {decided_ms} ms against plain's 0.3272 ms");
     }
+}
+
+/// `regtune measure` naming a db that is not there: one line saying so,
+/// exit status 2, and the program never runs (issue 39).
+#[test]
+fn a_db_that_is_not_there_is_one_line_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let db = dir.path().join("no-such-dir/decisions.json");
+    let out = regtune().args(["measure", "--db"]).arg(&db).args(["--", "touch", marker.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        stderr_lines(&out),
+        [format!("error: decisions db {} does not exist; run `regtune tune --db {}` first", db.display(), db.display())]
+    );
+    assert!(!marker.exists(), "the program ran");
+    assert!(!db.exists() && !db.parent().unwrap().exists(), "nothing created");
+}
+
+/// A tree for the spelling test: `proj/.git`, the Laplacian in `proj/src`
+/// and its header in `proj/inc`, each naming its own file in host code as
+/// error-checking macros do.
+fn laplacian_checkout(root: &Path) {
+    for d in [".git", "src", "inc"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let source = std::fs::read_to_string(repo().join("examples/laplacian3d.hip")).unwrap();
+    std::fs::write(root.join("src/laplacian3d.hip"), format!("{source}\nconst char* this_file() {{ return __FILE__; }}\n")).unwrap();
+    let header = std::fs::read_to_string(repo().join("examples/regtune_gpu.h")).unwrap();
+    std::fs::write(root.join("inc/regtune_gpu.h"), format!("{header}\ninline const char* header_file() {{ return __FILE__; }}\n")).unwrap();
+}
+
+/// The input hash does not depend on how a command spells its paths
+/// (issue 39): the same file tuned from its directory with `-I../inc`, from
+/// elsewhere with the absolute `-I`, and from a copy of the checkout at
+/// another path gets one hash each time, and what a GPU timed survives
+/// every re-tune; a build from yet another directory finds the decision.
+#[test]
+fn a_retune_keeps_what_the_gpu_timed_however_the_paths_are_spelled() {
+    use regtune_decisions::measured::{Candidate, Timing};
+    let dir = tempfile::tempdir().unwrap();
+    let proj = dir.path().join("proj");
+    laplacian_checkout(&proj);
+    let db_path = dir.path().join("db/decisions.json");
+    let tune = |cwd: &Path, source: &Path, include: &Path| {
+        let out = regtune()
+            .current_dir(cwd)
+            .args(["tune", "--offload-arch", "gfx90a", "--candidates", "2", "--evidence"])
+            .arg(evidence_none())
+            .arg("--db")
+            .arg(&db_path)
+            .arg(source)
+            // As the build below spells its optimization level.
+            .args(["--", "-O3"])
+            .arg(format!("-I{}", include.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let db = Db::load(&db_path).unwrap();
+        let entries: Vec<Entry> = db.kernels.into_values().filter(|e| e.symbol.starts_with("_Z20laplacian3d")).collect();
+        assert_eq!(entries.len(), 1, "one input hash: {:?}", entries.iter().map(|e| &e.input_hash).collect::<Vec<_>>());
+        entries.into_iter().next().unwrap()
+    };
+
+    let first = tune(&proj.join("src"), Path::new("laplacian3d.hip"), Path::new("../inc"));
+    let winner = first.candidates.first().expect("a candidate to time").transforms.clone();
+    // What `regtune measure` records: the candidate 10 % faster, the code it timed.
+    let timed = |t: &Transforms, ms: f64| {
+        let (_, _, path) = code::candidates(&code::dir(&db_path), &first).into_iter().find(|(_, c, _)| c == t).unwrap();
+        let time = Some(Timing { median_ms: ms, spread_ms: 0.001 });
+        Candidate { transforms: t.clone(), time, identical: true, error: None, code: code::hash_of(&path), paired: None }
+    };
+    let measured = regtune_decisions::Measured {
+        device: "a test's".into(),
+        launches: 1,
+        runs: 10,
+        deterministic: true,
+        program_identical: None,
+        block: None,
+        candidates: vec![timed(&Transforms::default(), 1.0), timed(&winner, 0.9)],
+        control: None,
+        earlier: vec![],
+    };
+    Db::update(&db_path, |d| d.kernels.get_mut(&first.key()).unwrap().measured = Some(measured.clone())).unwrap();
+    assert_eq!(Db::load(&db_path).unwrap().kernels[&first.key()].effective(), winner);
+
+    let copy = dir.path().join("elsewhere/copy");
+    laplacian_checkout(&copy);
+    let spellings = [
+        ("absolute -I, from another directory", dir.path().to_path_buf(), proj.join("src/laplacian3d.hip"), proj.join("inc")),
+        ("the checkout at another path", copy.join("src"), PathBuf::from("laplacian3d.hip"), PathBuf::from("../inc")),
+        ("that copy, absolute", copy.clone(), copy.join("src/laplacian3d.hip"), copy.join("inc")),
+    ];
+    for (how, cwd, source, include) in &spellings {
+        let again = tune(cwd, source, include);
+        assert_eq!(again.input_hash, first.input_hash, "{how}");
+        assert_eq!(again.measured.as_ref(), Some(&measured), "{how}: what the GPU timed survives the re-tune");
+        assert_eq!(again.effective(), winner, "{how}");
+    }
+
+    // The build, from a directory of its own with the absolute -I, finds it.
+    let build = dir.path().join("build");
+    std::fs::create_dir(&build).unwrap();
+    let mut hipcc = std::process::Command::new(assert_cmd::cargo::cargo_bin("regtune-hipcc"));
+    for v in [
+        "REGTUNE_MODE",
+        "REGTUNE_COMPILER",
+        "REGTUNE_PLUGIN",
+        "REGTUNE_WRAPPED",
+        "REGTUNE_DECISIONS",
+        "REGTUNE_INPUT_HASH",
+        "REGTUNE_TUNE_ARGS",
+    ] {
+        hipcc.env_remove(v);
+    }
+    let out = hipcc
+        .current_dir(&build)
+        .env("REGTUNE_DB", &db_path)
+        .env("REGTUNE_VERBOSE", "1")
+        .env("REGTUNE_CACHE_DIR", build.join("cache"))
+        .args(["--offload-arch=gfx90a", "-O3", "-c"])
+        .arg(format!("-I{}", proj.join("inc").display()))
+        .arg(proj.join("src/laplacian3d.hip"))
+        .args(["-o", "laplacian3d.o"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("regtune: note: building with 1 decisions"), "{stderr}");
 }

@@ -22,7 +22,12 @@ where
 
 /// The input hash of one unit on one target: the compiler's version, the
 /// target's name, the versions of the target's other tools (ptxas), the
-/// user's flags and the preprocessed source, in that order.
+/// user's flags and the preprocessed source, in that order. The driver
+/// hands over flags and text with their paths written the same however a
+/// command spelled them (its `hash::Spelling`: `-I` and the like left out,
+/// line markers' names relative to the checkout); a change to what goes in,
+/// as that one was (issue 39), gives every unit a new hash, so a db's
+/// earlier entries, and what a GPU timed of them, stop matching once.
 pub fn input_hash(compiler_version: &str, arch: &str, tool_versions: &[String], user_args: &[String], preprocessed: &[u8]) -> String {
     let mut parts: Vec<&[u8]> = vec![compiler_version.as_bytes(), arch.as_bytes()];
     parts.extend(tool_versions.iter().map(|e| e.as_bytes()));

@@ -93,6 +93,10 @@ fn describe(program: &[OsString]) -> String {
 pub fn run(o: &Options) -> Result<ExitCode, String> {
     // The measurements go back into the db: it must be writable before the program runs.
     let db = Db::load_for_update(&o.db).map_err(|e| e.to_string())?;
+    // A db that is not there loads empty; say so rather than that it has nothing to measure.
+    if !o.db.exists() {
+        return Err(format!("decisions db {} does not exist; run `regtune tune --db {}` first", o.db.display(), o.db.display()));
+    }
     let tools = Tools::find()?;
     let code_dir = code::dir(&o.db);
     let settings = plan::Settings {
