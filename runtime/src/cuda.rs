@@ -62,10 +62,16 @@ api!(Driver {
 type ParamInfo = unsafe extern "C" fn(Handle, usize, *mut usize, *mut usize) -> CuResult;
 const CUDA_ERROR_INVALID_VALUE: CuResult = 1;
 
+/// `cuKernelGetFunction` (CUDA 12.0+) and `cuFuncLoad` (12.4+).
+type KernelGetFunction = unsafe extern "C" fn(*mut Handle, Handle) -> CuResult;
+type FuncLoad = unsafe extern "C" fn(Handle) -> CuResult;
+
 pub struct Cuda {
     pub api: Driver,
     /// For a CUfunction, then for a CUkernel (what cudart launches under lazy loading).
     param_info: [Option<ParamInfo>; 2],
+    kernel_get_function: Option<KernelGetFunction>,
+    func_load: Option<FuncLoad>,
     _lib: Library,
 }
 
@@ -77,7 +83,10 @@ pub fn driver() -> Result<&'static Cuda, String> {
         let api = Driver::load(&lib).map_err(|e| format!("the CUDA driver lacks {e}"))?;
         // SAFETY: both have ParamInfo's prototype (a CUkernel is a handle like a CUfunction).
         let param_info = unsafe { [lib.get::<ParamInfo>("cuFuncGetParamInfo").ok(), lib.get::<ParamInfo>("cuKernelGetParamInfo").ok()] };
-        Ok(Cuda { api, param_info, _lib: lib })
+        // SAFETY: the driver's documented prototypes.
+        let (kernel_get_function, func_load) =
+            unsafe { (lib.get::<KernelGetFunction>("cuKernelGetFunction").ok(), lib.get::<FuncLoad>("cuFuncLoad").ok()) };
+        Ok(Cuda { api, param_info, kernel_get_function, func_load, _lib: lib })
     })
     .as_ref()
     .map_err(Clone::clone)
@@ -107,6 +116,27 @@ impl Cuda {
         }
         let message = format!("{what}: {}", self.error_name(code));
         Err(if is_sticky(code) { GpuError::Fault(message) } else { GpuError::Refused(message) })
+    }
+
+    /// Load the module of a launched function or kernel handle into the
+    /// current context now, not inside the launch (lazy loading defers it
+    /// to there): its module-loaded callback then comes before the launch.
+    ///
+    /// # Safety
+    /// `f` must be a CUfunction or CUkernel the driver handed out.
+    pub unsafe fn load(&self, f: Handle) {
+        let mut function = f;
+        if let Some(get) = self.kernel_get_function {
+            let mut out: Handle = std::ptr::null_mut();
+            // SAFETY: a CUkernel gives its function in this context; a CUfunction is refused.
+            if unsafe { get(&mut out, f) } == CUDA_SUCCESS && !out.is_null() {
+                function = out;
+            }
+        }
+        if let Some(load) = self.func_load {
+            // SAFETY: a CUfunction handle (a no-op once loaded).
+            unsafe { load(function) };
+        }
     }
 
     /// The parameters of a launched function or kernel handle (None: the

@@ -317,16 +317,22 @@ unsafe fn on_launch(cbid: u32, data: &CallbackData) {
     let symbol = unsafe { CStr::from_ptr(data.symbol_name) }.to_string_lossy().into_owned();
     let Ok(mut guard) = state().lock() else { return };
     let Some(s) = guard.as_mut() else { return };
-    let differing: Vec<String> = NOT_THE_PROGRAMS.lock().map(|mut keys| keys.drain(..).collect()).unwrap_or_default();
-    for key in differing {
-        s.interposer.not_the_programs_code(&key);
-    }
     if s.interposer.wants(&symbol).is_none() {
         s.interposer.unplanned(&symbol);
         return;
     }
     // SAFETY: functionParams for this callback id.
     let Some(call) = (unsafe { decode(cbid, data.function_params) }) else { return };
+    // Its module loaded now (callback included), then checked against regtune's plain build.
+    // SAFETY: the handle the program launches.
+    unsafe { s.cuda.load(call.f) };
+    let differing: Vec<String> = NOT_THE_PROGRAMS.lock().map(|mut keys| keys.drain(..).collect()).unwrap_or_default();
+    for key in differing {
+        s.interposer.not_the_programs_code(&key);
+    }
+    if s.interposer.wants(&symbol).is_none() {
+        return;
+    }
     let kernel = s.interposer.wants(&symbol).cloned().expect("wanted above");
     // SAFETY: the handle the program launches.
     let params = match (unsafe { s.cuda.params(call.f) }, kernel.params.is_empty()) {
