@@ -610,3 +610,100 @@ fn spilling_to_shared_is_a_candidate_only_where_the_caps_spills_outgrow_l1() {
         assert!(cap.is_none_or(|k| k["usage"]["vgpr_spills"] == 0), "{c} at a step where the cap spills: {cap:?}");
     }
 }
+
+/// nvcc (ci/bootstrap.sh's, or a real toolkit's).
+fn nvcc() -> PathBuf {
+    regtune::toolchain::nvcc::Nvcc::detect().unwrap_or_else(|e| panic!("{e}")).path
+}
+
+/// A copy of the LBM example and the header it includes, in a directory of its own.
+fn lbm_copy() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["lbm_d3q19.hip", "regtune_gpu.h"] {
+        std::fs::copy(repo().join("examples").join(f), dir.path().join(f)).unwrap();
+    }
+    let file = dir.path().join("lbm_d3q19.hip");
+    (dir, file)
+}
+
+/// nvcc's own cubin of `file` for sm_90 with `flags`, as a user's build makes it.
+fn nvcc_cubin(file: &Path, flags: &[&str]) -> Vec<u8> {
+    let out = file.with_extension("user.cubin");
+    let status = Process::new(nvcc()).args(flags).args(["-arch=sm_90", "-cubin", "-o"]).arg(&out).arg(file).status().unwrap();
+    assert!(status.success());
+    std::fs::read(out).unwrap()
+}
+
+/// `regtune tune --compiler nvcc`: the plain candidate is nvcc's own cubin
+/// byte for byte, and a register cap's candidate is the cubin nvcc builds
+/// from the source with `__maxnreg__` (what `regtune fix` writes), with at
+/// most the cap's registers.
+#[test]
+fn nvcc_candidates_are_the_cubins_nvcc_builds() {
+    let (dir, file) = lbm_copy();
+    let flags = ["-x", "cu", "-O3"];
+    let db = dir.path().join("db/decisions.json");
+    let out = regtune()
+        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--format", "json", "--db"])
+        .arg(&db)
+        .arg(&file)
+        .arg("--")
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
+    let entry = doc["kernels"].as_object().unwrap().values().next().unwrap().clone();
+    let code = dir.path().join("db/decisions.code").join(entry["input_hash"].as_str().unwrap());
+    assert_eq!(std::fs::read(code.join("plain.cubin")).unwrap(), nvcc_cubin(&file, &flags), "plain is nvcc's cubin");
+    // nvcc's code, not clang's: 80 registers (clang's is 91).
+    assert_eq!(entry["before"]["vgpr"], 80);
+    let caps: Vec<u64> = entry["candidates"].as_array().unwrap().iter().filter_map(|c| c["transforms"]["waves_per_eu"].as_u64()).collect();
+    assert!(caps.contains(&32), "a step at 32 warps (cap 64): {caps:?}");
+    // floor(64 / ceil(W / 4)) * 8 registers at W warps per SM, at most 255.
+    let cap = |w: u64| (64 / w.div_ceil(4) * 8).min(255);
+    for c in entry["candidates"].as_array().unwrap() {
+        let warps = c["transforms"]["waves_per_eu"].as_u64().unwrap();
+        assert!(c["usage"]["vgpr"].as_u64().unwrap() <= cap(warps), "{c}");
+    }
+    // Every step is built with nvcc: one ptxas run each.
+    assert!(caps.len() >= 10, "{caps:?}");
+    // The cap of 32 warps, spelled in the source as `regtune fix` spells it.
+    let capped = dir.path().join("capped.hip");
+    let source = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &capped,
+        source.replace("__global__ void lbm_d3q19_collide_stream", "__global__ void __maxnreg__(64) lbm_d3q19_collide_stream"),
+    )
+    .unwrap();
+    let from_source = nvcc_cubin(&capped, &flags);
+    let candidates: Vec<Vec<u8>> =
+        std::fs::read_dir(&code).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).filter(|b| *b == from_source).collect();
+    assert_eq!(candidates.len(), 1, "one candidate is nvcc's build of __maxnreg__(64)");
+}
+
+/// `report --compiler nvcc` reads nvcc's build (its ptxas's own report),
+/// and what nvcc's path cannot tune says so in one line.
+#[test]
+fn nvcc_report_and_its_refusals() {
+    let (_dir, file) = lbm_copy();
+    let rows = json(
+        regtune().args(["report", "--format", "json", "--compiler", "nvcc", "--offload-arch", "sm_90"]).arg(&file).args(["--", "-x", "cu"]),
+    );
+    assert_eq!((rows.len(), rows[0]["usage"]["vgpr"].as_u64()), (1, Some(80)), "{rows:?}");
+    // regtune ARGS FILE -- FLAGS must fail; its stderr.
+    let refused = |args: &[&str], flags: &[&str]| {
+        let out = regtune().args(args).arg(&file).arg("--").args(flags).output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let nvcc_sm = |arch| ["report", "--compiler", "nvcc", "--offload-arch", arch];
+    let e = refused(&nvcc_sm("gfx90a"), &["-x", "cu"]);
+    assert!(e.contains("--compiler nvcc builds CUDA code: gfx90a is not an NVIDIA target"), "{e}");
+    let e = refused(&nvcc_sm("sm_90"), &["-x", "cu", "-rdc=true"]);
+    assert!(e.contains("relocatable device code is linked by nvlink"), "{e}");
+    let e = refused(&nvcc_sm("sm_80"), &["-x", "cu", "-arch=sm_90"]);
+    assert!(e.contains("the nvcc flags build no sm_80 code (ptxas ran for: sm_90)"), "{e}");
+    let e = refused(&["report", "--compiler", "gcc"], &[]);
+    assert!(e.contains("--compiler gcc: regtune tunes clang's code or nvcc's"), "{e}");
+}

@@ -271,7 +271,8 @@ struct SearchArgs {
     time_budget: Option<std::time::Duration>,
     /// Builds per kernel kept for `regtune measure` to time (the decision and suggestions count):
     /// each occupancy step's register cap, alone and with the rewrites found, and unroll caps,
-    /// spread over the steps; 0: only the decision and suggestions.
+    /// spread over the steps; 0: only the decision and suggestions. With --compiler nvcc every occupancy
+    /// step is built (a ptxas run each).
     #[arg(long, value_name = "N", default_value_t = 8)]
     candidates: usize,
     /// What GPUs showed of each class of transform (JSON, as regtune ships it): the default
@@ -524,7 +525,9 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
     // A db that cannot be read, parsed or saved stops the run before any compile.
     // One line naming the db and the cause; no cause chain after it.
     let known = regtune_decisions::Db::load_for_update(&args.search.db).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let ctx = args.inputs.context()?.with_plugin()?;
+    // nvcc's builds run no pass plugin.
+    let ctx = args.inputs.context()?;
+    let ctx = if ctx.nvcc.is_some() { ctx } else { ctx.with_plugin()? };
     let options = args.search.tune_options(args.diff)?;
     let (rows, mut failures) = tune::run(&ctx, &args.inputs.files, &options, &known, &args.search.db);
     if let Some(path) = &args.patch {

@@ -198,7 +198,6 @@ impl<'a> Session<'a> {
     pub(crate) fn start_nvcc(
         toolchain: &'a Toolchain,
         arch: &'a Arch,
-        plugin: &'a Path,
         nvcc: &Nvcc,
         source: &'a Path,
         user_args: &'a [String],
@@ -212,7 +211,9 @@ impl<'a> Session<'a> {
         let session = Session {
             toolchain,
             arch,
-            plugin,
+            // No plugin runs in nvcc's builds (plugin_variant, inspect and
+            // plugin_notes are not reached with `nvcc` set).
+            plugin: Path::new(""),
             source,
             input_hash: kept.input_hash(nvcc, arch),
             user_args,
@@ -447,7 +448,8 @@ impl<'a> Session<'a> {
         if self.nvcc.is_some() {
             // No rewrite of the source reaches nvcc's build: none is tried.
             let plain = self.cache.lock().expect("cache lock").get(&(None, vec![])).cloned().unwrap_or_default();
-            let none = |kernel: String| Inspection { kernel, pow2: false, pow2_inexact: false, unroll_cap: false, noalias_candidates: vec![] };
+            let none =
+                |kernel: String| Inspection { kernel, pow2: false, pow2_inexact: false, unroll_cap: false, noalias_candidates: vec![] };
             return Ok(plain.into_iter().map(|m| (m.symbol.clone(), none(m.symbol))).collect());
         }
         let out = Command::new(self.toolchain.llvm_bin.join("opt"))

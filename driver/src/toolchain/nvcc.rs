@@ -70,15 +70,12 @@ impl Nvcc {
         } else {
             path.to_path_buf()
         };
-        let said = Command::new(&path)
-            .arg("--version")
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        let release = said.lines().find_map(release).ok_or_else(|| NvccError::NotNvcc {
-            path: path.clone(),
-            said: said.lines().last().unwrap_or_default().to_string(),
-        })?;
+        let said =
+            Command::new(&path).arg("--version").output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+        let release = said
+            .lines()
+            .find_map(release)
+            .ok_or_else(|| NvccError::NotNvcc { path: path.clone(), said: said.lines().last().unwrap_or_default().to_string() })?;
         let version = said.lines().last().unwrap_or_default().trim().to_string();
         Ok(Nvcc { path, version, release })
     }

@@ -334,7 +334,14 @@ pub(super) fn plan_kernel(
         let timed = previous.and_then(|e| e.measured.as_ref());
         let lost = |t: &Transforms| timed.is_some_and(|m| m.lost(t));
         let proposals = candidates::untimed_first(candidates::proposals(&pool), lost);
-        plan.search = candidates::select(proposals, options.candidates.saturating_sub(taken), &known, build, spent);
+        // nvcc's caps are one ptxas run each on one PTX: every step is built
+        // (the examples on an H200: the step left out at 8 was the hand
+        // sweep's best, bench/nvcc/results).
+        let wanted = match session.rewrites_source() || options.candidates == 0 {
+            true => options.candidates,
+            false => options.candidates.max(pool.steps.len() + taken),
+        };
+        plan.search = candidates::select(proposals, wanted.saturating_sub(taken), &known, build, spent);
         // Those not built again are the measurement's `earlier`, not left out.
         plan.search.left_out.retain(|t| !lost(t));
         if pool.spill_to_shared.is_none() && pool.lds_spill.is_none() {

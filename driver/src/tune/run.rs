@@ -131,7 +131,7 @@ pub(crate) fn tune_unit_session<'a>(
     let started = Instant::now();
     let line = progress.unit(format!("{} {}", file.display(), arch.processor()));
     let started_session = match &ctx.nvcc {
-        Some(nvcc) => Session::start_nvcc(&ctx.toolchain, arch, ctx.plugin(), nvcc, file, &ctx.user_args, options.measure_options()),
+        Some(nvcc) => Session::start_nvcc(&ctx.toolchain, arch, nvcc, file, &ctx.user_args, options.measure_options()),
         None => Session::start_with(&ctx.toolchain, arch, ctx.plugin(), file, &ctx.user_args, options.measure_options()),
     };
     let (session, baseline, locations) = started_session.map_err(session_failure)?;

@@ -57,24 +57,95 @@ pub struct Kept {
 /// The user's flags that say what to make or where, not how to compile:
 /// nvcc is run for a device build of its own, so these go.
 const DROPPED: &[&str] = &[
-    "-c", "--compile", "-E", "--preprocess", "-M", "-MM", "-MD", "-MMD", "-MP", "--generate-dependencies",
-    "--generate-nonsystem-dependencies", "--generate-dependencies-with-compile", "--generate-nonsystem-dependencies-with-compile",
-    "-keep", "--keep", "-dryrun", "--dryrun", "-v", "--verbose", "-save-temps", "--save-temps", "-ptx", "--ptx", "-cubin",
-    "--cubin", "-fatbin", "--fatbin", "-link", "--link", "-lib", "--lib",
+    "-c",
+    "--compile",
+    "-E",
+    "--preprocess",
+    "-M",
+    "-MM",
+    "-MD",
+    "-MMD",
+    "-MP",
+    "--generate-dependencies",
+    "--generate-nonsystem-dependencies",
+    "--generate-dependencies-with-compile",
+    "--generate-nonsystem-dependencies-with-compile",
+    "-keep",
+    "--keep",
+    "-dryrun",
+    "--dryrun",
+    "-v",
+    "--verbose",
+    "-save-temps",
+    "--save-temps",
+    "-ptx",
+    "--ptx",
+    "-cubin",
+    "--cubin",
+    "-fatbin",
+    "--fatbin",
+    "-link",
+    "--link",
+    "-lib",
+    "--lib",
 ];
 /// The same, taking a value (`-o out` or `-o=out`, `-oout` for `-o`, `-MF`, `-MT`, `-MQ`).
 const DROPPED_WITH_VALUE: &[&str] = &[
-    "-o", "--output-file", "-MF", "--dependency-output", "-MT", "--dependency-target-name", "-MQ", "-odir", "--output-directory",
-    "-keep-dir", "--keep-dir", "-time", "--time",
+    "-o",
+    "--output-file",
+    "-MF",
+    "--dependency-output",
+    "-MT",
+    "--dependency-target-name",
+    "-MQ",
+    "-odir",
+    "--output-directory",
+    "-keep-dir",
+    "--keep-dir",
+    "-time",
+    "--time",
 ];
 /// Flags whose value is the next argument and kept with it (`-Xptxas -v`
 /// is ptxas's `-v`, not nvcc's).
 const KEPT_WITH_VALUE: &[&str] = &[
-    "-Xptxas", "--ptxas-options", "-Xcompiler", "--compiler-options", "-Xlinker", "--linker-options", "-Xnvlink",
-    "--nvlink-options", "-Xarchive", "--archive-options", "-ccbin", "--compiler-bindir", "-I", "--include-path", "-isystem",
-    "--system-include", "-include", "--pre-include", "-D", "--define-macro", "-U", "--undefine-macro", "-x", "--x", "-L", "-l",
-    "-maxrregcount", "--maxrregcount", "-std", "--std", "-arch", "--gpu-architecture", "-code", "--gpu-code", "-gencode",
-    "--generate-code", "-rdc", "--relocatable-device-code",
+    "-Xptxas",
+    "--ptxas-options",
+    "-Xcompiler",
+    "--compiler-options",
+    "-Xlinker",
+    "--linker-options",
+    "-Xnvlink",
+    "--nvlink-options",
+    "-Xarchive",
+    "--archive-options",
+    "-ccbin",
+    "--compiler-bindir",
+    "-I",
+    "--include-path",
+    "-isystem",
+    "--system-include",
+    "-include",
+    "--pre-include",
+    "-D",
+    "--define-macro",
+    "-U",
+    "--undefine-macro",
+    "-x",
+    "--x",
+    "-L",
+    "-l",
+    "-maxrregcount",
+    "--maxrregcount",
+    "-std",
+    "--std",
+    "-arch",
+    "--gpu-architecture",
+    "-code",
+    "--gpu-code",
+    "-gencode",
+    "--generate-code",
+    "-rdc",
+    "--relocatable-device-code",
 ];
 /// Flags that make relocatable device code, linked later by nvlink.
 const RELOCATABLE: &[&str] = &["-rdc=true", "--relocatable-device-code=true", "-dc", "--device-c", "-dw", "--device-w"];
@@ -99,7 +170,8 @@ pub(crate) fn compile_args(user_args: &[String]) -> Vec<String> {
             args.next();
             continue;
         }
-        let joined = DROPPED_WITH_VALUE.iter().any(|f| a.strip_prefix(f).is_some_and(|v| v.starts_with('=') || (*f == "-o" && !v.is_empty())));
+        let joined =
+            DROPPED_WITH_VALUE.iter().any(|f| a.strip_prefix(f).is_some_and(|v| v.starts_with('=') || (*f == "-o" && !v.is_empty())));
         if !joined {
             out.push(a.clone());
         }
@@ -110,10 +182,9 @@ pub(crate) fn compile_args(user_args: &[String]) -> Vec<String> {
 /// Why nvcc's build cannot be tuned per kernel here, if it cannot.
 pub(crate) fn unsupported(user_args: &[String]) -> Option<String> {
     let separate = user_args.windows(2).find(|w| matches!(w[0].as_str(), "-rdc" | "--relocatable-device-code") && w[1] == "true");
-    separate
-        .map(|w| &w[0])
-        .or_else(|| user_args.iter().find(|a| RELOCATABLE.contains(&a.as_str())))
-        .map(|a| format!("{a}: relocatable device code is linked by nvlink, which regtune does not tune yet; build it without -rdc or with clang"))
+    separate.map(|w| &w[0]).or_else(|| user_args.iter().find(|a| RELOCATABLE.contains(&a.as_str()))).map(|a| {
+        format!("{a}: relocatable device code is linked by nvlink, which regtune does not tune yet; build it without -rdc or with clang")
+    })
 }
 
 /// Whether the user's flags name the architectures themselves.
@@ -131,12 +202,8 @@ pub(crate) fn keep(
     dir: &Path,
     deadline: Option<Instant>,
 ) -> Result<Kept, CompileError> {
-    let fail = |status: String, diagnostics: String| CompileError::Nvcc {
-        file: source.into(),
-        arch: arch.to_string(),
-        status,
-        diagnostics,
-    };
+    let fail =
+        |status: String, diagnostics: String| CompileError::Nvcc { file: source.into(), arch: arch.to_string(), status, diagnostics };
     if let Some(why) = unsupported(user_args) {
         return Err(fail("not tuned".into(), why));
     }
@@ -148,12 +215,9 @@ pub(crate) fn keep(
     cmd.args(&args).args(["-c", "--keep", "-v", "--keep-dir"]).arg(dir).arg("-o").arg(dir.join("unit.o")).arg(source);
     let done = job::run(cmd, deadline).map_err(|e| match e {
         JobError::Spawn(source) => CompileError::Spawn { tool: nvcc.path.clone(), source },
-        JobError::TimedOut(after) => CompileError::TimedOut {
-            tool: nvcc.path.clone(),
-            file: source.into(),
-            arch: arch.to_string(),
-            seconds: after.as_secs_f64(),
-        },
+        JobError::TimedOut(after) => {
+            CompileError::TimedOut { tool: nvcc.path.clone(), file: source.into(), arch: arch.to_string(), seconds: after.as_secs_f64() }
+        }
     })?;
     let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
     if !done.status.success() {
@@ -258,12 +322,7 @@ impl Entry {
     /// The entry edits of a set of transforms; an error names what nvcc's
     /// PTX cannot carry.
     pub(crate) fn of(t: &Transforms) -> Result<Entry, String> {
-        let rewrites = Transforms {
-            waves_per_eu: None,
-            launch_bounds: None,
-            spill_to_shared: false,
-            ..t.clone()
-        };
+        let rewrites = Transforms { waves_per_eu: None, launch_bounds: None, spill_to_shared: false, ..t.clone() };
         if !rewrites.is_empty() {
             return Err(format!("{} rewrite the source, which regtune does not build with nvcc", rewrites.labels().join(" + ")));
         }
@@ -287,9 +346,8 @@ pub(crate) fn edit_entry(ptx: &str, symbol: &str, entry: &Entry) -> Result<Strin
     let open = (start..lines.len()).find(|&i| lines[i].trim() == "{").ok_or_else(|| format!("the entry {symbol} has no body"))?;
     let directive = |l: &str, d: &str| l.trim_start().starts_with(d) && l.trim_start()[d.len()..].starts_with([' ', '\t']);
     // The entry's head, less what the edit replaces.
-    let replaced = |l: &&str| {
-        (entry.maxntid.is_some() && directive(l, ".maxntid")) || (entry.maxnreg.is_some() && directive(l, ".maxnreg"))
-    };
+    let replaced =
+        |l: &&str| (entry.maxntid.is_some() && directive(l, ".maxntid")) || (entry.maxnreg.is_some() && directive(l, ".maxnreg"));
     let mut out: Vec<String> = lines[..start].iter().map(|l| l.to_string()).collect();
     out.extend(lines[start..open].iter().filter(|l| !replaced(l)).map(|l| l.to_string()));
     if let Some(n) = entry.maxntid {
