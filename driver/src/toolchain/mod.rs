@@ -138,6 +138,12 @@ impl Toolchain {
             fix: "optional: sudo ci/bootstrap.sh (assembles it from NVIDIA's PyPI wheels), or set CUDA_PATH".into(),
             required: false,
         });
+        checks.push(Check {
+            what: "nvcc, for CUDA built with nvcc (--compiler nvcc)",
+            found: nvcc::Nvcc::detect().ok().map(|n| format!("{} ({}, ptxas {})", n.path.display(), n.version, n.ptxas().display())),
+            fix: "optional: sudo ci/bootstrap.sh (assembles nvcc 13 from NVIDIA's PyPI wheels), set CUDA_PATH or REGTUNE_NVCC".into(),
+            required: false,
+        });
         let plugin = crate::plugin::find().ok();
         checks.push(Check {
             what: "regtune pass plugin",
