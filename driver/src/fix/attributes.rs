@@ -5,7 +5,12 @@
 //!   - NVPTX: `__launch_bounds__(N)`, and with a warps-per-SM target W
 //!     `__launch_bounds__(N, W / warps-per-block)`, from which ptxas derives
 //!     its register cap. Without a block size there is nothing clang 22
-//!     honours: it ignores CUDA 12.4's `__maxnreg__`, so that is a note.
+//!     honours: it ignores CUDA 12.4's `__maxnreg__`, so that is a note;
+//!     for nvcc (`fix --compiler nvcc`) the cap is `REGTUNE_MAXNREG(R)`, a
+//!     macro defined once at the file's top as `__maxnreg__(R)` for nvcc
+//!     12.4 on and as nothing for any other compiler (`gpu/nvptx`), and a
+//!     kernel with `__launch_bounds__(N)` takes its second argument as
+//!     with clang (nvcc refuses both on one kernel).
 //!
 //! Written on a line of their own above the kernel's declaration (else just
 //! before its name). When the targets of one run decided differently, each
@@ -19,21 +24,30 @@
 //! which the definition inherits, as clang merges attributes over
 //! redeclarations.
 
-use crate::gpu::Arch;
+use crate::gpu::{Arch, SourceCompiler};
 
 use super::ast::Node;
 use super::edit::{self, Edit};
 use super::{Decision, Kernel, Notes};
 
-/// The attribute edit for one kernel, from its decisions on every target.
-pub(crate) fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Notes) -> Option<Edit> {
+/// The attribute edit for one kernel, from its decisions on every target,
+/// for the compiler that builds the patched source.
+pub(crate) fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], compiler: SourceCompiler, notes: &mut Notes) -> Option<Edit> {
+    let edit = attributes_edit(kernel, decisions, compiler, notes)?;
+    // A guarded macro the attributes use: its definition goes at the file's top.
+    let defined =
+        decisions.iter().filter_map(|d| crate::gpu::of(&d.arch).source_macro(compiler)).find(|(name, _)| edit.text.contains(name));
+    Some(Edit { defines: defined.map(|(_, definition)| definition), ..edit })
+}
+
+fn attributes_edit(kernel: &Kernel<'_>, decisions: &[&Decision], compiler: SourceCompiler, notes: &mut Notes) -> Option<Edit> {
     if let Some(extended) = extend_launch_bounds(kernel, decisions, notes) {
         return extended;
     }
     let mut per_arch: Vec<(&Arch, String)> = Vec::new();
     for d in decisions {
         let t = &d.transforms;
-        let parts = match crate::gpu::of(&d.arch).source_attributes(t.launch_bounds, t.waves_per_eu) {
+        let parts = match crate::gpu::of(&d.arch).source_attributes(t.launch_bounds, t.waves_per_eu, compiler) {
             Ok(parts) => parts,
             Err(why) => {
                 notes.kernel(kernel, why);
@@ -45,7 +59,8 @@ pub(crate) fn edit(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mut Not
     if per_arch.iter().all(|(_, a)| a.is_empty()) {
         return None;
     }
-    if let Some(existing) = existing_attribute(kernel.decl, &per_arch) {
+    let macros: Vec<&str> = decisions.iter().filter_map(|d| crate::gpu::of(&d.arch).source_macro(compiler)).map(|(name, _)| name).collect();
+    if let Some(existing) = existing_attribute(kernel.decl, &per_arch, &macros).or_else(|| spelled_cap(kernel, &per_arch, &macros)) {
         notes.kernel(kernel, format!("already has {existing}; change it by hand to {}", per_arch[0].1));
         return None;
     }
@@ -174,6 +189,24 @@ fn launch_bounds_in_source(kernel: &Kernel<'_>) -> Option<LaunchBounds> {
     None
 }
 
+/// A register cap for nvcc the kernel's source already spells (clang's
+/// AST has none: clang ignores `__maxnreg__`, and the macro is empty for
+/// it), on its declaration or the line above it, where fix would add one.
+fn spelled_cap(kernel: &Kernel<'_>, per_arch: &[(&Arch, String)], macros: &[&str]) -> Option<&'static str> {
+    if !macros.iter().any(|m| per_arch.iter().any(|(_, a)| a.contains(m))) {
+        return None;
+    }
+    let begin = kernel.decl.begin.as_ref().filter(|b| b.file == *kernel.file)?.offset;
+    let name = kernel.decl.loc.as_ref().filter(|l| l.file == *kernel.file && !l.in_macro).map_or(begin, |l| l.offset.max(begin));
+    let line = edit::line_start(kernel.text, begin);
+    let from = if line > 0 { edit::line_start(kernel.text, line - 1) } else { 0 };
+    let head = kernel.text.get(from..name)?;
+    if head.contains("__maxnreg__") {
+        return Some("`__maxnreg__`");
+    }
+    macros.iter().any(|m| head.contains(&format!("{m}("))).then_some("a register cap regtune fix wrote (`REGTUNE_MAXNREG`)")
+}
+
 /// A declaration of the kernel that the attributes can go before:
 /// `__global__ void name(float *, int);`, from clang's own types.
 fn redeclaration(kernel: &Kernel<'_>) -> Result<String, String> {
@@ -200,12 +233,18 @@ pub(crate) fn target_macro(arch: &Arch) -> String {
     crate::gpu::of(arch).device_macro()
 }
 
-/// An attribute of the kind we would add that the kernel already has.
-fn existing_attribute(decl: &Node, per_arch: &[(&Arch, String)]) -> Option<&'static str> {
+/// An attribute of the kind we would add that the kernel already has, or
+/// one that excludes it: nvcc takes no `__maxnreg__` (`macros`) beside
+/// `__launch_bounds__` (one whose second argument fix does not write: a
+/// third argument, or spelled by a macro).
+fn existing_attribute(decl: &Node, per_arch: &[(&Arch, String)], macros: &[&str]) -> Option<&'static str> {
     let adds = |s: &str| per_arch.iter().any(|(_, a)| a.contains(s));
     decl.inner.iter().find_map(|n| match n.kind.as_str() {
         "AMDGPUWavesPerEUAttr" if adds("amdgpu_waves_per_eu") => Some("an amdgpu_waves_per_eu attribute"),
         "AMDGPUFlatWorkGroupSizeAttr" | "CUDALaunchBoundsAttr" if adds("__launch_bounds__") => Some("__launch_bounds__"),
+        "CUDALaunchBoundsAttr" if macros.iter().any(|m| adds(m)) => {
+            Some("__launch_bounds__, which nvcc does not take with a `__maxnreg__` (its blocks-per-SM argument would cap the registers)")
+        }
         _ => None,
     })
 }

@@ -44,7 +44,7 @@ impl PatchedCopy {
 
 /// `patched`, with a `#line N "name"` before each run of lines it shares
 /// with `original` whose numbers the patch shifted.
-fn with_line_directives(name: &str, original: &str, patched: &str) -> String {
+pub(crate) fn with_line_directives(name: &str, original: &str, patched: &str) -> String {
     let quoted = name.replace('\\', "\\\\").replace('"', "\\\"");
     let diff = similar::TextDiff::from_lines(original, patched);
     let mut out = format!("#line 1 \"{quoted}\"\n");

@@ -28,12 +28,15 @@ pub(crate) struct Edit {
     /// It calls the pow2 helper, which must be defined at this offset (the
     /// start of the outermost declaration around it) if nothing earlier is.
     pub helper: Option<usize>,
+    /// A guarded macro it uses (the register cap for nvcc), whose
+    /// definition the file takes once, at its top.
+    pub defines: Option<&'static str>,
 }
 
-/// Insertions at one point go in this order: moved declarations, the
-/// pow2 helper, attributes, then a loop's pragma (which must stay next to
-/// its loop).
-const ORDER: &[&str] = &["sink", "pow2", "occupancy", "noalias", "unroll-cap"];
+/// Insertions at one point go in this order: a macro's definition, moved
+/// declarations, the pow2 helper, attributes, then a loop's pragma (which
+/// must stay next to its loop).
+const ORDER: &[&str] = &["definition", "sink", "pow2", "occupancy", "noalias", "unroll-cap"];
 
 impl Edit {
     pub(crate) fn new(file: &Arc<str>, start: usize, end: usize, text: impl Into<String>, kernel: &str, what: &str) -> Edit {
@@ -47,6 +50,7 @@ impl Edit {
             targets: BTreeSet::new(),
             what: what.to_string(),
             helper: None,
+            defines: None,
         }
     }
 
@@ -236,6 +240,37 @@ pub(crate) fn indentation(text: &str, offset: usize) -> &str {
     &line[..line.len() - line.trim_start().len()]
 }
 
+/// The top of a file, where a definition goes: below the comments it
+/// opens with (a licence, a description) and a `#pragma once`.
+pub(crate) fn top(text: &str) -> usize {
+    let mut at = 0;
+    let mut in_block = false;
+    while at < text.len() {
+        let end = line_end(text, at);
+        let mut line = text[at..end].trim();
+        if in_block || line.starts_with("/*") {
+            // The rest of the line after the comment closes, if it does.
+            match line.find("*/") {
+                Some(i) => line = line[i + 2..].trim(),
+                None => {
+                    (in_block, at) = (true, end);
+                    continue;
+                }
+            }
+            in_block = false;
+        }
+        if !(line.is_empty() || line.starts_with("//") || line == "#pragma once") {
+            break;
+        }
+        at = end;
+    }
+    if in_block {
+        return 0;
+    }
+    // Code after a comment on one line: above that line.
+    line_start(text, at.min(text.len()))
+}
+
 /// Above the `//` comment lines directly above `line_start`: where a
 /// line goes that must come before a statement and its comment.
 pub(crate) fn above_comments(text: &str, mut line_start: usize) -> usize {
@@ -278,6 +313,16 @@ mod tests {
         assert!(conflicts.is_empty());
         assert_eq!(merged[0].kernels.len(), 2);
         assert_eq!(apply(F, text, &merged), "A b C\n");
+    }
+
+    #[test]
+    fn the_top_of_a_file_is_below_its_opening_comments() {
+        assert_eq!(top("// licence\n//\n\n#include \"a.h\"\n"), 15);
+        assert_eq!(top("/* one\n   two */\n#pragma once\nint a;\n"), 30);
+        assert_eq!(top("/* note */ int a;\n"), 0);
+        assert_eq!(top("__global__ void k() {}\n"), 0);
+        assert_eq!(top("/* never closed\n"), 0);
+        assert_eq!(top("// only a comment\n"), 18);
     }
 
     #[test]

@@ -44,6 +44,11 @@ impl Project {
         Project { roots, toolchain }
     }
 
+    /// Files under `dir` are the toolchain's too (nvcc's installation).
+    pub(crate) fn add_toolchain_dir(&mut self, dir: &Path) {
+        self.toolchain.extend(std::fs::canonicalize(dir).ok());
+    }
+
     /// Why fix may not edit `path` (canonical), read as a system header or not.
     fn refuses(&self, path: &Path, system: bool) -> Option<String> {
         if system || self.toolchain.iter().any(|d| path.starts_with(d)) {

@@ -15,6 +15,10 @@
 //! rebuilt plainly with the patched files in place (verify.rs); a kernel
 //! that misses its promise loses its edits, and the rest is checked again.
 //! What is left is the patch.
+//!
+//! Built with nvcc (`fix --compiler nvcc`, nvcc.rs): the decisions of nvcc's
+//! build, its register caps as a guarded `__maxnreg__`, verified by nvcc's
+//! own build, each kernel's cubin against the candidate tune measured.
 
 pub(crate) mod ast;
 pub(crate) mod attributes;
@@ -23,6 +27,7 @@ pub(crate) mod debug_ir;
 pub(crate) mod edit;
 pub(crate) mod files;
 pub(crate) mod locate;
+pub(crate) mod nvcc;
 pub(crate) mod overlay;
 pub(crate) mod plan;
 pub(crate) mod pow2;
@@ -41,7 +46,7 @@ use std::sync::Arc;
 use regtune_decisions::{Db, Transforms, Usage};
 
 use crate::context::Context;
-use crate::gpu::Arch;
+use crate::gpu::{Arch, SourceCompiler};
 use crate::names;
 use crate::output::Failure;
 
@@ -70,6 +75,9 @@ pub(crate) struct Decision {
     /// The usage the tuner measured with `transforms`.
     pub promised: Option<Usage>,
     pub before: Option<Usage>,
+    /// The code object tune kept of this candidate (nvcc's builds: the
+    /// patched build's cubin is compared with it).
+    pub code: Option<PathBuf>,
 }
 
 /// How one kernel came out.
@@ -95,6 +103,9 @@ pub struct KernelResult {
     /// It shares its definition with kernels that decided otherwise, and
     /// is patched with this decision of theirs (labels).
     pub instead: Option<String>,
+    /// Verified by nvcc's build: how its cubin compares with the candidate
+    /// tune measured.
+    pub(crate) nvcc: Option<nvcc::Sameness>,
 }
 
 /// One unit's lines in the patch's preamble.
@@ -202,11 +213,18 @@ impl KernelResult {
             what = format!("{what}, in {}", self.elsewhere.join(", "));
         }
         let head = format!("{}: {} ({}): {what}", unit.display(), self.name, self.arch);
-        match &self.outcome {
-            Outcome::Verified => {
+        match (&self.outcome, &self.nvcc) {
+            (Outcome::Verified, Some(same)) => format!(
+                "{head}; verified by nvcc's build: registers {}, spill stores {} bytes, occupancy {}; {}",
+                change(|u| u.vgpr),
+                change(|u| u.vgpr_spills),
+                change(|u| u.occupancy),
+                same.phrase()
+            ),
+            (Outcome::Verified, None) => {
                 format!("{head}; verified by a plain build: VGPRs {}, occupancy {}", change(|u| u.vgpr), change(|u| u.occupancy))
             }
-            Outcome::Dropped(why) => format!("{head}: not in the patch: {why}"),
+            (Outcome::Dropped(why), _) => format!("{head}: not in the patch: {why}"),
         }
     }
 }
@@ -361,8 +379,21 @@ pub fn run(ctx: &Context, inputs: &[PathBuf], options: &Options) -> Result<(Patc
 /// [`run`] with the db already read.
 pub(crate) fn run_with(ctx: &Context, inputs: &[PathBuf], options: &Options, db: &Db) -> (Patch, Vec<Failure>) {
     let (toolchain, plugin, archs, user_args) = (&ctx.toolchain, ctx.plugin(), &ctx.archs[..], &ctx.user_args[..]);
-    let project = Project::new(inputs, user_args, toolchain);
-    let fixing = Fixing { toolchain, plugin, archs, user_args, db, options, project: &project };
+    // nvcc builds the units: its flags as clang reads them, its attributes, its install a toolchain's.
+    let clang_args = match &ctx.nvcc {
+        Some(_) => nvcc::clang_args(user_args),
+        None => user_args.to_vec(),
+    };
+    let compiler = match &ctx.nvcc {
+        Some(n) => SourceCompiler::Nvcc { maxnreg: n.has_maxnreg() },
+        None => SourceCompiler::Clang,
+    };
+    let mut project = Project::new(inputs, &clang_args, toolchain);
+    if let Some(root) = ctx.nvcc.as_ref().and_then(|n| n.path.parent()?.parent()) {
+        project.add_toolchain_dir(root);
+    }
+    let nvcc = ctx.nvcc.as_ref();
+    let fixing = Fixing { toolchain, plugin, archs, user_args, clang_args: &clang_args, nvcc, compiler, db, options, project: &project };
     let mut files = Files::default();
     let mut units = Vec::new();
     let mut failures = Vec::new();
@@ -376,7 +407,7 @@ pub(crate) fn run_with(ctx: &Context, inputs: &[PathBuf], options: &Options, db:
         bar.inc();
     }
     bar.finish();
-    let build = Build { toolchain, archs, user_args };
+    let build = Build { toolchain, archs, user_args, nvcc };
     (settle(&build, &files, units), failures)
 }
 
@@ -428,7 +459,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
             }
         };
         let edited = |symbol: &str| edits.iter().any(|e| e.kernels.contains(symbol));
-        found = verify::check(build, &units, &changed, &overlay, &promise);
+        found = verify::check(build, &units, &changed, &changes, files, &overlay, &promise);
         // A unit the patched files break: the edits it reads go.
         for (i, why) in &found.broken {
             let reads = &units[*i].reads;
@@ -512,6 +543,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 after: if donor.is_some() { measured.or(d.promised) } else { d.promised },
                 outcome,
                 elsewhere: if verified { elsewhere } else { vec![] },
+                nvcc: found.nvcc.get(&(d.symbol.clone(), d.arch.to_string())).filter(|_| verified).cloned(),
                 instead: donor.zip(group).map(|(o, g)| {
                     let theirs = units_decisions
                         .iter()
@@ -606,7 +638,8 @@ fn assemble(units: &[Planned], files: &Files, groups: &[Group], dropped: &mut BT
 }
 
 /// Each file the edits change, with its patched text (the pow2 helper
-/// defined above its first use where an edit calls it).
+/// defined above its first use where an edit calls it; a guarded macro an
+/// edit uses defined at the file's top).
 fn patched_files(files: &Files, edits: &[Edit]) -> Vec<(Arc<str>, String)> {
     let touched: BTreeSet<&Arc<str>> = edits.iter().map(|e| &e.file).collect();
     let mut out = Vec::new();
@@ -617,6 +650,17 @@ fn patched_files(files: &Files, edits: &[Edit]) -> Vec<(Arc<str>, String)> {
             let mut helper = Edit::new(file, at, at, pow2::HELPER, "", "pow2");
             helper.kernels.clear();
             mine.push(helper);
+            mine.sort_by_key(|e| e.start);
+        }
+        // A guarded macro's definition, once, at the top (nvcc's register
+        // cap); not again where the file has its guard (patched before).
+        let defined: BTreeSet<&'static str> = mine.iter().filter_map(|e| e.defines).collect();
+        let guard = |d: &'static str| d.lines().find(|l| l.starts_with("#ifndef ")).unwrap_or(d);
+        for definition in defined.into_iter().filter(|d| !text.contains(guard(d))) {
+            let at = edit::top(text);
+            let mut define = Edit::new(file, at, at, definition, "", "definition");
+            define.kernels.clear();
+            mine.push(define);
             mine.sort_by_key(|e| e.start);
         }
         let patched = edit::apply(file, text, &mine);

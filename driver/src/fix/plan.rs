@@ -10,15 +10,16 @@ use std::sync::Arc;
 use regtune_decisions::{Db, Transforms};
 
 use crate::gpu::compile::{self, Unit};
-use crate::gpu::Arch;
+use crate::gpu::{Arch, SourceCompiler};
 use crate::names;
 use crate::output::Failure;
+use crate::toolchain::nvcc::Nvcc;
 use crate::toolchain::Toolchain;
 
 use super::ast::{self, Node};
 use super::edit::Edit;
 use super::files::{Files, Project};
-use super::{attributes, debug_ir, locate, pow2, restrict, sink, unroll};
+use super::{attributes, debug_ir, locate, nvcc, pow2, restrict, sink, unroll};
 use super::{Decision, Kernel, Notes, Options, Source};
 
 /// What every unit is built with.
@@ -26,7 +27,15 @@ pub(crate) struct Fixing<'a> {
     pub toolchain: &'a Toolchain,
     pub plugin: &'a Path,
     pub archs: &'a [Arch],
+    /// The user's flags: clang's, or nvcc's where nvcc builds the units.
     pub user_args: &'a [String],
+    /// The flags of what fix reads with clang (its AST, its debug IR): the
+    /// user's, or the nvcc flags clang reads alike ([`nvcc::clang_args`]).
+    pub clang_args: &'a [String],
+    /// nvcc builds the units (`--compiler nvcc`).
+    pub nvcc: Option<&'a Nvcc>,
+    /// Whose attributes the patch writes.
+    pub compiler: SourceCompiler,
     pub db: &'a Db,
     pub options: &'a Options,
     pub project: &'a Project,
@@ -74,9 +83,13 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
     };
 
     // The decisions current for this build, per target.
+    let code_dir = crate::runtime::code::dir(&ctx.options.db);
     for arch in ctx.archs {
-        let unit = Unit { toolchain: ctx.toolchain, arch, source: path, user_args: ctx.user_args };
-        let (hash, preprocessed) = input_hash(&unit)?;
+        let unit = Unit { toolchain: ctx.toolchain, arch, source: path, user_args: ctx.clang_args };
+        let (hash, preprocessed) = match ctx.nvcc {
+            Some(n) => nvcc::input(n, arch, path, ctx.user_args)?,
+            None => input_hash(&unit)?,
+        };
         planned.reads.extend(files.add_unit(ctx.project, &preprocessed));
         let found: Vec<Decision> = ctx
             .db
@@ -86,16 +99,27 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
             .map(|e| {
                 let transforms = e.effective();
                 // A suggestion the user confirmed in the db is promised its own measurement.
+                // (One a measurement chose among the search's candidates, its own.)
                 let promised = match transforms == e.transforms {
                     true => e.after,
-                    false => e.suggested.iter().find(|s| s.transforms == transforms).map(|s| s.usage).or(e.after),
+                    false => e
+                        .suggested
+                        .iter()
+                        .find(|s| s.transforms == transforms)
+                        .map(|s| s.usage)
+                        .or_else(|| e.candidates.iter().find(|c| c.transforms == transforms).map(|c| c.usage))
+                        .or(e.after),
                 };
-                let mut d = Decision { symbol: e.symbol.clone(), arch: arch.clone(), transforms, promised, before: e.before };
+                let mut d = Decision { symbol: e.symbol.clone(), arch: arch.clone(), transforms, promised, before: e.before, code: None };
                 if ctx.options.with_suggestions {
                     if let Some(s) = e.suggested.iter().find(|s| !s.confirmed) {
                         d.transforms = s.transforms.clone();
                         d.promised = Some(s.usage);
                     }
+                }
+                // nvcc's patch is compared with the cubin tune kept of the candidate.
+                if ctx.nvcc.is_some() && !d.transforms.is_empty() {
+                    d.code = Some(crate::runtime::code::path(&code_dir, e, &d.transforms)).filter(|p| p.is_file());
                 }
                 d
             })
@@ -108,8 +132,15 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
         }
         planned.decisions.extend(found);
     }
-    let active: Vec<&Decision> = planned.decisions.iter().filter(|d| !d.transforms.is_empty()).collect();
+    // nvcc's builds were tuned with what a kernel's PTX entry carries only.
+    let refused: BTreeMap<String, String> = match ctx.nvcc {
+        Some(_) => planned.decisions.iter().filter_map(|d| nvcc::refused(&d.transforms).map(|why| (d.symbol.clone(), why))).collect(),
+        None => BTreeMap::new(),
+    };
+    let active: Vec<&Decision> =
+        planned.decisions.iter().filter(|d| !d.transforms.is_empty() && !refused.contains_key(&d.symbol)).collect();
     if active.is_empty() {
+        planned.skipped = refused;
         planned.notes = notes;
         return Ok(planned);
     }
@@ -119,7 +150,7 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
     for arch in ctx.archs {
         let here: Vec<&Decision> = active.iter().copied().filter(|d| &d.arch == arch).collect();
         if here.iter().any(|d| d.transforms.pow2 || d.transforms.unroll_cap.is_some()) {
-            let unit = Unit { toolchain: ctx.toolchain, arch, source: path, user_args: ctx.user_args };
+            let unit = Unit { toolchain: ctx.toolchain, arch, source: path, user_args: ctx.clang_args };
             let uncapped: BTreeSet<String> = planned
                 .decisions
                 .iter()
@@ -145,7 +176,7 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
             continue;
         }
         families_seen.push(arch.vendor());
-        let unit = Unit { toolchain: ctx.toolchain, arch, source: path, user_args: ctx.user_args };
+        let unit = Unit { toolchain: ctx.toolchain, arch, source: path, user_args: ctx.clang_args };
         nodes.extend(ast::dump(&unit, &names).map_err(|e| Failure::new(e.to_string()))?);
     }
     let source = Source { files, nodes: &nodes };
@@ -183,7 +214,7 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
             };
             planned.bodies.insert(symbol.clone(), ((at.file.clone(), at.offset), what));
         }
-        edits.extend(attributes::edit(&kernel, ds, &mut notes));
+        edits.extend(attributes::edit(&kernel, ds, ctx.compiler, &mut notes));
         for d in ds {
             edits.extend(restrict::edits(&kernel, &d.transforms.noalias, &mut notes));
         }
@@ -206,6 +237,9 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
         if d.promised.is_none() {
             skipped.entry(d.symbol.clone()).or_insert_with(|| "the db holds no measured usage to verify it against".into());
         }
+    }
+    for (symbol, why) in refused {
+        skipped.entry(symbol).or_insert(why);
     }
     planned.edits = edits;
     planned.skipped = skipped;

@@ -6,6 +6,9 @@
 //! expresses; for one whose decision it does not, or that decided nothing,
 //! nothing the tuner would call worse (lower occupancy, more spills or
 //! scratch), as code it shares with a kernel that decided may change it.
+//! Built with nvcc, the check is nvcc's build with the user's nvcc flags
+//! (`nvcc.rs`), and each kernel held to its promise is also compared with
+//! the cubin of the candidate tune measured.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -16,8 +19,11 @@ use crate::gpu::compile::Unit;
 use crate::gpu::measure;
 use crate::gpu::Arch;
 use crate::names;
+use crate::toolchain::nvcc::Nvcc;
 use crate::toolchain::Toolchain;
 
+use super::files::Files;
+use super::nvcc;
 use super::overlay::Overlay;
 use super::plan::Planned;
 use super::Decision;
@@ -26,7 +32,10 @@ use super::Decision;
 pub(crate) struct Build<'a> {
     pub toolchain: &'a Toolchain,
     pub archs: &'a [Arch],
+    /// The user's flags: clang's, or nvcc's with `nvcc`.
     pub user_args: &'a [String],
+    /// nvcc builds the units: the check is its build ([`nvcc::rebuild`]).
+    pub nvcc: Option<&'a Nvcc>,
 }
 
 /// What a kernel's usage is held to.
@@ -49,14 +58,20 @@ pub(crate) struct Found {
     pub side_effects: Vec<String>,
     /// Units the patched files do not compile: (unit, the error).
     pub broken: Vec<(usize, String)>,
+    /// nvcc's builds: how each kernel held to its promise compares with
+    /// the candidate tune measured, per target.
+    pub nvcc: BTreeMap<(String, String), nvcc::Sameness>,
 }
 
-/// Rebuild every unit that reads one of `changed` with `overlay`, holding
-/// each decided kernel to `promise(its decision)`.
+/// Rebuild every unit that reads one of `changed` with `overlay` (nvcc:
+/// with `changes`, the patched texts, in a mirror of its directory),
+/// holding each decided kernel to `promise(its decision)`.
 pub(crate) fn check(
     build: &Build<'_>,
     units: &[Planned],
     changed: &BTreeSet<Arc<str>>,
+    changes: &[(Arc<str>, String)],
+    files: &Files,
     overlay: &Overlay,
     promise: &dyn Fn(&Decision) -> Promise,
 ) -> Found {
@@ -66,7 +81,11 @@ pub(crate) fn check(
             continue;
         }
         for arch in build.archs {
-            let measured = match measure(build, u, arch, overlay, i) {
+            let built = match build.nvcc {
+                Some(n) => nvcc::rebuild(n, files, build.user_args, u, arch, changes).map(|r| (r.measured, Some(r.cubin))),
+                None => measure(build, u, arch, overlay, i).map(|m| (m, None)),
+            };
+            let (measured, cubin) = match built {
                 Ok(m) => m,
                 Err(e) => {
                     found.broken.push((i, format!("the patched files do not compile for {arch} ({}): {e}", u.path.display())));
@@ -78,11 +97,15 @@ pub(crate) fn check(
             }
             for d in u.decisions.iter().filter(|d| &d.arch == arch) {
                 let got = measured.iter().find(|m| m.symbol == d.symbol).map(|m| m.usage);
+                let exact = matches!(promise(d), Promise::Exact);
                 let problem = match (d.transforms.is_empty(), promise(d)) {
                     (true, _) => worse(got, d.promised),
                     (false, Promise::Exact) => mismatch(got, d.promised),
                     (false, Promise::NoWorseThan(u)) => worse(got, u),
                 };
+                if let (Some(cubin), None, false, true) = (&cubin, &problem, d.transforms.is_empty(), exact) {
+                    found.nvcc.insert((d.symbol.clone(), arch.to_string()), nvcc::compare(cubin, d.code.as_deref(), &d.symbol));
+                }
                 if let Some(why) = problem {
                     found.wrong.entry(d.symbol.clone()).or_insert(format!("the plain build of the patched files on {arch} gives {why}"));
                 } else if let (true, Some(g), Some(p)) = (d.transforms.is_empty(), got, d.promised) {

@@ -232,9 +232,24 @@ pub trait Target: fmt::Debug + Sync {
     /// How "never more than `threads` threads per block" is spelled.
     fn launch_bounds_spelling(&self, threads: u32) -> Spelling;
 
-    /// The attributes a source patch puts on a kernel for a block size and
-    /// an occupancy target; Err: why the target cannot say it in source.
-    fn source_attributes(&self, launch_bounds: Option<u32>, occupancy: Option<u32>) -> Result<Vec<String>, String>;
+    /// The attributes a source patch for `compiler` puts on a kernel for a
+    /// block size and an occupancy target; Err: why the target cannot say
+    /// it in that compiler's source.
+    fn source_attributes(
+        &self,
+        launch_bounds: Option<u32>,
+        occupancy: Option<u32>,
+        compiler: SourceCompiler,
+    ) -> Result<Vec<String>, String>;
+
+    /// A macro the attributes of [`Target::source_attributes`] for
+    /// `compiler` may use, as (its name, its definition): a file that uses
+    /// it defines it once, at its top; the definition guards itself, so a
+    /// compiler without the attribute still builds the file. None: plain
+    /// attributes only (the default).
+    fn source_macro(&self, _compiler: SourceCompiler) -> Option<(&'static str, &'static str)> {
+        None
+    }
 
     /// For a kernel whose source already says `__launch_bounds__(threads)`
     /// (`threads`: the argument's text): the second argument that spells the
@@ -297,6 +312,15 @@ pub fn of(arch: &Arch) -> Box<dyn Target> {
         Vendor::Amdgpu => Box::new(amdgpu::Amdgpu { arch: arch.clone() }),
         Vendor::Nvptx => Box::new(nvptx::Nvptx { arch: arch.clone() }),
     }
+}
+
+/// The compiler a source patch is written for: which attributes it honours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceCompiler {
+    /// clang (hipcc, clang -x cuda): what regtune itself builds with.
+    Clang,
+    /// NVIDIA's nvcc; `maxnreg`: it takes `__maxnreg__(N)` (CUDA 12.4 on).
+    Nvcc { maxnreg: bool },
 }
 
 /// One knob as a target spells it in each place regtune can set it.

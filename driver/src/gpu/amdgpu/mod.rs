@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Arch, Limiter, Spelling, Steps, Target};
+use super::{Arch, Limiter, SourceCompiler, Spelling, Steps, Target};
 use crate::gpu::compile::{self, CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
 use crate::gpu::listing::{Listing, Machine};
 use crate::gpu::measure::{self, MeasureError, Measured};
@@ -96,7 +96,7 @@ impl Target for Amdgpu {
         }
     }
 
-    fn source_attributes(&self, launch_bounds: Option<u32>, waves: Option<u32>) -> Result<Vec<String>, String> {
+    fn source_attributes(&self, launch_bounds: Option<u32>, waves: Option<u32>, _compiler: SourceCompiler) -> Result<Vec<String>, String> {
         let mut parts: Vec<String> = launch_bounds.map(|n| format!("__launch_bounds__({n})")).into_iter().collect();
         parts.extend(waves.map(|w| format!("__attribute__((amdgpu_waves_per_eu({w})))")));
         Ok(parts)

@@ -2,8 +2,8 @@
 
 pub mod cubin;
 pub(crate) mod flags;
-pub(crate) mod nvcc;
 mod listing;
+pub(crate) mod nvcc;
 pub mod nvidia;
 pub(crate) mod ptxas;
 pub(crate) mod sass;
@@ -13,12 +13,32 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Arch, Limiter, Spelling, Steps, Target};
+use super::{Arch, Limiter, SourceCompiler, Spelling, Steps, Target};
 use crate::gpu::compile::{self, CompileError, Compiled, Location, Temps, Unit, Variant};
 use crate::gpu::listing::{Listing, Machine};
 use crate::gpu::measure::{self, MeasureError, Measured, NvidiaUsage};
 use crate::toolchain::{Toolchain, ToolchainError};
 use regtune_decisions::Usage;
+
+/// The register cap a source patch for nvcc writes: `REGTUNE_MAXNREG(R)`.
+pub(crate) const MAXNREG_MACRO: &str = "REGTUNE_MAXNREG";
+
+/// Its definition, once at the top of a file that uses it. `__NVCC__`, not
+/// `__CUDACC__`: clang's CUDA headers define `__CUDACC__` and the
+/// `__CUDACC_VER_*__` numbers too, and nvcc may preprocess with clang
+/// (`-ccbin clang`, where `__clang__` is defined); only nvcc defines
+/// `__NVCC__`. nvcc refuses `__maxnreg__` beside `__launch_bounds__` on one
+/// kernel ("cannot be applied to the same kernel"): a kernel that states
+/// its block size takes the cap as `__launch_bounds__`'s second argument.
+pub(crate) const MAXNREG_DEFINITION: &str =
+    "// regtune fix: a kernel's register cap, for nvcc 12.4 on (__maxnreg__); nothing for other compilers.\n\
+#ifndef REGTUNE_MAXNREG\n\
+#if defined(__NVCC__) && (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))\n\
+#define REGTUNE_MAXNREG(n) __maxnreg__(n)\n\
+#else\n\
+#define REGTUNE_MAXNREG(n)\n\
+#endif\n\
+#endif\n\n";
 
 #[derive(Debug)]
 pub(crate) struct Nvptx {
@@ -77,17 +97,33 @@ impl Target for Nvptx {
 
     /// An occupancy target is spelled through the block size:
     /// `__launch_bounds__(threads, blocks per SM)`, the blocks that give
-    /// ptxas the same register cap as the tuner's `.maxnreg`.
-    fn source_attributes(&self, launch_bounds: Option<u32>, warps: Option<u32>) -> Result<Vec<String>, String> {
+    /// ptxas the same register cap as the tuner's `.maxnreg`. Without a
+    /// block size, for nvcc 12.4 on: `__maxnreg__(R)` through
+    /// [`MAXNREG_MACRO`] (cicc writes it as the entry's `.maxnreg R`, so
+    /// the cubin is the tuned candidate's); clang 22 has none.
+    fn source_attributes(&self, launch_bounds: Option<u32>, warps: Option<u32>, compiler: SourceCompiler) -> Result<Vec<String>, String> {
         let arch = &self.arch;
-        match (launch_bounds, warps) {
-            (Some(n), Some(w)) => Ok(vec![format!("__launch_bounds__({n}, {})", min_blocks(arch, w, n)?)]),
-            (None, Some(w)) => Err(format!(
+        match (launch_bounds, warps, compiler) {
+            (Some(n), Some(w), _) => Ok(vec![format!("__launch_bounds__({n}, {})", min_blocks(arch, w, n)?)]),
+            (None, Some(w), SourceCompiler::Nvcc { maxnreg: true }) => {
+                Ok(vec![format!("{MAXNREG_MACRO}({})", nvidia::register_cap_for_warps(w))])
+            }
+            (None, Some(w), SourceCompiler::Nvcc { maxnreg: false }) => Err(format!(
+                "warps-per-sm={w} on {arch}: this nvcc has no `__maxnreg__` (CUDA 12.4 on has: `__maxnreg__({})`), and `__launch_bounds__` would state a block size; not patched",
+                nvidia::register_cap_for_warps(w)
+            )),
+            (None, Some(w), SourceCompiler::Clang) => Err(format!(
                 "warps-per-sm={w} on {arch}: clang 22 has no `__maxnreg__` (nvcc 12.4 does: `__maxnreg__({})`), and `__launch_bounds__` would state a block size; not patched",
                 nvidia::register_cap_for_warps(w)
             )),
-            (lb, None) => Ok(lb.map(|n| format!("__launch_bounds__({n})")).into_iter().collect()),
+            (lb, None, _) => Ok(lb.map(|n| format!("__launch_bounds__({n})")).into_iter().collect()),
         }
+    }
+
+    /// nvcc's register cap, guarded: `__maxnreg__` where nvcc 12.4 on
+    /// compiles, nothing elsewhere (clang, older nvcc, a host compiler).
+    fn source_macro(&self, compiler: SourceCompiler) -> Option<(&'static str, &'static str)> {
+        (compiler == SourceCompiler::Nvcc { maxnreg: true }).then_some((MAXNREG_MACRO, MAXNREG_DEFINITION))
     }
 
     /// A kernel that already promises its block size in source
@@ -395,6 +431,24 @@ mod tests {
     fn steps(m: &Measured, launched: Option<u32>) -> (Vec<u32>, Option<u32>) {
         let s = Nvptx { arch: Arch::parse("sm_90").unwrap() }.occupancy_steps(m, launched);
         (s.all, s.own)
+    }
+
+    #[test]
+    fn a_cap_without_a_block_size_is_nvccs_guarded_maxnreg_and_nothing_for_clang() {
+        let t = Nvptx { arch: Arch::parse("sm_90").unwrap() };
+        let nvcc = SourceCompiler::Nvcc { maxnreg: true };
+        assert_eq!(t.source_attributes(None, Some(32), nvcc).unwrap(), ["REGTUNE_MAXNREG(64)"]);
+        assert!(t.source_attributes(None, Some(32), SourceCompiler::Clang).unwrap_err().contains("clang 22 has no `__maxnreg__`"));
+        let old = t.source_attributes(None, Some(32), SourceCompiler::Nvcc { maxnreg: false }).unwrap_err();
+        assert!(old.contains("this nvcc has no `__maxnreg__`"), "{old}");
+        // With a block size, `__launch_bounds__` for both: nvcc takes no `__maxnreg__` beside it.
+        let bounded = |c| t.source_attributes(Some(256), Some(32), c).unwrap();
+        assert_eq!(bounded(nvcc), ["__launch_bounds__(256, 4)"]);
+        assert_eq!(bounded(nvcc), bounded(SourceCompiler::Clang));
+        assert_eq!(t.source_macro(SourceCompiler::Clang), None);
+        let (name, definition) = t.source_macro(nvcc).unwrap();
+        assert!(definition.contains(&format!("#define {name}(n) __maxnreg__(n)\n#else\n#define {name}(n)\n")), "{definition}");
+        assert!(definition.contains("#if defined(__NVCC__)"), "only nvcc: clang defines __CUDACC__ too");
     }
 
     /// The caps of a hand sweep, 255 168 128 96 80 72 64 56 48 40 32, as

@@ -1,0 +1,319 @@
+//! `regtune fix --compiler nvcc`: the patch for a build with nvcc.
+//!
+//! What differs from clang's: the db's decisions for the unit are found by
+//! nvcc's own input hash (its PTX and ptxas line, as `tune --compiler nvcc`
+//! recorded it), from one nvcc build of the unit; only what `tune` built
+//! with nvcc is patched (register caps and launch bounds, which a kernel's
+//! PTX entry carries: no rewrite of the source); a register cap is nvcc's
+//! `__maxnreg__`, guarded (`gpu/nvptx`: `REGTUNE_MAXNREG`); and the
+//! verifying build is nvcc's, with the user's nvcc flags, of the patched
+//! files in a mirror of the unit's directory (nvcc has no file-system
+//! overlay). Each patched kernel's cubin is compared with the candidate
+//! `tune` kept beside the db (`runtime/code.rs`): byte for byte, else its
+//! own sections, else its registers, spills and occupancy.
+//!
+//! The files the unit reads and the kernels' places in them still come from
+//! clang (its AST), run with the nvcc flags that mean the same to it
+//! ([`clang_args`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use object::{Object, ObjectSection};
+use regtune_decisions::Transforms;
+
+use crate::gpu::compile::compile_failure;
+use crate::gpu::measure::{self, Measured};
+use crate::gpu::nvptx::nvcc;
+use crate::gpu::Arch;
+use crate::output::Failure;
+use crate::toolchain::nvcc::Nvcc;
+
+use super::copy;
+use super::files::Files;
+use super::plan::Planned;
+
+/// nvcc flags clang reads the same way, in clang's spelling: include
+/// paths, macros, forced includes, the language standard. The rest (the
+/// architectures, nvcc's and ptxas's own options, `-x cu`, what goes to
+/// the host compiler) say nothing about where a kernel is in the source.
+pub(crate) fn clang_args(nvcc_args: &[String]) -> Vec<String> {
+    // (nvcc's spellings, clang's); the value follows, or is joined after
+    // `=`, or (the short ones) directly.
+    const SAME: &[(&str, &str, &str)] = &[
+        ("-I", "--include-path", "-I"),
+        ("-isystem", "--system-include", "-isystem"),
+        ("-D", "--define-macro", "-D"),
+        ("-U", "--undefine-macro", "-U"),
+        ("-include", "--pre-include", "-include"),
+        ("-std", "--std", "-std="),
+    ];
+    // nvcc flags whose value is the next argument, for another tool or step.
+    #[rustfmt::skip]
+    const OTHERS: &[&str] = &[
+        "-Xcompiler", "--compiler-options", "-Xptxas", "--ptxas-options", "-Xlinker", "--linker-options", "-Xnvlink",
+        "--nvlink-options", "-Xarchive", "--archive-options", "-Xcudafe", "-ccbin", "--compiler-bindir", "-x", "--x", "-arch",
+        "--gpu-architecture", "-code", "--gpu-code", "-gencode", "--generate-code", "-maxrregcount", "--maxrregcount", "-o",
+        "--output-file", "-odir", "--output-directory", "-MF", "--dependency-output", "-MT", "--dependency-target-name", "-MQ",
+        "-keep-dir", "--keep-dir", "-rdc", "--relocatable-device-code", "-L", "--library-path", "-l", "--library", "-time",
+        "--time", "-t", "--threads", "-Werror", "--Werror", "-default-stream", "--default-stream", "-diag-suppress",
+        "--diag-suppress", "-split-compile", "--split-compile",
+    ];
+    let mut out = Vec::new();
+    let mut args = nvcc_args.iter();
+    while let Some(a) = args.next() {
+        if OTHERS.contains(&a.as_str()) {
+            args.next();
+            continue;
+        }
+        let found = SAME.iter().find_map(|(short, long, clang)| {
+            if a == short || a == long {
+                return Some((*clang, None));
+            }
+            let joined = [*short, *long].iter().find_map(|f| a.strip_prefix(f).and_then(|v| v.strip_prefix('=')));
+            let direct = (short.len() == 2).then(|| a.strip_prefix(short)).flatten().filter(|v| !v.is_empty());
+            joined.or(direct).map(|v| (*clang, Some(v.to_string())))
+        });
+        let Some((clang, value)) = found else { continue };
+        let Some(value) = value.or_else(|| args.next().cloned()) else { continue };
+        match clang.strip_suffix('=') {
+            Some(_) => out.push(format!("{clang}{value}")),
+            None => out.extend([clang.to_string(), value]),
+        }
+    }
+    out
+}
+
+/// The unit's input hash as `tune --compiler nvcc` recorded it, and the
+/// text nvcc preprocessed for the device (its line markers name the files
+/// the unit reads).
+pub(crate) fn input(nvcc: &Nvcc, arch: &Arch, path: &Path, user_args: &[String]) -> Result<(String, String), Failure> {
+    let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
+    let kept = nvcc::keep(nvcc, arch, path, user_args, dir.path(), None).map_err(compile_failure)?;
+    let hash = kept.input_hash(nvcc, arch);
+    let mut preprocessed = String::new();
+    for e in std::fs::read_dir(dir.path()).map_err(|e| Failure::new(format!("cannot read {}: {e}", dir.path().display())))? {
+        let p = e.map_err(|e| Failure::new(e.to_string()))?.path();
+        if p.to_string_lossy().ends_with(".cpp1.ii") {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            preprocessed.extend(text.lines().filter(|l| !system_token_marker(l)).flat_map(|l| [l, "\n"]));
+        }
+    }
+    if preprocessed.is_empty() {
+        return Err(Failure::new(format!("{}: nvcc kept no preprocessed device source (.cpp1.ii) for {arch}", path.display())));
+    }
+    Ok((hash, preprocessed))
+}
+
+/// gcc (which preprocesses for nvcc) flags a token a system header's
+/// macro expands to (`stderr` in `fprintf(stderr, ...)`) with a line
+/// marker of flag 3 in the user's own file, `# 219 "k.cu" 3 4`, neither
+/// entering (1) nor leaving (2) a file: such a marker says nothing about
+/// which files are system headers (their entering markers do).
+fn system_token_marker(line: &str) -> bool {
+    let Some(rest) = line.strip_prefix("# ") else { return false };
+    let Some(flags) = rest.rfind('"').map(|i| &rest[i + 1..]) else { return false };
+    let flags: Vec<&str> = flags.split_whitespace().collect();
+    flags.contains(&"3") && !flags.contains(&"1") && !flags.contains(&"2")
+}
+
+/// Why a decision is not patched for nvcc: what tune does not build with
+/// nvcc (a rewrite of the source, as only a hand-edited db holds), and
+/// spilling to shared memory, which fix does not spell in source.
+pub(crate) fn refused(t: &Transforms) -> Option<String> {
+    if let Err(why) = nvcc::Entry::of(t) {
+        return Some(format!("{why}; not patched for nvcc"));
+    }
+    t.spill_to_shared.then(|| "spilling to shared memory has no source spelling regtune fix writes (the PTX pragma); not patched".into())
+}
+
+/// How a patched kernel's nvcc build compares with the candidate tune
+/// measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Sameness {
+    /// The unit's cubin is the candidate's, byte for byte.
+    Cubin,
+    /// The kernel's own sections (code, `.nv.info`, constants) are the
+    /// candidate's, byte for byte; the other kernels' decisions differ.
+    Kernel,
+    /// Only its registers, spills and occupancy are the candidate's: why.
+    Usage(String),
+}
+
+impl Sameness {
+    /// As the patch's summary says it.
+    pub(crate) fn phrase(&self) -> String {
+        match self {
+            Sameness::Cubin => "nvcc's cubin is the measured candidate's, byte for byte".into(),
+            Sameness::Kernel => "the kernel's code in nvcc's cubin is the measured candidate's, byte for byte".into(),
+            Sameness::Usage(why) => format!("registers, spills and occupancy are the measured candidate's ({why})"),
+        }
+    }
+}
+
+/// `cubin` against the candidate `tune` kept for `symbol` (None: it kept none).
+pub(crate) fn compare(cubin: &[u8], candidate: Option<&Path>, symbol: &str) -> Sameness {
+    let Some(path) = candidate else { return Sameness::Usage("tune kept no cubin of this candidate to compare".into()) };
+    let Ok(theirs) = std::fs::read(path) else { return Sameness::Usage(format!("{} cannot be read", path.display())) };
+    if cubin == theirs.as_slice() {
+        return Sameness::Cubin;
+    }
+    match (kernel_sections(cubin, symbol), kernel_sections(&theirs, symbol)) {
+        (Some(ours), Some(candidate)) if !ours.is_empty() && ours == candidate => Sameness::Kernel,
+        (Some(ours), Some(candidate)) => {
+            let differ: Vec<&str> = ours
+                .keys()
+                .chain(candidate.keys())
+                .filter(|k| ours.get(*k) != candidate.get(*k))
+                .map(|k| k.split(symbol).next().unwrap_or(k).trim_end_matches('.'))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            Sameness::Usage(format!("its cubin sections {} differ", differ.join(", ")))
+        }
+        _ => Sameness::Usage("a cubin cannot be read".into()),
+    }
+}
+
+/// A kernel's own sections of a cubin (`.text.SYMBOL`, `.nv.info.SYMBOL`,
+/// `.nv.constant0.SYMBOL`, ...), by name.
+fn kernel_sections(cubin: &[u8], symbol: &str) -> Option<BTreeMap<String, Vec<u8>>> {
+    let file = object::File::parse(cubin).ok()?;
+    let suffix = format!(".{symbol}");
+    let mut out = BTreeMap::new();
+    for s in file.sections() {
+        let name = s.name().ok()?;
+        if name.ends_with(&suffix) {
+            out.insert(name.to_string(), s.uncompressed_data().ok()?.into_owned());
+        }
+    }
+    Some(out)
+}
+
+/// What nvcc's build of a patched unit gives.
+pub(crate) struct Rebuilt {
+    pub measured: Vec<Measured>,
+    pub cubin: Vec<u8>,
+}
+
+/// nvcc's build of unit `u` for `arch` with the user's flags, the patched
+/// files (`changes`: canonical path, patched text) in place: every file
+/// the unit reads below its own directory is copied, patched or not, into
+/// a mirror of that directory (with `#line` directives naming the original,
+/// as [`copy`] writes them), and the unit is built there, the original
+/// directories searched after the user's `-I` paths for what the mirror
+/// lacks. A patched file outside the unit's directory cannot be put in
+/// place: an error.
+pub(crate) fn rebuild(
+    nvcc: &Nvcc,
+    files: &Files,
+    user_args: &[String],
+    u: &Planned,
+    arch: &Arch,
+    changes: &[(Arc<str>, String)],
+) -> Result<Rebuilt, String> {
+    let unit = std::fs::canonicalize(&u.path).map_err(|e| format!("cannot read {}: {e}", u.path.display()))?;
+    let root = unit.parent().ok_or_else(|| format!("{} names no file", u.path.display()))?.to_path_buf();
+    let mirror =
+        tempfile::Builder::new().prefix("regtune-fix-nvcc").tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let patched = |p: &str| changes.iter().find(|(c, _)| &**c == p).map(|(_, t)| t.as_str());
+    if let Some((outside, _)) = changes.iter().find(|(p, _)| u.reads.contains(p) && !Path::new(&**p).starts_with(&root)) {
+        return Err(format!(
+            "its patched file {} lies outside the unit's directory, where nvcc's build of the unit cannot be given it",
+            files.shown(outside)
+        ));
+    }
+    let mut dirs: Vec<PathBuf> = vec![root.clone()];
+    let unit_key: Arc<str> = Arc::from(unit.display().to_string());
+    let copies = u.reads.iter().filter(|p| **p != unit_key && Path::new(&***p).starts_with(&root)).chain(std::iter::once(&unit_key));
+    for path in copies {
+        let Ok(relative) = Path::new(&**path).strip_prefix(&root) else { continue };
+        let original = match files.text(path) {
+            Some(t) => t.to_string(),
+            None if **path == *unit_key => std::fs::read_to_string(&unit).map_err(|e| format!("cannot read {}: {e}", unit.display()))?,
+            // Not the project's (refused): read in place.
+            None => continue,
+        };
+        let text = patched(path).unwrap_or(&original);
+        let dest = mirror.path().join(relative);
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        let name = if **path == *unit_key { u.path.display().to_string() } else { path.to_string() };
+        std::fs::write(&dest, copy::with_line_directives(&name, &original, text))
+            .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+        if let Some(d) = Path::new(&**path).parent().filter(|d| !dirs.iter().any(|x| x == d)) {
+            dirs.push(d.to_path_buf());
+        }
+    }
+    let source = mirror.path().join(unit.strip_prefix(&root).unwrap_or(&unit));
+    let mut args = user_args.to_vec();
+    for d in &dirs {
+        args.extend(["-I".to_string(), d.display().to_string()]);
+    }
+    let out = mirror.path().join(format!(".regtune-nvcc-{}", arch.processor()));
+    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let kept = nvcc::keep(nvcc, arch, &source, &args, &out, None).map_err(|e| {
+        let first = e.diagnostics().and_then(|d| d.lines().find(|l| l.contains("error"))).map(str::to_string);
+        first.unwrap_or_else(|| e.to_string())
+    })?;
+    let measured = measure::object_file_with(&kept.cubin, arch, &kept.report, &measure::Options::default()).map_err(|e| e.to_string())?;
+    let cubin = std::fs::read(&kept.cubin).map_err(|e| format!("cannot read {}: {e}", kept.cubin.display()))?;
+    Ok(Rebuilt { measured, cubin })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    #[rustfmt::skip]
+    fn clang_reads_nvccs_include_paths_macros_and_standard() {
+        let nvcc = strings(&[
+            "-x", "cu", "-O3", "-arch=sm_90", "-I", "inc", "-Iinc2", "--include-path=inc3", "-DN=4", "-D", "M", "--define-macro=K",
+            "-isystem", "sys", "-std=c++17", "--use_fast_math", "-Xptxas", "-v", "-include", "pre.h", "-UX", "--expt-relaxed-constexpr", "-Xcompiler", "-DHOST", "-o", "-Inot",
+        ]);
+        assert_eq!(
+            clang_args(&nvcc),
+            strings(&[
+                "-I", "inc", "-I", "inc2", "-I", "inc3", "-D", "N=4", "-D", "M", "-D", "K", "-isystem", "sys", "-std=c++17", "-include",
+                "pre.h", "-U", "X"
+            ])
+        );
+        assert_eq!(clang_args(&strings(&["-std", "c++20"])), ["-std=c++20"]);
+    }
+
+    #[test]
+    fn gccs_markers_of_a_system_macros_tokens_are_not_files() {
+        assert!(system_token_marker("# 219 \"k.cu\" 3 4"));
+        assert!(!system_token_marker("# 1 \"/usr/include/stdio.h\" 1 3 4"));
+        assert!(!system_token_marker("# 12 \"/usr/include/stdio.h\" 2 3 4"));
+        assert!(!system_token_marker("# 219 \"k.cu\""));
+        assert!(!system_token_marker("int x;"));
+    }
+
+    #[test]
+    fn only_what_a_kernels_ptx_entry_carries_is_patched_for_nvcc() {
+        let cap = Transforms { waves_per_eu: Some(32), ..Default::default() };
+        assert_eq!(refused(&cap), None);
+        assert_eq!(refused(&Transforms { launch_bounds: Some(256), ..cap.clone() }), None);
+        let sink = refused(&Transforms { sink: true, ..cap.clone() }).unwrap();
+        assert!(sink.starts_with("sink rewrite the source") && sink.ends_with("not patched for nvcc"), "{sink}");
+        assert!(refused(&Transforms { spill_to_shared: true, launch_bounds: Some(256), ..cap }).unwrap().contains("shared memory"));
+    }
+
+    #[test]
+    fn a_cubin_that_cannot_be_read_is_compared_by_usage() {
+        assert_eq!(compare(b"x", None, "k"), Sameness::Usage("tune kept no cubin of this candidate to compare".into()));
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.cubin");
+        std::fs::write(&p, b"same").unwrap();
+        assert_eq!(compare(b"same", Some(&p), "k"), Sameness::Cubin);
+        assert_eq!(compare(b"other", Some(&p), "k"), Sameness::Usage("a cubin cannot be read".into()));
+    }
+}

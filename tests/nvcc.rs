@@ -1,0 +1,211 @@
+//! `--compiler nvcc` against nvcc itself: `regtune fix --compiler nvcc`
+//! writes a register cap as nvcc's `__maxnreg__`, guarded so that other
+//! compilers still build the file, and the patched source, applied with
+//! `git apply` and built by nvcc with a command built here (not by
+//! regtune), gives the very cubin `tune --compiler nvcc` measured for the
+//! candidate, byte for byte; clang-22 still builds the patched file, as
+//! CUDA and as HIP (whose headers have no `__maxnreg__`), to the same code. A
+//! kernel that states its block size takes the cap as
+//! `__launch_bounds__`'s second argument instead (nvcc refuses both on one
+//! kernel), to the same cubin.
+//!
+//! These tests need the nvcc `ci/bootstrap.sh` assembles (or a real
+//! toolkit) and its CUDA for clang: without them they fail, naming the fix.
+
+// A test fails by panicking; `unwrap` says where.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, Output};
+
+use assert_cmd::Command;
+use common::repo;
+use regtune::toolchain::nvcc::Nvcc;
+use serde_json::Value;
+
+fn nvcc() -> PathBuf {
+    Nvcc::detect().unwrap_or_else(|e| panic!("{e}")).path
+}
+
+fn regtune(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("regtune").unwrap();
+    c.current_dir(dir);
+    for v in ["REGTUNE_DECISIONS", "REGTUNE_INPUT_HASH", "REGTUNE_PLUGIN", "REGTUNE_EVIDENCE"] {
+        c.env_remove(v);
+    }
+    c
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn ok(out: &Output, what: &str) {
+    assert!(out.status.success(), "{what}: {}\n{}{}", out.status, text(&out.stdout), text(&out.stderr));
+}
+
+/// The user's nvcc flags in these tests.
+const NVCC_FLAGS: [&str; 3] = ["-x", "cu", "-O3"];
+const DB: &str = ".regtune/decisions.json";
+
+/// A folder holding `name` (the LBM example, `edit`ed) and the header it includes.
+fn project(name: &str, edit: impl Fn(&str) -> String) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let source = std::fs::read_to_string(repo().join("examples/lbm_d3q19.hip")).unwrap();
+    std::fs::write(dir.path().join(name), edit(&source)).unwrap();
+    std::fs::copy(repo().join("examples/regtune_gpu.h"), dir.path().join("regtune_gpu.h")).unwrap();
+    dir
+}
+
+/// `regtune tune --compiler nvcc` on `name`, then its one kernel decided
+/// by hand to the register cap of the search's candidate with the most
+/// warps per SM that needs fewer registers than plain, promised that
+/// candidate's usage (as a measurement that chose it would): the entry.
+fn tune_and_decide_a_cap(dir: &Path, name: &str) -> Value {
+    let out = regtune(dir)
+        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--db", DB, name, "--"])
+        .args(NVCC_FLAGS)
+        .output()
+        .unwrap();
+    ok(&out, "regtune tune --compiler nvcc");
+    let db = dir.join(DB);
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
+    let entries = doc["kernels"].as_object_mut().unwrap();
+    assert_eq!(entries.len(), 1, "one kernel: {entries:?}");
+    let e = entries.values_mut().next().unwrap();
+    let plain = e["before"]["vgpr"].as_u64().unwrap();
+    let cap = e["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["transforms"].as_object().unwrap().keys().eq(["waves_per_eu"]))
+        .filter(|c| c["usage"]["vgpr"].as_u64().unwrap() < plain)
+        .max_by_key(|c| c["transforms"]["waves_per_eu"].as_u64().unwrap())
+        .unwrap_or_else(|| panic!("no register cap below plain's {plain} registers among the candidates: {e}"))
+        .clone();
+    e["transforms"] = cap["transforms"].clone();
+    e["after"] = cap["usage"].clone();
+    e.as_object_mut().unwrap().remove("reason");
+    let entry = e.clone();
+    std::fs::write(&db, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    entry
+}
+
+/// The cubin tune kept beside the db for the entry's decided candidate.
+fn candidate_cubin(dir: &Path, entry: &Value) -> Vec<u8> {
+    let entry: regtune_decisions::Entry = serde_json::from_value(entry.clone()).unwrap();
+    let code = regtune::runtime::code::dir(&dir.join(DB));
+    let (_, _, path) = regtune::runtime::code::candidates(&code, &entry).into_iter().find(|(n, _, _)| n == "decided").unwrap();
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `regtune fix --compiler nvcc` on `name`: its exit status must be 0; the patch.
+fn fix(dir: &Path, name: &str) -> String {
+    let out = regtune(dir)
+        .args(["fix", "--compiler", "nvcc", "--offload-arch", "sm_90", "--db", DB, "-o", "fix.patch", name, "--"])
+        .args(NVCC_FLAGS)
+        .output()
+        .unwrap();
+    ok(&out, "regtune fix --compiler nvcc");
+    std::fs::read_to_string(dir.join("fix.patch")).unwrap()
+}
+
+/// A copy of the project with `patch` applied by `git apply`.
+fn patched_copy(dir: &Path, patch: &str) -> tempfile::TempDir {
+    let copy = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, copy.path().join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::write(copy.path().join("fix.patch"), patch).unwrap();
+    let out = Process::new("git").current_dir(copy.path()).args(["apply", "fix.patch"]).output().unwrap();
+    ok(&out, "git apply");
+    copy
+}
+
+/// nvcc's build of `name` in `dir` as a user's build would run it (host
+/// and device, `-c`); its exit status must be 0; the sm_90 cubin it kept.
+fn nvcc_build(dir: &Path, name: &str) -> Vec<u8> {
+    let keep = dir.join("keep");
+    std::fs::create_dir_all(&keep).unwrap();
+    let out = Process::new(nvcc())
+        .current_dir(dir)
+        .args(NVCC_FLAGS)
+        .args(["-arch=sm_90", "-c", "-o", "k.o", "--keep", "--keep-dir"])
+        .arg(&keep)
+        .arg(name)
+        .output()
+        .unwrap();
+    ok(&out, "nvcc -c of the patched file");
+    let stem = Path::new(name).file_stem().unwrap().to_string_lossy().into_owned();
+    std::fs::read(keep.join(format!("{stem}.sm_90.cubin"))).unwrap()
+}
+
+/// clang-22 (`regtune report` without --compiler) builds the file for
+/// `arch` and reports its kernel; the usage it reports.
+fn clang_report(dir: &Path, name: &str, arch: &str) -> Value {
+    let out = regtune(dir).args(["report", "--format", "json", "--offload-arch", arch, name]).output().unwrap();
+    ok(&out, &format!("regtune report (clang-22) for {arch}"));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kernels = doc["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), 1, "{doc}");
+    assert!(kernels[0]["usage"]["vgpr"].as_u64().is_some_and(|r| r > 0), "{doc}");
+    kernels[0]["usage"].clone()
+}
+
+#[test]
+fn fix_for_nvcc_writes_a_guarded_maxnreg_that_nvcc_builds_to_the_measured_cubin_and_clang_ignores() {
+    let dir = project("lbm_d3q19.hip", str::to_string);
+    let name = "lbm_d3q19.hip";
+    // The example is HIP too (regtune_gpu.h): clang's CUDA headers define
+    // `__maxnreg__` (clang ignores the attribute), HIP's do not.
+    let clang_before = ["sm_90", "gfx90a"].map(|arch| clang_report(dir.path(), name, arch));
+    let entry = tune_and_decide_a_cap(dir.path(), name);
+    let warps = entry["transforms"]["waves_per_eu"].as_u64().unwrap() as u32;
+    // The cap that lets W warps share an SM's register file: floor(64 / ceil(W / 4)) * 8, at most 255.
+    let cap = ((64 / warps.div_ceil(4)) * 8).min(255);
+    let patch = fix(dir.path(), name);
+
+    // The cap, guarded: nvcc 12.4 on takes __maxnreg__, every other compiler nothing.
+    assert!(patch.contains(&format!("+REGTUNE_MAXNREG({cap})\n __global__ void lbm_d3q19_collide_stream(")), "{patch}");
+    assert!(patch.contains("+#define REGTUNE_MAXNREG(n) __maxnreg__(n)\n"), "{patch}");
+    assert!(patch.contains("+#if defined(__NVCC__) && (__CUDACC_VER_MAJOR__ > 12"), "{patch}");
+    assert!(patch.contains("+#define REGTUNE_MAXNREG(n)\n"), "{patch}");
+    assert_eq!(patch.matches("#define REGTUNE_MAXNREG(n) __maxnreg__").count(), 1, "defined once: {patch}");
+    assert!(patch.contains("verified by nvcc's build"), "{patch}");
+    assert!(patch.contains("nvcc's cubin is the measured candidate's, byte for byte"), "{patch}");
+
+    let copy = patched_copy(dir.path(), &patch);
+    let built = nvcc_build(copy.path(), name);
+    assert!(built == candidate_cubin(dir.path(), &entry), "nvcc's build of the patched file is the candidate tune measured, byte for byte");
+    // The same build of the original is not: the patch is what made it so.
+    assert!(nvcc_build(dir.path(), name) != built, "the original builds to another cubin");
+    // clang: the macro is empty, the file builds as before, CUDA and HIP.
+    for (arch, before) in ["sm_90", "gfx90a"].iter().zip(&clang_before) {
+        assert_eq!(&clang_report(copy.path(), name, arch), before, "clang-22 builds the patched file for {arch} as it did the original");
+    }
+}
+
+#[test]
+fn fix_for_nvcc_gives_a_kernel_with_launch_bounds_the_cap_as_its_blocks_per_sm() {
+    let name = "lbm_bounded.cu";
+    let bounded = |s: &str| {
+        let to = "__global__ void __launch_bounds__(256) lbm_d3q19_collide_stream(";
+        let out = s.replace("__global__ void lbm_d3q19_collide_stream(", to);
+        assert!(out.contains(to));
+        out
+    };
+    let dir = project(name, bounded);
+    let entry = tune_and_decide_a_cap(dir.path(), name);
+    let patch = fix(dir.path(), name);
+    // nvcc refuses __maxnreg__ beside __launch_bounds__: none is written.
+    assert!(!patch.contains("REGTUNE_MAXNREG"), "{patch}");
+    assert!(patch.contains("+__global__ void __launch_bounds__(256, "), "{patch}");
+    assert!(patch.contains("nvcc's cubin is the measured candidate's, byte for byte"), "{patch}");
+    let copy = patched_copy(dir.path(), &patch);
+    assert!(nvcc_build(copy.path(), name) == candidate_cubin(dir.path(), &entry), "the candidate's cubin, byte for byte");
+}
