@@ -707,3 +707,52 @@ fn nvcc_report_and_its_refusals() {
     let e = refused(&["report", "--compiler", "gcc"], &[]);
     assert!(e.contains("--compiler gcc: regtune tunes clang's code or nvcc's"), "{e}");
 }
+
+/// `regtune-nvcc` builds with the db's decision: the cubin is the candidate
+/// `measure` timed, byte for byte; without a decision for the source, and
+/// for the user's own compile errors, it is nvcc untouched.
+#[test]
+fn regtune_nvcc_builds_the_measured_candidate() {
+    let (dir, file) = lbm_copy();
+    let flags = ["-x", "cu", "-O3", "-arch=sm_90"];
+    let db = dir.path().join(".regtune/decisions.json");
+    let tuned = regtune()
+        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--db"])
+        .arg(&db)
+        .arg(&file)
+        .arg("--")
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(tuned.status.success(), "{}", String::from_utf8_lossy(&tuned.stderr));
+    let plain_cubin = nvcc_cubin(&file, &flags[..3]);
+    let wrapper = |args: &[&str]| {
+        let mut cmd = Process::new(assert_cmd::cargo::cargo_bin("regtune-nvcc"));
+        cmd.current_dir(dir.path()).env("REGTUNE_VERBOSE", "1").args(flags).args(args);
+        cmd.output().unwrap()
+    };
+    // No decision yet: nvcc's own cubin.
+    let out = wrapper(&["-cubin", "lbm_d3q19.hip", "-o", "none.cubin"]);
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(dir.path().join("none.cubin")).unwrap(), plain_cubin);
+    // Decide 32 warps per SM (cap 64), as measure or confirm would.
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
+    let entry = doc["kernels"].as_object_mut().unwrap().values_mut().next().unwrap();
+    entry["transforms"] = serde_json::json!({"waves_per_eu": 32});
+    let code = dir.path().join(".regtune/decisions.code").join(entry["input_hash"].as_str().unwrap());
+    std::fs::write(&db, serde_json::to_string(&doc).unwrap()).unwrap();
+    let out = wrapper(&["-cubin", "lbm_d3q19.hip", "-o", "tuned.cubin"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && said.contains("lbm_d3q19_collide_stream on sm_90: warps-per-sm=32"), "{said}");
+    let built = std::fs::read(dir.path().join("tuned.cubin")).unwrap();
+    assert_ne!(built, plain_cubin);
+    let same: Vec<_> = std::fs::read_dir(&code).unwrap().filter(|e| std::fs::read(e.as_ref().unwrap().path()).unwrap() == built).collect();
+    assert_eq!(same.len(), 1, "the cubin is one of the candidates tune kept");
+    // An object too; a compile error is the user's, with nvcc's exit code and no regtune line.
+    assert!(wrapper(&["-c", "lbm_d3q19.hip", "-o", "k.o"]).status.success());
+    std::fs::write(dir.path().join("broken.cu"), "__global__ void k(float *x) { x[0] = y; }\n").unwrap();
+    let out = wrapper(&["-c", "broken.cu", "-o", "b.o"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("identifier \"y\" is undefined") && !said.contains("regtune"), "{said}");
+}

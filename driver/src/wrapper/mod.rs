@@ -33,6 +33,7 @@ pub mod cache;
 pub mod command;
 pub mod compiler;
 pub(crate) mod hashes;
+pub(crate) mod nvcc;
 pub(crate) mod patch;
 
 use std::collections::BTreeMap;
@@ -104,6 +105,12 @@ impl Invocation {
         Invocation { args, ..Default::default() }
     }
 
+    /// `regtune-nvcc ARGS...`: every argument is nvcc's (`nvcc`: the one
+    /// found, used unless REGTUNE_COMPILER names another).
+    pub fn nvcc(nvcc: Option<OsString>, args: Vec<OsString>) -> Invocation {
+        Invocation { args, named_compiler: nvcc.or_else(|| Some("nvcc".into())), ..Default::default() }
+    }
+
     /// `regtune cc [options] [--] [COMPILER] ARGS...`: the first word of the
     /// command is the compiler unless it reads as an argument or a file.
     pub fn cc(mode: Option<String>, compiler: Option<OsString>, db: Option<PathBuf>, mut command: Vec<OsString>) -> Invocation {
@@ -151,8 +158,66 @@ pub fn run(invocation: Invocation) -> ExitCode {
         .clone()
         .or_else(|| std::env::var_os(DB_ENV).filter(|d| !d.is_empty()).map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
+    if nvcc::is_nvcc(&compiler.path) {
+        return run_nvcc(&compiler.path, &invocation.args, &db, mode.parse());
+    }
     let wrapper = Wrapper { compiler, toolchain, original: invocation.args, db, cache: Cache::from_env(), archs: None };
     wrapper.run(mode.parse())
+}
+
+/// nvcc with the db's decisions ([`nvcc`]); never breaks a build: what
+/// regtune cannot do builds with nvcc untouched, with one line why.
+fn run_nvcc(compiler: &Path, args: &[OsString], db: &Path, mode: Result<Mode, String>) -> ExitCode {
+    let plain = || Command::new(compiler).args(args).status();
+    let exit = |status: std::io::Result<std::process::ExitStatus>| match status {
+        Ok(s) => ExitCode::from(s.code().map_or_else(|| 128 + s.signal().unwrap_or(0) as u8, |c| c as u8)),
+        Err(e) => {
+            eprintln!("regtune: error: cannot run {}: {e}", compiler.display());
+            ExitCode::from(127)
+        }
+    };
+    let wrapped = std::env::var_os(compiler::WRAPPED_ENV).is_some();
+    let strings = nvcc::strings(args);
+    let (Some(strings), Ok(Mode::Use | Mode::Patch), false) = (strings, &mode, wrapped) else {
+        if let Err(cause) = &mode {
+            return fallback_nvcc(plain, exit, cause);
+        }
+        if mode == Ok(Mode::Tune) {
+            return fallback_nvcc(
+                plain,
+                exit,
+                "REGTUNE_MODE=tune is not supported with nvcc yet: run `regtune tune --compiler nvcc` first",
+            );
+        }
+        return exit(plain());
+    };
+    match nvcc::build(compiler, &strings, db) {
+        Ok(nvcc::Built::Plain) => exit(plain()),
+        Ok(nvcc::Built::Edited { stdout, stderr, applied }) => {
+            let _ = std::io::stdout().write_all(&stdout);
+            let _ = std::io::stderr().write_all(&stderr);
+            if verbose() {
+                for a in &applied {
+                    eprintln!("regtune: note: {a}");
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(cause) => fallback_nvcc(plain, exit, &cause),
+    }
+}
+
+/// Build plainly; when that succeeds, say in one line why regtune did not.
+fn fallback_nvcc(
+    plain: impl Fn() -> std::io::Result<std::process::ExitStatus>,
+    exit: impl Fn(std::io::Result<std::process::ExitStatus>) -> ExitCode,
+    cause: &str,
+) -> ExitCode {
+    let status = plain();
+    if status.as_ref().is_ok_and(|s| s.success()) {
+        eprintln!("regtune: warning: {cause}; compiling without regtune");
+    }
+    exit(status)
 }
 
 struct Wrapper {

@@ -258,6 +258,13 @@ pub(crate) fn keep(
 }
 
 impl Kept {
+    /// A PTX about to be assembled by `ptxas` with `ptxas_args` (the
+    /// wrapper's: nvcc's own build, mid-way), for its hash and edits.
+    pub(crate) fn of_ptx(ptx: String, ptxas_args: Vec<String>, ptxas: PathBuf) -> Kept {
+        let ptxas_version = tool_version(&ptxas);
+        Kept { ptx, ptxas_args, cubin: PathBuf::new(), report: String::new(), ptxas, ptxas_version }
+    }
+
     /// nvcc's ptxas line with `-v`, on `ptx` into `cubin` (through the
     /// cache): the report. ptxas 13 writes its options into the cubin
     /// (`.note.nv.tkinfo`), so this cubin differs from the build's in that
@@ -368,22 +375,22 @@ pub(crate) fn edit_entry(ptx: &str, symbol: &str, entry: &Entry) -> Result<Strin
 
 /// One `#$ ptxas ...` step nvcc printed.
 #[derive(Debug, PartialEq, Eq)]
-struct PtxasLine {
-    tool: String,
+pub(crate) struct PtxasLine {
+    pub tool: String,
     /// "sm_90".
-    arch: String,
+    pub arch: String,
     /// Everything but the input and `-o output`.
-    args: Vec<String>,
-    input: String,
-    output: String,
+    pub args: Vec<String>,
+    pub input: String,
+    pub output: String,
 }
 
 /// nvcc's ptxas steps from its `-v` (or `--dryrun`) output.
-fn ptxas_lines(stderr: &str) -> Vec<PtxasLine> {
+pub(crate) fn ptxas_lines(stderr: &str) -> Vec<PtxasLine> {
     stderr
         .lines()
         .filter_map(|l| l.strip_prefix("#$ "))
-        .filter_map(|l| shlex::split(l))
+        .filter_map(shlex::split)
         .filter(|words| words.first().is_some_and(|w| w == "ptxas" || w.ends_with("/ptxas")))
         .filter_map(|words| {
             let mut args = Vec::new();
