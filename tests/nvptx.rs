@@ -756,3 +756,36 @@ fn regtune_nvcc_builds_the_measured_candidate() {
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(said.contains("identifier \"y\" is undefined") && !said.contains("regtune"), "{said}");
 }
+
+/// `batch` reads nvcc's entries in compile_commands.json (CMake's with nvcc
+/// as CMAKE_CUDA_COMPILER): each is tuned as nvcc builds it, with its own
+/// flags and architectures, to the same db entry `tune --compiler nvcc` makes.
+#[test]
+fn batch_tunes_nvcc_entries_as_nvcc_builds_them() {
+    let (dir, file) = lbm_copy();
+    let nvcc = nvcc();
+    let entries = serde_json::json!([{
+        "directory": dir.path(),
+        "arguments": [nvcc, "-x", "cu", "-O3", "-gencode", "arch=compute_90,code=[sm_90,compute_90]", "-c", "lbm_d3q19.hip", "-o", "k.o"],
+        "file": "lbm_d3q19.hip",
+    }]);
+    std::fs::write(dir.path().join("compile_commands.json"), entries.to_string()).unwrap();
+    let (batch_db, tune_db) = (dir.path().join("batch/decisions.json"), dir.path().join("tune/decisions.json"));
+    let out = regtune().args(["batch", "-p"]).arg(dir.path()).arg("--db").arg(&batch_db).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = regtune()
+        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--db"])
+        .arg(&tune_db)
+        .arg(&file)
+        .args(["--", "-x", "cu", "-O3", "-gencode", "arch=compute_90,code=[sm_90,compute_90]"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let entry = |db: &Path| -> Value {
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(db).unwrap()).unwrap();
+        doc["kernels"].as_object().unwrap().values().next().unwrap().clone()
+    };
+    let (from_batch, from_tune) = (entry(&batch_db), entry(&tune_db));
+    assert_eq!((from_batch["arch"].as_str(), from_batch["before"]["vgpr"].as_u64()), (Some("sm_90"), Some(80)));
+    assert_eq!(from_batch["input_hash"], from_tune["input_hash"]);
+}

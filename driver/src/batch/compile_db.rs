@@ -56,6 +56,8 @@ pub(crate) struct Unit {
     pub directory: PathBuf,
     /// Position in the database, from 1, for messages.
     pub entry: usize,
+    /// Compiled by nvcc (this one): `args` are nvcc's, and nvcc's code is tuned.
+    pub nvcc: Option<PathBuf>,
 }
 
 /// What one entry turned out to be.
@@ -114,8 +116,11 @@ fn parse_entry(entry: usize, value: serde_json::Value) -> Parsed {
     };
     let directory = PathBuf::from(directory);
     let source = absolute(&directory, &file);
+    if let Some((nvcc, args, archs)) = understand_nvcc(&argv, &directory, &source) {
+        return Parsed::Hip(Unit { file: source, args, archs, directory, entry, nvcc: Some(nvcc) });
+    }
     match understand(&argv, &directory, &source) {
-        Ok(Some((args, archs))) => Parsed::Hip(Unit { file: source, args, archs, directory, entry }),
+        Ok(Some((args, archs))) => Parsed::Hip(Unit { file: source, args, archs, directory, entry, nvcc: None }),
         Ok(None) => Parsed::NotHip,
         Err(message) => bad(&file, message),
     }
@@ -421,6 +426,74 @@ fn understand(argv: &[String], directory: &Path, source: &Path) -> Result<Option
     Ok(hip.then_some((args, archs)))
 }
 
+/// An nvcc command (launchers dropped): the nvcc, its flags for a device
+/// build (outputs dropped, `-I` paths made absolute against the entry's
+/// directory, the source left out) and the real architectures it builds
+/// (`-arch=sm_90`, `-gencode arch=compute_90,code=[sm_90,compute_90]`,
+/// `--gpu-architecture`, `-code`). None when the command is not nvcc's.
+fn understand_nvcc(argv: &[String], directory: &Path, source: &Path) -> Option<(PathBuf, Vec<String>, Vec<String>)> {
+    let (compiler, rest) = strip_launchers(argv, source, directory);
+    let compiler = compiler.filter(|c| base(c).starts_with("nvcc"))?;
+    let nvcc = if compiler.contains('/') { absolute(directory, compiler) } else { PathBuf::from(compiler) };
+    let mut args = Vec::new();
+    let mut words = crate::gpu::nvptx::nvcc::compile_args(rest).into_iter();
+    while let Some(word) = words.next() {
+        let path_flag = ["-I", "-isystem", "--include-path", "--system-include"].iter().find(|f| word == **f || word.starts_with(*f));
+        match path_flag {
+            Some(flag) if word == *flag => {
+                args.push(word.clone());
+                args.extend(words.next().map(|p| absolute(directory, &p).display().to_string()));
+            }
+            Some(flag) => {
+                let value = word[flag.len()..].trim_start_matches('=');
+                args.push(format!("{flag}{}", absolute(directory, value).display()));
+            }
+            // The source and other inputs: regtune passes its own.
+            None if !word.starts_with('-') && lexical(&absolute(directory, &word)) == lexical(source) => {}
+            None => args.push(word),
+        }
+    }
+    let archs = nvcc_archs(&args);
+    Some((nvcc, args, archs))
+}
+
+/// The real architectures (`sm_XX`) nvcc flags build SASS for, in order.
+pub(crate) fn nvcc_archs(args: &[String]) -> Vec<String> {
+    let mut archs: Vec<String> = Vec::new();
+    let mut push = |list: &str| {
+        for a in list.trim_matches(|c| c == '[' || c == ']' || c == '"').split(',') {
+            let a = a.trim().trim_matches(|c| c == '[' || c == ']');
+            let a = a.strip_prefix("code=").unwrap_or(a);
+            if a.starts_with("sm_") && !archs.iter().any(|x| x == a) {
+                archs.push(a.to_string());
+            }
+        }
+    };
+    let mut words = args.iter().peekable();
+    while let Some(w) = words.next() {
+        let (flag, joined) = w.split_once('=').map_or((w.as_str(), None), |(f, v)| (f, Some(v.to_string())));
+        if !matches!(flag, "-arch" | "--gpu-architecture" | "-code" | "--gpu-code" | "-gencode" | "--generate-code") {
+            continue;
+        }
+        let value = match joined {
+            Some(v) => v,
+            None => match words.next() {
+                Some(v) => v.clone(),
+                None => continue,
+            },
+        };
+        if matches!(flag, "-gencode" | "--generate-code") {
+            // arch=compute_90,code=[sm_90,compute_90] (or code=sm_90)
+            if let Some(code) = value.split_once("code=").map(|(_, c)| c) {
+                push(code);
+            }
+        } else {
+            push(&value);
+        }
+    }
+    archs
+}
+
 /// The target list of `--offload-arch=gfx90a[,gfx1100]` and its aliases.
 fn arch_value<'a>(word: &'a str, value: Option<&'a str>) -> Option<&'a str> {
     for flag in ["--offload-arch", "--cuda-gpu-arch", "--amdgpu-target"] {
@@ -478,6 +551,56 @@ fn expand_response_files(argv: &[String], directory: &Path, depth: usize) -> Res
         out.extend(expand_response_files(&words, directory, depth + 1)?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod nvcc_tests {
+    use super::*;
+
+    fn strings(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn an_nvcc_entry_keeps_nvccs_flags_and_its_real_architectures() {
+        let dir = Path::new("/build");
+        let argv = strings(&[
+            "ccache",
+            "/usr/local/cuda/bin/nvcc",
+            "-Iinc",
+            "-isystem",
+            "/opt/x",
+            "-O3",
+            "-gencode",
+            "arch=compute_80,code=sm_80",
+            "-gencode=arch=compute_90,code=[sm_90,compute_90]",
+            "-c",
+            "../src/k.cu",
+            "-o",
+            "k.o",
+            "-MD",
+            "-MF",
+            "k.d",
+        ]);
+        let (nvcc, args, archs) = understand_nvcc(&argv, dir, Path::new("/src/k.cu")).unwrap();
+        assert_eq!(nvcc, Path::new("/usr/local/cuda/bin/nvcc"));
+        assert_eq!(
+            args,
+            strings(&[
+                "-I/build/inc",
+                "-isystem",
+                "/opt/x",
+                "-O3",
+                "-gencode",
+                "arch=compute_80,code=sm_80",
+                "-gencode=arch=compute_90,code=[sm_90,compute_90]"
+            ])
+        );
+        assert_eq!(archs, ["sm_80", "sm_90"]);
+        assert_eq!(nvcc_archs(&strings(&["-arch=sm_90a"])), ["sm_90a"]);
+        assert_eq!(nvcc_archs(&strings(&["-arch", "compute_90"])), Vec::<String>::new());
+        assert!(understand_nvcc(&strings(&["clang++", "-c", "k.cu"]), dir, Path::new("/build/k.cu")).is_none());
+    }
 }
 
 #[cfg(test)]

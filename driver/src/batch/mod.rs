@@ -271,6 +271,8 @@ pub fn run(ctx: &Context, compile_db: &Path, options: &Options) -> Result<Batch,
     let archs_of = |u: &Unit| -> Vec<String> {
         match &options.archs {
             Some(a) => a.iter().map(|a| a.name().to_string()).collect(),
+            // nvcc 13 builds sm_75 where a command names no architecture.
+            None if u.archs.is_empty() && u.nvcc.is_some() => vec!["sm_75".to_string()],
             None if u.archs.is_empty() => vec![DEFAULT_ARCH.to_string()],
             None => u.archs.clone(),
         }
@@ -378,6 +380,14 @@ fn tune_or_reuse(
 ) -> Result<Vec<KernelRow>, Failure> {
     let arch = Arch::parse(arch).map_err(|e| Failure::new(e.to_string()))?;
     check_unit(unit)?;
+    if let Some(nvcc) = &unit.nvcc {
+        // nvcc's input hash needs nvcc's own compile: no cheaper check to cache on.
+        let started = Instant::now();
+        let unit_ctx =
+            shared.ctx.for_unit(vec![arch.clone()], unit.args.clone()).with_nvcc(Some(nvcc)).map_err(|e| Failure::new(e.to_string()))?;
+        let tuned = tune::tune_unit(&unit_ctx, &unit.file, &arch, &shared.options.tune, &shared.known, progress)?;
+        return save_tuned(shared, unit, &arch, "", &tuned, started, status, false);
+    }
     let key = preprocessed_hash(&shared.ctx.toolchain, &arch, &unit.file, &unit.args)?;
     if let Some(record) = shared.records.cached(&key, &shared.fingerprint, &shared.known) {
         status.status = Status::Cached;
