@@ -789,3 +789,45 @@ fn batch_tunes_nvcc_entries_as_nvcc_builds_them() {
     assert_eq!((from_batch["arch"].as_str(), from_batch["before"]["vgpr"].as_u64()), (Some("sm_90"), Some(80)));
     assert_eq!(from_batch["input_hash"], from_tune["input_hash"]);
 }
+
+/// CMake with nvcc as its CUDA compiler and `regtune;cc` as the launcher:
+/// `batch` reads its compile_commands.json, the build applies the decision
+/// (and nvcc's dependency file is still written), and the build is nvcc's.
+#[test]
+fn cmake_with_nvcc_builds_through_the_launcher() {
+    let (dir, _) = lbm_copy();
+    std::fs::rename(dir.path().join("lbm_d3q19.hip"), dir.path().join("lbm.cu")).unwrap();
+    std::fs::write(
+        dir.path().join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.24)\nproject(lbm LANGUAGES CXX CUDA)\nadd_executable(lbm lbm.cu)\n",
+    )
+    .unwrap();
+    let regtune_bin = assert_cmd::cargo::cargo_bin("regtune");
+    let configure = Process::new("cmake")
+        .current_dir(dir.path())
+        .args(["-S", ".", "-B", "build", "-DCMAKE_CUDA_ARCHITECTURES=90", "-DCMAKE_CUDA_FLAGS=-O3", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"])
+        .arg(format!("-DCMAKE_CUDA_COMPILER={}", nvcc().display()))
+        .arg(format!("-DCMAKE_CUDA_COMPILER_LAUNCHER={};cc", regtune_bin.display()))
+        .output()
+        .unwrap();
+    assert!(configure.status.success(), "{}", String::from_utf8_lossy(&configure.stderr));
+    let db = dir.path().join(".regtune/decisions.json");
+    let batch = regtune().args(["batch", "-p"]).arg(dir.path().join("build")).arg("--db").arg(&db).output().unwrap();
+    assert!(batch.status.success(), "{}", String::from_utf8_lossy(&batch.stderr));
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
+    doc["kernels"].as_object_mut().unwrap().values_mut().next().unwrap()["transforms"] = serde_json::json!({"waves_per_eu": 32});
+    std::fs::write(&db, serde_json::to_string(&doc).unwrap()).unwrap();
+    let build = Process::new("cmake")
+        .current_dir(dir.path())
+        .args(["--build", "build"])
+        .env("REGTUNE_DB", &db)
+        .env("REGTUNE_VERBOSE", "1")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&build.stdout).into_owned() + &String::from_utf8_lossy(&build.stderr);
+    assert!(build.status.success() && said.contains("lbm_d3q19_collide_stream on sm_90: warps-per-sm=32"), "{said}");
+    assert!(!said.contains("warning"), "{said}");
+    let deps = std::fs::read_to_string(dir.path().join("build/CMakeFiles/lbm.dir/lbm.cu.o.d")).unwrap();
+    assert!(deps.contains("regtune_gpu.h"), "{deps}");
+    assert!(dir.path().join("build/lbm").is_file());
+}

@@ -59,8 +59,11 @@ pub(crate) fn build(nvcc: &Path, args: &[String], db: &Path) -> Result<Built, St
     }
     let nvcc = Nvcc::at(nvcc).map_err(|e| e.to_string())?;
     let dir = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    // nvcc filters the dependency file itself (a step --dryrun cannot show):
+    // the steps run without it, and nvcc writes it afterwards (`-M`).
+    let (compile, depend) = dependencies_apart(args);
     let out = Command::new(&nvcc.path)
-        .args(args)
+        .args(&compile)
         .args(["--dryrun", "--keep", "--keep-dir"])
         .arg(dir.path())
         .output()
@@ -82,7 +85,9 @@ pub(crate) fn build(nvcc: &Path, args: &[String], db: &Path) -> Result<Built, St
         // A step that fails with regtune's edits: the plain build decides
         // whose error it is.
         if !out.status.success() {
-            return Err(format!("nvcc's steps failed with regtune's edits ({})", out.status));
+            let said = String::from_utf8_lossy(&stderr);
+            let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim().to_string();
+            return Err(format!("nvcc's steps failed with regtune's edits ({}: {last})", out.status));
         }
         done = at;
         if let Some(line) = line {
@@ -92,7 +97,52 @@ pub(crate) fn build(nvcc: &Path, args: &[String], db: &Path) -> Result<Built, St
     if applied.is_empty() {
         return Ok(Built::Plain);
     }
+    if let Some(depend) = depend {
+        let out = Command::new(&nvcc.path).args(&depend).output().map_err(|e| format!("cannot run {}: {e}", nvcc.path.display()))?;
+        if !out.status.success() {
+            return Err(format!("nvcc's dependency file failed ({})", out.status));
+        }
+    }
     Ok(Built::Edited { stdout, stderr, applied })
+}
+
+/// The command without its dependency-file flags, and (where it has them)
+/// the command that writes that file alone: `-MD`/`-MMD` as `-M`/`-MM`,
+/// without `-c` and `-o`.
+fn dependencies_apart(args: &[String]) -> (Vec<String>, Option<Vec<String>>) {
+    const WITH_COMPILE: &[(&str, &str)] = &[
+        ("-MD", "-M"),
+        ("-MMD", "-MM"),
+        ("--generate-dependencies-with-compile", "-M"),
+        ("--generate-nonsystem-dependencies-with-compile", "-MM"),
+    ];
+    const VALUED: &[&str] = &["-MF", "--dependency-output", "-MT", "--dependency-target-name", "-MQ"];
+    let Some(&(_, alone)) = WITH_COMPILE.iter().find(|(f, _)| args.iter().any(|a| a == f)) else { return (args.to_vec(), None) };
+    let (mut compile, mut depend) = (Vec::new(), vec![alone.to_string()]);
+    let mut words = args.iter();
+    while let Some(a) = words.next() {
+        if WITH_COMPILE.iter().any(|(f, _)| a == f) {
+            continue;
+        }
+        if VALUED.contains(&a.as_str()) {
+            depend.push(a.clone());
+            depend.extend(words.next().cloned());
+            continue;
+        }
+        if a == "-MP" || VALUED.iter().any(|f| a.starts_with(&format!("{f}="))) {
+            depend.push(a.clone());
+            continue;
+        }
+        compile.push(a.clone());
+        if a == "-o" || a == "--output-file" {
+            compile.extend(words.next().cloned());
+            continue;
+        }
+        if a != "-c" && a != "--compile" && !a.starts_with("--output-file=") {
+            depend.push(a.clone());
+        }
+    }
+    (compile, Some(depend))
 }
 
 /// A device compile nvcc finishes itself: a CUDA source, no relocatable
@@ -195,6 +245,16 @@ mod tests {
         assert_eq!(steps.commands.len(), 4);
         assert_eq!(steps.ptxas.len(), 1);
         assert_eq!((steps.ptxas[0].0, steps.ptxas[0].1.input.as_str()), (2, "d/k.ptx"));
+    }
+
+    #[test]
+    fn the_dependency_file_is_written_apart() {
+        let args: Vec<String> =
+            ["-O3", "-MD", "-MT", "k.o", "-MF", "k.o.d", "-x", "cu", "-c", "k.cu", "-o", "k.o"].iter().map(|s| s.to_string()).collect();
+        let (compile, depend) = dependencies_apart(&args);
+        assert_eq!(compile, ["-O3", "-x", "cu", "-c", "k.cu", "-o", "k.o"]);
+        assert_eq!(depend.unwrap(), ["-M", "-O3", "-MT", "k.o", "-MF", "k.o.d", "-x", "cu", "k.cu"]);
+        assert_eq!(dependencies_apart(&args[6..]), (args[6..].to_vec(), None));
     }
 
     #[test]
