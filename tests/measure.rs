@@ -70,9 +70,10 @@ fn tune_keeps_the_candidates_it_measured_and_measure_plans_them() {
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("decisions.json");
     // Sink proven by the evidence given: decided, as it was before the
-    // default followed GPU evidence.
+    // default followed GPU evidence. (nvcc's build of the file, planned
+    // beside these, is tests/nvptx.rs's.)
     regtune()
-        .args(["tune", "--offload-arch", "sm_90", "--evidence"])
+        .args(["tune", "--offload-arch", "sm_90", "--no-other-compiler", "--evidence"])
         .arg(evidence_all_proven())
         .arg("--db")
         .arg(&db_path)
@@ -156,7 +157,7 @@ fn two_tunes_of_a_file_keep_the_same_code_objects() {
 fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() {
     let tune = |db: &Path, extra: &[&str]| -> serde_json::Value {
         let out = regtune()
-            .args(["tune", "--format", "json", "--offload-arch", "sm_90", "--evidence"])
+            .args(["tune", "--format", "json", "--offload-arch", "sm_90", "--no-other-compiler", "--evidence"])
             .arg(evidence_none())
             .arg("--db")
             .arg(db)

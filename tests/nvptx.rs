@@ -831,3 +831,63 @@ fn cmake_with_nvcc_builds_through_the_launcher() {
     assert!(deps.contains("regtune_gpu.h"), "{deps}");
     assert!(dir.path().join("build/lbm").is_file());
 }
+
+/// Where both compilers build a file, tune keeps the other one's plain
+/// build beside the candidates, and `regtune measure` plans it for the
+/// kernel as a build of its own (`other:clang`, `other:nvcc`), never a
+/// candidate: clang's code for nvcc's tune (91 registers; nvcc's has 80),
+/// and for clang's tune nvcc's cubin byte for byte as nvcc builds it.
+#[test]
+fn each_compilers_code_is_planned_beside_the_others_candidates() {
+    let (dir, file) = lbm_copy();
+    // Tune into `db` (the compiler's flags after `--`); the entry and its code directory.
+    let tune = |db: &Path, args: &[&str], flags: &[&str]| -> (Value, PathBuf) {
+        let out = regtune()
+            .args(["tune", "--offload-arch", "sm_90", "--candidates", "1", "--db"])
+            .arg(db)
+            .args(args)
+            .arg(&file)
+            .arg("--")
+            .args(flags)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("regtune: "), "no note: {}", String::from_utf8_lossy(&out.stderr));
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(db).unwrap()).unwrap();
+        let entry = doc["kernels"].as_object().unwrap().values().next().unwrap().clone();
+        let code = db.with_file_name("decisions.code").join(entry["input_hash"].as_str().unwrap());
+        (entry, code)
+    };
+    let registers = |cubin: &Path| {
+        let kernels = regtune::gpu::nvptx::cubin::read(&std::fs::read(cubin).unwrap()).unwrap();
+        kernels.into_iter().find(|k| k.name.starts_with("_Z24lbm_d3q19_collide_stream")).unwrap().registers
+    };
+    // The kernel's line of `measure --dry-run`.
+    let planned = |db: &Path, symbol: &str| {
+        let out = regtune().args(["measure", "--dry-run", "--db"]).arg(db).args(["--", "true"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        let prefix = format!("would measure {symbol} on sm_90: plain, ");
+        said.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("{prefix} in {said}")).to_string()
+    };
+
+    let nvcc_db = dir.path().join("nvcc/decisions.json");
+    let (entry, code) = tune(&nvcc_db, &["--compiler", "nvcc"], &["-x", "cu", "-O3"]);
+    let symbol = entry["symbol"].as_str().unwrap();
+    assert_eq!((registers(&code.join("plain.cubin")), registers(&code.join("other-clang.cubin"))), (80, 91), "nvcc's, then clang's");
+    assert!(planned(&nvcc_db, symbol).ends_with(", plain again, other:clang"), "{}", planned(&nvcc_db, symbol));
+    assert!(!entry.to_string().contains("clang"), "the db holds none of it: {entry}");
+
+    let clang_db = dir.path().join("clang/decisions.json");
+    let (entry, code) = tune(&clang_db, &[], &["-O3"]);
+    assert_eq!(entry["symbol"].as_str().unwrap(), symbol, "the same kernel");
+    let other = code.join("other-nvcc.cubin");
+    assert_eq!(std::fs::read(&other).unwrap(), nvcc_cubin(&file, &["-x", "cu", "-O3"]), "nvcc's cubin as its build makes it");
+    assert_eq!((registers(&code.join("plain.cubin")), registers(&other)), (91, 80), "clang's, then nvcc's");
+    assert!(planned(&clang_db, symbol).ends_with(", plain again, other:nvcc"), "{}", planned(&clang_db, symbol));
+
+    // Asked not to: none built, and the earlier tune's goes.
+    tune(&clang_db, &["--no-other-compiler"], &["-O3"]);
+    assert!(!other.exists());
+    assert!(planned(&clang_db, symbol).ends_with(", plain again"), "{}", planned(&clang_db, symbol));
+}

@@ -275,6 +275,10 @@ struct SearchArgs {
     /// step is built (a ptxas run each).
     #[arg(long, value_name = "N", default_value_t = 8)]
     candidates: usize,
+    /// Do not build each CUDA file with the other compiler too (clang with --compiler nvcc; else nvcc,
+    /// where one is installed) for `regtune measure` to time its code beside the candidates.
+    #[arg(long)]
+    no_other_compiler: bool,
     /// What GPUs showed of each class of transform (JSON, as regtune ships it): the default
     /// applies unasked only classes that never cost more than 2% there [default: the shipped table].
     #[arg(long, value_name = "FILE", env = "REGTUNE_EVIDENCE")]
@@ -442,6 +446,7 @@ impl SearchArgs {
             variant_timeout: self.variant_timeout,
             time_budget: self.time_budget,
             code_dir: Some(regtune::runtime::code::dir(&self.db)),
+            other_compiler: !self.no_other_compiler,
             candidates: self.candidates,
             evidence: match &self.evidence {
                 Some(path) => regtune::evidence::Evidence::load(path).map_err(|e| anyhow::anyhow!(e))?,

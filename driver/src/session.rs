@@ -17,8 +17,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use regtune_decisions::plugin::{Inspection, DECISIONS_ENV, INPUT_HASH_ENV, ONLY_KERNEL_ENV, VERBOSE_ENV};
 use regtune_decisions::{Db, Entry, Transforms};
@@ -29,7 +29,7 @@ use crate::gpu::nvptx::nvcc;
 use crate::gpu::Arch;
 use crate::rdc;
 use crate::toolchain::nvcc::Nvcc;
-use crate::toolchain::Toolchain;
+use crate::toolchain::{translate, Toolchain};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -96,6 +96,25 @@ pub struct Session<'a> {
     link: Option<rdc::Link>,
     /// Built with nvcc: its PTX and ptxas line (no IR, no plugin).
     nvcc: Option<nvcc::Kept>,
+}
+
+/// The file built by the CUDA compiler the session does not build with
+/// ([`Session::build_with_other_compiler`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum OtherBuild {
+    /// Written; by this compiler ("clang", "nvcc").
+    Built(&'static str),
+    /// No other compiler builds this file here: not CUDA, relocatable
+    /// device code (`-fgpu-rdc`), or no nvcc installed.
+    Unavailable,
+    /// The compiler, and why it did not build the file (one line).
+    Failed(&'static str, String),
+}
+
+/// The nvcc a clang session's file is also built with, found once.
+fn other_nvcc() -> Option<&'static Nvcc> {
+    static FOUND: OnceLock<Option<Nvcc>> = OnceLock::new();
+    FOUND.get_or_init(|| Nvcc::detect().ok()).as_ref()
 }
 
 /// A build: the one kernel it keeps (None: the whole file), and the
@@ -413,6 +432,41 @@ impl<'a> Session<'a> {
             }
         };
         std::fs::copy(&source, dest).map(drop).map_err(|e| SessionError::Io(format!("cannot write {}: {e}", dest.display())))
+    }
+
+    /// The file's plain build by the other CUDA compiler, written to
+    /// `dest`, for `regtune measure` to time beside the candidates: clang's
+    /// for a session built with nvcc (nvcc's flags as clang's,
+    /// [`translate::clang_build_args`]), nvcc's for clang's CUDA where an
+    /// nvcc is installed ([`translate::nvcc_args`]; nvcc's cubin as its
+    /// build makes it). Never the session's own build, never a candidate.
+    pub(crate) fn build_with_other_compiler(&self, dest: &Path) -> OtherBuild {
+        let first_line = |e: CompileError| {
+            let error = e.diagnostics().and_then(|d| d.lines().find(|l| l.contains("error")).map(|l| l.trim().to_string()));
+            error.unwrap_or_else(|| e.to_string().lines().next().unwrap_or_default().to_string())
+        };
+        let (compiler, built) = if self.nvcc.is_some() {
+            let args = translate::clang_build_args(self.user_args);
+            let unit = Unit { toolchain: self.toolchain, arch: self.arch, source: self.source, user_args: &args };
+            let out = self.scratch_path("other.cubin");
+            ("clang", unit.code_object(&out).map(|_| out).map_err(first_line))
+        } else {
+            if crate::gpu::of(self.arch).family() != "nvptx" || self.link.is_some() {
+                return OtherBuild::Unavailable;
+            }
+            let Some(nvcc) = other_nvcc() else { return OtherBuild::Unavailable };
+            let dir = self.dir.path().join(format!("nvcc-{}", self.counter.fetch_add(1, Ordering::Relaxed)));
+            let deadline = Instant::now() + Duration::from_secs_f64(30.0 + 10.0 * self.plain_seconds);
+            let args = translate::nvcc_args(self.user_args, self.source);
+            let kept = std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+                .and_then(|()| nvcc::keep(nvcc, self.arch, self.source, &args, &dir, Some(deadline)).map_err(first_line));
+            ("nvcc", kept.map(|k| k.cubin))
+        };
+        match built.and_then(|cubin| std::fs::copy(&cubin, dest).map_err(|e| format!("cannot write {}: {e}", dest.display()))) {
+            Ok(_) => OtherBuild::Built(compiler),
+            Err(why) => OtherBuild::Failed(compiler, why),
+        }
     }
 
     /// Optimized IR or assembly of a variant, for `--diff`.

@@ -7,16 +7,23 @@
 //! .regtune/decisions.json                 the db
 //! .regtune/decisions.code/<input hash>/plain.cubin
 //! .regtune/decisions.code/<input hash>/<hash of kernel and transforms>.cubin
+//! .regtune/decisions.code/<input hash>/other-clang.cubin   (or other-nvcc.cubin)
 //! ```
 //!
-//! (`.hsaco` for AMDGPU code objects.)
+//! (`.hsaco` for AMDGPU code objects.) `other-<compiler>` is the file's
+//! plain build by the other CUDA compiler (clang's for a file tuned as nvcc
+//! builds it, nvcc's for clang's CUDA): `measure` times it beside the
+//! candidates and says whether it is faster; it is never a candidate.
 
 use std::path::{Path, PathBuf};
 
 use regtune_decisions::{Entry, Measured, Transforms};
 
 use crate::hash;
-use crate::session::{Session, SessionError};
+use crate::session::{OtherBuild, Session, SessionError};
+
+/// The other compiler's build's name: `other-clang.cubin`.
+const OTHER: &str = "other-";
 
 /// The code directory of a db: `decisions.json` → `decisions.code`.
 pub fn dir(db: &Path) -> PathBuf {
@@ -140,6 +147,59 @@ pub(crate) fn store<'a>(session: &Session<'_>, entries: impl Iterator<Item = &'a
     Ok(())
 }
 
+/// The other CUDA compiler's build of `entry`'s file, if tune kept one:
+/// the compiler ("clang", "nvcc") and the code object.
+pub(crate) fn other(dir: &Path, entry: &Entry) -> Option<(String, PathBuf)> {
+    let suffix = format!(".{}", extension(&entry.arch));
+    let mut found: Vec<(String, PathBuf)> = std::fs::read_dir(dir.join(&entry.input_hash))
+        .ok()?
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let compiler = name.strip_prefix(OTHER)?.strip_suffix(&suffix)?;
+            Some((compiler.to_string(), dir.join(&entry.input_hash).join(&name)))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().next()
+}
+
+/// Keep the other CUDA compiler's build of the session's file beside the
+/// candidates of its entries ([`other`]), where any has something to
+/// measure and `build` says to; an earlier tune's goes either way. A line
+/// to tell the user when the other compiler was there and did not build it
+/// (not a failure of the tune: measure then times no other build).
+pub(crate) fn store_other<'a>(
+    session: &Session<'_>,
+    mut entries: impl Iterator<Item = &'a Entry>,
+    dir: &Path,
+    build: bool,
+) -> Option<String> {
+    let entry = entries.find(|e| has_candidates(e))?;
+    let parent = dir.join(&entry.input_hash);
+    while let Some((_, old)) = other(dir, entry) {
+        if std::fs::remove_file(&old).is_err() {
+            break;
+        }
+    }
+    if !build {
+        return None;
+    }
+    let tmp = match tempfile::NamedTempFile::new_in(&parent) {
+        Ok(t) => t,
+        Err(e) => return Some(format!("cannot write {}: {e}", parent.display())),
+    };
+    match session.build_with_other_compiler(tmp.path()) {
+        OtherBuild::Built(compiler) => {
+            let dest = parent.join(format!("{OTHER}{compiler}.{}", extension(&entry.arch)));
+            tmp.persist(&dest).err().map(|e| format!("cannot write {}: {}", dest.display(), e.error))
+        }
+        OtherBuild::Unavailable => None,
+        OtherBuild::Failed(compiler, why) => Some(format!(
+            "{compiler} did not build it with the flags translated ({why}); measure will time no {compiler} code beside the candidates (--no-other-compiler skips trying)"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +244,24 @@ mod tests {
         assert!(c[1].2.extension().unwrap() == "cubin" && c[1].2 != c[2].2);
         assert_eq!(candidates(Path::new("d"), &entry("sm_90")), c, "the same names every time");
         assert_eq!(candidates(Path::new("d"), &entry("gfx90a"))[0].2, Path::new("d/abc/plain.hsaco"));
+    }
+
+    #[test]
+    fn the_other_compilers_build_is_found_by_its_name_beside_plain() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = entry("sm_90");
+        assert_eq!(other(tmp.path(), &e), None, "no directory yet");
+        let unit = tmp.path().join("abc");
+        std::fs::create_dir_all(&unit).unwrap();
+        for name in ["plain.cubin", "other-clang.hsaco", "other-.ptx", "0123456789abcdef.cubin"] {
+            std::fs::write(unit.join(name), b"x").unwrap();
+        }
+        assert_eq!(other(tmp.path(), &e), None, "not a cubin");
+        std::fs::write(unit.join("other-clang.cubin"), b"x").unwrap();
+        assert_eq!(other(tmp.path(), &e), Some(("clang".to_string(), unit.join("other-clang.cubin"))));
+        assert_eq!(other(tmp.path(), &entry("gfx90a")).map(|(c, _)| c), Some("clang".to_string()), "by the arch's extension");
+        // Never one of the candidates.
+        assert!(candidates(tmp.path(), &e).iter().all(|(n, _, p)| !n.contains("clang") && !p.ends_with("other-clang.cubin")));
     }
 
     #[test]

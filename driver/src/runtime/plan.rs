@@ -45,6 +45,15 @@ pub(crate) enum Role {
 /// The control's name in the plan and the report.
 pub(crate) const CONTROL: &str = "plain again";
 
+/// How the other CUDA compiler's build is named in the plan and the
+/// report: `other:clang`, `other:nvcc`.
+pub(crate) const OTHER: &str = "other:";
+
+/// The compiler of a build named `other:COMPILER`.
+pub(crate) fn other_compiler(name: &str) -> Option<&str> {
+    name.strip_prefix(OTHER)
+}
+
 /// How the plan is made: the measurement's settings and the user's own
 /// builds to time beside the candidates (label, code object).
 pub(crate) struct Settings {
@@ -76,6 +85,19 @@ pub(crate) fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
         // again shows how much.
         planned.push(PlannedCandidate { name: CONTROL.into(), role: Role::Control, ..planned[0].clone() });
         paths.push(paths[0].clone());
+        // The other CUDA compiler's code for the same kernel, where it takes
+        // the same parameters: timed and reported like the user's builds.
+        let other =
+            code::other(code_dir, entry).filter(|(_, p)| holds_kernel(p, &entry.symbol) && kernel_params(p, &entry.symbol) == params);
+        if let Some((compiler, path)) = other {
+            planned.push(PlannedCandidate {
+                name: format!("{OTHER}{compiler}"),
+                transforms: Transforms::default(),
+                code: code::hash_of(&path),
+                role: Role::Compared,
+            });
+            paths.push(path);
+        }
         for (label, path) in settings.compare.iter().filter(|(_, p)| holds_kernel(p, &entry.symbol)) {
             planned.push(PlannedCandidate {
                 name: format!("compare:{label}"),

@@ -166,6 +166,32 @@ fn failed(c: &Candidate) -> String {
     format!("failed: {}", c.error.as_deref().unwrap_or("did not run"))
 }
 
+/// The verdict on the other CUDA compiler's code for the kernel
+/// (`other:clang` beside nvcc's candidates, `other:nvcc` beside clang's):
+/// whether it beats the build's choice beyond the noise, and by how much.
+/// Two compilers need not round alike: where its bytes differ from plain's
+/// it is still timed, and the verdict says so. Never chosen.
+fn other_verdict(compiler: &str, m: &Measured, c: &Candidate, built_speedup: f64) -> String {
+    let this = if compiler == "clang" { "nvcc" } else { "clang" };
+    // Its speed as if its bytes were plain's: the identity is said apart.
+    let speed = Measured { deterministic: true, ..m.clone() }.verdict(&Candidate { identical: true, ..c.clone() });
+    let speedup = m.speedup(c).unwrap_or(0.0);
+    let mut verdict = match speed {
+        Verdict::Failed | Verdict::Differs => return failed(c),
+        Verdict::Faster if speedup > built_speedup * (1.0 + m.least_gain()) => format!(
+            "{compiler}'s code: faster than the build's choice ({:.2}×); build this file with {compiler} to get it",
+            speedup / built_speedup
+        ),
+        Verdict::Faster => format!("{compiler}'s code: faster than {this}'s plain, not than the build's choice"),
+        Verdict::NotFaster => format!("{compiler}'s code: not faster than {this}'s plain beyond noise"),
+        Verdict::Slower => format!("{compiler}'s code: slower than {this}'s plain"),
+    };
+    if m.deterministic && !c.identical {
+        verdict.push_str(&format!(" (different bytes from {this}'s plain: check its results)"));
+    }
+    verdict
+}
+
 /// One candidate of one kernel, as reported.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Row {
@@ -241,6 +267,9 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
     // A hand build (one -maxrregcount for every kernel) is never chosen, but
     // the user wants to know where it beat the build's choice.
     let theirs = compared.iter().map(|(name, c)| {
+        if let Some(compiler) = super::plan::other_compiler(name) {
+            return timed(c, name.clone(), other_verdict(compiler, m, c, built_speedup));
+        }
         let verdict = match m.verdict(c) {
             Verdict::Faster if beats_the_build(c) => "your build: faster than the build's choice (never chosen)".into(),
             Verdict::Faster => "your build: faster than plain, not than the build's choice".into(),
@@ -521,6 +550,43 @@ mod tests {
             ("compare:r48", "your build: different bytes"),
         ];
         assert_eq!(verdicts, expect.map(|(c, v)| (c.to_string(), v.to_string())));
+    }
+
+    #[test]
+    fn the_other_compilers_code_says_whether_it_beats_the_builds_choice() {
+        // Plain 1.0 ms, the build's choice (an unroll cap) 0.5 ms: 2× plain.
+        let verdict = |name: &str, times: &[f64], identical: bool| {
+            let mut planned = names();
+            let other = PlannedCandidate { name: name.into(), role: Role::Compared, ..planned["k"][0].clone() };
+            planned.get_mut("k").unwrap().push(other);
+            let events =
+                [result("k", &[("plain", &[1.0; 6], true), ("decided", &[0.5; 6], true), (name, times, identical)], true, Some(true))];
+            let collected = collect(&events, &planned);
+            let entry = super::super::plan::tests::entry("_Z1kPd", Transforms { unroll_cap: Some(1), ..Default::default() });
+            let rows = rows(&entry, &collected.measured["k"], &collected.compared["k"]);
+            assert_eq!((rows.len(), rows[2].candidate.as_str(), rows[2].built), (3, name, false), "reported after ours, never built");
+            rows[2].verdict.clone()
+        };
+        assert_eq!(
+            verdict("other:clang", &[0.4; 6], true),
+            "clang's code: faster than the build's choice (1.25×); build this file with clang to get it"
+        );
+        assert_eq!(
+            verdict("other:clang", &[0.4; 6], false),
+            "clang's code: faster than the build's choice (1.25×); build this file with clang to get it \
+             (different bytes from nvcc's plain: check its results)"
+        );
+        // 0.2 % faster than the build's choice: within the least gain.
+        assert_eq!(verdict("other:clang", &[0.499; 6], true), "clang's code: faster than nvcc's plain, not than the build's choice");
+        assert_eq!(verdict("other:nvcc", &[0.8; 6], true), "nvcc's code: faster than clang's plain, not than the build's choice");
+        assert_eq!(verdict("other:nvcc", &[1.0; 6], true), "nvcc's code: not faster than clang's plain beyond noise");
+        assert_eq!(
+            verdict("other:nvcc", &[2.0; 6], false),
+            "nvcc's code: slower than clang's plain (different bytes from clang's plain: check its results)"
+        );
+        assert_eq!(verdict("other:nvcc", &[], true), "failed: did not run");
+        // A build of the user's named like one is still the user's.
+        assert_eq!(verdict("compare:other:clang", &[0.4; 6], true), "your build: faster than the build's choice (never chosen)");
     }
 
     #[test]

@@ -19,6 +19,7 @@ use std::process::Command;
 
 pub mod cuda;
 pub mod nvcc;
+pub mod translate;
 
 use crate::tools;
 use cuda::{Cuda, CudaError};

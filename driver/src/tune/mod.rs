@@ -100,6 +100,11 @@ pub struct Options {
     /// Where to keep each decided kernel's candidate code objects (plain,
     /// decided, suggested) for `regtune measure`; None: nowhere.
     pub code_dir: Option<PathBuf>,
+    /// Keep, beside the candidates, each CUDA file's plain build by the
+    /// other compiler (clang's when tuning nvcc's code, nvcc's, where one is
+    /// installed, when tuning clang's): `regtune measure` times it and says
+    /// whether it is faster, never choosing it.
+    pub other_compiler: bool,
     /// Builds per kernel for `regtune measure` to choose from (the decision
     /// and suggestions count; [`crate::candidates`] adds the rest); 0: none.
     pub candidates: usize,

@@ -257,6 +257,9 @@ pub(super) fn tune_session(
     let mut rows = rows;
     if let Some(dir) = &options.code_dir {
         crate::runtime::code::store(session, rows.iter().map(|r| &r.entry), dir).map_err(session_failure)?;
+        if let Some(note) = crate::runtime::code::store_other(session, rows.iter().map(|r| &r.entry), dir, options.other_compiler) {
+            progress.note(&format!("regtune: {} on {}: {note}", file.display(), arch.processor()));
+        }
         // A re-tune keeps what a GPU measured of code objects that did not change.
         for row in &mut rows {
             let old = known.kernels.get(&row.entry.key()).and_then(|e| e.measured.as_ref());
