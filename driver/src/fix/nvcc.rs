@@ -34,56 +34,9 @@ use super::copy;
 use super::files::Files;
 use super::plan::Planned;
 
-/// nvcc flags clang reads the same way, in clang's spelling: include
-/// paths, macros, forced includes, the language standard. The rest (the
-/// architectures, nvcc's and ptxas's own options, `-x cu`, what goes to
-/// the host compiler) say nothing about where a kernel is in the source.
-pub(crate) fn clang_args(nvcc_args: &[String]) -> Vec<String> {
-    // (nvcc's spellings, clang's); the value follows, or is joined after
-    // `=`, or (the short ones) directly.
-    const SAME: &[(&str, &str, &str)] = &[
-        ("-I", "--include-path", "-I"),
-        ("-isystem", "--system-include", "-isystem"),
-        ("-D", "--define-macro", "-D"),
-        ("-U", "--undefine-macro", "-U"),
-        ("-include", "--pre-include", "-include"),
-        ("-std", "--std", "-std="),
-    ];
-    // nvcc flags whose value is the next argument, for another tool or step.
-    #[rustfmt::skip]
-    const OTHERS: &[&str] = &[
-        "-Xcompiler", "--compiler-options", "-Xptxas", "--ptxas-options", "-Xlinker", "--linker-options", "-Xnvlink",
-        "--nvlink-options", "-Xarchive", "--archive-options", "-Xcudafe", "-ccbin", "--compiler-bindir", "-x", "--x", "-arch",
-        "--gpu-architecture", "-code", "--gpu-code", "-gencode", "--generate-code", "-maxrregcount", "--maxrregcount", "-o",
-        "--output-file", "-odir", "--output-directory", "-MF", "--dependency-output", "-MT", "--dependency-target-name", "-MQ",
-        "-keep-dir", "--keep-dir", "-rdc", "--relocatable-device-code", "-L", "--library-path", "-l", "--library", "-time",
-        "--time", "-t", "--threads", "-Werror", "--Werror", "-default-stream", "--default-stream", "-diag-suppress",
-        "--diag-suppress", "-split-compile", "--split-compile",
-    ];
-    let mut out = Vec::new();
-    let mut args = nvcc_args.iter();
-    while let Some(a) = args.next() {
-        if OTHERS.contains(&a.as_str()) {
-            args.next();
-            continue;
-        }
-        let found = SAME.iter().find_map(|(short, long, clang)| {
-            if a == short || a == long {
-                return Some((*clang, None));
-            }
-            let joined = [*short, *long].iter().find_map(|f| a.strip_prefix(f).and_then(|v| v.strip_prefix('=')));
-            let direct = (short.len() == 2).then(|| a.strip_prefix(short)).flatten().filter(|v| !v.is_empty());
-            joined.or(direct).map(|v| (*clang, Some(v.to_string())))
-        });
-        let Some((clang, value)) = found else { continue };
-        let Some(value) = value.or_else(|| args.next().cloned()) else { continue };
-        match clang.strip_suffix('=') {
-            Some(_) => out.push(format!("{clang}{value}")),
-            None => out.extend([clang.to_string(), value]),
-        }
-    }
-    out
-}
+/// nvcc flags in clang's spelling (include paths, macros, the standard,
+/// and what changes the code): what clang's AST of the unit reads.
+pub(crate) use crate::toolchain::translate::clang_args;
 
 /// The unit's input hash as `tune --compiler nvcc` recorded it, and the
 /// text nvcc preprocessed for the device (its line markers name the files
@@ -266,27 +219,6 @@ pub(crate) fn rebuild(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn strings(a: &[&str]) -> Vec<String> {
-        a.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    #[rustfmt::skip]
-    fn clang_reads_nvccs_include_paths_macros_and_standard() {
-        let nvcc = strings(&[
-            "-x", "cu", "-O3", "-arch=sm_90", "-I", "inc", "-Iinc2", "--include-path=inc3", "-DN=4", "-D", "M", "--define-macro=K",
-            "-isystem", "sys", "-std=c++17", "--use_fast_math", "-Xptxas", "-v", "-include", "pre.h", "-UX", "--expt-relaxed-constexpr", "-Xcompiler", "-DHOST", "-o", "-Inot",
-        ]);
-        assert_eq!(
-            clang_args(&nvcc),
-            strings(&[
-                "-I", "inc", "-I", "inc2", "-I", "inc3", "-D", "N=4", "-D", "M", "-D", "K", "-isystem", "sys", "-std=c++17", "-include",
-                "pre.h", "-U", "X"
-            ])
-        );
-        assert_eq!(clang_args(&strings(&["-std", "c++20"])), ["-std=c++20"]);
-    }
 
     #[test]
     fn gccs_markers_of_a_system_macros_tokens_are_not_files() {
