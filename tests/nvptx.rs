@@ -626,6 +626,30 @@ fn lbm_copy() -> (tempfile::TempDir, PathBuf) {
     (dir, file)
 }
 
+/// `regtune tune --compiler nvcc --offload-arch sm_90 --db DB FILE -- FLAGS`, which must succeed.
+fn tune_with_nvcc(db: &Path, file: &Path, flags: &[&str]) {
+    let out = regtune()
+        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--db"])
+        .arg(db)
+        .arg(file)
+        .arg("--")
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The db's only entry given `transforms` as its decision (as measure or
+/// confirm would); the entry as it was.
+fn decide(db: &Path, transforms: Value) -> Value {
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(db).unwrap()).unwrap();
+    let entry = doc["kernels"].as_object_mut().unwrap().values_mut().next().unwrap();
+    let was = entry.clone();
+    entry["transforms"] = transforms;
+    std::fs::write(db, serde_json::to_string(&doc).unwrap()).unwrap();
+    was
+}
+
 /// nvcc's own cubin of `file` for sm_90 with `flags`, as a user's build makes it.
 fn nvcc_cubin(file: &Path, flags: &[&str]) -> Vec<u8> {
     let out = file.with_extension("user.cubin");
@@ -643,15 +667,7 @@ fn nvcc_candidates_are_the_cubins_nvcc_builds() {
     let (dir, file) = lbm_copy();
     let flags = ["-x", "cu", "-O3"];
     let db = dir.path().join("db/decisions.json");
-    let out = regtune()
-        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--format", "json", "--db"])
-        .arg(&db)
-        .arg(&file)
-        .arg("--")
-        .args(flags)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    tune_with_nvcc(&db, &file, &flags);
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
     let entry = doc["kernels"].as_object().unwrap().values().next().unwrap().clone();
     let code = dir.path().join("db/decisions.code").join(entry["input_hash"].as_str().unwrap());
@@ -716,15 +732,7 @@ fn regtune_nvcc_builds_the_measured_candidate() {
     let (dir, file) = lbm_copy();
     let flags = ["-x", "cu", "-O3", "-arch=sm_90"];
     let db = dir.path().join(".regtune/decisions.json");
-    let tuned = regtune()
-        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--db"])
-        .arg(&db)
-        .arg(&file)
-        .arg("--")
-        .args(flags)
-        .output()
-        .unwrap();
-    assert!(tuned.status.success(), "{}", String::from_utf8_lossy(&tuned.stderr));
+    tune_with_nvcc(&db, &file, &flags);
     let plain_cubin = nvcc_cubin(&file, &flags[..3]);
     let wrapper = |args: &[&str]| {
         let mut cmd = Process::new(assert_cmd::cargo::cargo_bin("regtune-nvcc"));
@@ -736,11 +744,8 @@ fn regtune_nvcc_builds_the_measured_candidate() {
     assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::read(dir.path().join("none.cubin")).unwrap(), plain_cubin);
     // Decide 32 warps per SM (cap 64), as measure or confirm would.
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
-    let entry = doc["kernels"].as_object_mut().unwrap().values_mut().next().unwrap();
-    entry["transforms"] = serde_json::json!({"waves_per_eu": 32});
+    let entry = decide(&db, serde_json::json!({"waves_per_eu": 32}));
     let code = dir.path().join(".regtune/decisions.code").join(entry["input_hash"].as_str().unwrap());
-    std::fs::write(&db, serde_json::to_string(&doc).unwrap()).unwrap();
     let out = wrapper(&["-cubin", "lbm_d3q19.hip", "-o", "tuned.cubin"]);
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && said.contains("lbm_d3q19_collide_stream on sm_90: warps-per-sm=32"), "{said}");
@@ -773,14 +778,7 @@ fn batch_tunes_nvcc_entries_as_nvcc_builds_them() {
     let (batch_db, tune_db) = (dir.path().join("batch/decisions.json"), dir.path().join("tune/decisions.json"));
     let out = regtune().args(["batch", "-p"]).arg(dir.path()).arg("--db").arg(&batch_db).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = regtune()
-        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--db"])
-        .arg(&tune_db)
-        .arg(&file)
-        .args(["--", "-x", "cu", "-O3", "-gencode", "arch=compute_90,code=[sm_90,compute_90]"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    tune_with_nvcc(&tune_db, &file, &["-x", "cu", "-O3", "-gencode", "arch=compute_90,code=[sm_90,compute_90]"]);
     let entry = |db: &Path| -> Value {
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(db).unwrap()).unwrap();
         doc["kernels"].as_object().unwrap().values().next().unwrap().clone()
@@ -814,9 +812,7 @@ fn cmake_with_nvcc_builds_through_the_launcher() {
     let db = dir.path().join(".regtune/decisions.json");
     let batch = regtune().args(["batch", "-p"]).arg(dir.path().join("build")).arg("--db").arg(&db).output().unwrap();
     assert!(batch.status.success(), "{}", String::from_utf8_lossy(&batch.stderr));
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
-    doc["kernels"].as_object_mut().unwrap().values_mut().next().unwrap()["transforms"] = serde_json::json!({"waves_per_eu": 32});
-    std::fs::write(&db, serde_json::to_string(&doc).unwrap()).unwrap();
+    decide(&db, serde_json::json!({"waves_per_eu": 32}));
     let build = Process::new("cmake")
         .current_dir(dir.path())
         .args(["--build", "build"])

@@ -105,7 +105,8 @@ fn version(root: &Path) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-fn ptxas_version(ptxas: &Path) -> String {
+/// `ptxas --version`'s last line ("Build cuda_12.9.r12.9/compiler.36037853_0").
+pub(crate) fn ptxas_version(ptxas: &Path) -> String {
     Command::new(ptxas)
         .arg("--version")
         .output()

@@ -241,7 +241,7 @@ pub(crate) fn keep(
     let (ptx_path, cubin) = (within(&line.input), within(&line.output));
     let ptx = std::fs::read_to_string(&ptx_path).map_err(|source| CompileError::Input { file: ptx_path.clone(), source })?;
     let tool = if line.tool.contains('/') { PathBuf::from(&line.tool) } else { nvcc.ptxas() };
-    let ptxas_version = tool_version(&tool);
+    let ptxas_version = crate::toolchain::cuda::ptxas_version(&tool);
     let mut kept = Kept { ptx, ptxas_args: line.args.clone(), cubin: cubin.clone(), report: String::new(), ptxas: tool, ptxas_version };
     // The same line again must give nvcc's cubin back: the candidates are built by it.
     let again = dir.join("plain-again.cubin");
@@ -261,7 +261,7 @@ impl Kept {
     /// A PTX about to be assembled by `ptxas` with `ptxas_args` (the
     /// wrapper's: nvcc's own build, mid-way), for its hash and edits.
     pub(crate) fn of_ptx(ptx: String, ptxas_args: Vec<String>, ptxas: PathBuf) -> Kept {
-        let ptxas_version = tool_version(&ptxas);
+        let ptxas_version = crate::toolchain::cuda::ptxas_version(&ptxas);
         Kept { ptx, ptxas_args, cubin: PathBuf::new(), report: String::new(), ptxas, ptxas_version }
     }
 
@@ -419,16 +419,6 @@ pub(crate) fn ptxas_lines(stderr: &str) -> Vec<PtxasLine> {
             Some(PtxasLine { tool: words[0].clone(), arch: arch?, args, input: input?, output: output? })
         })
         .collect()
-}
-
-/// `ptxas --version`'s last line.
-fn tool_version(tool: &Path) -> String {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).lines().last().map(|l| l.trim().to_string()))
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
