@@ -23,6 +23,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "bench", "runtime"))
+import build as runtime_build  # noqa: E402  (bench/runtime/build.py: the tools' copy)
 # The caps a hand sweep of -maxrregcount tries on sm_90 (one per occupancy step).
 CAPS = [32, 40, 48, 56, 64, 72, 80, 96, 128, 168, 255]
 
@@ -34,9 +36,7 @@ def find(*candidates):
     sys.exit(f"none of {candidates}: run ci/bootstrap.sh")
 
 
-def run(cmd, **kw):
-    print("+", " ".join(cmd), file=sys.stderr)
-    subprocess.run(cmd, check=True, **kw)
+run = runtime_build.run
 
 
 def main():
@@ -78,13 +78,7 @@ def main():
             stem = os.path.splitext(os.path.basename(ex))[0]
             run([nvcc] + flags + [f"-maxrregcount={cap}", "-cubin", ex, "-o", os.path.join(d, stem + ".cubin")])
 
-    os.makedirs(os.path.join(a.out, "bin"))
-    os.makedirs(os.path.join(a.out, "lib"))
-    for name in ["regtune", "regtune-replay", "libregtune_runtime.so"]:
-        dest = os.path.join(a.out, "bin", name)
-        shutil.copy(os.path.join(tools, name), dest)
-        run(["llvm-strip-22", "--strip-debug", dest])
-    shutil.copy(os.path.join(cuda, "lib64", "libcupti.so.12"), os.path.join(a.out, "lib"))
+    runtime_build.copy_tools(a.out, tools, tools, cuda)
     shutil.rmtree(os.path.join(a.out, "obj"))
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(a.out) for f in fs)
     print(f"bench/nvcc/build: {size / 2**20:.1f} MiB", file=sys.stderr)

@@ -41,6 +41,18 @@ def run(cmd, **kw):
     subprocess.run(cmd, check=True, **kw)
 
 
+def copy_tools(out, tools, runtime, cuda):
+    """regtune (from `tools`), regtune-replay and the interposer (from
+    `runtime`), stripped, into out/bin; CUPTI into out/lib."""
+    os.makedirs(os.path.join(out, "bin"))
+    os.makedirs(os.path.join(out, "lib"))
+    for name, src in [("regtune", tools), ("regtune-replay", runtime), ("libregtune_runtime.so", runtime)]:
+        dest = os.path.join(out, "bin", name)
+        shutil.copy(os.path.join(src, name), dest)
+        run(["llvm-strip-22", "--strip-debug", dest])
+    shutil.copy(os.path.join(cuda, "lib64", "libcupti.so.12"), os.path.join(out, "lib"))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--arch", default="sm_90")
@@ -88,15 +100,7 @@ def main():
     for f in others:
         shutil.copy(bad, f)
 
-    # The tools, stripped, and CUPTI.
-    os.makedirs(os.path.join(a.out, "bin"))
-    os.makedirs(os.path.join(a.out, "lib"))
-    runtime = a.runtime or tools
-    for name, src in [("regtune", tools), ("regtune-replay", runtime), ("libregtune_runtime.so", runtime)]:
-        dest = os.path.join(a.out, "bin", name)
-        shutil.copy(os.path.join(src, name), dest)
-        run(["llvm-strip-22", "--strip-debug", dest])
-    shutil.copy(os.path.join(cuda, "lib64", "libcupti.so.12"), os.path.join(a.out, "lib"))
+    copy_tools(a.out, tools, a.runtime or tools, cuda)
     shutil.rmtree(os.path.join(a.out, "obj"))
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(a.out) for f in fs)
     print(f"bench/runtime/build: {size / 2**20:.1f} MiB", file=sys.stderr)
