@@ -94,9 +94,7 @@ pub(crate) fn assemble_with(
 ) -> Result<String, PtxasError> {
     let Ok(text) = std::fs::read(ptx) else { return run(tool, args, arch, ptx, cubin, deadline) };
     let key = hash::of_parts(
-        [tool.as_os_str().as_encoded_bytes(), version.as_bytes(), &text]
-            .into_iter()
-            .chain(args.iter().map(|a| a.as_encoded_bytes())),
+        [tool.as_os_str().as_encoded_bytes(), version.as_bytes(), &text].into_iter().chain(args.iter().map(|a| a.as_encoded_bytes())),
     );
     let slot = ASSEMBLED.lock().expect("ptxas cache lock").slots.entry(key).or_default().clone();
     // Held while ptxas runs: a variant with the same PTX waits for it.
