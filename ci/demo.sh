@@ -6,7 +6,9 @@
 # (ocml's pow is not correctly rounded, so x * x changes the last bit) with
 # noalias on two pointers, reaching occupancy 6; then, with `--pow2 apply`
 # (accepting that rounding), pow2 applied: occupancy 4 → 5 or more, SGPR
-# spills 16 → 0.
+# spills 16 → 0. Then the same kernel as nvcc 13.5 builds it for sm_90: 80
+# registers, 24 warps per SM, every occupancy step kept as a candidate for
+# `regtune measure` (nothing applied without the GPU's word).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,4 +18,7 @@ cargo build --release --workspace --quiet
 target/release/regtune tune --offload-arch gfx90a examples/lbm_d3q19.hip "$@"
 echo
 echo "== again with --pow2 apply (the rounding change accepted; db: .regtune/decisions-pow2.json)"
-exec target/release/regtune tune --offload-arch gfx90a --pow2 apply --db .regtune/decisions-pow2.json examples/lbm_d3q19.hip "$@"
+target/release/regtune tune --offload-arch gfx90a --pow2 apply --db .regtune/decisions-pow2.json examples/lbm_d3q19.hip "$@"
+echo
+echo "== the same kernel as nvcc builds it for sm_90 (db: .regtune/decisions-nvcc.json; candidates for regtune measure)"
+exec target/release/regtune tune --compiler nvcc --offload-arch sm_90 --db .regtune/decisions-nvcc.json examples/lbm_d3q19.hip -- -x cu -O3
