@@ -74,6 +74,22 @@ impl Context {
         Context { toolchain: self.toolchain.clone(), archs, user_args, plugin: self.plugin.clone(), nvcc: self.nvcc.clone() }
     }
 
+    /// [`Context::with_plugin`], or this context as it is and why not.
+    pub fn with_plugin_if_found(self) -> (Context, Option<String>) {
+        let found = plugin::find()
+            .map_err(|e| e.to_string())
+            .and_then(|p| plugin::check_version(&p, &self.toolchain.clang, &self.toolchain.version).map_err(|e| e.to_string()).map(|()| p));
+        match found {
+            Ok(plugin) => (Context { plugin: Some(plugin), ..self }, None),
+            Err(why) => (self, Some(why)),
+        }
+    }
+
+    /// The plugin, where the context has one.
+    pub(crate) fn plugin_if_any(&self) -> Option<&Path> {
+        self.plugin.as_deref()
+    }
+
     /// The plugin [`Context::with_plugin`] found and checked.
     pub(crate) fn plugin(&self) -> &Path {
         self.plugin.as_deref().expect("regtune bug: a command that builds with the plugin made its context without it")

@@ -272,7 +272,8 @@ struct SearchArgs {
     /// Builds per kernel kept for `regtune measure` to time (the decision and suggestions count):
     /// each occupancy step's register cap, alone and with the rewrites found, and unroll caps,
     /// spread over the steps; 0: only the decision and suggestions. With --compiler nvcc every occupancy
-    /// step is built (a ptxas run each).
+    /// step is built (a ptxas run each), and every build with a rewrite of the source (nvcc's build of
+    /// the source as `regtune fix` writes it, then a ptxas run per cap on it) while time is left.
     #[arg(long, value_name = "N", default_value_t = 8)]
     candidates: usize,
     /// Do not build each CUDA file with the other compiler too (clang with --compiler nvcc; else nvcc,
@@ -530,9 +531,10 @@ fn tune(args: TuneArgs) -> Result<ExitCode> {
     // A db that cannot be read, parsed or saved stops the run before any compile.
     // One line naming the db and the cause; no cause chain after it.
     let known = regtune_decisions::Db::load_for_update(&args.search.db).map_err(|e| anyhow::anyhow!("{e}"))?;
-    // nvcc's builds run no pass plugin.
+    // nvcc's builds run no pass plugin; it finds the rewrites of the
+    // source they try (without it, none are).
     let ctx = args.inputs.context()?;
-    let ctx = if ctx.nvcc.is_some() { ctx } else { ctx.with_plugin()? };
+    let ctx = if ctx.nvcc.is_some() { ctx.with_plugin_if_found().0 } else { ctx.with_plugin()? };
     let options = args.search.tune_options(args.diff)?;
     let (rows, mut failures) = tune::run(&ctx, &args.inputs.files, &options, &known, &args.search.db);
     if let Some(path) = &args.patch {

@@ -10,14 +10,18 @@
 //! nvcc ([`Session::start_nvcc`]), the file compiles once through nvcc, and
 //! each variant is nvcc's PTX with the kernels' entries edited, assembled
 //! by nvcc's own ptxas line (`gpu/nvptx/nvcc.rs`): register caps, launch
-//! bounds and spilling to shared memory, no rewrite of the source.
+//! bounds and spilling to shared memory. A variant that rewrites the source
+//! (sink, pow2, unroll caps, noalias) is the source as `regtune fix` writes
+//! those rewrites, built by nvcc once per distinct set of rewrites (a
+//! [`Rewriter`], which tune gives the session), and its entries edited on
+//! that build's PTX: a cap on top of a rewrite is one more ptxas run.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use regtune_decisions::plugin::{Inspection, DECISIONS_ENV, INPUT_HASH_ENV, ONLY_KERNEL_ENV, VERBOSE_ENV};
@@ -43,7 +47,47 @@ pub enum SessionError {
     Plugin { file: String, detail: String },
     #[error("the one-kernel build of {file} has no kernel {symbol}")]
     NoSuchKernel { file: String, symbol: String },
+    /// A rewrite of the source nvcc's builds cannot be given (see [`Rewriter`]).
+    #[error("{0}")]
+    Rewrite(String),
 }
+
+/// nvcc's builds of rewrites of the source: the file with a variant's
+/// rewrites written in as `regtune fix` writes them (fix/spell.rs), built by
+/// nvcc with the user's flags.
+pub(crate) trait Rewriter: Sync {
+    /// nvcc's build, kept in `dir`, of the file with `rewrites` (per kernel
+    /// symbol; rewrites only, no entry edits) written in its source: its
+    /// PTX, for `plain`'s ptxas line (nvcc's build of the file as it is).
+    fn build(
+        &self,
+        rewrites: &[(String, Transforms)],
+        plain: &nvcc::Kept,
+        dir: &Path,
+        deadline: Option<Instant>,
+    ) -> Result<nvcc::Kept, RewriteError>;
+    /// Which rewrites could change each kernel (clang's reading of the
+    /// file, as fix reads it): what is tried.
+    fn inspect(&self) -> Result<HashMap<String, Inspection>, String>;
+}
+
+/// Why a variant's rewrites were not built.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RewriteError {
+    /// Written as fix writes them, they change nothing in the source.
+    #[error("{0}")]
+    Nothing(String),
+    /// fix cannot write `what` (labels) for `kernel` (a file it may not
+    /// edit, a construct it does not handle): why.
+    #[error("{kernel}: regtune fix cannot write {what} in the source: {why}")]
+    Unwritable { kernel: String, what: String, why: String },
+    /// nvcc failed on the patched source.
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+}
+
+/// One set of rewrites' nvcc build, built once (later askers wait for it).
+type RewriteSlot = Arc<Mutex<Option<Result<Arc<nvcc::Kept>, String>>>>;
 
 impl From<rdc::RdcError> for SessionError {
     fn from(e: rdc::RdcError) -> SessionError {
@@ -95,8 +139,25 @@ pub struct Session<'a> {
     /// the other units', as the build links them.
     link: Option<rdc::Link>,
     /// Built with nvcc: its PTX and ptxas line (no IR, no plugin).
-    nvcc: Option<nvcc::Kept>,
+    nvcc: Option<Arc<nvcc::Kept>>,
+    /// nvcc's builds of rewrites of the source, if it may rewrite it.
+    rewriter: Option<Box<dyn Rewriter>>,
+    /// Each set of rewrites' build (per kernel symbol).
+    rewritten: Mutex<HashMap<PerKernel, RewriteSlot>>,
+    /// What the rewrites could not be given (notes for the user).
+    rewrite_notes: Mutex<RewriteNotes>,
 }
+
+/// What rewrites of the source nvcc's builds could not be given.
+#[derive(Default)]
+struct RewriteNotes {
+    lines: Vec<String>,
+    /// Per kernel and reason, the rewrites fix cannot write (labels).
+    unwritable: Vec<((String, String), Vec<String>)>,
+}
+
+/// Transforms per kernel symbol.
+type PerKernel = Vec<(String, Transforms)>;
 
 /// The file built by the CUDA compiler the session does not build with
 /// ([`Session::build_with_other_compiler`]).
@@ -169,6 +230,9 @@ impl<'a> Session<'a> {
             cache: Mutex::new(HashMap::from([((None, vec![]), baseline.clone())])),
             link: None,
             nvcc: None,
+            rewriter: None,
+            rewritten: Mutex::new(HashMap::new()),
+            rewrite_notes: Mutex::new(RewriteNotes::default()),
         };
         let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
         let locations = crate::gpu::of(arch).locations(source, &temps.stderr, &symbols);
@@ -207,6 +271,9 @@ impl<'a> Session<'a> {
             cache: Mutex::new(HashMap::from([((None, vec![]), plain.measured.clone())])),
             link: Some(plain.link),
             nvcc: None,
+            rewriter: None,
+            rewritten: Mutex::new(HashMap::new()),
+            rewrite_notes: Mutex::new(RewriteNotes::default()),
         };
         Ok((session, plain.measured, plain.locations))
     }
@@ -245,7 +312,10 @@ impl<'a> Session<'a> {
             counter: AtomicUsize::new(0),
             cache: Mutex::new(HashMap::from([((None, vec![]), baseline.clone())])),
             link: None,
-            nvcc: Some(kept),
+            nvcc: Some(Arc::new(kept)),
+            rewriter: None,
+            rewritten: Mutex::new(HashMap::new()),
+            rewrite_notes: Mutex::new(RewriteNotes::default()),
         };
         let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
         let locations = crate::gpu::of(arch).locations(source, "", &symbols);
@@ -253,10 +323,112 @@ impl<'a> Session<'a> {
     }
 
     /// Whether variants may rewrite the source (sink, pow2, unroll caps,
-    /// noalias, regtune's LDS spill): not in nvcc's builds, which edit
-    /// only what ptxas reads from a kernel's entry.
+    /// noalias): clang's builds, and nvcc's given a [`Rewriter`].
     pub(crate) fn rewrites_source(&self) -> bool {
+        self.nvcc.is_none() || self.rewriter.is_some()
+    }
+
+    /// Whether variants are built by regtune's pass plugin (regtune's LDS
+    /// spill is one of its passes): not nvcc's.
+    pub(crate) fn runs_plugin(&self) -> bool {
         self.nvcc.is_none()
+    }
+
+    /// nvcc's builds may rewrite the source through `rewriter`.
+    pub(crate) fn set_rewriter(&mut self, rewriter: Box<dyn Rewriter>) {
+        self.rewriter = Some(rewriter);
+    }
+
+    /// Where nvcc kept its plain build of the file (its preprocessed
+    /// source among it); None: not built with nvcc.
+    pub(crate) fn nvcc_dir(&self) -> Option<&Path> {
+        self.nvcc.as_ref().map(|_| self.dir.path())
+    }
+
+    /// What rewrites of the source could not be given to nvcc's builds,
+    /// and why: one line per kernel and reason.
+    pub(crate) fn rewrite_notes(&self) -> Vec<String> {
+        let notes = self.rewrite_notes.lock().expect("notes lock");
+        let unwritable = notes.unwritable.iter().map(|((kernel, why), what)| {
+            RewriteError::Unwritable { kernel: kernel.clone(), what: what.join(", "), why: why.clone() }.to_string()
+        });
+        notes.lines.iter().cloned().chain(unwritable).collect()
+    }
+
+    fn note(&self, line: String) {
+        let mut notes = self.rewrite_notes.lock().expect("notes lock");
+        if !notes.lines.contains(&line) {
+            notes.lines.push(line);
+        }
+    }
+
+    fn note_unwritable(&self, kernel: &str, what: &str, why: &str) {
+        let mut notes = self.rewrite_notes.lock().expect("notes lock");
+        let key = (kernel.to_string(), why.to_string());
+        match notes.unwritable.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, whats)) if !whats.iter().any(|w| w == what) => whats.push(what.to_string()),
+            Some(_) => {}
+            None => notes.unwritable.push((key, vec![what.to_string()])),
+        }
+    }
+
+    /// The nvcc build a variant's entries are edited on: nvcc's own, or,
+    /// where the variant rewrites the source, that rewrite's (built once
+    /// per distinct set of rewrites); and the variant's entry edits.
+    fn nvcc_parts(
+        &self,
+        plain: &Arc<nvcc::Kept>,
+        variant: &[(String, Transforms)],
+        deadline: Option<Instant>,
+    ) -> Result<(Arc<nvcc::Kept>, PerKernel), SessionError> {
+        let (mut rewrites, mut entries) = (Vec::new(), Vec::new());
+        for (symbol, t) in variant {
+            let (entry, rewrite) = nvcc::split(t);
+            if !rewrite.is_empty() {
+                rewrites.push((symbol.clone(), rewrite));
+            }
+            if !entry.is_empty() {
+                entries.push((symbol.clone(), entry));
+            }
+        }
+        if rewrites.is_empty() {
+            return Ok((plain.clone(), entries));
+        }
+        let Some(rewriter) = &self.rewriter else {
+            let labels: Vec<String> = rewrites.iter().flat_map(|(_, t)| t.labels()).collect();
+            let why =
+                format!("{} rewrite the source, which this nvcc build cannot (no pass plugin for fix's spelling)", labels.join(" + "));
+            return Err(SessionError::Compile(CompileError::NotWithNvcc(why)));
+        };
+        rewrites.sort_by(|a, b| a.0.cmp(&b.0));
+        let slot = self.rewritten.lock().expect("rewrites lock").entry(rewrites.clone()).or_default().clone();
+        let mut slot = slot.lock().expect("rewrite lock");
+        if let Some(done) = slot.as_ref() {
+            return done.clone().map(|k| (k, entries)).map_err(SessionError::Rewrite);
+        }
+        let dir = self.dir.path().join(format!("rewrite-{}", self.counter.fetch_add(1, Ordering::Relaxed)));
+        std::fs::create_dir_all(&dir).map_err(|e| SessionError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        match rewriter.build(&rewrites, plain, &dir, deadline) {
+            Ok(kept) => {
+                let kept = Arc::new(kept);
+                *slot = Some(Ok(kept.clone()));
+                Ok((kept, entries))
+            }
+            // Stopped at its deadline: a later variant may try again.
+            Err(RewriteError::Compile(e)) if e.timed_out() => Err(SessionError::Compile(e)),
+            Err(e) => {
+                match &e {
+                    RewriteError::Unwritable { kernel, what, why } => self.note_unwritable(kernel, what, why),
+                    RewriteError::Compile(c) => {
+                        self.note(format!("nvcc failed on the rewritten source: {}", c.to_string().lines().next().unwrap_or_default()))
+                    }
+                    RewriteError::Nothing(_) => {}
+                }
+                let why = e.to_string();
+                *slot = Some(Err(why.clone()));
+                Err(SessionError::Rewrite(why))
+            }
+        }
     }
 
     /// nvcc's PTX with `variant`'s entries edited, assembled into `out`;
@@ -361,9 +533,10 @@ impl<'a> Session<'a> {
         if let Some(hit) = self.cache.lock().expect("cache lock").get(&key) {
             return Ok(hit.clone());
         }
-        if let Some(kept) = &self.nvcc {
+        if let Some(plain) = &self.nvcc {
+            let (kept, entries) = self.nvcc_parts(plain, &key.1, deadline)?;
             let obj = self.scratch_path("cubin");
-            let report = self.assemble_nvcc(kept, &key.1, &obj, false, deadline)?;
+            let report = self.assemble_nvcc(&kept, &entries, &obj, false, deadline)?;
             let measured = measure::object_file_with(&obj, self.arch, &report, &self.options)?;
             self.objects.lock().expect("objects lock").entry(key.1.clone()).or_insert(obj);
             self.cache.lock().expect("cache lock").insert(key, measured.clone());
@@ -418,9 +591,10 @@ impl<'a> Session<'a> {
     /// measured (kept in the session's directory), else a fresh compile.
     pub(crate) fn save_code_object(&self, variant: &[(String, Transforms)], dest: &Path) -> Result<(), SessionError> {
         let key: Vec<(String, Transforms)> = variant.iter().filter(|(_, t)| !t.is_empty()).cloned().collect();
-        if let (Some(nvcc), false) = (&self.nvcc, key.is_empty()) {
+        if let (Some(plain), false) = (&self.nvcc, key.is_empty()) {
             // What nvcc's build makes of it: the search's cubins carry ptxas's -v in a note.
-            return self.assemble_nvcc(nvcc, &key, dest, true, None).map(drop);
+            let (kept, entries) = self.nvcc_parts(plain, &key, None)?;
+            return self.assemble_nvcc(&kept, &entries, dest, true, None).map(drop);
         }
         let kept =
             if key.is_empty() { Some(self.plain_object.clone()) } else { self.objects.lock().expect("objects lock").get(&key).cloned() };
@@ -471,9 +645,12 @@ impl<'a> Session<'a> {
 
     /// Optimized IR or assembly of a variant, for `--diff`.
     pub(crate) fn listing(&self, variant: &[(String, Transforms)], kind: Listing) -> Result<String, SessionError> {
-        if let Some(kept) = &self.nvcc {
+        if let Some(plain) = &self.nvcc {
             return match kind {
-                Listing::Asm => kept.edited(variant).map_err(|e| SessionError::Compile(CompileError::NotWithNvcc(e))),
+                Listing::Asm => {
+                    let (kept, entries) = self.nvcc_parts(plain, variant, None)?;
+                    kept.edited(&entries).map_err(|e| SessionError::Compile(CompileError::NotWithNvcc(e)))
+                }
                 Listing::Ir => Err(SessionError::Io("nvcc's builds have no LLVM IR (cicc is not LLVM's optimizer)".into())),
             };
         }
@@ -500,29 +677,49 @@ impl<'a> Session<'a> {
     /// which transforms could change it, and the noalias candidates.
     pub(crate) fn inspect(&self) -> Result<HashMap<String, Inspection>, SessionError> {
         if self.nvcc.is_some() {
-            // No rewrite of the source reaches nvcc's build: none is tried.
+            // The rewrites clang's reading of the file finds for each kernel
+            // (none where the session may not rewrite the source); the
+            // rest, as nvcc's PTX entries carry them, need no inspection.
             let plain = self.cache.lock().expect("cache lock").get(&(None, vec![])).cloned().unwrap_or_default();
             let none =
                 |kernel: String| Inspection { kernel, pow2: false, pow2_inexact: false, unroll_cap: false, noalias_candidates: vec![] };
-            return Ok(plain.into_iter().map(|m| (m.symbol.clone(), none(m.symbol))).collect());
+            let found = match self.rewriter.as_ref().map(|r| r.inspect()) {
+                Some(Ok(found)) => found,
+                Some(Err(why)) => {
+                    self.note(format!("clang cannot read the file as fix does ({why}): no rewrite of the source is tried"));
+                    HashMap::new()
+                }
+                None => HashMap::new(),
+            };
+            return Ok(plain
+                .into_iter()
+                .map(|m| (m.symbol.clone(), found.get(&m.symbol).cloned().unwrap_or_else(|| none(m.symbol))))
+                .collect());
         }
-        let out = Command::new(self.toolchain.llvm_bin.join("opt"))
-            .arg(format!("-load-pass-plugin={}", self.plugin.display()))
-            .args(["-passes=regtune-inspect", "-disable-output"])
-            .arg(&self.pre_ir)
-            .output()
-            .map_err(|e| SessionError::Io(format!("cannot run opt: {e}")))?;
-        let plugin_error = |detail: String| SessionError::Plugin { file: self.source.display().to_string(), detail };
-        if !out.status.success() {
-            return Err(plugin_error(String::from_utf8_lossy(&out.stderr).trim().to_string()));
-        }
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| l.starts_with('{'))
-            .map(|line| {
-                let i: Inspection = serde_json::from_str(line).map_err(|e| plugin_error(e.to_string()))?;
-                Ok((i.kernel.clone(), i))
-            })
-            .collect()
+        inspect_ir(self.toolchain, self.plugin, &self.pre_ir)
+            .map_err(|detail| SessionError::Plugin { file: self.source.display().to_string(), detail })
     }
+}
+
+/// The plugin's inspection of a module's kernels (`ir`: IR before
+/// optimization, device libraries linked): which transforms could change
+/// each, and its noalias candidates. Err: what went wrong.
+pub(crate) fn inspect_ir(toolchain: &Toolchain, plugin: &Path, ir: &Path) -> Result<HashMap<String, Inspection>, String> {
+    let out = Command::new(toolchain.llvm_bin.join("opt"))
+        .arg(format!("-load-pass-plugin={}", plugin.display()))
+        .args(["-passes=regtune-inspect", "-disable-output"])
+        .arg(ir)
+        .output()
+        .map_err(|e| format!("cannot run opt: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|line| {
+            let i: Inspection = serde_json::from_str(line).map_err(|e| e.to_string())?;
+            Ok((i.kernel.clone(), i))
+        })
+        .collect()
 }

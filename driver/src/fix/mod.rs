@@ -19,6 +19,7 @@
 //! Built with nvcc (`fix --compiler nvcc`, nvcc.rs): the decisions of nvcc's
 //! build, its register caps as a guarded `__maxnreg__`, verified by nvcc's
 //! own build, each kernel's cubin against the candidate tune measured.
+//! tune's nvcc builds of rewrites are this very spelling (spell.rs).
 
 pub(crate) mod ast;
 pub(crate) mod attributes;
@@ -34,6 +35,7 @@ pub(crate) mod pow2;
 pub(crate) mod restrict;
 pub(crate) mod shared;
 pub(crate) mod sink;
+pub(crate) mod spell;
 pub(crate) mod unroll;
 pub(crate) mod unrolled;
 pub(crate) mod verify;

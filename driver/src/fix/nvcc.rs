@@ -3,8 +3,10 @@
 //! What differs from clang's: the db's decisions for the unit are found by
 //! nvcc's own input hash (its PTX and ptxas line, as `tune --compiler nvcc`
 //! recorded it), from one nvcc build of the unit; only what `tune` built
-//! with nvcc is patched (register caps and launch bounds, which a kernel's
-//! PTX entry carries: no rewrite of the source); a register cap is nvcc's
+//! with nvcc is patched: register caps and launch bounds, which a kernel's
+//! PTX entry carries, and the rewrites tune built from this very spelling
+//! (sink, pow2, unroll caps as `#pragma unroll N`, noalias as
+//! `__restrict__`: spell.rs); a register cap is nvcc's
 //! `__maxnreg__`, guarded (`gpu/nvptx`: `REGTUNE_MAXNREG`); and the
 //! verifying build is nvcc's, with the user's nvcc flags, of the patched
 //! files in a mirror of the unit's directory (nvcc has no file-system
@@ -45,18 +47,25 @@ pub(crate) fn input(nvcc: &Nvcc, arch: &Arch, path: &Path, user_args: &[String])
     let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
     let kept = nvcc::keep(nvcc, arch, path, user_args, dir.path(), None).map_err(compile_failure)?;
     let hash = kept.input_hash(nvcc, arch);
+    let preprocessed = preprocessed(dir.path()).map_err(|e| Failure::new(format!("{}: {e} for {arch}", path.display())))?;
+    Ok((hash, preprocessed))
+}
+
+/// The device source nvcc preprocessed (its `.cpp1.ii`, kept in `dir`),
+/// as fix reads its line markers.
+pub(crate) fn preprocessed(dir: &Path) -> Result<String, String> {
     let mut preprocessed = String::new();
-    for e in std::fs::read_dir(dir.path()).map_err(|e| Failure::new(format!("cannot read {}: {e}", dir.path().display())))? {
-        let p = e.map_err(|e| Failure::new(e.to_string()))?.path();
+    for e in std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))? {
+        let p = e.map_err(|e| e.to_string())?.path();
         if p.to_string_lossy().ends_with(".cpp1.ii") {
             let text = std::fs::read_to_string(&p).unwrap_or_default();
             preprocessed.extend(text.lines().filter(|l| !system_token_marker(l)).flat_map(|l| [l, "\n"]));
         }
     }
     if preprocessed.is_empty() {
-        return Err(Failure::new(format!("{}: nvcc kept no preprocessed device source (.cpp1.ii) for {arch}", path.display())));
+        return Err("nvcc kept no preprocessed device source (.cpp1.ii)".into());
     }
-    Ok((hash, preprocessed))
+    Ok(preprocessed)
 }
 
 /// gcc (which preprocesses for nvcc) flags a token a system header's
@@ -72,11 +81,12 @@ fn system_token_marker(line: &str) -> bool {
 }
 
 /// Why a decision is not patched for nvcc: what tune does not build with
-/// nvcc (a rewrite of the source, as only a hand-edited db holds), and
-/// spilling to shared memory, which fix does not spell in source.
+/// nvcc (regtune's LDS spill, a pass of its plugin, as only a hand-edited
+/// db holds), and spilling to shared memory, which fix does not spell in
+/// source.
 pub(crate) fn refused(t: &Transforms) -> Option<String> {
-    if let Err(why) = nvcc::Entry::of(t) {
-        return Some(format!("{why}; not patched for nvcc"));
+    if t.lds_spill.is_some() {
+        return Some("lds-spill is a pass of regtune's plugin, which nvcc does not run; not patched for nvcc".into());
     }
     t.spill_to_shared.then(|| "spilling to shared memory has no source spelling regtune fix writes (the PTX pragma); not patched".into())
 }
@@ -166,54 +176,85 @@ pub(crate) fn rebuild(
     arch: &Arch,
     changes: &[(Arc<str>, String)],
 ) -> Result<Rebuilt, String> {
-    let unit = std::fs::canonicalize(&u.path).map_err(|e| format!("cannot read {}: {e}", u.path.display()))?;
-    let root = unit.parent().ok_or_else(|| format!("{} names no file", u.path.display()))?.to_path_buf();
-    let mirror =
-        tempfile::Builder::new().prefix("regtune-fix-nvcc").tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-    let patched = |p: &str| changes.iter().find(|(c, _)| &**c == p).map(|(_, t)| t.as_str());
-    if let Some((outside, _)) = changes.iter().find(|(p, _)| u.reads.contains(p) && !Path::new(&**p).starts_with(&root)) {
-        return Err(format!(
-            "its patched file {} lies outside the unit's directory, where nvcc's build of the unit cannot be given it",
-            files.shown(outside)
-        ));
-    }
-    let mut dirs: Vec<PathBuf> = vec![root.clone()];
-    let unit_key: Arc<str> = Arc::from(unit.display().to_string());
-    let copies = u.reads.iter().filter(|p| **p != unit_key && Path::new(&***p).starts_with(&root)).chain(std::iter::once(&unit_key));
-    for path in copies {
-        let Ok(relative) = Path::new(&**path).strip_prefix(&root) else { continue };
-        let original = match files.text(path) {
-            Some(t) => t.to_string(),
-            None if **path == *unit_key => std::fs::read_to_string(&unit).map_err(|e| format!("cannot read {}: {e}", unit.display()))?,
-            // Not the project's (refused): read in place.
-            None => continue,
-        };
-        let text = patched(path).unwrap_or(&original);
-        let dest = mirror.path().join(relative);
-        if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-        }
-        let name = if **path == *unit_key { u.path.display().to_string() } else { path.to_string() };
-        std::fs::write(&dest, copy::with_line_directives(&name, &original, text))
-            .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
-        if let Some(d) = Path::new(&**path).parent().filter(|d| !dirs.iter().any(|x| x == d)) {
-            dirs.push(d.to_path_buf());
-        }
-    }
-    let source = mirror.path().join(unit.strip_prefix(&root).unwrap_or(&unit));
-    let mut args = user_args.to_vec();
-    for d in &dirs {
-        args.extend(["-I".to_string(), d.display().to_string()]);
-    }
-    let out = mirror.path().join(format!(".regtune-nvcc-{}", arch.processor()));
+    let mirror = Mirror::new(files, user_args, &u.path, &u.reads, changes)?;
+    let out = mirror.dir.path().join(format!(".regtune-nvcc-{}", arch.processor()));
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    let kept = nvcc::keep(nvcc, arch, &source, &args, &out, None).map_err(|e| {
-        let first = e.diagnostics().and_then(|d| d.lines().find(|l| l.contains("error"))).map(str::to_string);
-        first.unwrap_or_else(|| e.to_string())
-    })?;
+    let kept = nvcc::keep(nvcc, arch, &mirror.source, &mirror.args, &out, None).map_err(|e| first_error(&e))?;
     let measured = measure::object_file_with(&kept.cubin, arch, &kept.report, &measure::Options::default()).map_err(|e| e.to_string())?;
     let cubin = std::fs::read(&kept.cubin).map_err(|e| format!("cannot read {}: {e}", kept.cubin.display()))?;
     Ok(Rebuilt { measured, cubin })
+}
+
+/// An nvcc failure in one line: its first error, else what it says.
+pub(crate) fn first_error(e: &crate::gpu::compile::CompileError) -> String {
+    let first = e.diagnostics().and_then(|d| d.lines().find(|l| l.contains("error"))).map(str::to_string);
+    first.unwrap_or_else(|| e.to_string())
+}
+
+/// A unit's directory mirrored with the patched files in place, for nvcc
+/// (see [`rebuild`]).
+pub(crate) struct Mirror {
+    pub dir: tempfile::TempDir,
+    /// The unit's copy.
+    pub source: PathBuf,
+    /// The user's flags, then the original directories to search.
+    pub args: Vec<String>,
+}
+
+impl Mirror {
+    /// The unit at `path`, which reads `reads` (canonical), with `changes`.
+    pub(crate) fn new(
+        files: &Files,
+        user_args: &[String],
+        path: &Path,
+        reads: &std::collections::BTreeSet<Arc<str>>,
+        changes: &[(Arc<str>, String)],
+    ) -> Result<Mirror, String> {
+        let unit = std::fs::canonicalize(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let root = unit.parent().ok_or_else(|| format!("{} names no file", path.display()))?.to_path_buf();
+        let mirror = tempfile::Builder::new()
+            .prefix("regtune-fix-nvcc")
+            .tempdir()
+            .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+        let patched = |p: &str| changes.iter().find(|(c, _)| &**c == p).map(|(_, t)| t.as_str());
+        if let Some((outside, _)) = changes.iter().find(|(p, _)| reads.contains(p) && !Path::new(&**p).starts_with(&root)) {
+            return Err(format!(
+                "its patched file {} lies outside the unit's directory, where nvcc's build of the unit cannot be given it",
+                files.shown(outside)
+            ));
+        }
+        let mut dirs: Vec<PathBuf> = vec![root.clone()];
+        let unit_key: Arc<str> = Arc::from(unit.display().to_string());
+        let copies = reads.iter().filter(|p| **p != unit_key && Path::new(&***p).starts_with(&root)).chain(std::iter::once(&unit_key));
+        for file in copies {
+            let Ok(relative) = Path::new(&**file).strip_prefix(&root) else { continue };
+            let original = match files.text(file) {
+                Some(t) => t.to_string(),
+                None if **file == *unit_key => {
+                    std::fs::read_to_string(&unit).map_err(|e| format!("cannot read {}: {e}", unit.display()))?
+                }
+                // Not the project's (refused): read in place.
+                None => continue,
+            };
+            let text = patched(file).unwrap_or(&original);
+            let dest = mirror.path().join(relative);
+            if let Some(parent) = dest.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+            let name = if **file == *unit_key { path.display().to_string() } else { file.to_string() };
+            std::fs::write(&dest, copy::with_line_directives(&name, &original, text))
+                .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+            if let Some(d) = Path::new(&**file).parent().filter(|d| !dirs.iter().any(|x| x == d)) {
+                dirs.push(d.to_path_buf());
+            }
+        }
+        let source = mirror.path().join(unit.strip_prefix(&root).unwrap_or(&unit));
+        let mut args = user_args.to_vec();
+        for d in &dirs {
+            args.extend(["-I".to_string(), d.display().to_string()]);
+        }
+        Ok(Mirror { dir: mirror, source, args })
+    }
 }
 
 #[cfg(test)]
@@ -230,12 +271,14 @@ mod tests {
     }
 
     #[test]
-    fn only_what_a_kernels_ptx_entry_carries_is_patched_for_nvcc() {
+    fn only_what_tune_builds_with_nvcc_and_fix_spells_is_patched_for_nvcc() {
         let cap = Transforms { waves_per_eu: Some(32), ..Default::default() };
         assert_eq!(refused(&cap), None);
         assert_eq!(refused(&Transforms { launch_bounds: Some(256), ..cap.clone() }), None);
-        let sink = refused(&Transforms { sink: true, ..cap.clone() }).unwrap();
-        assert!(sink.starts_with("sink rewrite the source") && sink.ends_with("not patched for nvcc"), "{sink}");
+        // The rewrites tune builds from fix's own spelling.
+        assert_eq!(refused(&Transforms { sink: true, unroll_cap: Some(2), pow2: true, ..cap.clone() }), None);
+        let lds = refused(&Transforms { lds_spill: Some(8), launch_bounds: Some(256), ..cap.clone() }).unwrap();
+        assert!(lds.starts_with("lds-spill is a pass of regtune's plugin") && lds.ends_with("not patched for nvcc"), "{lds}");
         assert!(refused(&Transforms { spill_to_shared: true, launch_bounds: Some(256), ..cap }).unwrap().contains("shared memory"));
     }
 

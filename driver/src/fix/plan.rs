@@ -17,9 +17,10 @@ use crate::toolchain::nvcc::Nvcc;
 use crate::toolchain::Toolchain;
 
 use super::ast::{self, Node};
+use super::debug_ir::{self, Changes};
 use super::edit::Edit;
 use super::files::{Files, Project};
-use super::{attributes, debug_ir, locate, nvcc, pow2, restrict, sink, unroll};
+use super::{attributes, locate, nvcc, pow2, restrict, sink, unroll};
 use super::{Decision, Kernel, Notes, Options, Source};
 
 /// What every unit is built with.
@@ -132,11 +133,50 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
         }
         planned.decisions.extend(found);
     }
-    // nvcc's builds were tuned with what a kernel's PTX entry carries only.
+    // What nvcc's builds cannot be given in the source.
     let refused: BTreeMap<String, String> = match ctx.nvcc {
         Some(_) => planned.decisions.iter().filter_map(|d| nvcc::refused(&d.transforms).map(|why| (d.symbol.clone(), why))).collect(),
         None => BTreeMap::new(),
     };
+    plan_edits(ctx, &Fresh { plugin: ctx.plugin }, path, files, planned, notes, refused)
+}
+
+/// How [`plan_edits`] reads a unit with clang: `regtune fix` reads afresh;
+/// tune's nvcc builds of rewrites (spell.rs) keep what no variant changes.
+pub(crate) trait Reader {
+    /// The AST of the functions named (ast::dump).
+    fn ast(&self, unit: &Unit<'_>, names: &[String]) -> Result<Vec<Node>, Failure>;
+    /// Where the decisions' early transforms act ([`locate::changes`]).
+    fn changes(&self, unit: &Unit<'_>, decisions: &[&Decision], uncapped: &BTreeSet<String>) -> Result<Changes, String>;
+}
+
+/// Each read its own clang run.
+struct Fresh<'a> {
+    plugin: &'a Path,
+}
+
+impl Reader for Fresh<'_> {
+    fn ast(&self, unit: &Unit<'_>, names: &[String]) -> Result<Vec<Node>, Failure> {
+        ast::dump(unit, names).map_err(|e| Failure::new(e.to_string()))
+    }
+
+    fn changes(&self, unit: &Unit<'_>, decisions: &[&Decision], uncapped: &BTreeSet<String>) -> Result<Changes, String> {
+        locate::changes(unit, self.plugin, decisions, uncapped)
+    }
+}
+
+/// The edits of `planned`'s decisions (those not `refused`), in the files
+/// `files` holds: fix's plan once the decisions are found, and what tune's
+/// nvcc builds write for a variant's rewrites (spell.rs).
+pub(crate) fn plan_edits(
+    ctx: &Fixing<'_>,
+    reader: &dyn Reader,
+    path: &Path,
+    files: &Files,
+    mut planned: Planned,
+    mut notes: Notes,
+    refused: BTreeMap<String, String>,
+) -> Result<Planned, Failure> {
     let active: Vec<&Decision> =
         planned.decisions.iter().filter(|d| !d.transforms.is_empty() && !refused.contains_key(&d.symbol)).collect();
     if active.is_empty() {
@@ -157,7 +197,7 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
                 .filter(|d| &d.arch == arch && d.transforms.unroll_cap.is_none())
                 .map(|d| d.symbol.clone())
                 .collect();
-            let c = locate::changes(&unit, ctx.plugin, &here, &uncapped).map_err(|e| Failure::new(format!("{}: {e}", path.display())))?;
+            let c = reader.changes(&unit, &here, &uncapped).map_err(|e| Failure::new(format!("{}: {e}", path.display())))?;
             changes.push((arch, c));
         }
     }
@@ -177,7 +217,7 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
         }
         families_seen.push(arch.vendor());
         let unit = Unit { toolchain: ctx.toolchain, arch, source: path, user_args: ctx.clang_args };
-        nodes.extend(ast::dump(&unit, &names).map_err(|e| Failure::new(e.to_string()))?);
+        nodes.extend(reader.ast(&unit, &names)?);
     }
     let source = Source { files, nodes: &nodes };
 
@@ -226,7 +266,7 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
         let (active, skipped, callees) = (&active, &skipped, &c.callees);
         let unrolled = move |f: &str| owners(active, skipped, callees, arch, |t| t.unroll_cap.is_some(), f);
         let squared = move |f: &str| owners(active, skipped, callees, arch, |t| t.pow2, f);
-        edits.extend(unroll::edits(&source, arch, &c.loops, &unrolled, &mut notes));
+        edits.extend(unroll::edits(&source, arch, &c.loops, &unrolled, ctx.compiler, &mut notes));
         for (at, why) in &c.unpatchable {
             let file = ast::canonical(&at.file);
             notes.file(&files.shown(&file), Some(at.line), format!("{why} ({arch})"));

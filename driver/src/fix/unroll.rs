@@ -4,14 +4,16 @@
 //! loop, in whichever of the project's files holds it (an included header
 //! or `.cu`). An existing `#pragma unroll` on the loop is replaced; a loop
 //! without one gets the pragma on a line of its own; a loop a macro spells
-//! gets `_Pragma("nounroll")` in the macro. Targets that capped one loop
+//! gets `_Pragma("nounroll")` in the macro. nvcc ignores `nounroll` (an
+//! unknown pragma, with a warning): for nvcc a loop not to unroll gets
+//! `#pragma unroll 1`, which both compilers read as no unrolling. Targets that capped one loop
 //! differently each get their pragma under `#if` (edit.rs, `per_target`).
 //! A loop in a system header is reported with the kernels whose decision
 //! it blocks.
 
 use std::sync::Arc;
 
-use crate::gpu::Arch;
+use crate::gpu::{Arch, SourceCompiler};
 
 use super::ast::{self, Node};
 use super::attributes::target_macro;
@@ -28,8 +30,10 @@ pub(crate) fn edits(
     arch: &Arch,
     loops: &[ChangedLoop],
     owners: &dyn Fn(&str) -> Vec<String>,
+    compiler: SourceCompiler,
     notes: &mut Notes,
 ) -> Vec<Edit> {
+    let pragma = |after: Unroll| pragma(after, compiler);
     let mut out = Vec::new();
     for change in loops {
         let kernels = owners(&change.function);
@@ -64,7 +68,8 @@ pub(crate) fn edits(
                 }
             }
         } else {
-            in_macro(source, nodes.iter().filter(|(n, _)| here(n, true)).collect(), change.after, notes, (&shown, at.line))
+            let spelled = pragma(change.after);
+            in_macro(source, nodes.iter().filter(|(n, _)| here(n, true)).collect(), &spelled, notes, (&shown, at.line))
         };
         if let Some((file, start, end, text)) = edit {
             for k in &kernels {
@@ -77,8 +82,9 @@ pub(crate) fn edits(
     out
 }
 
-fn pragma(after: Unroll) -> String {
+fn pragma(after: Unroll, compiler: SourceCompiler) -> String {
     match after {
+        Unroll::Disable if matches!(compiler, SourceCompiler::Nvcc { .. }) => "#pragma unroll 1".to_string(),
         Unroll::Disable => "#pragma nounroll".to_string(),
         Unroll::Count(n) => format!("#pragma unroll {n}"),
     }
@@ -91,7 +97,7 @@ fn pragma(after: Unroll) -> String {
 fn in_macro(
     source: &Source<'_>,
     found: Vec<&(&Node, Option<&Node>)>,
-    after: Unroll,
+    pragma: &str,
     notes: &mut Notes,
     (shown, line): (&str, u32),
 ) -> Option<(Arc<str>, usize, usize, String)> {
@@ -118,7 +124,7 @@ fn in_macro(
         notes.file(shown, Some(line), "unroll-cap: the loop's keyword comes from another macro; not patched".into());
         return None;
     }
-    let spelled = pragma(after).replacen("#pragma ", "", 1);
+    let spelled = pragma.replacen("#pragma ", "", 1);
     let (end, text) = edit::aligned(text, at.offset, at.offset, &format!("_Pragma(\"{spelled}\") "));
     Some((at.file.clone(), at.offset, end, text))
 }
@@ -150,4 +156,17 @@ fn replace_pragma(
     }
     let indent = &old[..old.len() - old.trim_start().len()];
     Some((file.clone(), start, end, format!("{indent}{pragma}\n")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvcc_is_told_not_to_unroll_in_the_spelling_it_reads() {
+        assert_eq!(pragma(Unroll::Disable, SourceCompiler::Clang), "#pragma nounroll");
+        // nvcc warns that `nounroll` is unknown and unrolls anyway.
+        assert_eq!(pragma(Unroll::Disable, SourceCompiler::Nvcc { maxnreg: true }), "#pragma unroll 1");
+        assert_eq!(pragma(Unroll::Count(4), SourceCompiler::Nvcc { maxnreg: false }), "#pragma unroll 4");
+    }
 }

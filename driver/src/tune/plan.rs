@@ -144,7 +144,7 @@ pub(super) fn plan_kernel(
     let allowed_rewrites = Space {
         pow2: exact_pow2,
         pow2_inexact: inexact_pow2 && (options.pow2 == Pow2::Apply || confirmed.pow2_inexact),
-        // nvcc's builds edit only the kernel's entry in its PTX.
+        // nvcc's builds: where fix's spelling of it can be built.
         sink: session.rewrites_source(),
         noalias: if noalias_apply { ranked.clone() } else { confirmed.noalias.clone() },
         noalias_all: if noalias_apply { every_pointer.clone() } else { vec![] },
@@ -173,12 +173,18 @@ pub(super) fn plan_kernel(
             return m.usage;
         }
         let until = *until.lock().expect("deadline lock");
-        if tuning.limits.spent(until) {
+        // nvcc's entry edits alone are a ptxas run each on a PTX built
+        // once: the budget bounds the builds that rewrite the source.
+        let cheap = !session.runs_plugin() && nvcc_entry_only(t);
+        if !cheap && tuning.limits.spent(until) {
             budget_hit.store(true, Ordering::Relaxed);
             return None;
         }
         let start = Instant::now();
-        let (deadline, at_budget) = tuning.limits.variant_deadline(until);
+        let (deadline, at_budget) = match cheap {
+            true => (start + tuning.limits.variant, false),
+            false => tuning.limits.variant_deadline(until),
+        };
         let (usage, status) = match session.measure_kernel(&base.symbol, t, Some(deadline)) {
             Ok(m) => (Some(m.usage), VariantStatus::Ok),
             Err(e) if e.timed_out() && at_budget => {
@@ -302,9 +308,7 @@ pub(super) fn plan_kernel(
             // 64-bit halves, contractable products), both fixed; every
             // example is now bit-identical (no cap and 32/48/64 warps per
             // SM, 1 to 8 slots: bench/gpu/lds_spill_examples.json).
-            lds_spill: shared_spill
-                .filter(|_| session.rewrites_source())
-                .map(|t| Transforms { lds_spill: Some(candidates::LDS_SLOTS), ..t }),
+            lds_spill: shared_spill.filter(|_| session.runs_plugin()).map(|t| Transforms { lds_spill: Some(candidates::LDS_SLOTS), ..t }),
         };
         *until.lock().expect("deadline lock") = tuning.limits.candidates();
         // The backend's spilling to shared memory is built only where the
@@ -336,12 +340,29 @@ pub(super) fn plan_kernel(
         let proposals = candidates::untimed_first(candidates::proposals(&pool), lost);
         // nvcc's caps are one ptxas run each on one PTX: every step is built
         // (the examples on an H200: the step left out at 8 was the hand
-        // sweep's best, bench/nvcc/results).
-        let wanted = match session.rewrites_source() || options.candidates == 0 {
+        // sweep's best, bench/nvcc/results), and so is every proposal with a
+        // rewrite (one nvcc build per rewrite, a ptxas run per cap on it).
+        let rewriting = proposals.iter().filter(|t| !nvcc_entry_only(t)).count();
+        let wanted = match session.runs_plugin() || options.candidates == 0 {
             true => options.candidates,
-            false => options.candidates.max(pool.steps.len() + taken),
+            false => options.candidates.max(pool.steps.len() + taken + rewriting),
         };
-        plan.search = candidates::select(proposals, wanted.saturating_sub(taken), &known, build, spent);
+        plan.search = match session.runs_plugin() {
+            true => candidates::select(proposals, wanted.saturating_sub(taken), &known, build, spent),
+            // nvcc: every step's cap (a ptxas run, whatever time is left),
+            // then the rewrites (an nvcc build each) while time is left.
+            false => {
+                let (entry, rewriting): (Vec<Transforms>, Vec<Transforms>) = proposals.into_iter().partition(nvcc_entry_only);
+                let caps = candidates::select(entry, wanted.saturating_sub(taken), &known, build, || false);
+                let room = wanted.saturating_sub(taken + caps.kept.len());
+                let rewrites = candidates::select(rewriting, room, &caps.codes, build, spent);
+                candidates::Selection {
+                    kept: caps.kept.into_iter().chain(rewrites.kept).collect(),
+                    left_out: caps.left_out.into_iter().chain(rewrites.left_out).collect(),
+                    codes: rewrites.codes,
+                }
+            }
+        };
         // Those not built again are the measurement's `earlier`, not left out.
         plan.search.left_out.retain(|t| !lost(t));
         if pool.spill_to_shared.is_none() && pool.lds_spill.is_none() {
@@ -483,4 +504,10 @@ pub(super) fn at_best(rule: &Rule, max_waves: u32) -> bool {
     let b = &rule.baseline;
     let clean = b.vgpr_spills + b.sgpr_spills == 0 && (rule.allow_scratch || b.scratch_bytes == 0);
     b.occupancy >= max_waves && (rule.objective == Objective::Occupancy || clean)
+}
+
+/// The transforms a kernel's PTX entry carries alone (nvcc's builds): no
+/// rewrite of the source.
+fn nvcc_entry_only(t: &Transforms) -> bool {
+    Transforms { waves_per_eu: None, launch_bounds: None, spill_to_shared: false, ..t.clone() }.is_empty()
 }

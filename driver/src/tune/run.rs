@@ -12,6 +12,7 @@ use super::messages;
 use super::plan::{plan_kernel, Plan, Tuning};
 use super::{KernelTuning, Options, VariantStatus};
 use crate::context::Context;
+use crate::fix::spell::Speller;
 use crate::gpu::compile;
 use crate::gpu::measure::Measured;
 use crate::gpu::{self, Arch};
@@ -23,6 +24,7 @@ use crate::rdc::{self, LinkSet};
 use crate::report::KernelReport;
 use crate::search::Outcome;
 use crate::session::Session;
+use crate::toolchain::nvcc::Nvcc;
 
 /// Tune every kernel of every file on every target, and update the db at
 /// `db_path`. `confirmed` is that db as loaded (and checked writable,
@@ -134,9 +136,33 @@ pub(crate) fn tune_unit_session<'a>(
         Some(nvcc) => Session::start_nvcc(&ctx.toolchain, arch, nvcc, file, &ctx.user_args, options.measure_options()),
         None => Session::start_with(&ctx.toolchain, arch, ctx.plugin(), file, &ctx.user_args, options.measure_options()),
     };
-    let (session, baseline, locations) = started_session.map_err(session_failure)?;
+    let (mut session, baseline, locations) = started_session.map_err(session_failure)?;
+    if let Some(nvcc) = &ctx.nvcc {
+        rewrites_for_nvcc(ctx, nvcc, &mut session, &baseline, progress);
+    }
     let rows = tune_session(&session, baseline, locations, started, options, known, progress, &line)?;
     Ok((session, rows))
+}
+
+/// nvcc's builds rewrite the source as `regtune fix` writes it (fix/spell.rs),
+/// where the pass plugin is here to find what to write; else (one note)
+/// only what a kernel's PTX entry carries is tried.
+fn rewrites_for_nvcc(ctx: &Context, nvcc: &Nvcc, session: &mut Session<'_>, baseline: &[Measured], progress: &Progress) {
+    let (file, arch) = (session.source, session.arch);
+    let say = |why: &str| {
+        progress.note(&format!(
+            "regtune: {} on {}: no rewrite of the source is tried with nvcc ({why}); register caps, launch bounds and spilling to shared memory are",
+            file.display(),
+            arch.processor()
+        ))
+    };
+    let Some(plugin) = ctx.plugin_if_any() else { return say("no pass plugin to find them") };
+    let Some(kept) = session.nvcc_dir() else { return };
+    let kernels = baseline.iter().map(|m| m.symbol.clone()).collect();
+    match Speller::new(&ctx.toolchain, plugin, nvcc, arch, file, &ctx.user_args, kept, kernels) {
+        Ok(speller) => session.set_rewriter(Box::new(speller)),
+        Err(why) => say(&why),
+    }
 }
 
 /// One `-fgpu-rdc` unit of `set`: its kernels measured through the device
@@ -255,6 +281,10 @@ pub(super) fn tune_session(
         })
         .collect::<Result<Vec<KernelTuning>, Failure>>()?;
     let mut rows = rows;
+    // What nvcc's builds could not rewrite, and why: once a file.
+    for why in session.rewrite_notes() {
+        progress.note(&format!("regtune: {} on {}: not built with nvcc: {why}", file.display(), arch.processor()));
+    }
     if let Some(dir) = &options.code_dir {
         crate::runtime::code::store(session, rows.iter().map(|r| &r.entry), dir).map_err(session_failure)?;
         if let Some(note) = crate::runtime::code::store_other(session, rows.iter().map(|r| &r.entry), dir, options.other_compiler) {

@@ -23,7 +23,9 @@
 //! So a register cap costs one ptxas run, and the cubin of an entry edited
 //! here equals the one nvcc builds from the source `regtune fix` writes
 //! (tests/nvcc.rs checks it). Rewrites of the source (sink, pow2, unroll
-//! caps, noalias) are not built this way: nvcc's frontend is not LLVM.
+//! caps, noalias) are not built this way (nvcc's frontend is not LLVM): the
+//! session builds the source as `regtune fix` rewrites it with nvcc, and
+//! edits that build's entries ([`split`]).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -257,6 +259,43 @@ pub(crate) fn keep(
     Ok(kept)
 }
 
+/// nvcc's PTX of `source` alone (`-ptx`: no host compile, no ptxas: a
+/// third of a whole build), as the build `plain` kept with the same flags
+/// makes it (cicc runs alike: the PTX is the one `-c` keeps), stopped at
+/// `deadline`: `plain`'s ptxas line with this PTX. Where nvcc refuses
+/// `-ptx` (flags naming several architectures) or fails, its whole build
+/// ([`keep`]) instead.
+pub(crate) fn keep_ptx(
+    nvcc: &Nvcc,
+    arch: &Arch,
+    source: &Path,
+    user_args: &[String],
+    dir: &Path,
+    deadline: Option<Instant>,
+    plain: &Kept,
+) -> Result<Kept, CompileError> {
+    let mut args = compile_args(user_args);
+    if !names_archs(&args) {
+        args.push(format!("-arch={}", arch.processor()));
+    }
+    let out = dir.join("unit.ptx");
+    let mut cmd = Command::new(&nvcc.path);
+    cmd.args(&args).args(["-ptx", "--keep", "--keep-dir"]).arg(dir).arg("-o").arg(&out).arg(source);
+    match job::run(cmd, deadline) {
+        Ok(done) if done.status.success() => {
+            let ptx = std::fs::read_to_string(&out).map_err(|source| CompileError::Input { file: out.clone(), source })?;
+            Ok(Kept { ptx, cubin: PathBuf::new(), report: String::new(), ..plain.clone() })
+        }
+        Err(JobError::TimedOut(after)) => Err(CompileError::TimedOut {
+            tool: nvcc.path.clone(),
+            file: source.into(),
+            arch: arch.to_string(),
+            seconds: after.as_secs_f64(),
+        }),
+        _ => keep(nvcc, arch, source, user_args, dir, deadline),
+    }
+}
+
 impl Kept {
     /// A PTX about to be assembled by `ptxas` with `ptxas_args` (the
     /// wrapper's: nvcc's own build, mid-way), for its hash and edits.
@@ -317,6 +356,19 @@ fn canonical_file_line(line: &str) -> String {
     format!("{head}\"{name}\"")
 }
 
+/// A variant's transforms as (what the kernel's PTX entry carries, what
+/// rewrites the source).
+pub(crate) fn split(t: &Transforms) -> (Transforms, Transforms) {
+    let entry = Transforms {
+        waves_per_eu: t.waves_per_eu,
+        launch_bounds: t.launch_bounds,
+        spill_to_shared: t.spill_to_shared,
+        ..Default::default()
+    };
+    let rewrites = Transforms { waves_per_eu: None, launch_bounds: None, spill_to_shared: false, ..t.clone() };
+    (entry, rewrites)
+}
+
 /// What a kernel's entry is given.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -329,9 +381,12 @@ impl Entry {
     /// The entry edits of a set of transforms; an error names what nvcc's
     /// PTX cannot carry.
     pub(crate) fn of(t: &Transforms) -> Result<Entry, String> {
-        let rewrites = Transforms { waves_per_eu: None, launch_bounds: None, spill_to_shared: false, ..t.clone() };
+        let (_, rewrites) = split(t);
         if !rewrites.is_empty() {
-            return Err(format!("{} rewrite the source, which regtune does not build with nvcc", rewrites.labels().join(" + ")));
+            return Err(format!(
+                "{} rewrite the source, which no PTX entry carries (`regtune fix --compiler nvcc` writes them in the source)",
+                rewrites.labels().join(" + ")
+            ));
         }
         Ok(Entry {
             maxnreg: t.waves_per_eu.map(nvidia::register_cap_for_warps),
@@ -453,6 +508,15 @@ mod tests {
         assert!(out.contains(".maxnreg 40\n{\n\t.pragma \"enable_smem_spilling\";\n\tret;"), "{out}");
         let dynamic = PTX.replace(".address_size 64\n", ".address_size 64\n.extern .shared .align 16 .b8 s[];\n");
         assert!(!edit_entry(&dynamic, "_Z1jv", &spill).unwrap().contains("enable_smem_spilling"));
+    }
+
+    #[test]
+    fn a_variant_splits_into_its_entry_edits_and_its_rewrites() {
+        let t = Transforms { sink: true, unroll_cap: Some(2), waves_per_eu: Some(32), launch_bounds: Some(256), ..Default::default() };
+        let (entry, rewrites) = split(&t);
+        assert_eq!(entry, Transforms { waves_per_eu: Some(32), launch_bounds: Some(256), ..Default::default() });
+        assert_eq!(rewrites, Transforms { sink: true, unroll_cap: Some(2), ..Default::default() });
+        assert!(Entry::of(&entry).is_ok());
     }
 
     #[test]
