@@ -753,6 +753,13 @@ fn regtune_nvcc_builds_the_measured_candidate() {
     assert_ne!(built, plain_cubin);
     let same: Vec<_> = std::fs::read_dir(&code).unwrap().filter(|e| std::fs::read(e.as_ref().unwrap().path()).unwrap() == built).collect();
     assert_eq!(same.len(), 1, "the cubin is one of the candidates tune kept");
+    // A decision that rewrites the source is no PTX edit: that kernel is built plain, said in one line.
+    decide(&db, serde_json::json!({"sink": true, "waves_per_eu": 32}));
+    let out = wrapper(&["-cubin", "lbm_d3q19.hip", "-o", "rewrite.cubin"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && said.contains("built plain where the decision rewrites the source"), "{said}");
+    assert_eq!(said.matches("regtune: warning").count(), 1, "{said}");
+    assert_eq!(std::fs::read(dir.path().join("rewrite.cubin")).unwrap(), plain_cubin);
     // An object too; a compile error is the user's, with nvcc's exit code and no regtune line.
     assert!(wrapper(&["-c", "lbm_d3q19.hip", "-o", "k.o"]).status.success());
     std::fs::write(dir.path().join("broken.cu"), "__global__ void k(float *x) { x[0] = y; }\n").unwrap();

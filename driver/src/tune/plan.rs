@@ -90,9 +90,16 @@ pub(super) fn plan_kernel(
     launched: Option<u32>,
 ) -> Plan {
     let (session, options) = (tuning.session, tuning.options);
+    // With nvcc each noalias candidate is an nvcc build of a patched copy
+    // (LBM's 28 pointers: five builds, nothing found): the best-ranked one
+    // alone, unless the user asked to apply them.
+    let noalias_candidates = match !session.runs_plugin() && options.noalias == Noalias::Suggest {
+        true => 1,
+        false => options.noalias_candidates,
+    };
     let ranked: Vec<Param> = match (options.noalias, inspection) {
         (Noalias::Off, _) | (_, None) => vec![],
-        (_, Some(i)) => i.noalias_candidates.iter().take(options.noalias_candidates).cloned().collect(),
+        (_, Some(i)) => i.noalias_candidates.iter().take(noalias_candidates).cloned().collect(),
     };
     // nvcc's --restrict: one candidate, when there is more than the ranked ones.
     let every_pointer: Vec<Param> = match (options.noalias, inspection) {

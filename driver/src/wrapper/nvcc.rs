@@ -39,8 +39,8 @@ pub(crate) enum Built {
     /// Nothing to apply: build with nvcc untouched.
     Plain,
     /// nvcc's steps ran with these kernels' entries edited, and succeeded;
-    /// what they printed.
-    Edited { stdout: Vec<u8>, stderr: Vec<u8>, applied: Vec<String> },
+    /// what they printed; the decisions left plain (they rewrite the source).
+    Edited { stdout: Vec<u8>, stderr: Vec<u8>, applied: Vec<String>, left_plain: Vec<String> },
 }
 
 /// Build `args` (nvcc's arguments) with the decisions of `db`; Err: why
@@ -75,7 +75,7 @@ pub(crate) fn build(nvcc: &Path, args: &[String], db: &Path) -> Result<Built, St
     if steps.ptxas.is_empty() {
         return Ok(Built::Plain);
     }
-    let (mut applied, mut stdout, mut stderr) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut applied, mut left_plain, mut stdout, mut stderr) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut done = 0;
     let ends = steps.ptxas.iter().map(|(at, line)| (*at, Some(line))).chain([(steps.commands.len(), None)]);
     for (at, line) in ends {
@@ -91,10 +91,12 @@ pub(crate) fn build(nvcc: &Path, args: &[String], db: &Path) -> Result<Built, St
         }
         done = at;
         if let Some(line) = line {
-            applied.extend(edit(&nvcc, &db, line)?);
+            let got = edit(&nvcc, &db, line)?;
+            applied.extend(got.applied);
+            left_plain.extend(got.left_plain);
         }
     }
-    if applied.is_empty() {
+    if applied.is_empty() && left_plain.is_empty() {
         return Ok(Built::Plain);
     }
     if let Some(depend) = depend {
@@ -103,7 +105,7 @@ pub(crate) fn build(nvcc: &Path, args: &[String], db: &Path) -> Result<Built, St
             return Err(format!("nvcc's dependency file failed ({})", out.status));
         }
     }
-    Ok(Built::Edited { stdout, stderr, applied })
+    Ok(Built::Edited { stdout, stderr, applied, left_plain })
 }
 
 /// The command without its dependency-file flags, and (where it has them)
@@ -155,36 +157,45 @@ fn compiles_device_code(args: &[String]) -> bool {
 
 /// Edit the PTX a `ptxas` step is about to read for the db's decisions;
 /// the labels applied, per kernel.
-fn edit(nvcc: &Nvcc, db: &Db, line: &build::PtxasLine) -> Result<Vec<String>, String> {
-    let Ok(arch) = Arch::parse(&line.arch) else { return Ok(vec![]) };
+fn edit(nvcc: &Nvcc, db: &Db, line: &build::PtxasLine) -> Result<Applied, String> {
+    let Ok(arch) = Arch::parse(&line.arch) else { return Ok(Applied::default()) };
     let ptx_path = PathBuf::from(&line.input);
     let ptx = std::fs::read_to_string(&ptx_path).map_err(|e| format!("cannot read {}: {e}", ptx_path.display()))?;
     let tool = if line.tool.contains('/') { PathBuf::from(&line.tool) } else { nvcc.ptxas() };
     let kept = Kept::of_ptx(ptx, line.args.clone(), tool);
     let hash = kept.input_hash(nvcc, &arch);
-    let variant: Vec<(String, Transforms)> = db
+    let decided: Vec<(String, Transforms)> = db
         .kernels
         .values()
         .filter(|e| e.arch == arch.processor() && e.input_hash == hash)
         .map(|e| (e.symbol.clone(), e.effective()))
         .filter(|(_, t)| !t.is_empty())
         .collect();
-    if variant.is_empty() {
-        return Ok(vec![]);
+    let label = |(symbol, t): &(String, Transforms)| {
+        format!(
+            "{} on {}: {}",
+            crate::names::short_name(&crate::names::demangle(symbol)),
+            arch,
+            crate::gpu::labels(t, &arch, &[]).join(" + ")
+        )
+    };
+    // A decision that rewrites the source is no PTX edit: that kernel is
+    // built plain (its cap alone was never measured), the others as decided.
+    let (variant, rewrites): (Vec<_>, Vec<_>) = decided.into_iter().partition(|(_, t)| build::split(t).1.is_empty());
+    let left_plain: Vec<String> = rewrites.iter().map(label).collect();
+    if !variant.is_empty() {
+        let edited = kept.edited(&variant)?;
+        std::fs::write(&ptx_path, edited).map_err(|e| format!("cannot write {}: {e}", ptx_path.display()))?;
     }
-    let edited = kept.edited(&variant)?;
-    std::fs::write(&ptx_path, edited).map_err(|e| format!("cannot write {}: {e}", ptx_path.display()))?;
-    Ok(variant
-        .iter()
-        .map(|(symbol, t)| {
-            format!(
-                "{} on {}: {}",
-                crate::names::short_name(&crate::names::demangle(symbol)),
-                arch,
-                crate::gpu::labels(t, &arch, &[]).join(" + ")
-            )
-        })
-        .collect())
+    Ok(Applied { applied: variant.iter().map(label).collect(), left_plain })
+}
+
+/// What one PTX got: the decisions applied, and those left plain because
+/// they rewrite the source (labels).
+#[derive(Default)]
+struct Applied {
+    applied: Vec<String>,
+    left_plain: Vec<String>,
 }
 
 /// nvcc's steps as `--dryrun` printed them.
