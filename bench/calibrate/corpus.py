@@ -33,6 +33,8 @@ build/mirrors/<owner>+<name> (only that commit, blobs as needed):
     python3 bench/calibrate/corpus.py tune --regtune R [--db-dir D] [--only P...]   # tune + predict, again
     python3 bench/calibrate/corpus.py summary [--regtune R]                         # report + summary, again
     python3 bench/calibrate/corpus.py unpack | pack [--only P...]                   # on the GPU machine: unpack
+    python3 bench/calibrate/corpus.py --compiler nvcc build|summary|pack|unpack ...  # the same programs built by
+                                            nvcc, into build/corpus-nvcc/ (bench/nvcc/corpus.py; its docstring)
 
 Paths in programs.json are relative to the repository root; run each binary
 from its "cwd" (programs that read input files look for them there), and
@@ -237,7 +239,13 @@ def prepare_sources(name, p, here):
     for f, text in p.get("files", {}).items():   # generated files (a configure step's header)
         os.makedirs(os.path.dirname(os.path.join(src, f)), exist_ok=True)
         open(os.path.join(src, f), "w").write(text)
-    for f, pairs in p.get("fixups", {}).items():
+    apply_fixups(src, p.get("fixups", {}))
+    return src
+
+
+def apply_fixups(src, fixups):
+    """{file: [(before, after), ...]}: each `before` replaced in the file under src (it must be there)."""
+    for f, pairs in fixups.items():
         path = os.path.join(src, f)
         text = open(path, errors="surrogateescape").read()
         for before, after in pairs:
@@ -245,7 +253,6 @@ def prepare_sources(name, p, here):
                 raise RuntimeError(f"fixup of {f}: {before!r} not found")
             text = text.replace(before, after)
         open(path, "w", errors="surrogateescape").write(text)
-    return src
 
 
 # ---------------------------------------------------------------- building
@@ -421,14 +428,16 @@ def tu_stem(unit, entry):
 
 # ---------------------------------------------------------------- regtune
 
-def report_program(regtune, entry, arch):
+def report_program(regtune, entry, arch, compiler=None):
     """regtune report for every kernel file: each kernel's registers,
-    warps per SM and limiter."""
+    warps per SM and limiter (`compiler`: report's --compiler, e.g. nvcc's
+    path, whose code is then read; the unit's regtune_args are its flags)."""
     kernels, failures = [], []
     for unit in entry["units"]:
         if not unit.get("kernels"):
             continue
-        r = subprocess.run([regtune, "report", "--offload-arch", arch, "--format", "json", unit["file"], "--"] + unit["regtune_args"],
+        r = subprocess.run([regtune, "report", "--offload-arch", arch, "--format", "json"]
+                           + (["--compiler", compiler] if compiler else []) + [unit["file"], "--"] + unit["regtune_args"],
                            cwd=REPO, capture_output=True, text=True)
         if r.returncode != 0 or not r.stdout.strip():
             failures.append(f"{unit['file']}: regtune report failed: {r.stderr.strip().splitlines()[-1:] }")
@@ -563,38 +572,57 @@ def copy_tools(regtune, cuda):
     shutil.copy(os.path.join(cuda, "lib64", "libcupti.so.12"), os.path.join(OUT, "lib"))
 
 
-def archive_path(name):
-    return os.path.join(ROOT, name + ".tar.xz")
+def archive_path(name, root=ROOT):
+    return os.path.join(root, name + ".tar.xz")
 
 
-def pack(name):
+def pack(name, root=ROOT):
     """build/corpus/<name>/ into build/corpus/<name>.tar.xz (xz shares what the
     sweep's cubins of one file have in common: a tenth of the size), the
-    folder removed."""
-    here = os.path.join(ROOT, name)
+    folder removed. `root`: another corpus folder (bench/nvcc/corpus.py's)."""
+    here = os.path.join(root, name)
     if not os.path.isdir(here):
         return
-    tmp = archive_path(name) + ".part"
+    tmp = archive_path(name, root) + ".part"
     with tarfile.open(tmp, "w:xz") as t:
         t.add(here, arcname=name)
-    os.replace(tmp, archive_path(name))
+    os.replace(tmp, archive_path(name, root))
     shutil.rmtree(here)
 
 
-def unpack(name):
+def unpack(name, root=ROOT):
     """build/corpus/<name>.tar.xz back into build/corpus/<name>/ (what
     programs.json's paths name); the archive is kept."""
-    if not os.path.exists(archive_path(name)):
+    if not os.path.exists(archive_path(name, root)):
         return
-    here = os.path.join(ROOT, name)
+    here = os.path.join(root, name)
     if os.path.isdir(here):
         shutil.rmtree(here)
-    with tarfile.open(archive_path(name)) as t:
-        t.extractall(ROOT, filter="tar") if hasattr(tarfile, "tar_filter") else t.extractall(ROOT)
+    with tarfile.open(archive_path(name, root)) as t:
+        t.extractall(root, filter="tar") if hasattr(tarfile, "tar_filter") else t.extractall(root)
 
 
 def main():
     global VERBOSE
+    if "--compiler" in sys.argv[1:] or any(x.startswith("--compiler=") for x in sys.argv[1:]):
+        # --compiler nvcc: the same programs built by nvcc (bench/nvcc/corpus.py, which imports this file)
+        argv, compiler, args = sys.argv[1:], None, []
+        while argv:
+            x = argv.pop(0)
+            if x == "--compiler" and argv:
+                compiler = argv.pop(0)
+            elif x.startswith("--compiler="):
+                compiler = x.split("=", 1)[1]
+            else:
+                args.append(x)
+        if compiler == "nvcc":
+            spec = importlib.util.spec_from_file_location("nvcc_corpus", os.path.join(REPO, "bench", "nvcc", "corpus.py"))
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            return mod.main(args)
+        if compiler != "clang":
+            sys.exit(f"--compiler {compiler}: clang (the default) or nvcc")
+        sys.argv[1:] = args
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("command", nargs="?", default="build", choices=["build", "tune", "summary", "pack", "unpack"])
     p.add_argument("--arch", default="sm_90")

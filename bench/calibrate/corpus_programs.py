@@ -24,6 +24,17 @@ COMMITS = {
     "ANL-CESAR/RSBench": "34b644787ea9af4fb188e1253da72e09bbed9989",
 }
 
+# nvcc builds (bench/nvcc/corpus.py): each program's "nvcc_flags" are the CUDA flags its own build
+# gives nvcc, less the target list (nvcc_flags never name an arch: corpus adds -arch=<--arch>, sm_90);
+# the table's defines and includes are added as for clang, the sources are the same (the fixups too).
+# cuda-samples' CMakeLists: CMAKE_CUDA_FLAGS -Wno-deprecated-gpu-targets -lineinfo, --extended-lambda,
+# cuda_std_17 (cxx_std_17 for the host files), no build type (-O3 here, for host code: nvcc's device code
+# is -O3 either way), CMAKE_CUDA_ARCHITECTURES 75..120 (sm_90 alone here) and CUDA_SEPARABLE_COMPILATION ON,
+# which is left out: relocatable device code is linked by nvlink, which regtune refuses to tune (tune says
+# "build it without -rdc"); these samples call no device code across files, so they build whole without it.
+SAMPLES_NVCC = ["-O3", "-std=c++17", "-lineinfo", "--extended-lambda", "-Wno-deprecated-gpu-targets"]
+SAMPLES_HOST = ["-O3", "-std=c++17"]  # "nvcc_host_flags": g++ for the .cpp files (CMake's CXX compiler)
+
 SAMPLES = "NVIDIA/cuda-samples"
 # The parts of cuda-samples' Common/ the samples below include (helper_functions.h pulls in the rest).
 COMMON = {"Common": ("Common", ["helper_cuda.h", "helper_functions.h", "helper_string.h", "helper_timer.h",
@@ -37,6 +48,7 @@ RODINIA = "yuhc/gpu-rodinia"
 PROGRAMS = {
     "cudaTensorCoreGemm": {
         "repo": SAMPLES, "dir": "Samples/3_CUDA_Features/cudaTensorCoreGemm",
+        "nvcc_flags": SAMPLES_NVCC, "nvcc_host_flags": SAMPLES_HOST,
         "cuda": ["cudaTensorCoreGemm.cu"],
         "also": COMMON, "includes": [".", "Common"],
         "args": [],
@@ -47,6 +59,7 @@ PROGRAMS = {
     },
     "sortingNetworks": {
         "repo": SAMPLES, "dir": "Samples/2_Concepts_and_Techniques/sortingNetworks",
+        "nvcc_flags": SAMPLES_NVCC, "nvcc_host_flags": SAMPLES_HOST,
         "cuda": ["bitonicSort.cu", "oddEvenMergeSort.cu"],
         "cxx": ["main.cpp", "sortingNetworks_validate.cpp"],
         "also": COMMON, "includes": [".", "Common"],
@@ -58,6 +71,7 @@ PROGRAMS = {
     },
     "MC_EstimatePiInlineP": {
         "repo": SAMPLES, "dir": "Samples/2_Concepts_and_Techniques/MC_EstimatePiInlineP",
+        "nvcc_flags": SAMPLES_NVCC, "nvcc_host_flags": SAMPLES_HOST,
         "cuda": ["src/piestimator.cu"],
         "cxx": ["src/main.cpp", "src/test.cpp"],
         "also": COMMON, "includes": ["inc", "Common"],
@@ -67,6 +81,7 @@ PROGRAMS = {
     },
     "MC_SingleAsianOptionP": {
         "repo": SAMPLES, "dir": "Samples/2_Concepts_and_Techniques/MC_SingleAsianOptionP",
+        "nvcc_flags": SAMPLES_NVCC, "nvcc_host_flags": SAMPLES_HOST,
         "cuda": ["src/pricingengine.cu"],
         "cxx": ["src/main.cpp", "src/test.cpp"],
         "also": COMMON, "includes": ["inc", "Common"],
@@ -78,6 +93,7 @@ PROGRAMS = {
     },
     "eigenvalues": {
         "repo": SAMPLES, "dir": "Samples/2_Concepts_and_Techniques/eigenvalues",
+        "nvcc_flags": SAMPLES_NVCC, "nvcc_host_flags": SAMPLES_HOST,
         # bisect_util.cu is #included by every bisect_kernel_*.cuh as well; CMake compiles it alone too (no kernels).
         "cuda": ["bisect_large.cu", "bisect_small.cu", "bisect_util.cu", "main.cu"],
         "cxx": ["gerschgorin.cpp", "matlab.cpp"],
@@ -93,6 +109,7 @@ PROGRAMS = {
     },
     "MonteCarloMultiGPU": {
         "repo": SAMPLES, "dir": "Samples/5_Domain_Specific/MonteCarloMultiGPU",
+        "nvcc_flags": SAMPLES_NVCC, "nvcc_host_flags": SAMPLES_HOST,
         "cuda": ["MonteCarlo_kernel.cu"],
         "cxx": ["MonteCarloMultiGPU.cpp", "MonteCarlo_gold.cpp", "multithreading.cpp"],
         "also": COMMON, "includes": [".", "Common"],
@@ -111,6 +128,7 @@ PROGRAMS = {
     },
     "dmmaTensorCoreGemm": {
         "repo": SAMPLES, "dir": "Samples/3_CUDA_Features/dmmaTensorCoreGemm",
+        "nvcc_flags": SAMPLES_NVCC, "nvcc_host_flags": SAMPLES_HOST,
         "cuda": ["dmmaTensorCoreGemm.cu"],
         "also": COMMON, "includes": [".", "Common"],
         "cuda_std": ["-std=c++17"],
@@ -122,6 +140,7 @@ PROGRAMS = {
     },
     "dxtc": {
         "repo": SAMPLES, "dir": "Samples/5_Domain_Specific/dxtc",
+        "nvcc_flags": SAMPLES_NVCC, "nvcc_host_flags": SAMPLES_HOST,
         "cuda": ["dxtc.cu"],
         "also": COMMON_MATH, "includes": [".", "Common"],
         "data": ["data/teapot512_std.ppm", "data/teapot512_ref.dds"],
@@ -132,6 +151,7 @@ PROGRAMS = {
     },
     "interval": {
         "repo": SAMPLES, "dir": "Samples/2_Concepts_and_Techniques/interval",
+        "nvcc_flags": SAMPLES_NVCC, "nvcc_host_flags": SAMPLES_HOST,
         "cuda": ["interval.cu"],
         "also": COMMON, "includes": [".", "Common"],
         "args": [],
@@ -145,6 +165,13 @@ PROGRAMS = {
     },
     "miniBUDE": {
         "repo": "UoB-HPC/miniBUDE", "dir": "src",
+        # src/cuda/model.cmake (not CUDA_CLANG_DRIVER): -std=c++17 -forward-unknown-to-host-compiler -extended-lambda
+        # -use_fast_math -restrict -arch=${CUDA_ARCH}, then the Release flags -O3 -ffast-math (for the host compiler);
+        # main.cpp has LANGUAGE CUDA (CMake: -x cu).
+        "nvcc_flags": ["-std=c++17", "-forward-unknown-to-host-compiler", "-extended-lambda", "-use_fast_math", "-restrict",
+                       "-O3", "-ffast-math", "-x", "cu"],
+        # nvcc splits -D's value at commas: CMakeLists.txt escapes them (USE_PPWI=1\,2\,...) when the model is CUDA.
+        "nvcc_defines": ["CUDA", "USE_PPWI=1\\,2\\,4\\,8"],
         # the CUDA model is single source: main.cpp includes cuda/fasten.hpp under -DCUDA, compiled as CUDA.
         "cuda": ["main.cpp"],
         "also": {"data/bm1": ("data/bm1", ["forcefield.in", "ligand.in", "poses.in", "protein.in", "ref_energies.out"])},
@@ -161,6 +188,8 @@ PROGRAMS = {
     },
     "lud": {
         "repo": RODINIA, "dir": "cuda/lud",
+        # cuda/lud/cuda/Makefile: NVCCFLAGS -I../common -O3 -use_fast_math, DEFS -DGPU_TIMER; gcc -O3 for common.c.
+        "nvcc_flags": ["-O3", "-use_fast_math", "-DGPU_TIMER"],
         "cuda": ["cuda/lud.cu", "cuda/lud_kernel.cu"],
         "c": ["common/common.c"],
         "kernels": ["cuda/lud_kernel.cu"],
@@ -171,6 +200,8 @@ PROGRAMS = {
     },
     "lavaMD": {
         "repo": RODINIA, "dir": "cuda/lavaMD",
+        # cuda/lavaMD/makefile: nvcc -O3 (and -arch) for the .cu files, gcc -O3 for the C files.
+        "nvcc_flags": ["-O3"],
         "cuda": ["kernel/kernel_gpu_cuda_wrapper.cu", "util/device/device.cu"],
         "c": ["main.c", "util/num/num.c", "util/timer/timer.c"],
         "kernels": ["kernel/kernel_gpu_cuda_wrapper.cu"],
@@ -183,6 +214,8 @@ PROGRAMS = {
     },
     "particlefilter": {
         "repo": RODINIA, "dir": "cuda/particlefilter",
+        # cuda/particlefilter/Makefile (float): nvcc -g -O3 -use_fast_math (-lm -lcuda at the link).
+        "nvcc_flags": ["-g", "-O3", "-use_fast_math"],
         "cuda": ["ex_particle_CUDA_float_seq.cu"],
         # launches are written `kernel << < grid, block >> > (...)`, which clang does not parse;
         # main() calls time() without <time.h>.
@@ -197,6 +230,9 @@ PROGRAMS = {
 # self-generated inputs, a verification hash checked against the known value for the default problem.
     "RSBench": {
         "repo": "ANL-CESAR/RSBench", "dir": "cuda",
+        # cuda/Makefile: nvcc -Xcompiler -Wall -Xcompiler -O3 -arch=sm_$(SM_VERSION) -std=c++14 -O3, but with
+        # -std=c++17: CUDA 13's Thrust refuses C++14 ("Thrust requires at least C++17").
+        "nvcc_flags": ["-Xcompiler", "-Wall", "-Xcompiler", "-O3", "-std=c++17", "-O3"],
         "cuda": ["main.cu", "simulation.cu", "io.cu", "init.cu", "material.cu", "utils.cu"],
         "kernels": ["simulation.cu"],
         "cuda_std": ["-std=c++14"],
@@ -209,6 +245,9 @@ PROGRAMS = {
     },
     "XSBench": {
         "repo": "ANL-CESAR/XSBench", "dir": "cuda",
+        # cuda/Makefile: nvcc -Xcompiler -Wall -Xcompiler -O3 -arch=sm_$(SM_VERSION) -std=c++14 -O3, but with
+        # -std=c++17: CUDA 13's Thrust refuses C++14 ("Thrust requires at least C++17").
+        "nvcc_flags": ["-Xcompiler", "-Wall", "-Xcompiler", "-O3", "-std=c++17", "-O3"],
         "cuda": ["Main.cu", "Simulation.cu", "io.cu", "GridInit.cu", "Materials.cu", "XSutils.cu"],
         "kernels": ["Simulation.cu"],
         # the hash grid (the default unionized grid needs 5.7 GB and a long CPU set-up); the checksum is the same.
@@ -220,6 +259,7 @@ PROGRAMS = {
     },
     "bf16TensorCoreGemm": {
         "repo": SAMPLES, "dir": "Samples/3_CUDA_Features/bf16TensorCoreGemm",
+        "nvcc_flags": SAMPLES_NVCC, "nvcc_host_flags": SAMPLES_HOST,
         "cuda": ["bf16TensorCoreGemm.cu"],
         "also": COMMON, "includes": [".", "Common"],
         "cuda_std": ["-std=c++17"],
@@ -230,6 +270,7 @@ PROGRAMS = {
     },
     "tf32TensorCoreGemm": {
         "repo": SAMPLES, "dir": "Samples/3_CUDA_Features/tf32TensorCoreGemm",
+        "nvcc_flags": SAMPLES_NVCC, "nvcc_host_flags": SAMPLES_HOST,
         "cuda": ["tf32TensorCoreGemm.cu"],
         "also": COMMON, "includes": [".", "Common"],
         "cuda_std": ["-std=c++17"],
@@ -240,6 +281,7 @@ PROGRAMS = {
     },
     "immaTensorCoreGemm": {
         "repo": SAMPLES, "dir": "Samples/3_CUDA_Features/immaTensorCoreGemm",
+        "nvcc_flags": SAMPLES_NVCC, "nvcc_host_flags": SAMPLES_HOST,
         "cuda": ["immaTensorCoreGemm.cu"],
         "also": COMMON, "includes": [".", "Common"],
         "cuda_std": ["-std=c++17"],

@@ -9,7 +9,10 @@
     --evidence, the table the default build follows (driver/src/evidence.json);
   - per kernel: the best global -maxrregcount of the hand sweep and its
     speedup, the candidate regtune's measured search kept and its speedup;
-  - the replay's cost per kernel (seconds, bytes copied).
+  - the replay's cost per kernel (seconds, bytes copied);
+  - for the corpus built by nvcc (build.py --compiler nvcc): clang's plain
+    code of the same kernel (`compare:clang-plain-<unit>`), timed beside
+    nvcc's plain, regtune's kept and the -maxrregcount sweep.
 
     python3 bench/search/report.py OUT_DIR [--evidence driver/src/evidence.json] [--markdown FILE]
 
@@ -236,6 +239,7 @@ def main():
         ours = [r for r in rs if not r["candidate"].startswith("compare:") and r["candidate"] != "plain"]
         sweep = [r for r in rs if r["candidate"].startswith("compare:r") and not r["candidate"].startswith("compare:rplain")]
         control = next((r for r in rs if r["candidate"].startswith("compare:rplain")), None)
+        clang = next((r for r in rs if r["candidate"].startswith("compare:clang-plain")), None)
         for r in ours:
             c = class_of(r["transforms"], r.get("spills"), plain.get("spills"), None, None)
             if c is None or r.get("speedup") is None:
@@ -257,6 +261,7 @@ def main():
             "sweep_speedup": best_sweep["speedup"] if best_sweep else None,
             "candidates": len(ours), "sweep_builds": len(sweep),
             "control": control.get("speedup") if control else None,
+            "clang": (clang.get("speedup"), clang["identical"]) if clang and clang.get("speedup") else None,
             # Where the sweep's best shows the higher speedup: is it faster
             # than regtune's kept beyond noise, round by round?
             "sweep_faster": bool(best_sweep) and best_sweep["speedup"] > (built.get("speedup") or 1.0)
@@ -281,14 +286,18 @@ def main():
         s, prog, kernel, cand = min(xs)
         lines.append(f"- {c}: {s:.3f}× {prog} {kernel} ({cand})")
 
-    lines += ["", "| program | kernel | regs | warps/SM | plain ms | noise | control | best -maxrregcount | its speedup | regtune kept | its speedup | identical |",
-              "|---|---|---:|---:|---:|---:|---:|---|---:|---|---:|---|"]
+    # The corpus built by nvcc: clang's plain code of the kernel beside (over nvcc's plain; "differs": other bytes out).
+    with_clang = any(t["clang"] for t in table)
+    lines += ["", "| program | kernel | regs | warps/SM | plain ms | noise | control | best -maxrregcount | its speedup | regtune kept | its speedup | identical |"
+              + (" clang plain |" if with_clang else ""),
+              "|---|---|---:|---:|---:|---:|---:|---|---:|---|---:|---|" + ("---:|" if with_clang else "")]
     for t in table:
         sw = f"{t['sweep_speedup']:.3f}×" if t["sweep_speedup"] else "-"
         ctl = f"{t['control']:.3f}×" if t["control"] else "-"
+        cl = (f" {t['clang'][0]:.3f}×{'' if t['clang'][1] else ' (differs)'} |" if t["clang"] else " - |") if with_clang else ""
         lines.append(f"| {t['program']} | {t['kernel']} | {t['registers']} | {t['occupancy']} | {t['plain_ms']:.4f} | "
                      f"{100 * (t['noise'] or 0):.1f}% | {ctl} | {t['sweep_best']} | {sw} | {t['kept']} | {t['kept_speedup']:.3f}× | "
-                     f"{'yes' if t['kept_identical'] else 'NO'} |")
+                     f"{'yes' if t['kept_identical'] else 'NO'} |" + cl)
     touched = [t for t in table if t["kept"] != "plain"]
     # The sweep's best for a kernel is at least plain (a user keeps plain when no cap helps).
     sweep_best = lambda t: max(1.0, t["sweep_speedup"] or 1.0)
@@ -302,6 +311,14 @@ def main():
               f"within 2%: {len(at_least)} of {len(table)}; "
               f"sweep's per-kernel best, geomean over all: {geomean([sweep_best(t) for t in table]):.3f}×, "
               f"regtune's: {geomean([t['kept_speedup'] for t in table]):.3f}×"]
+    if with_clang:
+        cl = [t for t in table if t["clang"]]
+        faster = [t for t in cl if t["clang"][0] > max(1.0, t["kept_speedup"]) * 1.01]
+        lines.append(f"clang's plain code timed beside nvcc's: {len(cl)} of {len(table)} kernels; faster than nvcc's plain by more "
+                     f"than 1 %: {sum(t['clang'][0] > 1.01 for t in cl)}, slower by more than 1 %: {sum(t['clang'][0] < 0.99 for t in cl)}; "
+                     f"faster than regtune's kept nvcc build by more than 1 %: {len(faster)}"
+                     + "".join(f"; {t['program']} {t['kernel']} ({t['clang'][0]:.3f}× against {t['kept_speedup']:.3f}×)" for t in faster)
+                     + f"; other bytes out than nvcc's: {sum(not t['clang'][1] for t in cl)}")
     # "At or above" compares two medians, the sweep's the highest of its
     # builds: noise alone puts it above plain where no cap helps. Round by
     # round, by measure's own rule, which kernels did the sweep win?

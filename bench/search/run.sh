@@ -5,13 +5,20 @@
 # kept and every hand-sweep build (--compare), interleaved, and byte-
 # compares each with plain; the program's own output is kept beside.
 #
-#   bench/search/run.sh     # from the repository root; results in $OUT (default bench/search/out)
+#   bench/search/run.sh [BUILD]   # from the repository root; results in $OUT (default bench/search/out)
+#
+# BUILD: what build.py wrote (default bench/search/build; `build.py
+# --compiler nvcc` writes bench/nvcc/search, the corpus built by nvcc);
+# PLAN=BUILD/plan-2.json runs one batch of it (build.py --batches);
+# PROGRAMS="a b" runs those programs alone.
 #
 # Results are written as each program finishes (a timeout keeps what was
 # done), and packed into $OUT/search-out.tar.gz with the measured dbs.
 set -u
 cd "$(dirname "$0")/../.."
-B=bench/search/build
+B=${1:-${BUILD:-bench/search/build}}
+B=${B%/}
+export PLAN=${PLAN:-$B/plan.json}
 # Everything goes to $WORK; $OUT gets the packed results and the summary
 # (a GPU machine may bring back only a few files).
 OUT=${OUT:-bench/search/out}
@@ -25,11 +32,20 @@ R=$ROOT/$B/bin/regtune
 BUDGET=${BUDGET:-4}
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader > "$WORK/gpu.txt" 2>&1
 
-# Programs packed by corpus.py travel as tar.xz: unpack those not yet here.
-for t in bench/calibrate/build/corpus/*.tar.xz; do
+# Programs packed by corpus.py travel as tar.xz (clang's corpus, nvcc's corpus-nvcc): unpack those not yet here.
+for t in bench/calibrate/build/corpus*/*.tar.xz; do
   [ -e "$t" ] || continue
   d=${t%.tar.xz}
-  [ -d "$d" ] || tar -xJf "$t" -C bench/calibrate/build/corpus
+  [ -d "$d" ] || tar -xJf "$t" -C "$(dirname "$t")"
+done
+# build.py may pack the tools and the dbs as well (tools.tar.xz, <program>/db.tar.xz): unpacked afresh
+# (measure writes into the dbs; a machine may keep an earlier call's).
+if [ -e "$B/tools.tar.xz" ]; then
+  rm -rf "$B/bin" "$B/lib" && tar -xJf "$B/tools.tar.xz" -C "$B"
+fi
+for t in "$B"/*/db.tar.xz; do
+  [ -e "$t" ] || continue
+  rm -rf "$(dirname "$t")/db" && tar -xJf "$t" -C "$(dirname "$t")"
 done
 
 pack() {
@@ -39,10 +55,10 @@ pack() {
 }
 
 # PROGRAMS="a b" measures those alone (a GPU call of ten minutes may not hold them all).
-for prog in ${PROGRAMS:-$(python3 -c "import json; print(' '.join(json.load(open('$B/plan.json'))))")}; do
+for prog in ${PROGRAMS:-$(python3 -c "import json; print(' '.join(json.load(open('$PLAN'))))")}; do
   eval "$(python3 - "$prog" <<'PY'
-import json, shlex, sys
-p = json.load(open("bench/search/build/plan.json"))[sys.argv[1]]
+import json, os, shlex, sys
+p = json.load(open(os.environ["PLAN"]))[sys.argv[1]]
 print("binary=" + shlex.quote(p["binary"]))
 print("cwd=" + shlex.quote(p["cwd"]))
 print("db=" + shlex.quote(p["db"]))
