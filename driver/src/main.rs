@@ -100,7 +100,7 @@ struct Inputs {
     /// The GPU family, when --offload-arch does not name one: amdgpu (HIP) or nvptx (CUDA).
     #[arg(long, value_enum)]
     target: Option<TargetFamily>,
-    /// HIP source files.
+    /// HIP or CUDA source files.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// The compiler whose code is tuned: clang (the default), or nvcc (or a path to one), whose own PTX
