@@ -122,6 +122,34 @@ def calibrate_corpus():
     return sys.modules["calibrate_corpus"]
 
 
+def internal_names(theirs, ours):
+    """{clang's name: nvcc's} for kernels of internal linkage (static, a
+    static template): clang mangles them `_ZL...`, nvcc `_Z...`."""
+    return {t: "_Z" + t[3:] for t in theirs if t.startswith("_ZL") and t not in ours and "_Z" + t[3:] in ours}
+
+
+def rename_symbols(data, names):
+    """A cubin with symbols renamed, each new name no longer than its old:
+    written in place in the string tables (the old name's bytes, then
+    NULs), so no offset moves; `.text.<name>`, `.nv.info.<name>`, ... follow
+    in the section names."""
+    import struct
+    d = bytearray(data)
+    shoff, = struct.unpack_from("<Q", d, 0x28)
+    shentsize, shnum, _ = struct.unpack_from("<HHH", d, 0x3a)
+    for i in range(shnum):
+        _, kind, _, _, off, size = struct.unpack_from("<IIQQQQ", d, shoff + i * shentsize)
+        if kind != 3:  # SHT_STRTAB
+            continue
+        table = bytes(d[off:off + size])
+        for old, new in names.items():
+            assert len(new) <= len(old)
+            for prefix in (b"\0", b"."):  # a name of its own, or the end of a section's name
+                table = table.replace(prefix + old.encode() + b"\0", prefix + new.encode() + b"\0" * (len(old) - len(new) + 1))
+        d[off:off + size] = table
+    return bytes(d)
+
+
 def clang_builds(name, program, db, clang_programs):
     """--compiler nvcc: clang's plain cubin of each of the program's kernel
     files (bench/calibrate/corpus.py's sweep), copied beside the db, as
@@ -142,12 +170,18 @@ def clang_builds(name, program, db, clang_programs):
             missing.append(f"{name}: no clang plain cubin of {src(program, unit)}")
             continue
         found = os.path.join(REPO, u["sweep"]["plain"])
-        if not kernels & symbols_of(found):
+        theirs = symbols_of(found)
+        # A static kernel has another name under each compiler: clang's cubin is given nvcc's names.
+        renamed = internal_names(theirs, symbols_of(os.path.join(REPO, unit["sweep"]["plain"])) if unit.get("sweep") else kernels)
+        if not kernels & ((theirs - set(renamed)) | set(renamed.values())):
             missing.append(f"{name}: clang's {src(program, unit)} has none of nvcc's kernels by name")
             continue
         dest = os.path.join(OUT, name, "clang", os.path.basename(found))
         os.makedirs(os.path.dirname(dest), exist_ok=True)
-        shutil.copy(found, dest)
+        open(dest, "wb").write(rename_symbols(open(found, "rb").read(), renamed))
+        if renamed:
+            assert symbols_of(dest) == (theirs - set(renamed)) | set(renamed.values()), dest
+            missing.append(f"{name}: clang's {src(program, unit)}: {len(renamed)} static kernels given nvcc's names (_ZL... as _Z...)")
         out.append(f"clang-plain-{i}={os.path.relpath(dest, REPO)}")
     return out, missing
 
@@ -204,6 +238,8 @@ def main():
                    help="pack the tools (tools.tar.xz) and each db (<program>/db.tar.xz), and the corpus again, "
                         "so that they travel within the device tool's 64 MiB; run.sh unpacks them "
                         "(default: with --compiler nvcc, whose cubins carry line tables)")
+    p.add_argument("--replan", action="store_true",
+                   help="tune nothing: the compare builds and plan.json again from the dbs there (after the corpus changed)")
     p.add_argument("--batches-only", action="store_true", help="write plan-<k>.json (--batches) from plan.json; tune nothing")
     p.add_argument("--regtune", default=os.path.join(REPO, "target", "release", "regtune"))
     p.add_argument("--candidates", type=int, default=16)
@@ -274,7 +310,17 @@ def main():
         for n, path in measured.items():
             if not os.path.isfile(path):
                 sys.exit(f"--retune: {path} is missing")
-        jobs = {pool.submit(tune, regtune, n, pr, a.candidates, os.path.abspath(a.evidence), a.block_size, measured.get(n),
+        tuner = tune
+        if a.replan:  # the dbs as they are: the compare builds and the plan again
+            def tuner(regtune, n, *rest):
+                folder = os.path.join(OUT, n)
+                if os.path.exists(os.path.join(folder, "db.tar.xz")):
+                    shutil.rmtree(os.path.join(folder, "db"), ignore_errors=True)
+                    subprocess.run(["tar", "-xJf", os.path.join(folder, "db.tar.xz"), "-C", folder], check=True)
+                if os.path.isdir(os.path.join(folder, "clang")):
+                    shutil.rmtree(os.path.join(folder, "clang"))
+                return os.path.join(folder, "db", "decisions.json"), plan.get(n, {}).get("tune_seconds", 0)
+        jobs = {pool.submit(tuner, regtune, n, pr, a.candidates, os.path.abspath(a.evidence), a.block_size, measured.get(n),
                             a.time_budget): n
                 for n, pr in chosen.items()}
         for job in concurrent.futures.as_completed(jobs):

@@ -112,7 +112,7 @@ def rows_from_events(prog, keep, entries):
     for symbol in launches:
         mine = [r for r in rows if r["symbol"] == symbol]
         plain = next((r for r in mine if r["candidate"] == "plain"), None)
-        ok = [r for r in mine if plain and r["candidate"] not in ("plain",) and not r["candidate"].startswith(("compare:", "suggested"))
+        ok = [r for r in mine if plain and r["candidate"] not in ("plain",) and not r["candidate"].startswith(("compare:", "suggested", "other:"))
               and r["identical"] and plain["median_ms"] - r["median_ms"] > r["spread_ms"] + plain["spread_ms"]]
         best = min(ok, key=lambda r: r["median_ms"], default=plain)
         if best:
@@ -236,10 +236,11 @@ def main():
         plain = next((r for r in rs if r["candidate"] == "plain"), None)
         if plain is None or plain.get("median_ms") is None:
             continue
-        ours = [r for r in rs if not r["candidate"].startswith("compare:") and r["candidate"] != "plain"]
+        ours = [r for r in rs if not r["candidate"].startswith(("compare:", "other:")) and r["candidate"] != "plain"]
         sweep = [r for r in rs if r["candidate"].startswith("compare:r") and not r["candidate"].startswith("compare:rplain")]
         control = next((r for r in rs if r["candidate"].startswith("compare:rplain")), None)
         clang = next((r for r in rs if r["candidate"].startswith("compare:clang-plain")), None)
+        other = next((r for r in rs if r["candidate"].startswith("other:")), None)  # measure's own: the other compiler's build
         for r in ours:
             c = class_of(r["transforms"], r.get("spills"), plain.get("spills"), None, None)
             if c is None or r.get("speedup") is None:
@@ -262,6 +263,7 @@ def main():
             "candidates": len(ours), "sweep_builds": len(sweep),
             "control": control.get("speedup") if control else None,
             "clang": (clang.get("speedup"), clang["identical"]) if clang and clang.get("speedup") else None,
+            "other": (other["candidate"], other.get("speedup"), other["identical"]) if other and other.get("speedup") else None,
             # Where the sweep's best shows the higher speedup: is it faster
             # than regtune's kept beyond noise, round by round?
             "sweep_faster": bool(best_sweep) and best_sweep["speedup"] > (built.get("speedup") or 1.0)
@@ -287,17 +289,20 @@ def main():
         lines.append(f"- {c}: {s:.3f}× {prog} {kernel} ({cand})")
 
     # The corpus built by nvcc: clang's plain code of the kernel beside (over nvcc's plain; "differs": other bytes out).
+    # measure's own `other:<compiler>` (the other compiler's build tune made of the file), where there is one.
     with_clang = any(t["clang"] for t in table)
+    with_other = any(t["other"] for t in table)
     lines += ["", "| program | kernel | regs | warps/SM | plain ms | noise | control | best -maxrregcount | its speedup | regtune kept | its speedup | identical |"
-              + (" clang plain |" if with_clang else ""),
-              "|---|---|---:|---:|---:|---:|---:|---|---:|---|---:|---|" + ("---:|" if with_clang else "")]
+              + (" clang plain |" if with_clang else "") + (" other compiler (measure) |" if with_other else ""),
+              "|---|---|---:|---:|---:|---:|---:|---|---:|---|---:|---|" + ("---:|" if with_clang else "") + ("---:|" if with_other else "")]
     for t in table:
         sw = f"{t['sweep_speedup']:.3f}×" if t["sweep_speedup"] else "-"
         ctl = f"{t['control']:.3f}×" if t["control"] else "-"
         cl = (f" {t['clang'][0]:.3f}×{'' if t['clang'][1] else ' (differs)'} |" if t["clang"] else " - |") if with_clang else ""
+        ot = (f" {t['other'][0]} {t['other'][1]:.3f}×{'' if t['other'][2] else ' (differs)'} |" if t["other"] else " - |") if with_other else ""
         lines.append(f"| {t['program']} | {t['kernel']} | {t['registers']} | {t['occupancy']} | {t['plain_ms']:.4f} | "
                      f"{100 * (t['noise'] or 0):.1f}% | {ctl} | {t['sweep_best']} | {sw} | {t['kept']} | {t['kept_speedup']:.3f}× | "
-                     f"{'yes' if t['kept_identical'] else 'NO'} |" + cl)
+                     f"{'yes' if t['kept_identical'] else 'NO'} |" + cl + ot)
     touched = [t for t in table if t["kept"] != "plain"]
     # The sweep's best for a kernel is at least plain (a user keeps plain when no cap helps).
     sweep_best = lambda t: max(1.0, t["sweep_speedup"] or 1.0)
