@@ -28,14 +28,18 @@ and clang's plain cubin of the same file (bench/calibrate/corpus.py's sweep,
 copied beside the db) is timed beside them as `clang-plain-<unit>`:
 
     python3 bench/search/build.py --compiler nvcc [--out bench/nvcc/search] [--batches N] ...
+    python3 bench/search/build.py --compiler nvcc --replan           # the compare builds again, no tuning
+    python3 bench/search/build.py --compiler nvcc --batches-only --batches 2
 
     bench/nvcc/search/plan.json             as above; plan-<k>.json: the programs in batches (--batches)
-    bench/nvcc/search/<program>/db/         tune's db of nvcc's candidates
-    bench/nvcc/search/<program>/clang/      clang's plain cubin of each kernel file
-    bench/nvcc/search/bin/, lib/            the tools (as above)
+    bench/nvcc/search/<program>/db.tar.xz   tune's db of nvcc's candidates (packed: --pack, the default here)
+    bench/nvcc/search/<program>/clang/      clang's plain cubin of each kernel file (a static kernel's
+                                            `_ZL` name made nvcc's `_Z` one, so measure finds it)
+    bench/nvcc/search/tools.tar.xz          the tools (bin/, lib/ as above, packed)
+    bench/nvcc/search/build.txt             what travels and its size, what was not built, notes
 
 and `bench/search/run.sh bench/nvcc/search` times it (carry bench/nvcc/search
-and bench/calibrate/build/corpus-nvcc).
+and bench/calibrate/build/corpus-nvcc; run.sh unpacks what is packed).
 """
 
 import argparse
@@ -170,17 +174,17 @@ def clang_builds(name, program, db, clang_programs):
             missing.append(f"{name}: no clang plain cubin of {src(program, unit)}")
             continue
         found = os.path.join(REPO, u["sweep"]["plain"])
-        theirs = symbols_of(found)
+        clang_symbols = symbols_of(found)
         # A static kernel has another name under each compiler: clang's cubin is given nvcc's names.
-        renamed = internal_names(theirs, symbols_of(os.path.join(REPO, unit["sweep"]["plain"])) if unit.get("sweep") else kernels)
-        if not kernels & ((theirs - set(renamed)) | set(renamed.values())):
+        renamed = internal_names(clang_symbols, symbols_of(os.path.join(REPO, unit["sweep"]["plain"])) if unit.get("sweep") else kernels)
+        if not kernels & ((clang_symbols - set(renamed)) | set(renamed.values())):
             missing.append(f"{name}: clang's {src(program, unit)} has none of nvcc's kernels by name")
             continue
         dest = os.path.join(OUT, name, "clang", os.path.basename(found))
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         open(dest, "wb").write(rename_symbols(open(found, "rb").read(), renamed))
         if renamed:
-            assert symbols_of(dest) == (theirs - set(renamed)) | set(renamed.values()), dest
+            assert symbols_of(dest) == (clang_symbols - set(renamed)) | set(renamed.values()), dest
             missing.append(f"{name}: clang's {src(program, unit)}: {len(renamed)} static kernels given nvcc's names (_ZL... as _Z...)")
         out.append(f"clang-plain-{i}={os.path.relpath(dest, REPO)}")
     return out, missing
