@@ -19,26 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
-use assert_cmd::Command;
-use common::{evidence_all_proven, hip_device_compile, parse_remarks, remarks_for, remarks_with, repo};
+use common::{evidence_all_proven, hip_device_compile, ok, parse_remarks, regtune_in as regtune, remarks_for, remarks_with, repo, text};
 use serde_json::Value;
-
-fn regtune(dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("regtune").unwrap();
-    c.current_dir(dir);
-    for v in ["REGTUNE_DECISIONS", "REGTUNE_INPUT_HASH", "REGTUNE_PLUGIN", "REGTUNE_EVIDENCE"] {
-        c.env_remove(v);
-    }
-    c
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn ok(out: &Output, what: &str) {
-    assert!(out.status.success(), "{what}: {}\n{}{}", out.status, text(&out.stdout), text(&out.stderr));
-}
 
 /// Accept every suggestion in `db` that assumes nothing about the caller
 /// (no noalias), as a user who timed them would: the next `tune` applies

@@ -31,32 +31,14 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command as Process, Output};
+use std::process::Command as Process;
 
-use assert_cmd::Command;
-use common::{evidence_none, repo};
+use common::{evidence_none, ok, regtune_in as regtune, repo, text};
 use regtune::toolchain::nvcc::Nvcc;
 use serde_json::Value;
 
 fn nvcc() -> PathBuf {
     Nvcc::detect().unwrap_or_else(|e| panic!("{e}")).path
-}
-
-fn regtune(dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("regtune").unwrap();
-    c.current_dir(dir);
-    for v in ["REGTUNE_DECISIONS", "REGTUNE_INPUT_HASH", "REGTUNE_PLUGIN", "REGTUNE_EVIDENCE"] {
-        c.env_remove(v);
-    }
-    c
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn ok(out: &Output, what: &str) {
-    assert!(out.status.success(), "{what}: {}\n{}{}", out.status, text(&out.stdout), text(&out.stderr));
 }
 
 /// The user's nvcc flags in these tests.

@@ -149,3 +149,22 @@ pub fn evidence_none() -> PathBuf {
     assert!(path.is_file(), "{}", path.display());
     path
 }
+
+/// `regtune` run in `dir`, without the environment a developer's shell may set.
+pub fn regtune_in(dir: &Path) -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("regtune").unwrap();
+    c.current_dir(dir);
+    for v in ["REGTUNE_DECISIONS", "REGTUNE_INPUT_HASH", "REGTUNE_PLUGIN", "REGTUNE_EVIDENCE"] {
+        c.env_remove(v);
+    }
+    c
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `out` must have succeeded; else its status and output, named `what`.
+pub fn ok(out: &std::process::Output, what: &str) {
+    assert!(out.status.success(), "{what}: {}\n{}{}", out.status, text(&out.stdout), text(&out.stderr));
+}
