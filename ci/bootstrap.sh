@@ -172,7 +172,11 @@ nvcc_wheels=(
   "nvidia-cuda-nvcc==13.5.37"
   "nvidia-nvvm==13.5.37"
   "nvidia-cuda-crt==13.5.37"
-  "nvidia-cuda-runtime==13.0.96"
+  # The runtime's headers must name nvcc's version (CUDART_VERSION 13050):
+  # CCCL (Thrust, CUB, cuda/std, cooperative groups) refuses a mismatch.
+  # Programs linked with it run on 13.0 drivers (580), minor-version
+  # compatibility. No CCCL wheel is 13.5; 13.0's builds with these.
+  "nvidia-cuda-runtime==13.5.37"
   "nvidia-cuda-cccl==13.0.85"
 )
 if [ "$(id -u)" -eq 0 ]; then
@@ -182,8 +186,12 @@ else
 fi
 
 install_nvcc() {
+  # The wheel list is written into the tree: a tree assembled from other
+  # wheels (an earlier bootstrap's) is assembled again.
+  local marker="$nvcc_dir/regtune-wheels.txt"
   if [ -x "$nvcc_dir/bin/nvcc" ] && [ -x "$nvcc_dir/nvvm/bin/cicc" ] && [ -f "$nvcc_dir/include/crt/host_config.h" ] &&
-    [ -f "$nvcc_dir/include/cuda_runtime.h" ] && [ -f "$nvcc_dir/lib/libcudart_static.a" ]; then
+    [ -f "$nvcc_dir/include/cuda_runtime.h" ] && [ -f "$nvcc_dir/lib/libcudart_static.a" ] &&
+    [ "$(cat "$marker" 2>/dev/null)" = "$(printf '%s\n' "${nvcc_wheels[@]}")" ]; then
     echo "regtune bootstrap: nvcc present ($nvcc_dir)"
     return 0
   fi
@@ -209,6 +217,7 @@ PY
   mkdir -p "$(dirname "$nvcc_dir")"
   rm -rf "$nvcc_dir.partial"
   mv "$work/unpacked/nvidia/cu13" "$nvcc_dir.partial"
+  printf '%s\n' "${nvcc_wheels[@]}" > "$nvcc_dir.partial/regtune-wheels.txt"
   rm -rf "$nvcc_dir"
   mv "$nvcc_dir.partial" "$nvcc_dir"
   echo "regtune bootstrap: nvcc ready in $nvcc_dir"
