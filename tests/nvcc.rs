@@ -24,6 +24,12 @@
 //! pragma a macro spells) is not built: tune goes on, says why, and keeps
 //! no such candidate.
 //!
+//! And nvcc's own `-maxrregcount=R` for the whole file (issue 38): the
+//! candidate is the cubin of `nvcc -maxrregcount=R` byte for byte, kept
+//! where the kernel's code is not its `.maxnreg R` cap's; `regtune-nvcc`
+//! builds it only where every kernel of the file agrees, and `regtune fix`
+//! suggests the flag rather than patching anything.
+//!
 
 // A test fails by panicking; `unwrap` says where.
 #![allow(clippy::unwrap_used)]
@@ -342,4 +348,171 @@ fn a_rewrite_fix_cannot_write_is_not_built_and_tune_goes_on() {
     assert!(!entry["suggested"].as_array().is_some_and(|s| s.iter().any(|s| s["transforms"].get("unroll_cap").is_some())), "{entry}");
     // The register caps are built all the same.
     assert!(candidates.iter().filter(|c| c["transforms"].as_object().unwrap().keys().eq(["waves_per_eu"])).count() >= 4, "{entry}");
+}
+
+/// nvcc's own cubin of `name` in `dir` for sm_90 with `extra` flags (the
+/// hand sweep's `-maxrregcount=R`), as a user's build makes it.
+fn nvcc_cubin_with(dir: &Path, name: &str, extra: &[&str]) -> Vec<u8> {
+    let out = Process::new(nvcc())
+        .current_dir(dir)
+        .args(NVCC_FLAGS)
+        .args(extra)
+        .args(["-arch=sm_90", "-cubin", "-o", "sweep.cubin", name])
+        .output()
+        .unwrap();
+    ok(&out, "nvcc -cubin");
+    std::fs::read(dir.join("sweep.cubin")).unwrap()
+}
+
+/// The cubin tune kept beside the db for the entry's candidate `transforms`.
+fn kept_cubin(dir: &Path, entry: &Value, transforms: &Value) -> Vec<u8> {
+    let t: regtune_decisions::Transforms = serde_json::from_value(transforms.clone()).unwrap();
+    let entry: regtune_decisions::Entry = serde_json::from_value(entry.clone()).unwrap();
+    let code = regtune::runtime::code::dir(&dir.join(DB));
+    let (_, _, path) = regtune::runtime::code::candidates(&code, &entry).into_iter().find(|(_, c, _)| *c == t).unwrap();
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A kernel's registers in a cubin, as ptxas wrote them.
+fn registers(cubin: &[u8], symbol: &str) -> u32 {
+    regtune::gpu::nvptx::cubin::read(cubin).unwrap().into_iter().find(|k| k.name == symbol).unwrap().registers
+}
+
+/// `regtune-nvcc` (the wrapper) in `dir` with the tests' flags and `args`:
+/// its exit status must be 0; its stderr.
+fn wrapper(dir: &Path, args: &[&str]) -> String {
+    let out = Process::new(assert_cmd::cargo::cargo_bin("regtune-nvcc"))
+        .current_dir(dir)
+        .env("REGTUNE_VERBOSE", "1")
+        .env_remove("REGTUNE_DB")
+        .args(NVCC_FLAGS)
+        .arg("-arch=sm_90")
+        .args(args)
+        .output()
+        .unwrap();
+    ok(&out, "regtune-nvcc");
+    text(&out.stderr)
+}
+
+#[test]
+fn a_file_wide_maxrregcount_candidate_is_what_nvcc_maxrregcount_builds() {
+    let name = "long_lived.hip";
+    let dir = example(name);
+    let (_, entry) = tune(dir.path(), name, &[]);
+    let symbol = entry["symbol"].as_str().unwrap().to_string();
+    let candidates = entry["candidates"].as_array().unwrap();
+    let cap_at = |warps: u64| candidate(&entry, &serde_json::json!({ "waves_per_eu": warps }));
+    let wide = |r: u64| candidate(&entry, &serde_json::json!({ "maxrregcount": r }));
+    // ptxas 13.5 on sm_90: at R = 255 the kernel's own cap (.maxnreg 255,
+    // 8 warps per SM) takes 88 registers, nvcc -maxrregcount=255 (cicc's
+    // -maxreg too) 102: another build, kept.
+    let own = cap_at(8).unwrap_or_else(|| panic!("no cap at 8 warps: {entry}"));
+    let file_wide = wide(255).unwrap_or_else(|| panic!("no -maxrregcount=255 candidate: {entry}"));
+    assert_eq!((own["usage"]["vgpr"].as_u64(), file_wide["usage"]["vgpr"].as_u64()), (Some(88), Some(102)));
+    // Each one kept is the hand sweep's cubin, byte for byte, with the registers the db says.
+    let kept: Vec<u64> = candidates.iter().filter_map(|c| c["transforms"]["maxrregcount"].as_u64()).collect();
+    assert!(kept.len() >= 3, "{kept:?}");
+    for r in &kept {
+        let flag = format!("-maxrregcount={r}");
+        let sweep = nvcc_cubin_with(dir.path(), name, &[&flag]);
+        let c = wide(*r).unwrap();
+        assert!(kept_cubin(dir.path(), &entry, &c["transforms"]) == sweep, "the candidate is nvcc {flag}'s cubin, byte for byte");
+        assert_eq!(u64::from(registers(&sweep, &symbol)), c["usage"]["vgpr"].as_u64().unwrap(), "{flag}");
+    }
+    // One not kept (R = 64: 32 warps per SM) is the .maxnreg cap's own code.
+    assert!(!kept.contains(&64), "{kept:?}");
+    let sweep = nvcc_cubin_with(dir.path(), name, &["-maxrregcount=64"]);
+    let cap = kept_cubin(dir.path(), &entry, &cap_at(32).unwrap()["transforms"]);
+    let code = |cubin: &[u8]| regtune::gpu::nvptx::cubin::kernel_code(cubin, &symbol).unwrap();
+    assert!(code(&sweep) == code(&cap), "-maxrregcount=64 gives the kernel the code of .maxnreg 64");
+
+    // Decided (as a measurement that chose it would): regtune-nvcc builds
+    // nvcc -maxrregcount=255's cubin, the file's only kernel agreeing.
+    decide(dir.path(), &file_wide);
+    let said = wrapper(dir.path(), &["-cubin", name, "-o", "wrapped.cubin"]);
+    assert!(said.contains("md_lj_force_kick on sm_90: maxrregcount=255") && !said.contains("warning"), "{said}");
+    let sweep = nvcc_cubin_with(dir.path(), name, &["-maxrregcount=255"]);
+    assert!(std::fs::read(dir.path().join("wrapped.cubin")).unwrap() == sweep, "the wrapper builds nvcc -maxrregcount=255's cubin");
+    // fix cannot spell a build flag in the source: it suggests it, and counts it as not in the patch.
+    let out = regtune(dir.path())
+        .args(["fix", "--compiler", "nvcc", "--offload-arch", "sm_90", "--db", DB, "-o", "fix.patch", name, "--"])
+        .args(NVCC_FLAGS)
+        .output()
+        .unwrap();
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("maxrregcount=255: not in the patch: -maxrregcount=255 is nvcc's flag for the whole file"), "{said}");
+    assert!(said.contains("set_source_files_properties(long_lived.hip PROPERTIES COMPILE_OPTIONS -maxrregcount=255)"), "{said}");
+    assert!(said.contains("regtune fix: 1 of 1 decision(s) could not be expressed"), "{said}");
+    assert!(!std::fs::read_to_string(dir.path().join("fix.patch")).unwrap().contains("+++"), "nothing patched");
+}
+
+/// The LBM example with a second kernel, small enough that no register
+/// cap changes its code.
+fn two_kernels() -> tempfile::TempDir {
+    project("two.cu", |s| {
+        let second = "__global__ void scale_field(double* f, double a, int n)\n{\n    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n)\n        f[i] *= a;\n}\n\n";
+        let at = s.find("#define HIP_CHECK").unwrap();
+        format!("{}{second}{}", &s[..at], &s[at..])
+    })
+}
+
+#[test]
+fn the_wrapper_applies_a_file_wide_maxrregcount_only_where_every_kernel_of_the_file_agrees() {
+    let dir = two_kernels();
+    let name = "two.cu";
+    // The db's entries for both kernels (their input hash); then each case decided by hand.
+    let out = regtune(dir.path())
+        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--candidates", "0", "--db", DB, name, "--"])
+        .args(NVCC_FLAGS)
+        .output()
+        .unwrap();
+    ok(&out, "regtune tune --compiler nvcc");
+    let decide_each = |lbm: Value, scale: Value| {
+        let db = dir.path().join(DB);
+        let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
+        let entries = doc["kernels"].as_object_mut().unwrap();
+        assert_eq!(entries.len(), 2, "{entries:?}");
+        for e in entries.values_mut() {
+            let lbm_kernel = e["symbol"].as_str().unwrap().contains("lbm_d3q19_collide_stream");
+            e["transforms"] = if lbm_kernel { lbm.clone() } else { scale.clone() };
+        }
+        std::fs::write(&db, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    };
+    let plain = nvcc_cubin_with(dir.path(), name, &[]);
+    let sweep = nvcc_cubin_with(dir.path(), name, &["-maxrregcount=64"]);
+    let lbm = "_Z24lbm_d3q19_collide_streamPKiPdS1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_PKdS3_S3_S3_iiiii";
+    // ptxas 13.5: the LBM kernel takes 80 registers plain, 64 under -maxrregcount=64.
+    assert_eq!((registers(&plain, lbm), registers(&sweep, lbm)), (80, 64));
+    let built = |out: &str| std::fs::read(dir.path().join(out)).unwrap();
+    let (cap, none) = (serde_json::json!({ "maxrregcount": 64 }), serde_json::json!({}));
+
+    // Both kernels chose -maxrregcount=64: nvcc -maxrregcount=64's cubin, byte for byte.
+    decide_each(cap.clone(), cap.clone());
+    let said = wrapper(dir.path(), &["-cubin", name, "-o", "both.cubin"]);
+    assert!(!said.contains("warning") && said.matches("maxrregcount=64").count() == 2, "{said}");
+    assert!(built("both.cubin") == sweep, "both agree: the file built with -maxrregcount=64");
+
+    // They disagree: one build of the file cannot give both; each kernel
+    // gets its own build instead (no measurement: plain), said in one line.
+    decide_each(cap.clone(), serde_json::json!({ "maxrregcount": 48 }));
+    let said = wrapper(dir.path(), &["-cubin", name, "-o", "disagree.cubin"]);
+    assert_eq!(said.matches("regtune: warning: ").count(), 1, "{said}");
+    assert!(said.contains("file-wide -maxrregcount not applied on sm_90: scale_field asks for -maxrregcount=48"), "{said}");
+    assert!(said.contains("lbm_d3q19_collide_stream for -maxrregcount=64"), "{said}");
+    assert!(built("disagree.cubin") == plain, "not applied: nvcc's own cubin");
+
+    // Only the small kernel chose it, and it would change the LBM kernel's code: not applied.
+    decide_each(none.clone(), cap.clone());
+    let said = wrapper(dir.path(), &["-cubin", name, "-o", "other.cubin"]);
+    assert_eq!(said.matches("regtune: warning: ").count(), 1, "{said}");
+    assert!(said.contains("-maxrregcount=64 changes the code of lbm_d3q19_collide_stream, which did not choose it"), "{said}");
+    assert!(built("other.cubin") == plain, "not applied: nvcc's own cubin");
+
+    // Only the LBM kernel chose it, and the small kernel's code is the same
+    // under it (built both ways and compared): applied.
+    decide_each(cap.clone(), none);
+    let said = wrapper(dir.path(), &["-cubin", name, "-o", "proven.cubin"]);
+    assert!(!said.contains("warning") && said.contains("lbm_d3q19_collide_stream on sm_90: maxrregcount=64"), "{said}");
+    assert!(built("proven.cubin") == sweep, "the small kernel's code is unchanged: the file built with -maxrregcount=64");
 }

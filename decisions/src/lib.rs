@@ -83,6 +83,14 @@ pub struct Transforms {
     /// targets); needs a block size.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lds_spill: Option<u32>,
+    /// nvcc's `-maxrregcount=R` for the whole file (nvcc's builds only):
+    /// cicc's `-maxreg R` and ptxas's `-maxrregcount=R`, which give other
+    /// code than the kernel's own `.maxnreg R`. Every kernel of the file is
+    /// built with it; this kernel's code from that build is the candidate.
+    /// No PTX entry, IR attribute or source spelling carries it: only
+    /// `regtune-nvcc` applies it, where every kernel of the file agrees.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maxrregcount: Option<u32>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -95,7 +103,8 @@ impl Transforms {
     }
 
     /// User-facing labels: "pow2" (or "pow2=inexact"), "sink",
-    /// "unroll-cap=4", "noalias=g14", "waves-per-eu=5", "launch-bounds=256".
+    /// "unroll-cap=4", "noalias=g14", "waves-per-eu=5", "launch-bounds=256",
+    /// "maxrregcount=64".
     pub fn labels(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.pow2 {
@@ -119,6 +128,9 @@ impl Transforms {
         }
         if let Some(n) = self.lds_spill {
             out.push(format!("lds-spill={n}"));
+        }
+        if let Some(r) = self.maxrregcount {
+            out.push(format!("maxrregcount={r}"));
         }
         out
     }
@@ -315,6 +327,19 @@ impl Entry {
         suggested.or_else(|| self.candidates.iter().find(|c| &c.transforms == t).map(|c| c.usage))
     }
 
+    /// [`Entry::effective`] among the builds a kernel's own code carries:
+    /// without the file-wide `-maxrregcount` candidates
+    /// ([`Transforms::maxrregcount`]). What a build applies where the
+    /// whole file cannot be given that flag: the measurement's choice among
+    /// the rest (a `.maxnreg` cap, launch bounds, ...), else the decision
+    /// when it is not file-wide, else plain.
+    pub fn effective_per_kernel(&self) -> Transforms {
+        let tuned = Some(self.tuned()).filter(|t| t.maxrregcount.is_none()).unwrap_or_default();
+        let Some(m) = &self.measured else { return tuned };
+        let own: Vec<Transforms> = self.allowed().into_iter().filter(|t| t.maxrregcount.is_none()).collect();
+        m.choose(own.iter()).unwrap_or(tuned)
+    }
+
     /// The decided transforms plus any suggestion the user confirmed in the
     /// db, before any GPU measurement.
     pub fn tuned(&self) -> Transforms {
@@ -329,6 +354,7 @@ impl Entry {
             t.launch_bounds = c.launch_bounds.or(t.launch_bounds);
             t.spill_to_shared |= c.spill_to_shared;
             t.lds_spill = c.lds_spill.or(t.lds_spill);
+            t.maxrregcount = c.maxrregcount.or(t.maxrregcount);
             for p in &c.noalias {
                 if !t.noalias.contains(p) {
                     t.noalias.push(p.clone());
@@ -528,6 +554,7 @@ mod tests {
             launch_bounds: Some(256),
             spill_to_shared: true,
             lds_spill: Some(8),
+            maxrregcount: None,
         };
         assert_eq!(
             t.labels(),
@@ -545,6 +572,42 @@ mod tests {
         );
         let inexact = Transforms { pow2: true, pow2_inexact: true, ..Default::default() };
         assert_eq!(inexact.labels(), ["pow2=inexact"]);
+        assert_eq!(Transforms { maxrregcount: Some(64), ..Default::default() }.labels(), ["maxrregcount=64"]);
+    }
+
+    #[test]
+    fn a_file_wide_cap_is_its_own_field_and_older_dbs_read_without_it() {
+        let file_wide = Transforms { maxrregcount: Some(64), ..Default::default() };
+        let json = serde_json::to_string(&file_wide).unwrap();
+        assert_eq!(json, r#"{"maxrregcount":64}"#);
+        assert_eq!(serde_json::from_str::<Transforms>(&json).unwrap(), file_wide);
+        // The .maxnreg cap at the same registers is another build.
+        assert_ne!(file_wide, Transforms { waves_per_eu: Some(32), ..Default::default() });
+        let old: Transforms = serde_json::from_str(r#"{"waves_per_eu":32}"#).unwrap();
+        assert_eq!(old.maxrregcount, None);
+    }
+
+    #[test]
+    fn without_the_file_wide_cap_the_measurement_chooses_among_the_kernels_own_builds() {
+        let mut e = entry("_Z1kPf", "h");
+        e.transforms = Transforms::default();
+        let file_wide = Transforms { maxrregcount: Some(64), ..Default::default() };
+        let cap = Transforms { waves_per_eu: Some(32), ..Default::default() };
+        e.candidates = vec![
+            Candidate { transforms: file_wide.clone(), usage: Usage::default() },
+            Candidate { transforms: cap.clone(), usage: Usage::default() },
+        ];
+        e.measured = Some(measured_with(&[(&file_wide, 0.7, true), (&cap, 0.9, true)]));
+        assert_eq!(e.effective(), file_wide);
+        assert_eq!(e.effective_per_kernel(), cap, "the fastest build of the kernel's own");
+        e.measured = Some(measured_with(&[(&file_wide, 0.7, true), (&cap, 1.1, true)]));
+        assert!(e.effective_per_kernel().is_empty(), "the cap lost: plain");
+        // No measurement: a file-wide decision falls back to plain, any other stands.
+        e.measured = None;
+        e.transforms = file_wide;
+        assert!(e.effective_per_kernel().is_empty());
+        e.transforms = cap.clone();
+        assert_eq!(e.effective_per_kernel(), cap);
     }
 
     #[test]

@@ -77,7 +77,8 @@ impl Class {
         if t.unroll_cap.is_some() {
             v.push(Class::UnrollCap);
         }
-        if t.waves_per_eu.is_some() {
+        // nvcc's file-wide -maxrregcount is a register cap too.
+        if t.waves_per_eu.is_some() || t.maxrregcount.is_some() {
             v.push(Class::OccupancyTarget);
         }
         if t.spill_to_shared {

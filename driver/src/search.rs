@@ -179,6 +179,7 @@ fn union(a: &Transforms, b: &Transforms) -> Option<Transforms> {
         launch_bounds: pick(a.launch_bounds, b.launch_bounds).ok()?,
         spill_to_shared: a.spill_to_shared || b.spill_to_shared,
         lds_spill: pick(a.lds_spill, b.lds_spill).ok()?,
+        maxrregcount: pick(a.maxrregcount, b.maxrregcount).ok()?,
     })
 }
 

@@ -14,7 +14,11 @@
 //! (sink, pow2, unroll caps, noalias) is the source as `regtune fix` writes
 //! those rewrites, built by nvcc once per distinct set of rewrites (a
 //! [`Rewriter`], which tune gives the session), and its entries edited on
-//! that build's PTX: a cap on top of a rewrite is one more ptxas run.
+//! that build's PTX: a cap on top of a rewrite is one more ptxas run. A
+//! file-wide `-maxrregcount=R` is nvcc's PTX of the file with that flag
+//! (once per R) through the ptxas line with it: one build per R that every
+//! kernel of the file shares, as every nvcc build with the same PTX and
+//! edits is made once.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -89,6 +93,15 @@ pub(crate) enum RewriteError {
 /// One set of rewrites' nvcc build, built once (later askers wait for it).
 type RewriteSlot = Arc<Mutex<Option<Result<Arc<nvcc::Kept>, String>>>>;
 
+/// What an nvcc build is made of: the rewrites whose build it edits (none:
+/// nvcc's own), the file-wide `-maxrregcount`, the entry edits; and
+/// whether it is assembled exactly as nvcc's build (no `-v`).
+type NvccBuild = (PerKernel, Option<u32>, PerKernel, bool);
+
+/// One nvcc build, made once (later askers wait for it): what it measured
+/// (nothing for a build as nvcc's) and its cubin.
+type BuiltSlot = Arc<Mutex<Option<(Vec<Measured>, PathBuf)>>>;
+
 impl From<rdc::RdcError> for SessionError {
     fn from(e: rdc::RdcError) -> SessionError {
         match e {
@@ -146,6 +159,12 @@ pub struct Session<'a> {
     rewritten: Mutex<HashMap<PerKernel, RewriteSlot>>,
     /// What the rewrites could not be given (notes for the user).
     rewrite_notes: Mutex<RewriteNotes>,
+    /// The nvcc that built the file (its file-wide `-maxrregcount` builds).
+    nvcc_tool: Option<Nvcc>,
+    /// nvcc's PTX of the file with each file-wide `-maxrregcount`, by R.
+    file_wide: Mutex<HashMap<u32, RewriteSlot>>,
+    /// Each distinct nvcc build (the kernels of a file share one).
+    nvcc_built: Mutex<HashMap<NvccBuild, BuiltSlot>>,
 }
 
 /// What rewrites of the source nvcc's builds could not be given.
@@ -233,6 +252,9 @@ impl<'a> Session<'a> {
             rewriter: None,
             rewritten: Mutex::new(HashMap::new()),
             rewrite_notes: Mutex::new(RewriteNotes::default()),
+            nvcc_tool: None,
+            file_wide: Mutex::new(HashMap::new()),
+            nvcc_built: Mutex::new(HashMap::new()),
         };
         let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
         let locations = crate::gpu::of(arch).locations(source, &temps.stderr, &symbols);
@@ -274,6 +296,9 @@ impl<'a> Session<'a> {
             rewriter: None,
             rewritten: Mutex::new(HashMap::new()),
             rewrite_notes: Mutex::new(RewriteNotes::default()),
+            nvcc_tool: None,
+            file_wide: Mutex::new(HashMap::new()),
+            nvcc_built: Mutex::new(HashMap::new()),
         };
         Ok((session, plain.measured, plain.locations))
     }
@@ -316,6 +341,9 @@ impl<'a> Session<'a> {
             rewriter: None,
             rewritten: Mutex::new(HashMap::new()),
             rewrite_notes: Mutex::new(RewriteNotes::default()),
+            nvcc_tool: Some(nvcc.clone()),
+            file_wide: Mutex::new(HashMap::new()),
+            nvcc_built: Mutex::new(HashMap::new()),
         };
         let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
         let locations = crate::gpu::of(arch).locations(source, "", &symbols);
@@ -332,6 +360,15 @@ impl<'a> Session<'a> {
     /// spill is one of its passes): not nvcc's.
     pub(crate) fn runs_plugin(&self) -> bool {
         self.nvcc.is_none()
+    }
+
+    /// The file-wide `-maxrregcount` candidates at the register caps of
+    /// `steps` (warps per SM), in their order: nvcc's builds only.
+    pub(crate) fn file_wide_caps(&self, steps: &[u32]) -> Vec<Transforms> {
+        match self.nvcc {
+            Some(_) => steps.iter().map(|&w| nvcc::file_wide_cap(w)).collect(),
+            None => vec![],
+        }
     }
 
     /// nvcc's builds may rewrite the source through `rewriter`.
@@ -380,7 +417,7 @@ impl<'a> Session<'a> {
         plain: &Arc<nvcc::Kept>,
         variant: &[(String, Transforms)],
         deadline: Option<Instant>,
-    ) -> Result<(Arc<nvcc::Kept>, PerKernel), SessionError> {
+    ) -> Result<(Arc<nvcc::Kept>, PerKernel, NvccBuild), SessionError> {
         let (mut rewrites, mut entries) = (Vec::new(), Vec::new());
         for (symbol, t) in variant {
             let (entry, rewrite) = nvcc::split(t);
@@ -391,8 +428,21 @@ impl<'a> Session<'a> {
                 entries.push((symbol.clone(), entry));
             }
         }
+        rewrites.sort_by(|a, b| a.0.cmp(&b.0));
+        let file_wide = nvcc::file_wide(variant).map_err(|e| SessionError::Compile(CompileError::NotWithNvcc(e)))?;
+        let mut id_entries = entries.clone();
+        id_entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let id = (rewrites.clone(), file_wide, id_entries, false);
+        if let Some(r) = file_wide {
+            if !rewrites.is_empty() {
+                let labels: Vec<String> = rewrites.iter().flat_map(|(_, t)| t.labels()).collect();
+                let why = format!("-maxrregcount={r} with rewrites of the source ({}) is not built", labels.join(" + "));
+                return Err(SessionError::Compile(CompileError::NotWithNvcc(why)));
+            }
+            return Ok((self.file_wide_build(plain, r, deadline)?, entries, id));
+        }
         if rewrites.is_empty() {
-            return Ok((plain.clone(), entries));
+            return Ok((plain.clone(), entries, id));
         }
         let Some(rewriter) = &self.rewriter else {
             let labels: Vec<String> = rewrites.iter().flat_map(|(_, t)| t.labels()).collect();
@@ -400,11 +450,10 @@ impl<'a> Session<'a> {
                 format!("{} rewrite the source, which this nvcc build cannot (no pass plugin for fix's spelling)", labels.join(" + "));
             return Err(SessionError::Compile(CompileError::NotWithNvcc(why)));
         };
-        rewrites.sort_by(|a, b| a.0.cmp(&b.0));
         let slot = self.rewritten.lock().expect("rewrites lock").entry(rewrites.clone()).or_default().clone();
         let mut slot = slot.lock().expect("rewrite lock");
         if let Some(done) = slot.as_ref() {
-            return done.clone().map(|k| (k, entries)).map_err(SessionError::Rewrite);
+            return done.clone().map(|k| (k, entries, id)).map_err(SessionError::Rewrite);
         }
         let dir = self.dir.path().join(format!("rewrite-{}", self.counter.fetch_add(1, Ordering::Relaxed)));
         std::fs::create_dir_all(&dir).map_err(|e| SessionError::Io(format!("cannot create {}: {e}", dir.display())))?;
@@ -412,7 +461,7 @@ impl<'a> Session<'a> {
             Ok(kept) => {
                 let kept = Arc::new(kept);
                 *slot = Some(Ok(kept.clone()));
-                Ok((kept, entries))
+                Ok((kept, entries, id))
             }
             // Stopped at its deadline: a later variant may try again.
             Err(RewriteError::Compile(e)) if e.timed_out() => Err(SessionError::Compile(e)),
@@ -429,6 +478,43 @@ impl<'a> Session<'a> {
                 Err(SessionError::Rewrite(why))
             }
         }
+    }
+
+    /// nvcc's build of the file with `-maxrregcount=R` added to the user's
+    /// flags (its PTX alone, [`nvcc::keep_ptx`]: cicc's `-maxreg R`), for
+    /// the ptxas line with it; built once per R (later askers wait for it).
+    fn file_wide_build(&self, plain: &Arc<nvcc::Kept>, r: u32, deadline: Option<Instant>) -> Result<Arc<nvcc::Kept>, SessionError> {
+        let Some(tool) = &self.nvcc_tool else {
+            return Err(SessionError::Compile(CompileError::NotWithNvcc(format!("-maxrregcount={r} is built with nvcc alone"))));
+        };
+        let slot = self.file_wide.lock().expect("file-wide lock").entry(r).or_default().clone();
+        let mut slot = slot.lock().expect("file-wide build lock");
+        if let Some(done) = slot.as_ref() {
+            return done.clone().map_err(SessionError::Rewrite);
+        }
+        let dir = self.dir.path().join(format!("maxrregcount-{r}"));
+        std::fs::create_dir_all(&dir).map_err(|e| SessionError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        let args = nvcc::user_args_with_maxrregcount(self.user_args, r);
+        match nvcc::keep_ptx(tool, self.arch, self.source, &args, &dir, deadline, plain) {
+            Ok(kept) => {
+                let kept = Arc::new(plain.with_file_wide(kept.ptx, r));
+                *slot = Some(Ok(kept.clone()));
+                Ok(kept)
+            }
+            // Stopped at its deadline: a later variant may try again.
+            Err(e) if e.timed_out() => Err(SessionError::Compile(e)),
+            Err(e) => {
+                let why = format!("nvcc -maxrregcount={r} failed: {}", e.to_string().lines().next().unwrap_or_default());
+                self.note(why.clone());
+                *slot = Some(Err(why.clone()));
+                Err(SessionError::Rewrite(why))
+            }
+        }
+    }
+
+    /// The slot of one nvcc build ([`NvccBuild`]).
+    fn nvcc_slot(&self, id: NvccBuild) -> BuiltSlot {
+        self.nvcc_built.lock().expect("nvcc builds lock").entry(id).or_default().clone()
     }
 
     /// nvcc's PTX with `variant`'s entries edited, assembled into `out`;
@@ -534,10 +620,21 @@ impl<'a> Session<'a> {
             return Ok(hit.clone());
         }
         if let Some(plain) = &self.nvcc {
-            let (kept, entries) = self.nvcc_parts(plain, &key.1, deadline)?;
-            let obj = self.scratch_path("cubin");
-            let report = self.assemble_nvcc(&kept, &entries, &obj, false, deadline)?;
-            let measured = measure::object_file_with(&obj, self.arch, &report, &self.options)?;
+            let (kept, entries, id) = self.nvcc_parts(plain, &key.1, deadline)?;
+            // The same PTX with the same edits is built once: the kernels of
+            // a file share its -maxrregcount builds.
+            let slot = self.nvcc_slot(id);
+            let mut slot = slot.lock().expect("nvcc build lock");
+            let (measured, obj) = match slot.as_ref() {
+                Some(done) => done.clone(),
+                None => {
+                    let obj = self.scratch_path("cubin");
+                    let report = self.assemble_nvcc(&kept, &entries, &obj, false, deadline)?;
+                    let measured = measure::object_file_with(&obj, self.arch, &report, &self.options)?;
+                    *slot = Some((measured.clone(), obj.clone()));
+                    (measured, obj)
+                }
+            };
             self.objects.lock().expect("objects lock").entry(key.1.clone()).or_insert(obj);
             self.cache.lock().expect("cache lock").insert(key, measured.clone());
             return Ok(measured);
@@ -579,12 +676,18 @@ impl<'a> Session<'a> {
 
     /// A hash of the code object of `symbol` built alone with `transforms`
     /// (built now if it was not): equal hashes, identical code.
+    /// nvcc's builds hold the whole file, the other kernels and ptxas's
+    /// options included: the kernel's own code is hashed there
+    /// ([`crate::gpu::nvptx::cubin::kernel_code`]), so a file-wide
+    /// `-maxrregcount` that gives the kernel the code of its `.maxnreg` cap
+    /// is one build, not two.
     pub(crate) fn kernel_code_hash(&self, symbol: &str, transforms: &Transforms) -> Result<String, SessionError> {
         self.measure_kernel(symbol, transforms, None)?;
         let key = vec![(symbol.to_string(), transforms.clone())];
         let path = self.objects.lock().expect("objects lock").get(&key).cloned().expect("a measured build keeps its object");
         let bytes = std::fs::read(&path).map_err(|e| SessionError::Io(format!("cannot read {}: {e}", path.display())))?;
-        Ok(crate::hash::of_parts([bytes.as_slice()]))
+        let own = self.nvcc.as_ref().and_then(|_| crate::gpu::nvptx::cubin::kernel_code(&bytes, symbol));
+        Ok(crate::hash::of_parts([own.as_deref().unwrap_or(&bytes)]))
     }
 
     /// Write the code object of a variant to `dest`: the one already
@@ -593,8 +696,19 @@ impl<'a> Session<'a> {
         let key: Vec<(String, Transforms)> = variant.iter().filter(|(_, t)| !t.is_empty()).cloned().collect();
         if let (Some(plain), false) = (&self.nvcc, key.is_empty()) {
             // What nvcc's build makes of it: the search's cubins carry ptxas's -v in a note.
-            let (kept, entries) = self.nvcc_parts(plain, &key, None)?;
-            return self.assemble_nvcc(&kept, &entries, dest, true, None).map(drop);
+            let (kept, entries, (rewrites, file_wide, edits, _)) = self.nvcc_parts(plain, &key, None)?;
+            let slot = self.nvcc_slot((rewrites, file_wide, edits, true));
+            let mut slot = slot.lock().expect("nvcc build lock");
+            let built = match slot.as_ref() {
+                Some((_, built)) => built.clone(),
+                None => {
+                    let built = self.scratch_path("built.cubin");
+                    self.assemble_nvcc(&kept, &entries, &built, true, None)?;
+                    *slot = Some((vec![], built.clone()));
+                    built
+                }
+            };
+            return std::fs::copy(&built, dest).map(drop).map_err(|e| SessionError::Io(format!("cannot write {}: {e}", dest.display())));
         }
         let kept =
             if key.is_empty() { Some(self.plain_object.clone()) } else { self.objects.lock().expect("objects lock").get(&key).cloned() };
@@ -648,7 +762,7 @@ impl<'a> Session<'a> {
         if let Some(plain) = &self.nvcc {
             return match kind {
                 Listing::Asm => {
-                    let (kept, entries) = self.nvcc_parts(plain, variant, None)?;
+                    let (kept, entries, _) = self.nvcc_parts(plain, variant, None)?;
                     kept.edited(&entries).map_err(|e| SessionError::Compile(CompileError::NotWithNvcc(e)))
                 }
                 Listing::Ir => Err(SessionError::Io("nvcc's builds have no LLVM IR (cicc is not LLVM's optimizer)".into())),

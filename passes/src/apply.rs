@@ -304,5 +304,9 @@ fn valid(mut t: Transforms, symbol: &str) -> Transforms {
         drop("launch-bounds", b);
         t.launch_bounds = None;
     }
+    // nvcc's flag for a whole file (tune --compiler nvcc's candidates): no pass spells it.
+    if let Some(r) = t.maxrregcount.take() {
+        warn_once(&format!("ignoring maxrregcount={r} for kernel {symbol}: nvcc's -maxrregcount for a whole file, which no pass applies"));
+    }
     t
 }

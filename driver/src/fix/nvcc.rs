@@ -82,9 +82,18 @@ fn system_token_marker(line: &str) -> bool {
 
 /// Why a decision is not patched for nvcc: what tune does not build with
 /// nvcc (regtune's LDS spill, a pass of its plugin, as only a hand-edited
-/// db holds), and spilling to shared memory, which fix does not spell in
-/// source.
-pub(crate) fn refused(t: &Transforms) -> Option<String> {
+/// db holds), spilling to shared memory, which fix does not spell in
+/// source, and nvcc's file-wide `-maxrregcount=R`, a build flag of the
+/// whole file `unit` (which no source spells): its flag is suggested.
+pub(crate) fn refused(t: &Transforms, unit: &Path) -> Option<String> {
+    if let Some(r) = t.maxrregcount {
+        let name = unit.file_name().map_or_else(|| unit.display().to_string(), |n| n.to_string_lossy().into_owned());
+        return Some(format!(
+            "-maxrregcount={r} is nvcc's flag for the whole file, which no source spelling carries: add -maxrregcount={r} to this \
+             file's nvcc flags (CMake: set_source_files_properties({name} PROPERTIES COMPILE_OPTIONS -maxrregcount={r})), where every \
+             kernel of the file is built with it, or build through regtune-nvcc, which applies it where every kernel agrees; not patched"
+        ));
+    }
     if t.lds_spill.is_some() {
         return Some("lds-spill is a pass of regtune's plugin, which nvcc does not run; not patched for nvcc".into());
     }
@@ -273,13 +282,18 @@ mod tests {
     #[test]
     fn only_what_tune_builds_with_nvcc_and_fix_spells_is_patched_for_nvcc() {
         let cap = Transforms { waves_per_eu: Some(32), ..Default::default() };
-        assert_eq!(refused(&cap), None);
-        assert_eq!(refused(&Transforms { launch_bounds: Some(256), ..cap.clone() }), None);
+        let unit = Path::new("src/k.cu");
+        assert_eq!(refused(&cap, unit), None);
+        assert_eq!(refused(&Transforms { launch_bounds: Some(256), ..cap.clone() }, unit), None);
         // The rewrites tune builds from fix's own spelling.
-        assert_eq!(refused(&Transforms { sink: true, unroll_cap: Some(2), pow2: true, ..cap.clone() }), None);
-        let lds = refused(&Transforms { lds_spill: Some(8), launch_bounds: Some(256), ..cap.clone() }).unwrap();
+        assert_eq!(refused(&Transforms { sink: true, unroll_cap: Some(2), pow2: true, ..cap.clone() }, unit), None);
+        let lds = refused(&Transforms { lds_spill: Some(8), launch_bounds: Some(256), ..cap.clone() }, unit).unwrap();
         assert!(lds.starts_with("lds-spill is a pass of regtune's plugin") && lds.ends_with("not patched for nvcc"), "{lds}");
-        assert!(refused(&Transforms { spill_to_shared: true, launch_bounds: Some(256), ..cap }).unwrap().contains("shared memory"));
+        assert!(refused(&Transforms { spill_to_shared: true, launch_bounds: Some(256), ..cap }, unit).unwrap().contains("shared memory"));
+        // A build flag, suggested as one.
+        let wide = refused(&Transforms { maxrregcount: Some(64), ..Default::default() }, unit).unwrap();
+        assert!(wide.starts_with("-maxrregcount=64 is nvcc's flag for the whole file"), "{wide}");
+        assert!(wide.contains("set_source_files_properties(k.cu PROPERTIES COMPILE_OPTIONS -maxrregcount=64)"), "{wide}");
     }
 
     #[test]

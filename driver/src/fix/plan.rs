@@ -135,7 +135,7 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
     }
     // What nvcc's builds cannot be given in the source.
     let refused: BTreeMap<String, String> = match ctx.nvcc {
-        Some(_) => planned.decisions.iter().filter_map(|d| nvcc::refused(&d.transforms).map(|why| (d.symbol.clone(), why))).collect(),
+        Some(_) => planned.decisions.iter().filter_map(|d| nvcc::refused(&d.transforms, path).map(|why| (d.symbol.clone(), why))).collect(),
         None => BTreeMap::new(),
     };
     plan_edits(ctx, &Fresh { plugin: ctx.plugin }, path, files, planned, notes, refused)

@@ -181,8 +181,9 @@ pub(super) fn plan_kernel(
         }
         let until = *until.lock().expect("deadline lock");
         // nvcc's entry edits alone are a ptxas run each on a PTX built
-        // once: the budget bounds the builds that rewrite the source.
-        let cheap = !session.runs_plugin() && nvcc_entry_only(t);
+        // once, and its file-wide caps a PTX build per step for the whole
+        // file: the budget bounds the builds that rewrite the source.
+        let cheap = !session.runs_plugin() && (nvcc_entry_only(t) || file_wide_only(t));
         if !cheap && tuning.limits.spent(until) {
             budget_hit.store(true, Ordering::Relaxed);
             return None;
@@ -349,23 +350,34 @@ pub(super) fn plan_kernel(
         // (the examples on an H200: the step left out at 8 was the hand
         // sweep's best, bench/nvcc/results), and so is every proposal with a
         // rewrite (one nvcc build per rewrite, a ptxas run per cap on it).
+        // So is nvcc's own -maxrregcount at each step's registers, the hand
+        // sweep's build (its cicc's PTX once per R for the whole file; the
+        // kernel's code from it): on an H200 generatePaths<double> ran
+        // 1.021× plain at -maxrregcount=96, which no .maxnreg cap reaches.
         let rewriting = proposals.iter().filter(|t| !nvcc_entry_only(t)).count();
+        let steps: Vec<u32> = proposals.iter().filter_map(cap_alone_step).collect();
+        let file_wide = candidates::untimed_first(session.file_wide_caps(&steps), lost);
         let wanted = match session.runs_plugin() || options.candidates == 0 {
             true => options.candidates,
-            false => options.candidates.max(pool.steps.len() + taken + rewriting),
+            false => options.candidates.max(pool.steps.len() + taken + rewriting + file_wide.len()),
         };
         plan.search = match session.runs_plugin() {
             true => candidates::select(proposals, wanted.saturating_sub(taken), &known, build, spent),
-            // nvcc: every step's cap (a ptxas run, whatever time is left),
-            // then the rewrites (an nvcc build each) while time is left.
+            // nvcc: every step's cap (a ptxas run) and file-wide cap (an
+            // nvcc PTX build per R, shared by the file's kernels), whatever
+            // time is left, then the rewrites (an nvcc build each) while
+            // time is left. A file-wide cap whose code for this kernel is
+            // its .maxnreg cap's (or any build's before it) is not kept.
             false => {
                 let (entry, rewriting): (Vec<Transforms>, Vec<Transforms>) = proposals.into_iter().partition(nvcc_entry_only);
                 let caps = candidates::select(entry, wanted.saturating_sub(taken), &known, build, || false);
                 let room = wanted.saturating_sub(taken + caps.kept.len());
-                let rewrites = candidates::select(rewriting, room, &caps.codes, build, spent);
+                let wide = candidates::select(file_wide, room, &caps.codes, build, || false);
+                let room = room.saturating_sub(wide.kept.len());
+                let rewrites = candidates::select(rewriting, room, &wide.codes, build, spent);
                 candidates::Selection {
-                    kept: caps.kept.into_iter().chain(rewrites.kept).collect(),
-                    left_out: caps.left_out.into_iter().chain(rewrites.left_out).collect(),
+                    kept: caps.kept.into_iter().chain(wide.kept).chain(rewrites.kept).collect(),
+                    left_out: caps.left_out.into_iter().chain(wide.left_out).chain(rewrites.left_out).collect(),
                     codes: rewrites.codes,
                 }
             }
@@ -514,7 +526,17 @@ pub(super) fn at_best(rule: &Rule, max_waves: u32) -> bool {
 }
 
 /// The transforms a kernel's PTX entry carries alone (nvcc's builds): no
-/// rewrite of the source.
+/// rewrite of the source, no file-wide `-maxrregcount` (an nvcc build).
 fn nvcc_entry_only(t: &Transforms) -> bool {
     Transforms { waves_per_eu: None, launch_bounds: None, spill_to_shared: false, ..t.clone() }.is_empty()
+}
+
+/// nvcc's file-wide `-maxrregcount` alone.
+fn file_wide_only(t: &Transforms) -> bool {
+    t.maxrregcount.is_some() && *t == Transforms { maxrregcount: t.maxrregcount, ..Default::default() }
+}
+
+/// The step of a register cap alone (no launch bounds, no spilling).
+fn cap_alone_step(t: &Transforms) -> Option<u32> {
+    t.waves_per_eu.filter(|&w| *t == Transforms { waves_per_eu: Some(w), ..Default::default() })
 }

@@ -13,6 +13,18 @@
 //! timed, and a source, flag or compiler change leaves the hash unmatched
 //! and the build plain.
 //!
+//! A file-wide `-maxrregcount=R` (`Transforms::maxrregcount`: nvcc's own
+//! flag, which changes every kernel of the file) is applied to a PTX only
+//! where the db and the build prove it for every kernel of that PTX: every
+//! kernel that has a decision chose that same R, and each other kernel's
+//! code under it is byte for byte what it gets without it (built both
+//! ways here and compared). Then nvcc's cicc step for that PTX runs again
+//! with `-maxreg R` (into a file of the wrapper's own: nvcc's files stay
+//! as they were) and its ptxas step reads that PTX with `-maxrregcount=R`,
+//! which is what `nvcc -maxrregcount=R` builds. Otherwise each of those
+//! kernels gets its own measured best instead (a `.maxnreg` cap, or
+//! plain: `Entry::effective_per_kernel`), said in one warning line.
+//!
 //! Never breaking a build: the steps' output is held until they all
 //! succeed; anything regtune cannot do (a db it cannot read, a step that
 //! fails with the edits, an unreadable PTX) builds with nvcc untouched
@@ -23,8 +35,9 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use regtune_decisions::{Db, Transforms};
+use regtune_decisions::{Db, Entry, Transforms};
 
+use crate::gpu::nvptx::cubin;
 use crate::gpu::nvptx::nvcc::{self as build, Kept};
 use crate::gpu::Arch;
 use crate::toolchain::nvcc::Nvcc;
@@ -39,8 +52,10 @@ pub(crate) enum Built {
     /// Nothing to apply: build with nvcc untouched.
     Plain,
     /// nvcc's steps ran with these kernels' entries edited, and succeeded;
-    /// what they printed; the decisions left plain (they rewrite the source).
-    Edited { stdout: Vec<u8>, stderr: Vec<u8>, applied: Vec<String>, left_plain: Vec<String> },
+    /// what they printed; the decisions left plain (they rewrite the
+    /// source); why a file-wide `-maxrregcount` was not applied (one line
+    /// per PTX).
+    Edited { stdout: Vec<u8>, stderr: Vec<u8>, applied: Vec<String>, left_plain: Vec<String>, warnings: Vec<String> },
 }
 
 /// Build `args` (nvcc's arguments) with the decisions of `db`; Err: why
@@ -71,13 +86,14 @@ pub(crate) fn build(nvcc: &Path, args: &[String], db: &Path) -> Result<Built, St
     if !out.status.success() {
         return Err(format!("`nvcc --dryrun` failed ({})", out.status));
     }
-    let steps = Steps::read(&String::from_utf8_lossy(&out.stderr));
+    let mut steps = Steps::read(&String::from_utf8_lossy(&out.stderr));
     if steps.ptxas.is_empty() {
         return Ok(Built::Plain);
     }
-    let (mut applied, mut left_plain, mut stdout, mut stderr) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut applied, mut left_plain, mut warnings, mut stdout, mut stderr) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut done = 0;
-    let ends = steps.ptxas.iter().map(|(at, line)| (*at, Some(line))).chain([(steps.commands.len(), None)]);
+    let ends: Vec<(usize, Option<build::PtxasLine>)> =
+        steps.ptxas.iter().map(|(at, line)| (*at, Some(line.clone()))).chain([(steps.commands.len(), None)]).collect();
     for (at, line) in ends {
         let out = steps.run(done..at)?;
         stdout.extend(out.stdout);
@@ -91,12 +107,13 @@ pub(crate) fn build(nvcc: &Path, args: &[String], db: &Path) -> Result<Built, St
         }
         done = at;
         if let Some(line) = line {
-            let got = edit(&nvcc, &db, line)?;
+            let got = edit(&nvcc, &db, &mut steps, at, &line, dir.path())?;
             applied.extend(got.applied);
             left_plain.extend(got.left_plain);
+            warnings.extend(got.warning);
         }
     }
-    if applied.is_empty() && left_plain.is_empty() {
+    if applied.is_empty() && left_plain.is_empty() && warnings.is_empty() {
         return Ok(Built::Plain);
     }
     if let Some(depend) = depend {
@@ -105,7 +122,7 @@ pub(crate) fn build(nvcc: &Path, args: &[String], db: &Path) -> Result<Built, St
             return Err(format!("nvcc's dependency file failed ({})", out.status));
         }
     }
-    Ok(Built::Edited { stdout, stderr, applied, left_plain })
+    Ok(Built::Edited { stdout, stderr, applied, left_plain, warnings })
 }
 
 /// The command without its dependency-file flags, and (where it has them)
@@ -155,22 +172,20 @@ fn compiles_device_code(args: &[String]) -> bool {
     cuda && build::unsupported(args).is_none() && !args.iter().any(|a| stops_early.contains(&a.as_str()))
 }
 
-/// Edit the PTX a `ptxas` step is about to read for the db's decisions;
-/// the labels applied, per kernel.
-fn edit(nvcc: &Nvcc, db: &Db, line: &build::PtxasLine) -> Result<Applied, String> {
+/// Edit the PTX a `ptxas` step (`steps.commands[at]`) is about to read
+/// for the db's decisions; the labels applied, per kernel. A file-wide
+/// `-maxrregcount` rewrites the step itself ([`file_wide`]); `dir` holds
+/// what the wrapper builds of its own.
+fn edit(nvcc: &Nvcc, db: &Db, steps: &mut Steps, at: usize, line: &build::PtxasLine, dir: &Path) -> Result<Applied, String> {
     let Ok(arch) = Arch::parse(&line.arch) else { return Ok(Applied::default()) };
     let ptx_path = PathBuf::from(&line.input);
     let ptx = std::fs::read_to_string(&ptx_path).map_err(|e| format!("cannot read {}: {e}", ptx_path.display()))?;
     let tool = if line.tool.contains('/') { PathBuf::from(&line.tool) } else { nvcc.ptxas() };
     let kept = Kept::of_ptx(ptx, line.args.clone(), tool);
     let hash = kept.input_hash(nvcc, &arch);
-    let decided: Vec<(String, Transforms)> = db
-        .kernels
-        .values()
-        .filter(|e| e.arch == arch.processor() && e.input_hash == hash)
-        .map(|e| (e.symbol.clone(), e.effective()))
-        .filter(|(_, t)| !t.is_empty())
-        .collect();
+    let entries: Vec<&Entry> = db.kernels.values().filter(|e| e.arch == arch.processor() && e.input_hash == hash).collect();
+    let mut decided: Vec<(String, Transforms)> =
+        entries.iter().map(|e| (e.symbol.clone(), e.effective())).filter(|(_, t)| !t.is_empty()).collect();
     let label = |(symbol, t): &(String, Transforms)| {
         format!(
             "{} on {}: {}",
@@ -181,21 +196,164 @@ fn edit(nvcc: &Nvcc, db: &Db, line: &build::PtxasLine) -> Result<Applied, String
     };
     // A decision that rewrites the source is no PTX edit: that kernel is
     // built plain (its cap alone was never measured), the others as decided.
-    let (variant, rewrites): (Vec<_>, Vec<_>) = decided.into_iter().partition(|(_, t)| build::split(t).1.is_empty());
-    let left_plain: Vec<String> = rewrites.iter().map(label).collect();
-    if !variant.is_empty() {
-        let edited = kept.edited(&variant)?;
-        std::fs::write(&ptx_path, edited).map_err(|e| format!("cannot write {}: {e}", ptx_path.display()))?;
+    let rewrites_source = |t: &Transforms| !build::split(t).1.is_empty();
+    let mut left_plain: Vec<String> = decided.iter().filter(|(_, t)| rewrites_source(t)).map(label).collect();
+    decided.retain(|(_, t)| !rewrites_source(t));
+    let mut warning = None;
+    let mut wide = None;
+    if decided.iter().any(|(_, t)| t.maxrregcount.is_some()) {
+        match file_wide(FileWide { steps: &*steps, at, line, kept: &kept, arch: &arch, decided: &decided, dir }) {
+            Ok(built) => wide = Some(built),
+            Err(why) => {
+                // Each of those kernels' own measured best instead.
+                let mut instead = Vec::new();
+                for (symbol, t) in decided.iter_mut().filter(|(_, t)| t.maxrregcount.is_some()) {
+                    *t = entries.iter().find(|e| &e.symbol == symbol).map(|e| e.effective_per_kernel()).unwrap_or_default();
+                    let labels = crate::gpu::labels(t, &arch, &[]);
+                    let own = if labels.is_empty() { "plain".to_string() } else { labels.join(" + ") };
+                    instead.push(format!("{}: {own}", crate::names::short_name(&crate::names::demangle(symbol))));
+                }
+                left_plain.extend(decided.iter().filter(|(_, t)| rewrites_source(t)).map(label));
+                decided.retain(|(_, t)| !t.is_empty() && !rewrites_source(t));
+                warning = Some(format!(
+                    "file-wide -maxrregcount not applied on {arch}: {why}; those kernels are built as their own best instead ({})",
+                    instead.join("; ")
+                ));
+            }
+        }
     }
-    Ok(Applied { applied: variant.iter().map(label).collect(), left_plain })
+    let applied: Vec<String> = decided.iter().map(label).collect();
+    match wide {
+        Some(command) => steps.commands[at] = command,
+        None if !decided.is_empty() => {
+            let edited = kept.edited(&decided)?;
+            std::fs::write(&ptx_path, edited).map_err(|e| format!("cannot write {}: {e}", ptx_path.display()))?;
+        }
+        None => {}
+    }
+    Ok(Applied { applied, left_plain, warning })
 }
 
-/// What one PTX got: the decisions applied, and those left plain because
-/// they rewrite the source (labels).
+/// What [`file_wide`] works on: the ptxas step `steps.commands[at]`
+/// (`line`), its PTX as nvcc made it (`kept`), the decisions on it that are
+/// PTX edits or a file-wide cap (`decided`).
+struct FileWide<'a> {
+    steps: &'a Steps,
+    at: usize,
+    line: &'a build::PtxasLine,
+    kept: &'a Kept,
+    arch: &'a Arch,
+    decided: &'a [(String, Transforms)],
+    dir: &'a Path,
+}
+
+/// The ptxas step that builds `w.line`'s PTX with the decided file-wide
+/// `-maxrregcount=R`: nvcc's cicc step again with `-maxreg R` (its PTX in
+/// `w.dir`), the other kernels' entries edited on it, read by ptxas with
+/// `-maxrregcount=R`. Err: why it is not applied (the kernels ask for
+/// different caps, or another kernel's code changes under it).
+fn file_wide(w: FileWide<'_>) -> Result<String, String> {
+    let short = |s: &str| crate::names::short_name(&crate::names::demangle(s)).to_string();
+    let r = build::file_wide(w.decided)?.expect("a file-wide decision");
+    let others: Vec<(String, Transforms)> = w.decided.iter().filter(|(_, t)| t.maxrregcount.is_none()).cloned().collect();
+    // Every kernel of the PTX: those without the cap keep their own code, or it is not applied.
+    let undecided: Vec<String> = build::entry_names(&w.kept.ptx)
+        .into_iter()
+        .filter(|k| !w.decided.iter().any(|(s, t)| s == k && t.maxrregcount == Some(r)))
+        .collect();
+    let Some(cicc) = w.steps.cicc_writing(w.at, &w.line.input) else {
+        return Err(format!("nvcc's steps show no cicc run that writes {}", w.line.input));
+    };
+    let scratch = w.dir.join(format!("maxrregcount-{r}-{}", w.at));
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
+    let ptx_r = scratch.join("file-wide.ptx");
+    let command = cicc_with_maxreg(&w.steps.commands[cicc], r, &w.line.input, &ptx_r, &scratch)
+        .ok_or_else(|| format!("cannot read nvcc's cicc step for {}", w.line.input))?;
+    let out = w.steps.run_script(&[command])?;
+    if !out.status.success() {
+        let said = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("cicc -maxreg {r} failed ({}: {})", out.status, said.lines().next().unwrap_or_default().trim()));
+    }
+    let ptx = std::fs::read_to_string(&ptx_r).map_err(|e| format!("cannot read {}: {e}", ptx_r.display()))?;
+    let wide = w.kept.with_file_wide(ptx, r);
+    let edited = scratch.join(format!("file-wide.{}.ptx", w.arch.processor()));
+    std::fs::write(&edited, wide.edited(&others)?).map_err(|e| format!("cannot write {}: {e}", edited.display()))?;
+    if !undecided.is_empty() {
+        // Proven by the bytes: each such kernel's code with the cap and without it.
+        let (with, without) = (scratch.join("with.cubin"), scratch.join("without.cubin"));
+        let assemble = |k: &Kept, ptx: &Path, out: &Path| k.assemble_as_nvcc(w.arch, ptx, out, None).map_err(|e| e.to_string());
+        assemble(&wide, &edited, &with)?;
+        let plain_ptx = scratch.join("own.ptx");
+        std::fs::write(&plain_ptx, w.kept.edited(&others)?).map_err(|e| format!("cannot write {}: {e}", plain_ptx.display()))?;
+        assemble(w.kept, &plain_ptx, &without)?;
+        let (with, without) = (std::fs::read(&with).unwrap_or_default(), std::fs::read(&without).unwrap_or_default());
+        let changed: Vec<String> = undecided
+            .iter()
+            .filter(|k| cubin::kernel_code(&with, k).is_none_or(|c| Some(c) != cubin::kernel_code(&without, k)))
+            .map(|k| short(k))
+            .collect();
+        if !changed.is_empty() {
+            return Err(format!("-maxrregcount={r} changes the code of {}, which did not choose it", changed.join(", ")));
+        }
+    }
+    let quote = |a: &str| shlex::try_quote(a).map(|q| q.into_owned()).map_err(|e| format!("cannot quote {a}: {e}"));
+    let mut words = vec![quote(&w.line.tool)?];
+    for a in &wide.ptxas_args {
+        words.push(quote(a)?);
+    }
+    words.extend([quote(&edited.display().to_string())?, "-o".to_string(), quote(&w.line.output)?]);
+    Ok(words.join(" "))
+}
+
+/// nvcc's cicc step (`command`, as `--dryrun` printed it) with `-maxreg R`
+/// (what nvcc's `-maxrregcount=R` gives cicc) in place of its own or where
+/// nvcc puts it, writing its PTX to `ptx` instead of `input`, and its other
+/// outputs (host stubs) into `scratch`: nvcc's own files stay untouched.
+/// None: not a cicc step writing `input`.
+fn cicc_with_maxreg(command: &str, r: u32, input: &str, ptx: &Path, scratch: &Path) -> Option<String> {
+    let words = shlex::split(command)?;
+    if !words.first()?.ends_with("cicc") {
+        return None;
+    }
+    let output = words.iter().position(|w| w == "-o")?;
+    if words.get(output + 1)? != input {
+        return None;
+    }
+    let quoted = |p: &str| format!("\"{p}\"");
+    // The value of `option` as printed: quoted, or a bare word.
+    let replace_value = |text: String, option: &str, value: &str, new: &str| {
+        let (q, bare) = (format!("{option} {}", quoted(value)), format!("{option} {value}"));
+        let new = format!("{option} {}", quoted(new));
+        if text.contains(&q) {
+            text.replacen(&q, &new, 1)
+        } else {
+            text.replacen(&bare, &new, 1)
+        }
+    };
+    let mut text = replace_value(command.to_string(), "-o", input, &ptx.display().to_string());
+    for option in ["--gen_c_file_name", "--stub_file_name", "--gen_device_file_name"] {
+        if let Some(value) = words.iter().position(|w| w == option).and_then(|i| words.get(i + 1)) {
+            let name = Path::new(value).file_name()?.to_string_lossy().into_owned();
+            text = replace_value(text, option, value, &scratch.join(name).display().to_string());
+        }
+    }
+    // The module id nvcc's first run wrote is read, not made again.
+    text = text.replace(" --gen_module_id_file ", " ");
+    match words.iter().position(|w| w == "-maxreg").and_then(|i| words.get(i + 1)) {
+        Some(old) => text = text.replacen(&format!("-maxreg {old}"), &format!("-maxreg {r}"), 1),
+        None if text.contains(" -tused") => text = text.replacen(" -tused", &format!(" -maxreg {r} -tused"), 1),
+        None => text = text.replacen(" -o ", &format!(" -maxreg {r} -o "), 1),
+    }
+    Some(text)
+}
+
+/// What one PTX got: the decisions applied, those left plain because
+/// they rewrite the source (labels), and why a file-wide cap was not applied.
 #[derive(Default)]
 struct Applied {
     applied: Vec<String>,
     left_plain: Vec<String>,
+    warning: Option<String>,
 }
 
 /// nvcc's steps as `--dryrun` printed them.
@@ -227,14 +385,27 @@ impl Steps {
     /// Run `commands[range]` in one shell after the assignments, stopping at
     /// the first that fails; their output passes through.
     fn run(&self, range: std::ops::Range<usize>) -> Result<std::process::Output, String> {
+        self.run_script(&self.commands[range])
+    }
+
+    /// Run `commands` as [`Steps::run`] runs nvcc's.
+    fn run_script(&self, commands: &[String]) -> Result<std::process::Output, String> {
         let mut script = vec!["set -e".to_string()];
         // nvcc's values are raw text (`SYSTEM_INCLUDES="-isystem" "dir"`): quoted whole.
         script.extend(self.assignments.iter().map(|a| {
             let (name, value) = a.split_once('=').unwrap_or((a, ""));
             format!("{name}='{}'", value.replace('\'', "'\\''"))
         }));
-        script.extend(self.commands[range].iter().cloned());
+        script.extend(commands.iter().cloned());
         Command::new("sh").arg("-c").arg(script.join("\n")).output().map_err(|e| format!("cannot run sh for nvcc's steps: {e}"))
+    }
+
+    /// The last cicc step before `commands[at]` that writes `ptx`.
+    fn cicc_writing(&self, at: usize, ptx: &str) -> Option<usize> {
+        (0..at).rev().find(|&i| {
+            shlex::split(&self.commands[i])
+                .is_some_and(|w| w.first().is_some_and(|t| t.ends_with("cicc")) && w.windows(2).any(|p| p[0] == "-o" && p[1] == ptx))
+        })
     }
 }
 
@@ -256,6 +427,28 @@ mod tests {
         assert_eq!(steps.commands.len(), 4);
         assert_eq!(steps.ptxas.len(), 1);
         assert_eq!((steps.ptxas[0].0, steps.ptxas[0].1.input.as_str()), (2, "d/k.ptx"));
+    }
+
+    #[test]
+    fn ciccs_step_again_with_maxreg_writes_files_of_its_own() {
+        let cicc = "\"$CICC_PATH/cicc\" --c++17 --orig_src_file_name \"k.cu\" -arch compute_90 -m64 --include_file_name \"k.fatbin.c\" \
+-tused --gen_module_id_file --module_id_file_name \"d/k.module_id\" --gen_c_file_name \"d/k.cudafe1.c\" \
+--stub_file_name \"d/k.cudafe1.stub.c\" --gen_device_file_name \"d/k.cudafe1.gpu\"  \"d/k.cpp1.ii\" -o \"d/k.ptx\"";
+        let (ptx, scratch) = (Path::new("/w/file-wide.ptx"), Path::new("/w"));
+        let out = cicc_with_maxreg(cicc, 64, "d/k.ptx", ptx, scratch).unwrap();
+        assert!(out.starts_with("\"$CICC_PATH/cicc\""), "the shell expands it as nvcc's does: {out}");
+        assert!(out.contains("\"k.fatbin.c\" -maxreg 64 -tused --module_id_file_name \"d/k.module_id\""), "{out}");
+        assert!(out.contains("--gen_c_file_name \"/w/k.cudafe1.c\" --stub_file_name \"/w/k.cudafe1.stub.c\""), "{out}");
+        assert!(out.contains("--gen_device_file_name \"/w/k.cudafe1.gpu\""), "{out}");
+        assert!(out.ends_with("\"d/k.cpp1.ii\" -o \"/w/file-wide.ptx\""), "{out}");
+        // The user's own -maxrregcount (cicc's -maxreg) is replaced.
+        let theirs = cicc.replace(" -tused", " -maxreg 32 -tused");
+        let out = cicc_with_maxreg(&theirs, 48, "d/k.ptx", ptx, scratch).unwrap();
+        assert!(out.contains(" -maxreg 48 -tused") && !out.contains("-maxreg 32"), "{out}");
+        assert_eq!(cicc_with_maxreg(cicc, 64, "d/other.ptx", ptx, scratch), None, "not the step that writes it");
+        assert_eq!(cicc_with_maxreg("ptxas -arch=sm_90 -o \"d/k.ptx\"", 64, "d/k.ptx", ptx, scratch), None);
+        let steps = Steps::read(&format!("#$ PATH=/n/bin\n#$ {cicc}\n#$ ptxas -arch=sm_90 -m64 \"d/k.ptx\" -o \"d/k.sm_90.cubin\"\n"));
+        assert_eq!((steps.cicc_writing(1, "d/k.ptx"), steps.cicc_writing(1, "d/j.ptx")), (Some(0), None));
     }
 
     #[test]

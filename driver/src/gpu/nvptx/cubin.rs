@@ -22,6 +22,8 @@ const EIATTR_MAX_THREADS: u8 = 0x05;
 const EIATTR_KPARAM_INFO: u8 = 0x17;
 const EIATTR_FRAME_SIZE: u8 = 0x11;
 const EIATTR_REGCOUNT: u8 = 0x2f;
+/// The register cap the kernel was built under (`.maxnreg`, `-maxrregcount`).
+const EIATTR_MAXREG_COUNT: u8 = 0x1b;
 /// Record formats: no value, byte, half-word, sized payload.
 const EIFMT_NVAL: u8 = 0x01;
 const EIFMT_SVAL: u8 = 0x04;
@@ -115,6 +117,37 @@ pub fn read(bytes: &[u8]) -> Result<Vec<CubinKernel>, CubinError> {
     Ok(out)
 }
 
+/// A kernel's own code in a cubin, what runs of it: its machine code
+/// (`.text.SYMBOL`), its attributes (`.nv.info.SYMBOL`) but the register
+/// cap it was built under (`EIATTR_MAXREG_COUNT`: `.maxnreg 255` and
+/// `.maxnreg 168` that give the same code differ only there, as do the
+/// kernels of a file built with `-maxrregcount=64` whose code the cap does
+/// not change), its registers and stack frame (the module's `.nv.info`),
+/// and the code of the functions that are no kernel (what it may call);
+/// not the other kernels, nor ptxas's options (`.note.nv.tkinfo`). None:
+/// not a cubin, or it has no such kernel.
+pub fn kernel_code(bytes: &[u8], symbol: &str) -> Option<Vec<u8>> {
+    let kernels = read(bytes).ok()?;
+    let own = kernels.iter().find(|k| k.name == symbol)?;
+    let header = elf::FileHeader64::<LE>::parse(bytes).ok()?;
+    let endian = header.endian().ok()?;
+    let sections = header.sections(endian, bytes).ok()?;
+    let mut out = format!("{} registers, {} bytes of frame\n", own.registers, own.stack_frame_bytes).into_bytes();
+    for section in sections.iter() {
+        let name = String::from_utf8_lossy(sections.section_name(endian, section).ok()?).into_owned();
+        let data = section.data(endian, bytes).ok()?;
+        if name.strip_prefix(".nv.info.") == Some(symbol) {
+            let kept = without_attribute(data, EIATTR_MAXREG_COUNT);
+            out.extend(format!("{name} {}\n", kept.len()).bytes());
+            out.extend(kept);
+        } else if name.strip_prefix(".text.").is_some_and(|f| f == symbol || !kernels.iter().any(|k| k.name == f)) {
+            out.extend(format!("{name} {}\n", data.len()).bytes());
+            out.extend_from_slice(data);
+        }
+    }
+    Some(out)
+}
+
 /// (offset, size) of each parameter, by ordinal, from a kernel's
 /// `EIATTR_KPARAM_INFO` records: [index, ordinal | offset << 16, flags].
 fn kernel_params(records: &[Record<'_>]) -> Vec<(u64, u64)> {
@@ -141,6 +174,26 @@ impl Record<'_> {
         let b = self.payload.get(4 * i..4 * i + 4)?;
         Some(u32::from_le_bytes(b.try_into().ok()?))
     }
+}
+
+/// The records of an `.nv.info` section as they are, less those of `attr`.
+fn without_attribute(data: &[u8], attr: u8) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len());
+    let mut p = 0;
+    while p + 2 <= data.len() {
+        let len = match data[p] {
+            EIFMT_NVAL => 2,
+            EIFMT_SVAL => 4 + data.get(p + 2..p + 4).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]) as usize),
+            _ => 4,
+        };
+        let record = &data[p..(p + len).min(data.len())];
+        if data[p + 1] != attr {
+            out.extend_from_slice(record);
+        }
+        p += len;
+    }
+    out.extend_from_slice(&data[p.min(data.len())..]);
+    out
 }
 
 fn records(data: &[u8]) -> Vec<Record<'_>> {
@@ -197,6 +250,18 @@ mod tests {
             d.extend(flags.to_le_bytes());
         }
         assert_eq!(kernel_params(&records(&d)), [(0, 8), (8, 8), (16, 4), (20, 4), (24, 8)]);
+    }
+
+    #[test]
+    fn the_register_cap_a_kernel_was_built_under_is_not_its_code() {
+        // MAXREG_COUNT 255 (an HVAL), a NVAL flag, REGCOUNT [3, 40].
+        let mut d = vec![0x03, EIATTR_MAXREG_COUNT, 0xff, 0x00, 0x01, 0x20];
+        d.extend([0x04, EIATTR_REGCOUNT, 8, 0, 3, 0, 0, 0, 40, 0, 0, 0]);
+        let mut capped = d.clone();
+        capped[2] = 0x40;
+        assert_eq!(without_attribute(&d, EIATTR_MAXREG_COUNT), without_attribute(&capped, EIATTR_MAXREG_COUNT));
+        assert_eq!(without_attribute(&d, EIATTR_MAXREG_COUNT), d[4..]);
+        assert_eq!(without_attribute(&d, 0x55), d, "nothing else goes");
     }
 
     #[test]

@@ -26,6 +26,14 @@
 //! caps, noalias) are not built this way (nvcc's frontend is not LLVM): the
 //! session builds the source as `regtune fix` rewrites it with nvcc, and
 //! edits that build's entries ([`split`]).
+//!
+//! nvcc's own `-maxrregcount=R` is another build: nvcc hands it to cicc
+//! (`-maxreg R`, which changes the PTX) and to ptxas (`-maxrregcount=R`),
+//! for every kernel of the file. Its code is not the `.maxnreg R` entry's
+//! (cuda-samples' `generatePaths<double>` on sm_90: 44 registers against 46
+//! at R = 64). Such a candidate ([`Transforms::maxrregcount`]) is nvcc's
+//! PTX of the file with `-maxrregcount=R` ([`keep_ptx`], once per R) and
+//! the ptxas line with it ([`with_maxrregcount`]).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -324,6 +332,12 @@ impl Kept {
         Ok(())
     }
 
+    /// The same build with `-maxrregcount=R` on its ptxas line, its PTX
+    /// `ptx` (nvcc's PTX of the file with that flag, cicc's `-maxreg R`).
+    pub(crate) fn with_file_wide(&self, ptx: String, r: u32) -> Kept {
+        Kept { ptx, ptxas_args: with_maxrregcount(&self.ptxas_args, r), cubin: PathBuf::new(), report: String::new(), ..self.clone() }
+    }
+
     /// The PTX with each kernel's entry edited for its transforms.
     pub(crate) fn edited(&self, variant: &[(String, Transforms)]) -> Result<String, String> {
         let mut ptx = self.ptx.clone();
@@ -358,6 +372,8 @@ fn canonical_file_line(line: &str) -> String {
 
 /// A variant's transforms as (what the kernel's PTX entry carries, what
 /// rewrites the source).
+/// The file-wide `-maxrregcount` ([`Transforms::maxrregcount`]) is
+/// neither: it is the whole file's build ([`file_wide`]).
 pub(crate) fn split(t: &Transforms) -> (Transforms, Transforms) {
     let entry = Transforms {
         waves_per_eu: t.waves_per_eu,
@@ -365,8 +381,86 @@ pub(crate) fn split(t: &Transforms) -> (Transforms, Transforms) {
         spill_to_shared: t.spill_to_shared,
         ..Default::default()
     };
-    let rewrites = Transforms { waves_per_eu: None, launch_bounds: None, spill_to_shared: false, ..t.clone() };
+    let rewrites = Transforms { waves_per_eu: None, launch_bounds: None, spill_to_shared: false, maxrregcount: None, ..t.clone() };
     (entry, rewrites)
+}
+
+/// The one `-maxrregcount=R` a variant's kernels build the file with
+/// (None: nvcc's own flags); an error names the kernels that ask for
+/// different ones (one build of the file cannot give both).
+pub(crate) fn file_wide(variant: &[(String, Transforms)]) -> Result<Option<u32>, String> {
+    let mut asked = variant.iter().filter_map(|(symbol, t)| Some((symbol, t.maxrregcount?)));
+    let Some((first, r)) = asked.next() else { return Ok(None) };
+    match asked.find(|(_, other)| *other != r) {
+        None => Ok(Some(r)),
+        Some((symbol, other)) => Err(format!(
+            "{} asks for -maxrregcount={r} and {} for -maxrregcount={other}: one build of the file takes one",
+            crate::names::short_name(&crate::names::demangle(first)),
+            crate::names::short_name(&crate::names::demangle(symbol))
+        )),
+    }
+}
+
+/// The file-wide candidate at the register cap of `warps` warps per SM:
+/// nvcc's `-maxrregcount` at the `.maxnreg` candidate's registers.
+pub(crate) fn file_wide_cap(warps: u32) -> Transforms {
+    Transforms { maxrregcount: Some(nvidia::register_cap_for_warps(warps)), ..Default::default() }
+}
+
+/// Whether `a` is nvcc's `-maxrregcount` flag, alone (`-maxrregcount`,
+/// `--maxrregcount`, its value next) or joined (`-maxrregcount=N`).
+fn is_maxrregcount(a: &str) -> Option<bool> {
+    let name = a.split('=').next().unwrap_or(a);
+    (name == "-maxrregcount" || name == "--maxrregcount").then_some(a.contains('='))
+}
+
+/// The user's nvcc flags with `-maxrregcount=R` in place of any of theirs.
+pub(crate) fn user_args_with_maxrregcount(user_args: &[String], r: u32) -> Vec<String> {
+    let mut out = Vec::with_capacity(user_args.len() + 1);
+    let mut args = user_args.iter();
+    while let Some(a) = args.next() {
+        match is_maxrregcount(a) {
+            Some(true) => {}
+            Some(false) => {
+                args.next();
+            }
+            None => out.push(a.clone()),
+        }
+    }
+    out.push(format!("-maxrregcount={r}"));
+    out
+}
+
+/// A ptxas line's arguments with `-maxrregcount=R`: in place of the one
+/// there, else where nvcc puts it (after `-m64`, or after the arch).
+pub(crate) fn with_maxrregcount(ptxas_args: &[String], r: u32) -> Vec<String> {
+    let flag = format!("-maxrregcount={r}");
+    let mut out: Vec<String> = Vec::with_capacity(ptxas_args.len() + 1);
+    let mut args = ptxas_args.iter().peekable();
+    let mut placed = false;
+    while let Some(a) = args.next() {
+        match is_maxrregcount(a) {
+            Some(joined) => {
+                if !joined {
+                    args.next();
+                }
+                if !placed {
+                    out.push(flag.clone());
+                    placed = true;
+                }
+            }
+            None => out.push(a.clone()),
+        }
+    }
+    if !placed {
+        let at = out
+            .iter()
+            .position(|a| a == "-m64")
+            .or_else(|| out.iter().position(|a| a.starts_with("-arch=") || a.starts_with("--gpu-name=")))
+            .map_or(0, |i| i + 1);
+        out.insert(at, flag);
+    }
+    out
 }
 
 /// What a kernel's entry is given.
@@ -381,6 +475,9 @@ impl Entry {
     /// The entry edits of a set of transforms; an error names what nvcc's
     /// PTX cannot carry.
     pub(crate) fn of(t: &Transforms) -> Result<Entry, String> {
+        if let Some(r) = t.maxrregcount {
+            return Err(format!("-maxrregcount={r} is nvcc's flag for the whole file, which no PTX entry carries"));
+        }
         let (_, rewrites) = split(t);
         if !rewrites.is_empty() {
             return Err(format!(
@@ -428,8 +525,19 @@ pub(crate) fn edit_entry(ptx: &str, symbol: &str, entry: &Entry) -> Result<Strin
     Ok(out.join("\n") + "\n")
 }
 
+/// The kernels (`.entry`) a PTX defines, in its order.
+pub(crate) fn entry_names(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .filter_map(|l| {
+            let rest = l.split_once(".entry ")?.1;
+            let name: String = rest.chars().take_while(|c| !c.is_whitespace() && *c != '(').collect();
+            (!name.is_empty() && !l.trim_start().starts_with("//")).then_some(name)
+        })
+        .collect()
+}
+
 /// One `#$ ptxas ...` step nvcc printed.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PtxasLine {
     pub tool: String,
     /// "sm_90".
@@ -520,6 +628,39 @@ mod tests {
     }
 
     #[test]
+    fn the_file_wide_cap_is_the_files_build_not_an_entry_edit() {
+        let wide = Transforms { maxrregcount: Some(64), ..Default::default() };
+        let (entry, rewrites) = split(&wide);
+        assert!(entry.is_empty() && rewrites.is_empty(), "{entry:?} {rewrites:?}");
+        assert!(Entry::of(&wide).unwrap_err().contains("-maxrregcount=64 is nvcc's flag for the whole file"));
+        assert_eq!(file_wide_cap(32), wide, "the .maxnreg step's registers");
+        let k = |s: &str, r: Option<u32>| (s.to_string(), Transforms { maxrregcount: r, waves_per_eu: Some(8), ..Default::default() });
+        assert_eq!(file_wide(&[k("_Z1av", None)]), Ok(None));
+        assert_eq!(file_wide(&[k("_Z1av", Some(64)), k("_Z1bv", None), k("_Z1cv", Some(64))]), Ok(Some(64)));
+        let e = file_wide(&[k("_Z1av", Some(64)), k("_Z1bv", Some(48))]).unwrap_err();
+        assert_eq!(e, "a asks for -maxrregcount=64 and b for -maxrregcount=48: one build of the file takes one");
+    }
+
+    #[test]
+    fn maxrregcount_goes_where_nvcc_puts_it_or_replaces_the_users() {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            with_maxrregcount(&v(&["-arch=sm_90", "-m64", "--generate-line-info"]), 64),
+            ["-arch=sm_90", "-m64", "-maxrregcount=64", "--generate-line-info"]
+        );
+        assert_eq!(
+            with_maxrregcount(&v(&["-arch=sm_90", "-m64", "-maxrregcount=32", "-O3"]), 48),
+            ["-arch=sm_90", "-m64", "-maxrregcount=48", "-O3"]
+        );
+        assert_eq!(with_maxrregcount(&v(&["-arch", "sm_90", "--maxrregcount", "32"]), 48), ["-arch", "sm_90", "-maxrregcount=48"]);
+        assert_eq!(with_maxrregcount(&v(&["-arch=sm_90"]), 40), ["-arch=sm_90", "-maxrregcount=40"]);
+        assert_eq!(
+            user_args_with_maxrregcount(&v(&["-O3", "-maxrregcount", "32", "--maxrregcount=40", "-Iinc"]), 64),
+            ["-O3", "-Iinc", "-maxrregcount=64"]
+        );
+    }
+
+    #[test]
     fn rewrites_of_the_source_are_named_not_built() {
         let e = Entry::of(&Transforms { sink: true, waves_per_eu: Some(32), ..Default::default() }).unwrap_err();
         assert!(e.starts_with("sink rewrite the source"), "{e}");
@@ -560,6 +701,12 @@ mod tests {
         assert!(unsupported(&args).is_none());
         assert!(unsupported(&["-rdc".to_string(), "true".to_string()]).is_some());
         assert!(unsupported(&["-rdc".to_string(), "false".to_string()]).is_none());
+    }
+
+    #[test]
+    fn a_ptxs_kernels_are_its_entries() {
+        assert_eq!(entry_names(PTX), ["_Z1kPf", "_Z1jv"]);
+        assert!(entry_names("\t// .globl\t_Z1kPf\n.func f()\n").is_empty());
     }
 
     #[test]
