@@ -13,19 +13,23 @@ import statistics
 import sys
 
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
-TIMING = re.compile(r"time|ms\b|_ms|sec|tflops|gflops|sims/s|lookups/s", re.I)
+TIMING = re.compile(r"time|ms\b|_ms|sec|\d s\b|tflops|gflops|sims/s|lookups/s", re.I)
 RATE = re.compile(r"flops|/s\b|sims/s|lookups/s|performance", re.I)
 
 
 def timers(path):
-    """(line shape, first number) for each line that reports a time or rate."""
+    """(line shape, first number) for each line that reports a time or rate;
+    a shape printed again (one per kernel variant, as miniBUDE's min_ms per
+    ppwi) is numbered: "shape [2]"."""
     out = {}
     for line in open(path, errors="replace"):
         if not TIMING.search(line) or "epoch" in line:
             continue
         nums = NUMBER.findall(line)
         if nums:
-            out[NUMBER.sub("#", line.strip())] = float(nums[0])
+            shape = NUMBER.sub("#", line.strip())
+            seen = sum(1 for k in out if k == shape or k.startswith(shape + " ["))
+            out[shape if not seen else f"{shape} [{seen + 1}]"] = float(nums[0])
     return out
 
 

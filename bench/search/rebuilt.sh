@@ -13,10 +13,11 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 ROOT=$PWD
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-for t in bench/calibrate/build/corpus/*.tar.xz; do
+# The plain programs travel packed (clang's corpus, nvcc's corpus-nvcc).
+for t in bench/calibrate/build/corpus*/*.tar.xz; do
   [ -e "$t" ] || continue
   d=${t%.tar.xz}
-  [ -d "$d" ] || tar -xJf "$t" -C bench/calibrate/build/corpus
+  [ -d "$d" ] || tar -xJf "$t" -C "$(dirname "$t")"
 done
 for prog in $(python3 -c "import json; print(' '.join(json.load(open('$B/plan.json'))))"); do
   eval "$(python3 - "$prog" <<'PY'
