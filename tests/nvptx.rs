@@ -705,7 +705,7 @@ fn nvcc_candidates_are_the_cubins_nvcc_builds() {
         let (_, _, kept) = kept.iter().find(|(_, t, _)| *t == transforms).unwrap();
         let flag = format!("-maxrregcount={r}");
         let sweep = nvcc_cubin(&file, &[&flags[..], &[flag.as_str()]].concat());
-        assert!(std::fs::read(&kept).unwrap() == sweep, "the candidate is nvcc {flag}'s cubin");
+        assert!(std::fs::read(kept).unwrap() == sweep, "the candidate is nvcc {flag}'s cubin");
         assert!(c["usage"]["vgpr"].as_u64().unwrap() <= *r, "{c}");
     }
     // The cap of 32 warps, spelled in the source as `regtune fix` spells it.
