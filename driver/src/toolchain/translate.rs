@@ -59,10 +59,27 @@ pub fn clang_args(nvcc_args: &[String]) -> Vec<String> {
         let Some(value) = value.or_else(|| args.next().cloned()) else { continue };
         match clang.strip_suffix('=') {
             Some(_) => out.push(format!("{clang}{value}")),
-            None => out.extend([clang.to_string(), value]),
+            None => out.extend(nvcc_list(&value).into_iter().flat_map(|v| [clang.to_string(), v])),
         }
     }
     out
+}
+
+/// The items of one of nvcc's list values: `-DA,B` defines A and B, and
+/// `\,` is a comma of the item's own (`-DPPWI=1\,2` defines PPWI as
+/// `1,2`).
+fn nvcc_list(value: &str) -> Vec<String> {
+    let mut items = vec![String::new()];
+    let mut chars = value.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&',') => items.last_mut().expect("one item").push(chars.next().expect("peeked")),
+            ',' => items.push(String::new()),
+            c => items.last_mut().expect("one item").push(c),
+        }
+    }
+    items.retain(|i| !i.is_empty());
+    items
 }
 
 /// The clang flags of a device build that makes of the source what the
@@ -148,7 +165,8 @@ pub fn nvcc_args(clang_args: &[String], source: &std::path::Path) -> Vec<String>
         if let Some((_, nvcc)) = WITH_VALUE.iter().find(|(f, _)| a == f) {
             let value = args.next();
             if let (Some(flag), Some(value)) = (nvcc, value) {
-                out.extend([flag.to_string(), value.clone()]);
+                let value = if *flag == "-Xptxas" { value.clone() } else { nvcc_item(value) };
+                out.extend([flag.to_string(), value]);
             }
             continue;
         }
@@ -157,7 +175,7 @@ pub fn nvcc_args(clang_args: &[String], source: &std::path::Path) -> Vec<String>
         let joined = joined.or_else(|| a.strip_prefix("--include-directory=").map(|v| ("-I", v)));
         let joined = joined.or_else(|| a.strip_prefix("-isystem").filter(|v| !v.is_empty()).map(|v| ("-isystem", v)));
         if let Some((flag, value)) = joined {
-            out.extend([flag.to_string(), value.to_string()]);
+            out.extend([flag.to_string(), nvcc_item(value)]);
             continue;
         }
         match a.as_str() {
@@ -170,6 +188,11 @@ pub fn nvcc_args(clang_args: &[String], source: &std::path::Path) -> Vec<String>
         }
     }
     out
+}
+
+/// One item of an nvcc list value: its commas escaped ([`nvcc_list`]).
+fn nvcc_item(value: &str) -> String {
+    value.replace(',', "\\,")
 }
 
 #[cfg(test)]
@@ -237,6 +260,15 @@ mod tests {
         );
         // A .cu file is CUDA to nvcc by its name.
         assert_eq!(nvcc_args(&strings(&["-O2", "-Os"]), Path::new("dir/k.cu")), ["-O2"]);
+    }
+
+    #[test]
+    fn nvccs_lists_are_split_at_commas_but_not_escaped_ones() {
+        let clang = clang_args(&strings(&["-DA,B", "-DPPWI=1\\,2\\,4", "-I", "x,y", "-std=c++17"]));
+        assert_eq!(clang, strings(&["-D", "A", "-D", "B", "-D", "PPWI=1,2,4", "-I", "x", "-I", "y", "-std=c++17"]));
+        let nvcc = nvcc_args(&strings(&["-DPPWI=1,2", "-D", "T=a,b"]), Path::new("k.cu"));
+        assert_eq!(nvcc, strings(&["-D", "PPWI=1\\,2", "-D", "T=a\\,b"]));
+        assert_eq!(clang_args(&nvcc), strings(&["-D", "PPWI=1,2", "-D", "T=a,b"]));
     }
 
     #[test]
