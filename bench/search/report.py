@@ -36,7 +36,8 @@ import paired
 # name one of them when it is alone.
 def class_of(labels, spills, plain_spills, local, plain_local):
     """The class a candidate's transforms make alone; None for combinations."""
-    steps = [l for l in labels if l.startswith("warps-per-sm=") or l.startswith("waves-per-eu=")]
+    # nvcc's file-wide -maxrregcount=R is a register cap as well.
+    steps = [l for l in labels if l.startswith(("warps-per-sm=", "waves-per-eu=", "maxrregcount="))]
     rest = [l for l in labels if l not in steps and not l.startswith("launch-bounds=")]
     if rest == ["spill-to-shared"] and steps:
         return "spill-to-shared"
@@ -153,6 +154,8 @@ def c_labels(t):
         out.append("spill-to-shared")
     if t.get("lds_spill"):
         out.append(f"lds-spill={t['lds_spill']}")
+    if t.get("maxrregcount"):
+        out.append(f"maxrregcount={t['maxrregcount']}")
     return out
 
 
