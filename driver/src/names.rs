@@ -15,9 +15,33 @@ pub(crate) fn demangle(symbol: &str) -> String {
         .unwrap_or_else(|| symbol.to_string())
 }
 
-/// The name without its parameter list, as a table shows it.
+/// The name without its parameter list, as a table shows it: the text
+/// before the first `(` outside a template argument list
+/// (`void k<(unsigned long)2>(int)` is `void k<(unsigned long)2>`).
 pub fn short_name(demangled: &str) -> &str {
-    demangled.split('(').next().unwrap_or(demangled).trim()
+    let mut depth = 0usize;
+    for (i, c) in demangled.char_indices() {
+        match c {
+            // `operator<`, `operator<<` open no argument list.
+            '<' if demangled[..i].ends_with("operator") || demangled[..i].ends_with("operator<") => {}
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            '(' if depth == 0 => return demangled[..i].trim(),
+            _ => {}
+        }
+    }
+    demangled.trim()
+}
+
+/// Two mangled symbols name one function: the same symbol, or the same
+/// demangled name (a `static` function's symbol as nvcc writes it, without
+/// clang's internal-linkage `L`: `_Z1kv` and `_ZL1kv`).
+pub(crate) fn same_function(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    let (da, db) = (demangle(a), demangle(b));
+    da != a && db != b && da == db
 }
 
 /// The name alone, no namespace, template arguments or return type:
@@ -57,6 +81,20 @@ mod tests {
     fn symbols_demangle() {
         assert_eq!(demangle("_Z4axpyfPKfPfi"), "axpy(float, float const*, float*, int)");
         assert_eq!(demangle("plain_c_kernel"), "plain_c_kernel");
+    }
+
+    #[test]
+    fn a_static_functions_symbols_from_nvcc_and_clang_name_one_function() {
+        let nvcc = "_Z11fasten_mainILm2EEviiPK4AtomS2_PKfS4_S4_S4_S4_S4_PfPK8FFParamsi";
+        let clang = "_ZL11fasten_mainILm2EEviiPK4AtomS2_PKfS4_S4_S4_S4_S4_PfPK8FFParamsi";
+        assert!(same_function(nvcc, clang));
+        assert!(same_function("_ZN2ns1kEv", "_ZN2nsL1kEv"));
+        assert!(!same_function(nvcc, "_ZL11fasten_mainILm4EEviiPK4AtomS2_PKfS4_S4_S4_S4_S4_PfPK8FFParamsi"));
+        assert!(!same_function("k", "j"));
+        assert_eq!(short_name(&demangle(nvcc)), "void fasten_main<(unsigned long)2>");
+        assert_eq!(short_name("k(int)"), "k");
+        assert_eq!(short_name("void k<float>(float*)"), "void k<float>");
+        assert_eq!(short_name("bool operator<(A const&, A const&)"), "bool operator<");
     }
 
     #[test]

@@ -79,12 +79,20 @@ pub(crate) struct Node {
     pub mangled_name: Option<String>,
     /// `type.qualType`.
     pub ty: Option<String>,
+    /// `type.desugaredQualType`, where clang gives one (`unsigned long` for `size_t`).
+    pub desugared: Option<String>,
     pub value: Option<String>,
     pub opcode: Option<String>,
     pub cast_kind: Option<String>,
     pub storage_class: Option<String>,
     pub referenced: Option<Ref>,
     pub is_implicit: bool,
+    /// A template parameter's `typename` or `class`.
+    pub tag_used: Option<String>,
+    /// A template parameter pack (`typename... Ts`).
+    pub is_parameter_pack: bool,
+    /// A template argument that is a pack's arguments (its `inner`).
+    pub is_pack: bool,
     pub inner: Vec<Node>,
 }
 
@@ -228,7 +236,10 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
                 "castKind" => n.cast_kind = Some(map.next_value()?),
                 "storageClass" => n.storage_class = Some(map.next_value()?),
                 "isImplicit" => n.is_implicit = map.next_value()?,
-                "type" => n.ty = map.next_value::<TypeField>()?.0,
+                "type" => (n.ty, n.desugared) = map.next_value::<TypeField>()?.0,
+                "tagUsed" => n.tag_used = Some(map.next_value()?),
+                "isParameterPack" => n.is_parameter_pack = map.next_value()?,
+                "isPack" => n.is_pack = map.next_value()?,
                 "referencedDecl" => n.referenced = Some(map.next_value::<RefField>()?.0),
                 "loc" => n.loc = map.next_value_seed(LocSeed { state: self.state })?,
                 "range" => {
@@ -270,13 +281,14 @@ impl<'de> Visitor<'de> for InnerSeed<'_> {
     }
 }
 
-/// `{"qualType": ...}`.
-struct TypeField(Option<String>);
+/// `{"qualType": ..., "desugaredQualType": ...}`.
+struct TypeField((Option<String>, Option<String>));
 
 impl<'de> serde::Deserialize<'de> for TypeField {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = serde_json::Value::deserialize(d)?;
-        Ok(TypeField(v.get("qualType").and_then(|t| t.as_str()).map(str::to_string)))
+        let field = |k: &str| v.get(k).and_then(|t| t.as_str()).map(str::to_string);
+        Ok(TypeField((field("qualType"), field("desugaredQualType"))))
     }
 }
 

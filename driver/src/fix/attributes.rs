@@ -60,7 +60,17 @@ fn attributes_edit(kernel: &Kernel<'_>, decisions: &[&Decision], compiler: Sourc
         return None;
     }
     let macros: Vec<&str> = decisions.iter().filter_map(|d| crate::gpu::of(&d.arch).source_macro(compiler)).map(|(name, _)| name).collect();
-    if let Some(existing) = existing_attribute(kernel.decl, &per_arch, &macros).or_else(|| spelled_cap(kernel, &per_arch, &macros)) {
+    place(kernel, &per_arch, &macros, notes)
+}
+
+/// The attributes each target asks for (`per_arch`, those that may use
+/// the guarded `macros`) written on the kernel: on a line of their own
+/// above its declaration (else just before its name), one `#if` branch per
+/// target where they differ, on a redeclaration where a macro defines it.
+/// None where the kernel has such attributes already, or they cannot be
+/// placed (noted).
+pub(crate) fn place(kernel: &Kernel<'_>, per_arch: &[(&Arch, String)], macros: &[&str], notes: &mut Notes) -> Option<Edit> {
+    if let Some(existing) = existing_attribute(kernel.decl, per_arch, macros).or_else(|| spelled_cap(kernel, per_arch, macros)) {
         notes.kernel(kernel, format!("already has {existing}; change it by hand to {}", per_arch[0].1));
         return None;
     }

@@ -19,7 +19,11 @@
 //! Built with nvcc (`fix --compiler nvcc`, nvcc.rs): the decisions of nvcc's
 //! build, its register caps as a guarded `__maxnreg__`, verified by nvcc's
 //! own build, each kernel's cubin against the candidate tune measured.
-//! tune's nvcc builds of rewrites are this very spelling (spell.rs).
+//! A kernel template whose instantiations decided different caps (or some
+//! none) takes each one's cap from a trait the patch defines, its
+//! undecided instantiations held to plain's registers, spills and
+//! occupancy (instances.rs). tune's nvcc builds of rewrites are this very
+//! spelling (spell.rs).
 
 pub(crate) mod ast;
 pub(crate) mod attributes;
@@ -27,6 +31,7 @@ pub(crate) mod copy;
 pub(crate) mod debug_ir;
 pub(crate) mod edit;
 pub(crate) mod files;
+pub(crate) mod instances;
 pub(crate) mod locate;
 pub(crate) mod nvcc;
 pub(crate) mod overlay;
@@ -108,6 +113,8 @@ pub struct KernelResult {
     /// Verified by nvcc's build: how its cubin compares with the candidate
     /// tune measured.
     pub(crate) nvcc: Option<nvcc::Sameness>,
+    /// Its cap is its template's per instantiation: the trait's name.
+    pub(crate) through: Option<String>,
 }
 
 /// One unit's lines in the patch's preamble.
@@ -210,6 +217,9 @@ impl KernelResult {
         let mut what = self.applied.join(" + ");
         if let Some(other) = &self.instead {
             what = format!("{other} (its definition's choice, in place of its own {what})");
+        }
+        if let Some(t) = &self.through {
+            what = format!("{what} (its template's cap per instantiation, {t})");
         }
         if !self.elsewhere.is_empty() {
             what = format!("{what}, in {}", self.elsewhere.join(", "));
@@ -315,11 +325,29 @@ impl Source<'_> {
 
     /// A function's definition (the declaration with a body, by symbol),
     /// with its parent.
+    ///
+    /// clang's symbol is the db's, or (nvcc's builds) names the same
+    /// function: nvcc writes a `static` kernel's symbol without the
+    /// internal-linkage `L` clang writes (`_Z11fasten_mainILm2EEv...` for
+    /// clang's `_ZL11fasten_mainILm2EEv...`), so a template's instantiation
+    /// is also found by its demangled name.
     pub(crate) fn definition(&self, symbol: &str) -> Option<(&Node, Option<&Node>)> {
         let all = self.nodes_with_parents();
-        let named = |n: &Node| FUNCTIONS.contains(&n.kind.as_str()) && n.mangled_name.as_deref() == Some(symbol);
-        let found = all.iter().find(|(n, _)| named(n) && n.inner.iter().any(|c| c.kind == "CompoundStmt"));
-        found.or_else(|| all.iter().find(|(n, _)| named(n))).copied()
+        let function = |n: &Node| FUNCTIONS.contains(&n.kind.as_str());
+        let has_body = |n: &Node| n.inner.iter().any(|c| c.kind == "CompoundStmt");
+        let exact = |n: &Node| function(n) && n.mangled_name.as_deref() == Some(symbol);
+        let found = all.iter().find(|(n, _)| exact(n) && has_body(n)).or_else(|| all.iter().find(|(n, _)| exact(n)));
+        if found.is_some() {
+            return found.copied();
+        }
+        let name = names::unqualified(symbol);
+        let same = |n: &Node| {
+            function(n)
+                && n.name.as_deref() == Some(name.as_str())
+                && n.mangled_name.as_deref().is_some_and(|m| names::same_function(m, symbol))
+        };
+        let found = all.iter().find(|(n, _)| same(n) && has_body(n));
+        found.or_else(|| all.iter().find(|(n, _)| same(n))).copied()
     }
 
     /// A function's definition with every node below it and its parent.
@@ -426,6 +454,14 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
         }
     }
     let mut groups = shared::groups(&units, build.archs, &|s| dropped.contains_key(s));
+    // nvcc: kernel templates with a register cap per instantiation, and why one was left out.
+    let mut capped: Vec<instances::Capped> = Vec::new();
+    for c in units.iter().flat_map(|u| u.capped.iter()) {
+        if !capped.iter().any(|x| x.same(c)) {
+            capped.push(c.clone());
+        }
+    }
+    let mut capped_out: BTreeMap<String, String> = BTreeMap::new();
     let mut found = verify::Found::default();
     let mut rounds = 0;
     let decided: usize = units.iter().map(|u| u.active().count()).sum();
@@ -451,8 +487,11 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
         let changed: BTreeSet<Arc<str>> = changes.iter().map(|(p, _)| p.clone()).collect();
         // Each decision held to its promise; one left out, or taking another's
         // (a shared definition), to nothing worse than it was or was promised.
+        let in_patch = |c: &instances::Capped| c.capped.iter().any(|k| edits.iter().any(|e| e.kernels.contains(k)));
         let promise = |d: &Decision| {
-            if dropped.contains_key(&d.symbol) {
+            if capped.iter().any(|c| c.is_plain(&d.symbol, &d.arch) && in_patch(c)) {
+                Promise::Plain(d.before)
+            } else if dropped.contains_key(&d.symbol) {
                 Promise::NoWorseThan(d.before)
             } else if groups.iter().any(|g| g.donor_for(&d.symbol).is_some()) {
                 Promise::NoWorseThan(d.promised)
@@ -475,7 +514,48 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
         let (dropped_before, choices_before) =
             (dropped.len(), groups.iter().map(|g| g.chosen().map(<[String]>::to_vec)).collect::<Vec<_>>());
         let mut rejected: BTreeSet<usize> = BTreeSet::new();
+        let mut switched: Vec<instances::Capped> = Vec::new();
         for (symbol, why) in &found.wrong {
+            // A template's caps per instantiation: one without a decision that
+            // the default cap changes takes its plain register count instead;
+            // else all of them go, for any instantiation's miss.
+            if let Some(i) = capped.iter().position(|c| c.has(symbol) && in_patch(c)) {
+                let c = &capped[i];
+                if switched.iter().any(|s| s.same(c)) {
+                    continue;
+                }
+                let name = names::short_name(&names::demangle(symbol)).to_string();
+                let undecided = c.plain.iter().any(|(s, _)| s == symbol);
+                let rest = why.strip_prefix("the plain build of the patched files on ").unwrap_or(why);
+                if let Some(next) = undecided
+                    .then(|| c.at_plain_counts(&format!("with the default cap {}, {name} on {rest}", instances::DEFAULT)))
+                    .flatten()
+                {
+                    let (old, new) = (c.edits(), next.edits());
+                    for u in units.iter_mut() {
+                        if let Some(k) = u.capped.iter().position(|x| x.same(&next)) {
+                            u.edits.retain(|e| !old.contains(e));
+                            u.edits.extend(new.iter().cloned());
+                            u.capped[k] = next.clone();
+                        }
+                    }
+                    switched.push(next.clone());
+                    capped[i] = next;
+                    continue;
+                }
+                let undecided = match (&c.at_plain_count, undecided) {
+                    (_, false) => String::new(),
+                    (None, true) => format!(" (no decision: the default cap, {})", instances::DEFAULT),
+                    (Some(before), true) => format!(" (no decision: its plain register count as its cap, as {before})"),
+                };
+                let reason = format!("with the register caps per instantiation ({}), {name}{undecided}: {why}", c.trait_name);
+                capped_out.entry(c.trait_name.clone()).or_insert(reason);
+                for k in &c.capped {
+                    let why = format!("its template's register caps per instantiation were left out (see the note on {})", c.trait_name);
+                    dropped.entry(k.clone()).or_insert(why);
+                }
+                continue;
+            }
             if let Some(i) = groups.iter().position(|g| g.has(symbol) && g.chosen().is_some()) {
                 // One try per round: a shared definition's next decision.
                 if rejected.insert(i) && !groups[i].reject(symbol, why) {
@@ -502,7 +582,8 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
             dropped.entry(symbol.clone()).or_insert_with(|| why.clone());
         }
         let choices_after: Vec<_> = groups.iter().map(|g| g.chosen().map(<[String]>::to_vec)).collect();
-        if (dropped.len() == dropped_before && choices_after == choices_before) || rounds > decided + 2 * groups.len() + 1 {
+        let stuck = dropped.len() == dropped_before && choices_after == choices_before && switched.is_empty();
+        if stuck || rounds > decided + 2 * groups.len() + capped.len() + 1 {
             // Nothing left to take out, yet not verified: keep nothing.
             for k in edits.iter().flat_map(|e| e.kernels.iter()) {
                 dropped.entry(k.clone()).or_insert_with(|| "the patched files could not be verified".into());
@@ -536,6 +617,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
             elsewhere.dedup();
             let measured = found.usage.get(&(d.symbol.clone(), d.arch.to_string())).copied();
             let verified = outcome == Outcome::Verified;
+            let through = capped.iter().find(|c| c.capped.contains(&d.symbol)).filter(|_| verified).map(|c| c.trait_name.clone());
             kernels.push(KernelResult {
                 name: names::short_name(&names::demangle(&d.symbol)).to_string(),
                 symbol: d.symbol.clone(),
@@ -546,6 +628,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 outcome,
                 elsewhere: if verified { elsewhere } else { vec![] },
                 nvcc: found.nvcc.get(&(d.symbol.clone(), d.arch.to_string())).filter(|_| verified).cloned(),
+                through,
                 instead: donor.zip(group).map(|(o, g)| {
                     let theirs = units_decisions
                         .iter()
@@ -573,6 +656,16 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
             }
         }
         notes.extend(found.side_effects.iter().filter(|n| n.starts_with(&format!("{}: ", u.path.display()))).cloned());
+        for c in &u.capped {
+            let line = match capped_out.get(&c.trait_name) {
+                Some(why) => format!("{}: note: {why}; the template's edit is left out", u.path.display()),
+                None if !c.capped.iter().any(|k| expressed.contains(k)) => continue,
+                None => format!("{}: note: {}", u.path.display(), instances::verified_plain(c, &found.usage)),
+            };
+            if !notes.contains(&line) {
+                notes.push(line);
+            }
+        }
         for g in &groups {
             if let Some(s) = g.settled().filter(|_| u.active().any(|d| g.has(&d.symbol))) {
                 notes.push(format!("{}: note: {s}", u.path.display()));

@@ -20,7 +20,7 @@ use super::ast::{self, Node};
 use super::debug_ir::{self, Changes};
 use super::edit::Edit;
 use super::files::{Files, Project};
-use super::{attributes, locate, nvcc, pow2, restrict, sink, unroll};
+use super::{attributes, instances, locate, nvcc, pow2, restrict, sink, unroll};
 use super::{Decision, Kernel, Notes, Options, Source};
 
 /// What every unit is built with.
@@ -59,6 +59,9 @@ pub(crate) struct Planned {
     /// Where each decided kernel's body is spelled, and what it shares it
     /// with (a template's instantiations, a macro's expansions).
     pub bodies: BTreeMap<String, ((Arc<str>, usize), &'static str)>,
+    /// nvcc: kernel templates whose instantiations take register caps of
+    /// their own (instances.rs); theirs take no other edit.
+    pub capped: Vec<instances::Capped>,
     pub notes: Notes,
 }
 
@@ -80,6 +83,7 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
         skipped: BTreeMap::new(),
         spans: BTreeMap::new(),
         bodies: BTreeMap::new(),
+        capped: vec![],
         notes: Notes::new(path),
     };
 
@@ -221,8 +225,13 @@ pub(crate) fn plan_edits(
     }
     let source = Source { files, nodes: &nodes };
 
-    // The edits, per kernel and target.
-    let mut edits: Vec<Edit> = Vec::new();
+    // The edits, per kernel and target; nvcc: a kernel template's
+    // instantiations with caps of their own, through a trait.
+    let (mut edits, capped) = match ctx.compiler {
+        SourceCompiler::Nvcc { maxnreg: true } => instances::plan(&source, files, &planned.decisions, &active, ctx.archs, &mut notes),
+        _ => (vec![], vec![]),
+    };
+    let per_instance: BTreeSet<String> = capped.iter().flat_map(|c| c.capped.iter().cloned()).collect();
     let mut skipped: BTreeMap<String, String> = BTreeMap::new();
     for (symbol, ds) in &group_by_symbol(&active) {
         let Some((decl, parent)) = source.definition(symbol) else {
@@ -243,6 +252,10 @@ pub(crate) fn plan_edits(
             Kernel { symbol, name: source.function_name(symbol), decl, file: &file, text, shown: files.shown(&file), files, template };
         if let (Some(b), Some(e)) = (&decl.begin, &decl.end) {
             planned.spans.insert(symbol.clone(), (file.clone(), b.offset, e.token_end()));
+        }
+        if per_instance.contains(symbol) {
+            // Its cap is the trait's; nothing else of it is in the template's text.
+            continue;
         }
         if let Some(at) = kernel.body().and_then(|b| b.begin.as_ref()).map(|b| b.spelled()) {
             let what = if template {
@@ -283,6 +296,7 @@ pub(crate) fn plan_edits(
     }
     planned.edits = edits;
     planned.skipped = skipped;
+    planned.capped = capped;
     planned.notes = notes;
     Ok(planned)
 }

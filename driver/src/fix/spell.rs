@@ -142,6 +142,7 @@ impl Speller {
             skipped: BTreeMap::new(),
             spans: BTreeMap::new(),
             bodies: BTreeMap::new(),
+            capped: vec![],
             notes: Notes::new(&self.source),
         };
         let fixing = Fixing {
@@ -271,6 +272,7 @@ mod tests {
             skipped: BTreeMap::new(),
             spans: BTreeMap::new(),
             bodies: BTreeMap::new(),
+            capped: vec![],
             notes: n,
         }
     }

@@ -45,6 +45,10 @@ pub(crate) enum Promise {
     /// Its decision is not (left out, or another's taken for a shared
     /// definition): nothing worse than this.
     NoWorseThan(Option<Usage>),
+    /// No decision, yet an edit it shares gives it an attribute (a kernel
+    /// template's register cap per instantiation, whose default is no
+    /// absence of a cap): plain's registers, spills and occupancy, exactly.
+    Plain(Option<Usage>),
 }
 
 /// What the rebuild found.
@@ -97,8 +101,11 @@ pub(crate) fn check(
             }
             for d in u.decisions.iter().filter(|d| &d.arch == arch) {
                 let got = measured.iter().find(|m| m.symbol == d.symbol).map(|m| m.usage);
-                let exact = matches!(promise(d), Promise::Exact);
-                let problem = match (d.transforms.is_empty(), promise(d)) {
+                let promised = promise(d);
+                let exact = matches!(promised, Promise::Exact);
+                let at_plain = matches!(promised, Promise::Plain(_));
+                let problem = match (d.transforms.is_empty(), promised) {
+                    (_, Promise::Plain(u)) => not_plain(got, u),
                     (true, _) => worse(got, d.promised),
                     (false, Promise::Exact) => mismatch(got, d.promised),
                     (false, Promise::NoWorseThan(u)) => worse(got, u),
@@ -108,7 +115,7 @@ pub(crate) fn check(
                 }
                 if let Some(why) = problem {
                     found.wrong.entry(d.symbol.clone()).or_insert(format!("the plain build of the patched files on {arch} gives {why}"));
-                } else if let (true, Some(g), Some(p)) = (d.transforms.is_empty(), got, d.promised) {
+                } else if let (true, false, Some(g), Some(p)) = (d.transforms.is_empty(), at_plain, got, d.promised) {
                     if mismatch(Some(g), Some(p)).is_some() {
                         let name = names::short_name(&names::demangle(&d.symbol)).to_string();
                         found.side_effects.push(format!(
@@ -154,6 +161,18 @@ pub(crate) fn worse(got: Option<Usage>, promised: Option<Usage>) -> Option<Strin
     (!diffs.is_empty()).then(|| diffs.join(", "))
 }
 
+/// How `got` differs from plain's registers, spills and occupancy, if it does.
+pub(crate) fn not_plain(got: Option<Usage>, plain: Option<Usage>) -> Option<String> {
+    let plain = plain?;
+    let Some(got) = got else { return Some("no such kernel".into()) };
+    let spills = |u: &Usage| u.vgpr_spills + u.sgpr_spills;
+    let fields =
+        [("registers", got.vgpr, plain.vgpr), ("spills", spills(&got), spills(&plain)), ("occupancy", got.occupancy, plain.occupancy)];
+    let diffs: Vec<String> =
+        fields.iter().filter(|(_, g, p)| g != p).map(|(what, g, p)| format!("{what} {g} where plain has {p}")).collect();
+    (!diffs.is_empty()).then(|| diffs.join(", "))
+}
+
 /// How `got` differs from the promise, if it does (code size aside).
 pub(crate) fn mismatch(got: Option<Usage>, promised: Option<Usage>) -> Option<String> {
     let promised = promised?;
@@ -186,6 +205,16 @@ mod tests {
             Some("VGPRs 50 where the tuner measured 48, occupancy 7 where the tuner measured 8")
         );
         assert_eq!(mismatch(None, Some(promised)).as_deref(), Some("no such kernel"));
+    }
+
+    #[test]
+    fn held_to_plain_means_its_registers_spills_and_occupancy() {
+        let plain = Usage { vgpr: 48, occupancy: 40, code_bytes: 100, ..Default::default() };
+        assert_eq!(not_plain(Some(Usage { code_bytes: 128, scratch_bytes: 8, ..plain }), Some(plain)), None);
+        assert_eq!(
+            not_plain(Some(Usage { vgpr: 40, occupancy: 48, ..plain }), Some(plain)).as_deref(),
+            Some("registers 40 where plain has 48, occupancy 48 where plain has 40")
+        );
     }
 
     #[test]
