@@ -24,6 +24,13 @@
 //! pragma a macro spells) is not built: tune goes on, says why, and keeps
 //! no such candidate.
 //!
+//! And a kernel template whose instantiations decided different caps
+//! (issue 38, item 5): fix writes a trait with a cap per instantiation and
+//! `REGTUNE_MAXNREG(trait<...>::value)` on the template; nvcc's build of the
+//! applied patch gives each decided instantiation its candidate's code and
+//! the undecided one plain's registers (the default 255, or its plain
+//! count where 255 gives others), and clang still builds the file.
+//!
 //! And nvcc's own `-maxrregcount=R` for the whole file (issue 38): the
 //! candidate is the cubin of `nvcc -maxrregcount=R` byte for byte, kept
 //! where the kernel's code is not its `.maxnreg R` cap's; `regtune-nvcc`
@@ -515,4 +522,129 @@ fn the_wrapper_applies_a_file_wide_maxrregcount_only_where_every_kernel_of_the_f
     let said = wrapper(dir.path(), &["-cubin", name, "-o", "proven.cubin"]);
     assert!(!said.contains("warning") && said.contains("lbm_d3q19_collide_stream on sm_90: maxrregcount=64"), "{said}");
     assert!(built("proven.cubin") == sweep, "the small kernel's code is unchanged: the file built with -maxrregcount=64");
+}
+
+/// The kernel template of tests/fixtures (three instantiations) and its symbols.
+const TEMPLATE: &str = "template_caps.cu";
+const DOUBLE6: &str = "_Z6smoothIdLm6EEvPKT_PS0_i";
+const DOUBLE8: &str = "_Z6smoothIdLm8EEvPKT_PS0_i";
+const FLOAT8: &str = "_Z6smoothIfLm8EEvPKT_PS0_i";
+
+/// Every kernel clang-22 (`regtune report` without --compiler) reports for
+/// `name` on `arch`: its name and usage.
+fn clang_usages(dir: &Path, name: &str, arch: &str) -> Vec<(String, Value)> {
+    let out = regtune(dir).args(["report", "--format", "json", "--offload-arch", arch, name]).output().unwrap();
+    ok(&out, &format!("regtune report (clang-22) for {arch}"));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["kernels"].as_array().unwrap().iter().map(|k| (k["name"].as_str().unwrap().to_string(), k["usage"].clone())).collect()
+}
+
+/// The tuned db (`tuned`, its text) with each of `caps` decided by hand to
+/// the search's candidate at that many warps per SM, promised its usage (as
+/// a measurement that chose it would), every other entry as tune left it
+/// (plain); written as the db. The decided entries, by symbol.
+fn decide_caps(dir: &Path, tuned: &str, caps: &[(&str, u64)]) -> Vec<(String, Value)> {
+    let mut doc: Value = serde_json::from_str(tuned).unwrap();
+    let mut decided = Vec::new();
+    for e in doc["kernels"].as_object_mut().unwrap().values_mut() {
+        assert!(e["transforms"].as_object().unwrap().is_empty(), "tune left it plain: {e}");
+        let Some((_, warps)) = caps.iter().find(|(s, _)| e["symbol"] == *s) else { continue };
+        let c = candidate(e, &serde_json::json!({ "waves_per_eu": warps })).unwrap_or_else(|| panic!("no cap at {warps} warps: {e}"));
+        e["transforms"] = c["transforms"].clone();
+        e["after"] = c["usage"].clone();
+        e.as_object_mut().unwrap().remove("reason");
+        decided.push((e["symbol"].as_str().unwrap().to_string(), e.clone()));
+    }
+    assert_eq!(decided.len(), caps.len(), "{doc}");
+    std::fs::write(dir.join(DB), serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    decided
+}
+
+/// The patch applied and built by nvcc (a command built here): each
+/// instantiation's registers in its cubin, each decided one's code the
+/// candidate tune kept; clang-22 builds the patched file to what it built
+/// of the original, as CUDA and as HIP (the macro is empty there, and the
+/// trait plain C++).
+fn built_as_decided(dir: &Path, patch: &str, decided: &[(String, Value)], clang_before: &[Vec<(String, Value)>; 2]) -> [u32; 3] {
+    let copy = patched_copy(dir, patch);
+    let built = nvcc_cubin(copy.path(), TEMPLATE);
+    let code = |cubin: &[u8], symbol: &str| regtune::gpu::nvptx::cubin::kernel_code(cubin, symbol).unwrap();
+    for (symbol, entry) in decided {
+        let kept = kept_cubin(dir, entry, &entry["transforms"]);
+        assert!(code(&built, symbol) == code(&kept, symbol), "{symbol}: nvcc's build of the patch has the candidate's code");
+        assert_eq!(u64::from(registers(&built, symbol)), entry["after"]["vgpr"].as_u64().unwrap(), "{symbol}");
+    }
+    for (arch, before) in ["sm_90", "gfx90a"].iter().zip(clang_before) {
+        assert_eq!(
+            &clang_usages(copy.path(), TEMPLATE, arch),
+            before,
+            "clang-22 builds the patched file for {arch} as it did the original"
+        );
+    }
+    [DOUBLE6, DOUBLE8, FLOAT8].map(|s| registers(&built, s))
+}
+
+#[test]
+fn fix_for_nvcc_gives_each_instantiation_of_a_kernel_template_its_own_cap_through_a_trait() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(repo().join("tests/fixtures").join(TEMPLATE), dir.path().join(TEMPLATE)).unwrap();
+    std::fs::copy(repo().join("examples/regtune_gpu.h"), dir.path().join("regtune_gpu.h")).unwrap();
+    let clang_before = ["sm_90", "gfx90a"].map(|arch| clang_usages(dir.path(), TEMPLATE, arch));
+    assert_eq!(clang_before[1].len(), 3, "{clang_before:?}");
+    let out = regtune(dir.path())
+        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--db", DB, TEMPLATE, "--"])
+        .args(NVCC_FLAGS)
+        .output()
+        .unwrap();
+    ok(&out, "regtune tune --compiler nvcc");
+    let tuned = std::fs::read_to_string(dir.path().join(DB)).unwrap();
+    // ptxas 13.5, plain: smooth<double, 6> 62 registers, smooth<double, 8> 82, smooth<float, 8> 45.
+    let plain = nvcc_cubin(dir.path(), TEMPLATE);
+    assert_eq!([DOUBLE6, DOUBLE8, FLOAT8].map(|s| registers(&plain, s)), [62, 82, 45]);
+
+    // smooth<double, 6> capped at 40 warps per SM (48 registers), smooth<double, 8>
+    // at 28 (72), smooth<float, 8> undecided: the trait's default, 255, which
+    // leaves it plain's 45 registers.
+    let decided = decide_caps(dir.path(), &tuned, &[(DOUBLE6, 40), (DOUBLE8, 28)]);
+    let patch = fix(dir.path(), TEMPLATE);
+    let lines = [
+        "template_caps.cu: void smooth<double, (unsigned long)6> (sm_90): warps-per-sm=40 (its template's cap per instantiation, regtune_maxnreg_smooth); verified by nvcc's build: registers 62 → 48, spill stores 0 → 72 bytes, occupancy 32 → 40; the kernel's code in nvcc's cubin is the measured candidate's, byte for byte\n",
+        "template_caps.cu: void smooth<double, (unsigned long)8> (sm_90): warps-per-sm=28 (its template's cap per instantiation, regtune_maxnreg_smooth); verified by nvcc's build: registers 82 → 72, spill stores 0 → 40 bytes, occupancy 16 → 24; the kernel's code in nvcc's cubin is the measured candidate's, byte for byte\n",
+        "template_caps.cu: note: smooth: register caps per instantiation (regtune_maxnreg_smooth); without a decision, the default cap 255 (__maxnreg__ has no \"none\": not plain's code), verified by nvcc's build at plain's registers, spills and occupancy: void smooth<float, (unsigned long)8> on sm_90 (registers 45, spill stores 0 bytes, occupancy 40)\n",
+    ];
+    for l in lines {
+        assert!(patch.contains(l), "{l}\nnot in\n{patch}");
+    }
+    let trait_and_cap = "
+ #include \"regtune_gpu.h\"
+ 
++// regtune fix: smooth's register cap per instantiation, for REGTUNE_MAXNREG (255 where none was decided).
++template <typename Real, size_t N> struct regtune_maxnreg_smooth { static constexpr int value = 255; };
++template <> struct regtune_maxnreg_smooth<double, 6> { static constexpr int value = 48; };
++template <> struct regtune_maxnreg_smooth<double, 8> { static constexpr int value = 72; };
+ template <typename Real, size_t N>
++REGTUNE_MAXNREG((regtune_maxnreg_smooth<Real, N>::value))
+ __global__ void smooth(const Real *in, Real *out, int n)
+";
+    assert!(patch.contains(trait_and_cap), "{patch}");
+    assert_eq!(patch.matches("#define REGTUNE_MAXNREG(n) __maxnreg__(n)").count(), 1, "{patch}");
+    assert_eq!(built_as_decided(dir.path(), &patch, &decided, &clang_before), [48, 72, 45]);
+
+    // smooth<double, 6> undecided: 255 gives it 64 registers, not plain's 62;
+    // its plain count, 62, as its cap gives it 62 (other code, the same numbers).
+    let decided = decide_caps(dir.path(), &tuned, &[(FLOAT8, 48), (DOUBLE8, 28)]);
+    let patch = fix(dir.path(), TEMPLATE);
+    let note = "template_caps.cu: note: smooth: register caps per instantiation (regtune_maxnreg_smooth); without a decision, its plain register count as its cap (__maxnreg__ has no \"none\": not plain's code; with the default cap 255, void smooth<double, (unsigned long)6> on sm_90 gives registers 64 where plain has 62), verified by nvcc's build at plain's registers, spills and occupancy: void smooth<double, (unsigned long)6> on sm_90 (registers 62, spill stores 0 bytes, occupancy 32)\n";
+    assert!(patch.contains(note), "{patch}");
+    assert!(patch.contains("template_caps.cu: void smooth<float, (unsigned long)8> (sm_90): warps-per-sm=48 (its template's cap per instantiation, regtune_maxnreg_smooth); verified by nvcc's build: registers 45 → 40, spill stores 0 bytes, occupancy 40 → 48; "), "{patch}");
+    let trait_and_cap = "
++template <typename Real, size_t N> struct regtune_maxnreg_smooth { static constexpr int value = 255; };
++template <> struct regtune_maxnreg_smooth<double, 6> { static constexpr int value = 62; }; // no decision: plain's registers
++template <> struct regtune_maxnreg_smooth<double, 8> { static constexpr int value = 72; };
++template <> struct regtune_maxnreg_smooth<float, 8> { static constexpr int value = 40; };
+ template <typename Real, size_t N>
++REGTUNE_MAXNREG((regtune_maxnreg_smooth<Real, N>::value))
+";
+    assert!(patch.contains(trait_and_cap), "{patch}");
+    assert_eq!(built_as_decided(dir.path(), &patch, &decided, &clang_before), [62, 72, 40]);
 }

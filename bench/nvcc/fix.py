@@ -43,7 +43,9 @@ def main():
         units = [u for u in programs[name]["units"] if u["lang"] == "cuda" and u.get("kernels", True)]
         report = os.path.join(a.measured, f"{name}.measure.json")
         rows = json.load(open(report))["kernels"] if os.path.exists(report) else []
-        kept = sorted({r["kernel"] for r in rows if r.get("built") and r["candidate"] != "plain"})
+        # By symbol: a template's instantiations are choices of their own
+        # (measure's kernel column may name them alike).
+        kept = sorted({r.get("symbol") or r["kernel"] for r in rows if r.get("built") and r["candidate"] != "plain"})
         if not units or not kept:
             continue
         # One fix per nvcc command line (a program's kernel files share it).
