@@ -187,9 +187,15 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
     let names: Vec<String> = entry.candidates.iter().map(|c| sm_90_name(&c.transforms)).collect();
     assert_eq!(labels(&row["candidates"]), names);
     assert_eq!(labels(&row["left_out"]), entry.left_out);
-    // --candidates counts the suggestion; what is left out is left out
-    // only once the 16 are full.
-    let kept = entry.candidates.len() + entry.suggested.len();
+    // Every step's cap alone is built (a ptxas run each on plain's PTX);
+    // --candidates counts the suggestion and the rest, and what is left
+    // out is left out only once the 16 are full.
+    let caps = entry
+        .candidates
+        .iter()
+        .take_while(|c| c.transforms == Transforms { waves_per_eu: c.transforms.waves_per_eu, ..Default::default() })
+        .count();
+    let kept = entry.candidates.len() - caps + entry.suggested.len();
     assert!(kept <= 16 && (entry.left_out.is_empty() || kept == 16), "{names:?}, left out {:?}", entry.left_out);
     // The kernel's own step (64 registers: the cap of 32 warps) first, then the lowest (255).
     assert_eq!(names[..2], ["warps-per-sm=32", "warps-per-sm=8"], "{names:?}");
@@ -221,20 +227,21 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
     let line = format!("would measure {} on sm_90: {}, plain again", entry.symbol, all.join(", "));
     assert!(stderr_lines(&out).contains(&line), "{line} in {:?}", stderr_lines(&out));
 
-    // `--candidates 3`: the suggestion and the first two; the rest are listed, not built.
+    // `--candidates 3`: every cap, the suggestion and the first two others;
+    // the rest are listed, not built.
     let few_path = dir.path().join("few.json");
     let few_row = tune(&few_path, &["--candidates", "3"]);
     let few = Db::load(&few_path).unwrap().kernels.into_values().next().unwrap();
     assert_eq!(few.suggested.len(), 1);
     let few_names: Vec<String> = few.candidates.iter().map(|c| sm_90_name(&c.transforms)).collect();
-    assert_eq!(few_names, names[..2], "the same first candidates");
+    assert_eq!(few_names, names[..caps + 2], "every cap, then the same first others");
     assert_eq!(labels(&few_row["candidates"]), few_names);
     assert_eq!(labels(&few_row["left_out"]), few.left_out);
-    for name in names[2..].iter().chain(&entry.left_out) {
+    for name in names[caps + 2..].iter().chain(&entry.left_out) {
         assert!(few.left_out.contains(name), "{name} left out: {:?}", few.left_out);
     }
     let stored = std::fs::read_dir(code::dir(&few_path).join(&few.input_hash)).unwrap().count();
-    assert_eq!(stored, 4, "plain, the suggestion and two candidates");
+    assert_eq!(stored, 4 + caps, "plain, the suggestion, every cap and two others");
     let out = regtune().args(["measure", "--dry-run", "--db"]).arg(&few_path).args(["--", "true"]).output().unwrap();
     let lines = stderr_lines(&out);
     assert!(
@@ -253,8 +260,9 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
 /// left out: builds the GPU timed and found no faster wait behind those it
 /// has not timed, so `--candidates` bounds each run and not the search.
 /// The build it chose is timed again beside the new ones; the losers stay
-/// in the db as `earlier` and are never chosen. On both targets: the
-/// carry needs each build's code to hash the same from tune to tune.
+/// in the db as `earlier` and are never chosen. On AMDGPU, where each cap
+/// is a compile; on NVIDIA one turn builds every cap (a ptxas run each)
+/// and leaves the Laplacian nothing for a second.
 #[test]
 fn each_turn_of_the_loop_times_what_the_last_left_out() {
     turns_of_the_loop("sm_90", sm_90_name);
@@ -267,7 +275,8 @@ fn turns_of_the_loop(arch: &str, name: fn(&Transforms) -> String) {
     let db_path = dir.path().join("decisions.json");
     let tune = || {
         let out = regtune()
-            .args(["tune", "--offload-arch", arch, "--candidates", "5", "--evidence"])
+            // Time for every build a turn takes, on a loaded machine too.
+            .args(["tune", "--offload-arch", arch, "--candidates", "5", "--time-budget", "600", "--evidence"])
             .arg(evidence_none())
             .arg("--db")
             .arg(&db_path)
@@ -277,7 +286,13 @@ fn turns_of_the_loop(arch: &str, name: fn(&Transforms) -> String) {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         Db::load(&db_path).unwrap().kernels.into_values().find(|e| e.symbol.starts_with("_Z20laplacian3d")).unwrap()
     };
-    let names = |e: &Entry| e.candidates.iter().map(|c| name(&c.transforms)).collect::<Vec<_>>();
+    // On NVIDIA every step's cap alone is built in every turn (a ptxas run
+    // each, never left out): the turns are of the others.
+    let cap_alone = |t: &Transforms| t.waves_per_eu.is_some() && *t == Transforms { waves_per_eu: t.waves_per_eu, ..Default::default() };
+    let turned = |e: &Entry| -> Vec<Transforms> {
+        e.candidates.iter().map(|c| c.transforms.clone()).filter(|t| !(arch.starts_with("sm_") && cap_alone(t))).collect()
+    };
+    let names = |e: &Entry| turned(e).iter().map(name).collect::<Vec<_>>();
     // What `regtune measure` records: each build's ratio to plain, the code it timed.
     let timed = |e: &Entry, ratios: &[(&Transforms, f64)]| {
         let code_of = |t: &Transforms| {
@@ -314,11 +329,18 @@ fn turns_of_the_loop(arch: &str, name: fn(&Transforms) -> String) {
     };
 
     let first = tune();
+    if arch.starts_with("sm_") {
+        // One turn builds every cap alone and, within --candidates, the
+        // unroll caps: nothing of the Laplacian is left for a second.
+        assert!(first.left_out.is_empty(), "one turn: {:?} left out", first.left_out);
+        assert!(first.candidates.iter().filter(|c| cap_alone(&c.transforms)).count() >= 6, "{:?}", names(&first));
+        return;
+    }
     let (turn1, left1) = (names(&first), first.left_out.clone());
     assert_eq!(turn1.len(), 4, "five less the suggestion: {turn1:?}");
     assert!(left1.len() >= 6, "room for two more turns: {left1:?}");
     // The GPU: the first candidate 5 % faster, the other three slower or no faster.
-    let c = |e: &Entry, i: usize| e.candidates[i].transforms.clone();
+    let c = |e: &Entry, i: usize| turned(e)[i].clone();
     let winner = c(&first, 0);
     save(&first, timed(&first, &[(&winner, 0.95), (&c(&first, 1), 1.04), (&c(&first, 2), 1.0), (&c(&first, 3), 1.2)]));
     assert_eq!(Db::load(&db_path).unwrap().kernels[&first.key()].effective(), winner);

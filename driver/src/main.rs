@@ -270,10 +270,12 @@ struct SearchArgs {
     #[arg(long, value_name = "SECONDS", value_parser = seconds)]
     time_budget: Option<std::time::Duration>,
     /// Builds per kernel kept for `regtune measure` to time (the decision and suggestions count):
-    /// each occupancy step's register cap, alone and with the rewrites found, and unroll caps,
-    /// spread over the steps; 0: only the decision and suggestions. With --compiler nvcc every occupancy
-    /// step is built (a ptxas run each), and every build with a rewrite of the source (nvcc's build of
-    /// the source as `regtune fix` writes it, then a ptxas run per cap on it) while time is left.
+    /// each occupancy step's register cap with the rewrites found, spilling, and unroll caps,
+    /// spread over the steps; 0: only the decision and suggestions. On NVIDIA every step's register
+    /// cap alone is built besides (plain's PTX with `.maxnreg` edited: a ptxas run each); with
+    /// --compiler nvcc also nvcc's -maxrregcount at each step, and every build with a rewrite of the
+    /// source (nvcc's build of the source as `regtune fix` writes it, then a ptxas run per cap on it)
+    /// while time is left.
     #[arg(long, value_name = "N", default_value_t = 8)]
     candidates: usize,
     /// Do not build each CUDA file with the other compiler too (clang with --compiler nvcc; else nvcc,

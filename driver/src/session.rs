@@ -93,6 +93,9 @@ pub(crate) enum RewriteError {
 /// One set of rewrites' nvcc build, built once (later askers wait for it).
 type RewriteSlot = Arc<Mutex<Option<Result<Arc<nvcc::Kept>, String>>>>;
 
+/// One kernel's plain PTX, made once (later askers wait for it).
+type PtxSlot = Arc<Mutex<Option<Result<Arc<String>, String>>>>;
+
 /// What an nvcc build is made of: the rewrites whose build it edits (none:
 /// nvcc's own), the file-wide `-maxrregcount`, the entry edits; and
 /// whether it is assembled exactly as nvcc's build (no `-v`).
@@ -165,6 +168,9 @@ pub struct Session<'a> {
     file_wide: Mutex<HashMap<u32, RewriteSlot>>,
     /// Each distinct nvcc build (the kernels of a file share one).
     nvcc_built: Mutex<HashMap<NvccBuild, BuiltSlot>>,
+    /// clang's plain PTX of each NVPTX kernel built alone: its register
+    /// caps are this PTX with the entry's `.maxnreg` edited.
+    kernel_ptx: Mutex<HashMap<String, PtxSlot>>,
 }
 
 /// What rewrites of the source nvcc's builds could not be given.
@@ -255,6 +261,7 @@ impl<'a> Session<'a> {
             nvcc_tool: None,
             file_wide: Mutex::new(HashMap::new()),
             nvcc_built: Mutex::new(HashMap::new()),
+            kernel_ptx: Mutex::new(HashMap::new()),
         };
         let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
         let locations = crate::gpu::of(arch).locations(source, &temps.stderr, &symbols);
@@ -299,6 +306,7 @@ impl<'a> Session<'a> {
             nvcc_tool: None,
             file_wide: Mutex::new(HashMap::new()),
             nvcc_built: Mutex::new(HashMap::new()),
+            kernel_ptx: Mutex::new(HashMap::new()),
         };
         Ok((session, plain.measured, plain.locations))
     }
@@ -344,6 +352,7 @@ impl<'a> Session<'a> {
             nvcc_tool: Some(nvcc.clone()),
             file_wide: Mutex::new(HashMap::new()),
             nvcc_built: Mutex::new(HashMap::new()),
+            kernel_ptx: Mutex::new(HashMap::new()),
         };
         let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
         let locations = crate::gpu::of(arch).locations(source, "", &symbols);
@@ -360,6 +369,13 @@ impl<'a> Session<'a> {
     /// spill is one of its passes): not nvcc's.
     pub(crate) fn runs_plugin(&self) -> bool {
         self.nvcc.is_none()
+    }
+
+    /// Whether a register cap alone is built from plain's PTX (one ptxas
+    /// run, [`Session::cap_from_plain_ptx`]): clang's NVPTX builds, not
+    /// device-linked ones.
+    pub(crate) fn caps_from_ptx(&self) -> bool {
+        self.arch.is_nvptx() && self.link.is_none() && self.nvcc.is_none()
     }
 
     /// The file-wide `-maxrregcount` candidates at the register caps of
@@ -639,6 +655,11 @@ impl<'a> Session<'a> {
             self.cache.lock().expect("cache lock").insert(key, measured.clone());
             return Ok(measured);
         }
+        if let Some((measured, obj)) = self.cap_from_plain_ptx(&key, deadline)? {
+            self.objects.lock().expect("objects lock").entry(key.1.clone()).or_insert(obj);
+            self.cache.lock().expect("cache lock").insert(key, measured.clone());
+            return Ok(measured);
+        }
         let mut variant = self.plugin_variant(&key.1, key.0.as_deref())?;
         variant.deadline = deadline;
         let obj = self.scratch_path("o");
@@ -658,6 +679,61 @@ impl<'a> Session<'a> {
         self.objects.lock().expect("objects lock").entry(key.1.clone()).or_insert(obj);
         self.cache.lock().expect("cache lock").insert(key, measured.clone());
         Ok(measured)
+    }
+
+    /// A register cap alone on one NVPTX kernel, built as plain's PTX of
+    /// the kernel with the entry's `.maxnreg` edited, through ptxas: the
+    /// cap is no input to LLVM's code generation (the occupancy pass sets
+    /// `nvvm.maxnreg`, which the PTX printer writes as that directive), so
+    /// this is the plugin's build, byte for byte (tests/nvptx.rs), for one
+    /// ptxas run instead of a compile: tune builds every step. None where
+    /// the build is not that (other transforms, `-fgpu-rdc`, AMDGPU).
+    fn cap_from_plain_ptx(&self, key: &BuildKey, deadline: Option<Instant>) -> Result<Option<(Vec<Measured>, PathBuf)>, SessionError> {
+        let (Some(symbol), [(only, t)]) = (&key.0, key.1.as_slice()) else { return Ok(None) };
+        let cap_alone = t.waves_per_eu.is_some() && *t == Transforms { waves_per_eu: t.waves_per_eu, ..Default::default() };
+        if !self.caps_from_ptx() || only != symbol || !cap_alone {
+            return Ok(None);
+        }
+        let ptx = self.kernel_ptx(symbol)?;
+        let entry = nvcc::Entry::of(t).map_err(SessionError::Io)?;
+        let edited = nvcc::edit_entry(&ptx, symbol, &entry).map_err(SessionError::Io)?;
+        let ptx_path = self.scratch_path("ptx");
+        std::fs::write(&ptx_path, edited).map_err(|e| SessionError::Io(format!("{}: {e}", ptx_path.display())))?;
+        let obj = self.scratch_path("o");
+        let assemble = || -> Result<String, CompileError> {
+            Ok(crate::gpu::nvptx::ptxas::assemble(self.toolchain.cuda()?, self.arch, &ptx_path, &obj, self.user_args, deadline)?)
+        };
+        let report = assemble();
+        let _ = std::fs::remove_file(&ptx_path);
+        let measured = report.map_err(SessionError::from).and_then(|r| Ok(measure::object_file_with(&obj, self.arch, &r, &self.options)?));
+        match measured {
+            Ok(m) => Ok(Some((m, obj))),
+            Err(e) => {
+                let _ = std::fs::remove_file(&obj);
+                Err(e)
+            }
+        }
+    }
+
+    /// clang's plain PTX of `symbol` built alone (the plugin drops the
+    /// other kernels, as for each of its variants), made once.
+    fn kernel_ptx(&self, symbol: &str) -> Result<Arc<String>, SessionError> {
+        let slot = self.kernel_ptx.lock().expect("kernel PTX lock").entry(symbol.to_string()).or_default().clone();
+        let mut slot = slot.lock().expect("kernel PTX slot lock");
+        if let Some(done) = slot.as_ref() {
+            return done.clone().map_err(SessionError::Io);
+        }
+        let built = (|| {
+            let mut variant = self.plugin_variant(&[(symbol.to_string(), Transforms::default())], Some(symbol))?;
+            variant.args.push("-S".into());
+            let out = self.scratch_path("s");
+            crate::gpu::of(self.arch).ir_to_object(self.toolchain, &self.pre_ir, &out, &variant, self.user_args)?;
+            let ptx = std::fs::read_to_string(&out).map_err(|e| SessionError::Io(format!("{}: {e}", out.display())));
+            let _ = std::fs::remove_file(&out);
+            ptx.map(Arc::new)
+        })();
+        *slot = Some(built.as_ref().map(Arc::clone).map_err(|e| e.to_string()));
+        built
     }
 
     /// What the plugin says it did to `symbol` built alone with

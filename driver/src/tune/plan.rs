@@ -183,7 +183,9 @@ pub(super) fn plan_kernel(
         // nvcc's entry edits alone are a ptxas run each on a PTX built
         // once, and its file-wide caps a PTX build per step for the whole
         // file: the budget bounds the builds that rewrite the source.
-        let cheap = !session.runs_plugin() && (nvcc_entry_only(t) || file_wide_only(t));
+        // clang's caps alone on NVPTX are a ptxas run each too.
+        let cheap = (!session.runs_plugin() && (nvcc_entry_only(t) || file_wide_only(t)))
+            || (session.caps_from_ptx() && cap_alone_step(t).is_some());
         if !cheap && tuning.limits.spent(until) {
             budget_hit.store(true, Ordering::Relaxed);
             return None;
@@ -362,6 +364,23 @@ pub(super) fn plan_kernel(
             false => options.candidates.max(pool.steps.len() + taken + rewriting + file_wide.len()),
         };
         plan.search = match session.runs_plugin() {
+            // clang on NVPTX: every step's cap is plain's PTX edited, a
+            // ptxas run (Session::caps_from_ptx), so every step is built,
+            // whatever time is left; --candidates bounds the rest (the
+            // rewrites, spilling, unroll caps), which compile the file.
+            // One turn then times what a second turn found: a transport
+            // sweep's best step was among 20 builds left out at 8.
+            true if session.caps_from_ptx() => {
+                let (caps, rest): (Vec<Transforms>, Vec<Transforms>) = proposals.into_iter().partition(|t| cap_alone_step(t).is_some());
+                let every = if options.candidates == 0 { 0 } else { usize::MAX };
+                let caps = candidates::select(caps, every, &known, build, || false);
+                let rest = candidates::select(rest, wanted.saturating_sub(taken), &caps.codes, build, spent);
+                candidates::Selection {
+                    kept: caps.kept.into_iter().chain(rest.kept).collect(),
+                    left_out: caps.left_out.into_iter().chain(rest.left_out).collect(),
+                    codes: rest.codes,
+                }
+            }
             true => candidates::select(proposals, wanted.saturating_sub(taken), &known, build, spent),
             // nvcc: every step's cap (a ptxas run) and file-wide cap (an
             // nvcc PTX build per R, shared by the file's kernels), whatever
