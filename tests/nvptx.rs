@@ -784,6 +784,15 @@ fn regtune_nvcc_builds_the_measured_candidate() {
     assert!(out.status.success() && said.contains("built plain where the decision rewrites the source"), "{said}");
     assert_eq!(said.matches("regtune: warning").count(), 1, "{said}");
     assert_eq!(std::fs::read(dir.path().join("rewrite.cubin")).unwrap(), plain_cubin);
+    // Other flags make other PTX (line information here): plain, said in one line.
+    decide(&db, serde_json::json!({"waves_per_eu": 32}));
+    let out = wrapper(&["-lineinfo", "-cubin", "lbm_d3q19.hip", "-o", "stale.cubin"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && said.contains("lbm_d3q19_collide_stream on sm_90: the db's decisions were tuned from other inputs"),
+        "{said}"
+    );
+    assert_eq!(said.matches("regtune: warning").count(), 1, "{said}");
     // An object too; a compile error is the user's, with nvcc's exit code and no regtune line.
     assert!(wrapper(&["-c", "lbm_d3q19.hip", "-o", "k.o"]).status.success());
     std::fs::write(dir.path().join("broken.cu"), "__global__ void k(float *x) { x[0] = y; }\n").unwrap();

@@ -184,6 +184,9 @@ fn edit(nvcc: &Nvcc, db: &Db, steps: &mut Steps, at: usize, line: &build::PtxasL
     let kept = Kept::of_ptx(ptx, line.args.clone(), tool);
     let hash = kept.input_hash(nvcc, &arch);
     let entries: Vec<&Entry> = db.kernels.values().filter(|e| e.arch == arch.processor() && e.input_hash == hash).collect();
+    if entries.is_empty() {
+        return Ok(Applied { warning: stale(db, &kept.ptx, &arch), ..Applied::default() });
+    }
     let mut decided: Vec<(String, Transforms)> =
         entries.iter().map(|e| (e.symbol.clone(), e.effective())).filter(|(_, t)| !t.is_empty()).collect();
     let label = |(symbol, t): &(String, Transforms)| {
@@ -232,6 +235,28 @@ fn edit(nvcc: &Nvcc, db: &Db, steps: &mut Steps, at: usize, line: &build::PtxasL
         None => {}
     }
     Ok(Applied { applied, left_plain, warning })
+}
+
+/// Where the db decides for this PTX's kernels on `arch` but under another
+/// input hash (tuned with another nvcc, runtime headers, flags or source:
+/// nvcc's PTX differs, line information included), the line that says so;
+/// the build is plain, as without a db.
+fn stale(db: &Db, ptx: &str, arch: &Arch) -> Option<String> {
+    let kernels = build::entry_names(ptx);
+    let mut decided: Vec<String> = db
+        .kernels
+        .values()
+        .filter(|e| e.arch == arch.processor() && kernels.contains(&e.symbol) && !e.effective().is_empty())
+        .map(|e| crate::names::short_name(&crate::names::demangle(&e.symbol)).to_string())
+        .collect();
+    decided.sort();
+    decided.dedup();
+    (!decided.is_empty()).then(|| {
+        format!(
+            "{} on {arch}: the db's decisions were tuned from other inputs (another nvcc or runtime headers, other flags, or an edited source: nvcc's PTX differs); built plain: run `regtune tune --compiler nvcc` again",
+            decided.join(", ")
+        )
+    })
 }
 
 /// What [`file_wide`] works on: the ptxas step `steps.commands[at]`
