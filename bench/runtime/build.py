@@ -11,8 +11,11 @@ bench/runtime/build/ (ignored by git; carried to the GPU machine):
     build/lib/libcupti.so.12         CUPTI, for the interposer
     build/db/decisions.json          regtune tune's db, and build/db/decisions.code/ its candidates
     build/fault/decisions.json       a copy whose Laplacian candidates are all fault.cu's (writes out of bounds)
+    build/reach                      reach.cu's program (pointers in device memory, module variables,
+                                     managed and pool memory), built plainly like app
+    build/reach-db/decisions.json    regtune tune's db for reach.cu, and its candidates
 
-    python3 bench/runtime/build.py [--arch sm_90] [--regtune target/debug/regtune] [--runtime target/release]
+    python3 bench/runtime/build.py [--arch sm_90] [--regtune target/debug/regtune] [--runtime target/release] [--reach-only]
 """
 
 import argparse
@@ -60,6 +63,7 @@ def main():
     p.add_argument("--runtime", help="where regtune-replay and libregtune_runtime.so are (default: beside --regtune)")
     p.add_argument("--out", default=os.path.join(HERE, "build"))
     p.add_argument("--tune-args", default="", help="more `regtune tune` options, e.g. the measured search's: --block-size 256 --candidates 16")
+    p.add_argument("--reach-only", action="store_true", help="build reach.cu's program and db (and the tools) only, not app's")
     a = p.parse_args()
     cuda = cuda_root()
     tools = os.path.dirname(os.path.abspath(a.regtune))
@@ -67,10 +71,21 @@ def main():
     if os.path.isdir(a.out):
         shutil.rmtree(a.out)
     os.makedirs(os.path.join(a.out, "obj"))
+    cuda_flags = ["-x", "cuda", f"--cuda-gpu-arch={a.arch}", f"--cuda-path={cuda}", "-Wno-unknown-cuda-version", "-O3"]
+    link = [f"-L{cuda}/lib64", "-lcudart_static", "-ldl", "-lrt", "-lpthread"]
+
+    # reach.cu: its own program and db, built and tuned as app is.
+    reach = os.path.join(HERE, "reach.cu")
+    run(["clang++-22"] + cuda_flags + ["-c", reach, "-o", os.path.join(a.out, "obj", "reach.o")])
+    run(["clang++-22", os.path.join(a.out, "obj", "reach.o"), "-o", os.path.join(a.out, "reach")] + link)
+    reach_db = os.path.join(a.out, "reach-db", "decisions.json")
+    run([a.regtune, "tune", "--offload-arch", a.arch, "--db", reach_db, "--time-budget", "60"] + a.tune_args.split() + [reach], cwd=REPO)
+    if a.reach_only:
+        finish(a, tools, cuda)
+        return
 
     # The program: every example's host and kernel, compiled as CUDA, plainly
     # (app.cu includes long_lived.hip: its MD kernel also runs at production size).
-    cuda_flags = ["-x", "cuda", f"--cuda-gpu-arch={a.arch}", f"--cuda-path={cuda}", "-Wno-unknown-cuda-version", "-O3"]
     objects = []
     for ex in [e for e in examples if not e.endswith("long_lived.hip")] + [os.path.join(HERE, "app.cu")]:
         stem = os.path.splitext(os.path.basename(ex))[0]
@@ -100,6 +115,10 @@ def main():
     for f in others:
         shutil.copy(bad, f)
 
+    finish(a, tools, cuda)
+
+
+def finish(a, tools, cuda):
     copy_tools(a.out, tools, a.runtime or tools, cuda)
     shutil.rmtree(os.path.join(a.out, "obj"))
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(a.out) for f in fs)

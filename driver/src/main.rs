@@ -373,6 +373,15 @@ struct MeasureArgs {
     /// beside the candidates as `compare:LABEL`, never chosen. Repeatable.
     #[arg(long, value_name = "LABEL=CODE_OBJECT", value_parser = labelled_path)]
     compare: Vec<(String, PathBuf)>,
+    /// Copy every allocation the program has live at a measured launch, not only those its
+    /// arguments point into and the pointers stored in them (or in the module's variables) lead to.
+    #[arg(long)]
+    capture_all: bool,
+    /// The most a measured launch's copy takes beyond its arguments' allocations: those reached
+    /// through pointers stored in device memory (or --capture-all's). Over it they are left out,
+    /// said in one line.
+    #[arg(long, value_name = "MIB", default_value_t = regtune_runtime::plan::DEFAULT_CAPTURE_BUDGET >> 20)]
+    capture_budget: u64,
     #[arg(long, value_enum, default_value_t = FormatArg::Table)]
     format: FormatArg,
     /// Write the report here instead of stderr.
@@ -485,6 +494,10 @@ fn main() -> ExitCode {
                 runs: args.runs,
                 budget: args.budget.map_or(0.0, |d| d.as_secs_f64()),
                 compare: args.compare,
+                capture: regtune_runtime::plan::Capture {
+                    all: args.capture_all,
+                    budget_bytes: args.capture_budget.saturating_mul(1 << 20),
+                },
                 format: args.format.into(),
                 output: args.output,
                 dry_run: args.dry_run,

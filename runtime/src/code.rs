@@ -6,7 +6,7 @@
 //! does not change what the kernel does or how fast.
 
 use object::elf;
-use object::read::elf::{FileHeader, SectionHeader};
+use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::LittleEndian as LE;
 
 /// The kernel's code and attributes in an ELF cubin; None when the bytes
@@ -32,6 +32,51 @@ pub fn kernel_code(cubin: &[u8], symbol: &str) -> Option<Vec<u8>> {
 /// when either cannot be read or lacks it.
 pub fn differs(loaded: &[u8], plain: &[u8], symbol: &str) -> Option<bool> {
     Some(kernel_code(loaded, symbol)? != kernel_code(plain, symbol)?)
+}
+
+/// A module-scope variable of a cubin: a `__device__` one (`.nv.global`,
+/// `.nv.global.init`) or a `__constant__` one (`.nv.constant3`, the user's
+/// constant bank; other `.nv.constantN` banks are the compiler's), by the
+/// name `cuModuleGetGlobal` finds it under, and its size in bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Global {
+    pub name: String,
+    pub bytes: u64,
+    /// `__constant__`: read-only to kernels, so never compared after a run.
+    pub constant: bool,
+}
+
+/// The module-scope variables of an ELF cubin (internal ones too: the
+/// driver finds those by name as well), each once, in symbol order;
+/// empty when the bytes are not a cubin.
+pub fn globals(cubin: &[u8]) -> Vec<Global> {
+    let mut out: Vec<Global> = Vec::new();
+    let Ok(header) = elf::FileHeader64::<LE>::parse(cubin) else { return out };
+    let Ok(endian) = header.endian() else { return out };
+    if header.e_machine(endian) != elf::EM_CUDA {
+        return out;
+    }
+    let Ok(sections) = header.sections(endian, cubin) else { return out };
+    let Ok(symbols) = sections.symbols(endian, cubin, elf::SHT_SYMTAB) else { return out };
+    for (index, sym) in symbols.iter().enumerate() {
+        if sym.st_type() != elf::STT_OBJECT || sym.st_size(endian) == 0 {
+            continue;
+        }
+        let Ok(Some(section)) = symbols.symbol_section(endian, sym, object::SymbolIndex(index)) else { continue };
+        let Ok(section) = sections.section(section) else { continue };
+        let Ok(section_name) = sections.section_name(endian, section) else { continue };
+        let constant = match section_name {
+            b".nv.global" | b".nv.global.init" => false,
+            b".nv.constant3" => true,
+            _ => continue,
+        };
+        let Ok(name) = sym.name(endian, symbols.strings()) else { continue };
+        let name = String::from_utf8_lossy(name).into_owned();
+        if !name.is_empty() && !out.iter().any(|g| g.name == name) {
+            out.push(Global { name, bytes: sym.st_size(endian), constant });
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -66,5 +111,32 @@ ld.param.u64 %rd1, [k_param_0];\ncvta.to.global.u64 %rd2, %rd1;\nmov.u32 %r1, %t
         assert_eq!(differs(&bounded, &plain, "k"), Some(true));
         assert_eq!(differs(&plain, &plain, "nope"), None);
         assert_eq!(differs(b"not a cubin", &plain, "k"), None);
+    }
+
+    /// A kernel reading a `__constant__` table and an internal constant,
+    /// writing a `__device__` counter, with an initialized global, an
+    /// internal one and shared memory beside them.
+    const GLOBALS_PTX: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
+.visible .global .align 4 .u32 counter;\n\
+.visible .global .align 8 .b8 table_init[16] = {1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16};\n\
+.global .align 4 .u32 hidden;\n\
+.visible .const .align 4 .b8 ctab[64] = {1,2,3};\n\
+.const .align 4 .u32 cint;\n\
+.visible .entry k(.param .u64 k_param_0)\n{\n.reg .b64 %rd<3>;\n.reg .b32 %r<6>;\n.shared .align 4 .u32 sh;\n\
+ld.param.u64 %rd1, [k_param_0];\ncvta.to.global.u64 %rd2, %rd1;\nmov.u32 %r1, %tid.x;\n\
+ld.const.u32 %r2, [ctab];\nld.const.u32 %r3, [cint];\nld.global.u32 %r4, [hidden];\nld.global.u32 %r5, [table_init];\n\
+add.s32 %r1, %r1, %r2;\nadd.s32 %r1, %r1, %r3;\nadd.s32 %r1, %r1, %r4;\nadd.s32 %r1, %r1, %r5;\n\
+st.shared.u32 [sh], %r1;\natom.global.add.u32 %r1, [counter], 1;\nst.global.u32 [%rd2], %r1;\nret;\n}\n";
+
+    #[test]
+    fn globals_are_the_device_and_constant_variables_of_the_cubin() {
+        let image = cubin(GLOBALS_PTX, &[]);
+        let mut got: Vec<(String, u64, bool)> = globals(&image).into_iter().map(|g| (g.name, g.bytes, g.constant)).collect();
+        got.sort();
+        let want = [("cint", 4, true), ("counter", 4, false), ("ctab", 64, true), ("hidden", 4, false), ("table_init", 16, false)];
+        assert_eq!(got, want.map(|(n, b, c)| (n.to_string(), b, c)));
+        // No kernel, shared variable or section symbol among them; nothing from what is no cubin.
+        assert!(globals(&cubin(&PTX.replace("MAXNTID", ""), &[])).is_empty());
+        assert!(globals(b"not a cubin").is_empty());
     }
 }

@@ -2,24 +2,36 @@
 //! when `CUDA_INJECTION64_PATH` names it and calls `InitializeInjection`,
 //! which subscribes to CUPTI's callbacks on the driver's launch calls.
 //! The runtime API (static or shared cudart) launches through them, so
-//! every `<<<...>>>`, `cudaLaunchKernel` and `cuLaunchKernel` is seen.
+//! every `<<<...>>>`, `cudaLaunchKernel`, `cuLaunchKernel(Ex)` and
+//! cooperative launch is seen; a CUDA graph's kernels are seen at
+//! `cuGraphLaunch` ([`crate::graph`] keeps what each executable graph runs).
+//!
+//! Several host threads: a launch call holds [`crate::gate`] from its entry
+//! to its exit, so one launch is measured at a time and no other thread's
+//! launch runs between its copy and its comparison. Stream capture: a
+//! launch into a capturing stream only adds a graph node (it is measured
+//! when the graph runs), and while any capture is under way nothing is
+//! measured (synchronizing then would break it); such launches are counted
+//! in notes.
 //!
 //! CUPTI (libcupti.so.12, NVIDIA's `nvidia-cuda-cupti-cu12` wheel) is
 //! opened at run time from `$REGTUNE_CUPTI`, else by soname. Structures and
 //! callback ids are cupti_callbacks.h's, cupti_driver_cbid.h's and
 //! generated_cuda_meta.h's; `tests/runtime.rs` checks them against the headers.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::ThreadId;
 
 use crate::capture;
-use crate::cuda::{
-    self, Cuda, Handle, ProgramContext, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END,
-};
+use crate::cuda::{self, Cuda, Handle, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END};
 use crate::dl::{api, Library};
+use crate::gate::{self, Gate};
+use crate::graph::{self, CaptureApi, Graph, GraphApi, KernelNodeParams, LaunchAttribute, MemsetParams, NodeLaunch, NodeParams, Work};
 use crate::interpose::{Interposer, Launch, Pending};
-use crate::plan::{Event, EventLog, LaunchConfig};
+use crate::plan::{Event, EventLog, LaunchConfig, Param, PlanKernel};
 
 pub const CUPTI_ENV: &str = "REGTUNE_CUPTI";
 pub const CUPTI_CB_DOMAIN_DRIVER_API: c_int = 1;
@@ -31,6 +43,70 @@ pub const CBID_CU_LAUNCH_KERNEL: u32 = 307;
 pub const CBID_CU_LAUNCH_KERNEL_PTSZ: u32 = 442;
 pub const CBID_CU_LAUNCH_KERNEL_EX: u32 = 652;
 pub const CBID_CU_LAUNCH_KERNEL_EX_PTSZ: u32 = 653;
+pub const CBID_CU_LAUNCH_COOPERATIVE_KERNEL: u32 = 477;
+pub const CBID_CU_LAUNCH_COOPERATIVE_KERNEL_PTSZ: u32 = 478;
+pub const CBID_CU_STREAM_BEGIN_CAPTURE: u32 = 495;
+pub const CBID_CU_STREAM_BEGIN_CAPTURE_PTSZ: u32 = 496;
+pub const CBID_CU_STREAM_END_CAPTURE: u32 = 497;
+pub const CBID_CU_STREAM_END_CAPTURE_PTSZ: u32 = 498;
+pub const CBID_CU_STREAM_BEGIN_CAPTURE_V2: u32 = 539;
+pub const CBID_CU_STREAM_BEGIN_CAPTURE_V2_PTSZ: u32 = 540;
+pub const CBID_CU_STREAM_BEGIN_CAPTURE_TO_GRAPH: u32 = 720;
+pub const CBID_CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ: u32 = 721;
+pub const CBID_CU_GRAPH_INSTANTIATE: u32 = 513;
+pub const CBID_CU_GRAPH_INSTANTIATE_V2: u32 = 578;
+pub const CBID_CU_GRAPH_INSTANTIATE_WITH_FLAGS: u32 = 643;
+pub const CBID_CU_GRAPH_INSTANTIATE_WITH_PARAMS: u32 = 656;
+pub const CBID_CU_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ: u32 = 657;
+pub const CBID_CU_GRAPH_LAUNCH: u32 = 514;
+pub const CBID_CU_GRAPH_LAUNCH_PTSZ: u32 = 515;
+pub const CBID_CU_GRAPH_EXEC_DESTROY: u32 = 516;
+pub const CBID_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS: u32 = 538;
+pub const CBID_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2: u32 = 692;
+pub const CBID_CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS: u32 = 563;
+pub const CBID_CU_GRAPH_EXEC_NODE_SET_PARAMS: u32 = 714;
+pub const CBID_CU_GRAPH_NODE_SET_ENABLED: u32 = 650;
+pub const CBID_CU_GRAPH_EXEC_UPDATE: u32 = 561;
+pub const CBID_CU_GRAPH_EXEC_UPDATE_V2: u32 = 696;
+
+/// The launch calls: a kernel's, and a graph's.
+const LAUNCHES: [u32; 8] = [
+    CBID_CU_LAUNCH_KERNEL,
+    CBID_CU_LAUNCH_KERNEL_PTSZ,
+    CBID_CU_LAUNCH_KERNEL_EX,
+    CBID_CU_LAUNCH_KERNEL_EX_PTSZ,
+    CBID_CU_LAUNCH_COOPERATIVE_KERNEL,
+    CBID_CU_LAUNCH_COOPERATIVE_KERNEL_PTSZ,
+    CBID_CU_GRAPH_LAUNCH,
+    CBID_CU_GRAPH_LAUNCH_PTSZ,
+];
+/// Stream capture's start and end.
+const CAPTURES: [u32; 8] = [
+    CBID_CU_STREAM_BEGIN_CAPTURE,
+    CBID_CU_STREAM_BEGIN_CAPTURE_PTSZ,
+    CBID_CU_STREAM_BEGIN_CAPTURE_V2,
+    CBID_CU_STREAM_BEGIN_CAPTURE_V2_PTSZ,
+    CBID_CU_STREAM_BEGIN_CAPTURE_TO_GRAPH,
+    CBID_CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ,
+    CBID_CU_STREAM_END_CAPTURE,
+    CBID_CU_STREAM_END_CAPTURE_PTSZ,
+];
+/// What makes and changes executable graphs.
+const GRAPHS: [u32; 13] = [
+    CBID_CU_GRAPH_INSTANTIATE,
+    CBID_CU_GRAPH_INSTANTIATE_V2,
+    CBID_CU_GRAPH_INSTANTIATE_WITH_FLAGS,
+    CBID_CU_GRAPH_INSTANTIATE_WITH_PARAMS,
+    CBID_CU_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ,
+    CBID_CU_GRAPH_EXEC_DESTROY,
+    CBID_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS,
+    CBID_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2,
+    CBID_CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS,
+    CBID_CU_GRAPH_EXEC_NODE_SET_PARAMS,
+    CBID_CU_GRAPH_NODE_SET_ENABLED,
+    CBID_CU_GRAPH_EXEC_UPDATE,
+    CBID_CU_GRAPH_EXEC_UPDATE_V2,
+];
 
 /// `CUpti_CallbackData`.
 #[repr(C)]
@@ -102,6 +178,66 @@ pub struct LaunchKernelExParams {
     pub extra: *mut *mut c_void,
 }
 
+/// `cuLaunchCooperativeKernel_params` (and `_ptsz`): cuLaunchKernel's, less `extra`.
+#[repr(C)]
+pub struct LaunchCooperativeKernelParams {
+    pub f: Handle,
+    pub grid_dim_x: c_uint,
+    pub grid_dim_y: c_uint,
+    pub grid_dim_z: c_uint,
+    pub block_dim_x: c_uint,
+    pub block_dim_y: c_uint,
+    pub block_dim_z: c_uint,
+    pub shared_mem_bytes: c_uint,
+    pub h_stream: Handle,
+    pub kernel_params: *mut *mut c_void,
+}
+
+/// `cuGraphLaunch_params` (and `_ptsz`).
+#[repr(C)]
+pub struct GraphLaunchParams {
+    pub h_graph_exec: Handle,
+    pub h_stream: Handle,
+}
+
+/// How every `cuGraphInstantiate*_params` begins.
+#[repr(C)]
+pub struct GraphInstantiateParams {
+    pub ph_graph_exec: *mut Handle,
+    pub h_graph: Handle,
+}
+
+/// `cuGraphExecKernelNodeSetParams(_v2)_params`, `cuGraphExecNodeSetParams_params`
+/// and `cuGraphExecMemsetNodeSetParams_params` (then a context): the exec,
+/// the node, what is set.
+#[repr(C)]
+pub struct GraphExecNodeParams {
+    pub h_graph_exec: Handle,
+    pub h_node: Handle,
+    pub params: *const c_void,
+}
+
+/// `cuGraphNodeSetEnabled_params`.
+#[repr(C)]
+pub struct GraphNodeSetEnabledParams {
+    pub h_graph_exec: Handle,
+    pub h_node: Handle,
+    pub is_enabled: c_uint,
+}
+
+/// `cuGraphExecUpdate(_v2)_params`, and `cuGraphExecDestroy_params` (the exec alone).
+#[repr(C)]
+pub struct GraphExecUpdateParams {
+    pub h_graph_exec: Handle,
+    pub h_graph: Handle,
+}
+
+/// How every `cuStreamBeginCapture*_params` and `cuStreamEndCapture_params` begins.
+#[repr(C)]
+pub struct StreamCaptureParams {
+    pub h_stream: Handle,
+}
+
 type Callback = unsafe extern "C" fn(*mut c_void, c_int, u32, *const c_void);
 
 api!(Cupti {
@@ -119,10 +255,41 @@ fn state() -> &'static Mutex<Option<State>> {
     STATE.get_or_init(|| Mutex::new(None))
 }
 
-thread_local! {
-    /// A launch replayed at API entry, finished at API exit (same thread).
-    static PENDING: RefCell<Option<Pending>> = const { RefCell::new(None) };
+/// A launch replayed at API entry, finished at API exit (same thread).
+struct Measuring {
+    pending: Pending,
+    /// The program's bytes are compared afterwards (not when a graph runs more after its node).
+    compare: bool,
+    function: Handle,
 }
+
+thread_local! {
+    static PENDING: RefCell<Option<Measuring>> = const { RefCell::new(None) };
+    /// This thread holds [`GATE`], from a launch's entry to its exit.
+    static HELD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// One launch call at a time across the program's threads.
+static GATE: Gate = Gate::new();
+/// Stream captures under way: by stream (and thread, for the per-thread default stream).
+static ACTIVE_CAPTURES: Mutex<Vec<(usize, Option<ThreadId>)>> = Mutex::new(Vec::new());
+/// Each executable graph's nodes, or why they cannot be told.
+type Execs = HashMap<usize, Result<Arc<Graph>, String>>;
+fn execs() -> &'static Mutex<Execs> {
+    static EXECS: OnceLock<Mutex<Execs>> = OnceLock::new();
+    EXECS.get_or_init(Default::default)
+}
+/// The graph and capture queries (CUDA 12.3+; None: graphs are not followed).
+static GRAPH_API: OnceLock<Option<GraphApi>> = OnceLock::new();
+static CAPTURE_API: OnceLock<Option<CaptureApi>> = OnceLock::new();
+/// The symbols the plan names: a graph's planned kernels keep their arguments.
+static PLANNED: OnceLock<HashSet<String>> = OnceLock::new();
+
+const WAITED: &str = "ran unmeasured: another host thread's launch was being measured, and waiting for it took too long";
+const CAPTURING: &str = "ran unmeasured: a CUDA graph was being captured meanwhile (synchronizing then would break the capture)";
+const GRAPH_NOT_COMPARED: &str =
+    "measured in a CUDA graph with other work after or beside it: the program's own bytes are not compared with plain's";
+const GRAPH_ANOTHER: &str = "ran unmeasured: another kernel of its CUDA graph was measured at that launch";
 
 /// Called by the CUDA driver during `cuInit` when `CUDA_INJECTION64_PATH`
 /// names this library. Returns 1 (success) even when measuring is off, so
@@ -160,8 +327,22 @@ fn initialize() {
     if code != 0 {
         return fail(interposer, format!("cuptiSubscribe failed ({code}): another CUPTI tool may be attached"));
     }
-    for cbid in [CBID_CU_LAUNCH_KERNEL, CBID_CU_LAUNCH_KERNEL_PTSZ, CBID_CU_LAUNCH_KERNEL_EX, CBID_CU_LAUNCH_KERNEL_EX_PTSZ] {
+    let _ = PLANNED.set(interposer.planned_symbols());
+    let lib = Library::open(&["libcuda.so.1", "libcuda.so"]).ok();
+    let _ = GRAPH_API.set(lib.as_ref().and_then(|l| GraphApi::load(l).ok()));
+    let _ = CAPTURE_API.set(lib.as_ref().and_then(|l| CaptureApi::load(l).ok()));
+    // The driver stays loaded for the life of the process (a Library never closes).
+    for cbid in LAUNCHES.into_iter().chain(CAPTURES).chain(GRAPHS) {
         // SAFETY: a live subscriber and documented ids.
+        unsafe { (api.enable_callback)(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) };
+    }
+    // Notes counted since their last write go out at exit.
+    // SAFETY: registering a plain extern "C" function.
+    unsafe { libc::atexit(flush_at_exit) };
+    // The program's allocations: where pointers stored in device memory lead.
+    crate::track::start();
+    for cbid in crate::track::CBIDS {
+        // SAFETY: as above.
         unsafe { (api.enable_callback)(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) };
     }
     // The modules the program loads: is a planned kernel the code regtune tuned?
@@ -181,12 +362,84 @@ static PLAIN_CODES: OnceLock<Vec<(String, String, Vec<u8>)>> = OnceLock::new();
 /// next launch callback stops measuring them.
 static NOT_THE_PROGRAMS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
+extern "C" fn flush_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        // A thread stopped mid-launch may hold the state: then nothing is written.
+        if let Ok(mut s) = state().try_lock() {
+            if let Some(s) = s.as_mut() {
+                s.interposer.flush_notes();
+            }
+        }
+    });
+}
+
 /// A driver launch, as the callback sees it.
 struct Call {
     f: Handle,
     config: LaunchConfig,
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
+    /// The stream, as the capture query names it (a `_ptsz` call's null is the per-thread stream).
+    stream: Handle,
+}
+
+/// The stream a call names, as a capture query names it.
+fn stream_of(cbid: u32, h: Handle) -> Handle {
+    let ptsz = matches!(
+        cbid,
+        CBID_CU_LAUNCH_KERNEL_PTSZ
+            | CBID_CU_LAUNCH_KERNEL_EX_PTSZ
+            | CBID_CU_LAUNCH_COOPERATIVE_KERNEL_PTSZ
+            | CBID_CU_GRAPH_LAUNCH_PTSZ
+            | CBID_CU_STREAM_BEGIN_CAPTURE_PTSZ
+            | CBID_CU_STREAM_BEGIN_CAPTURE_V2_PTSZ
+            | CBID_CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ
+            | CBID_CU_STREAM_END_CAPTURE_PTSZ
+    );
+    if ptsz && h.is_null() {
+        graph::STREAM_PER_THREAD as Handle
+    } else {
+        h
+    }
+}
+
+/// Whether the launch's stream is capturing (or cannot tell): a launch
+/// into it adds a node to a graph, and must not be synchronized.
+fn capturing(stream: Handle) -> bool {
+    let Some(Some(api)) = CAPTURE_API.get() else { return false };
+    let mut status: c_int = graph::CAPTURE_STATUS_NONE;
+    // SAFETY: any stream handle the program passed; an out-pointer.
+    let code = unsafe { (api.is_capturing)(stream, &mut status) };
+    code != CUDA_SUCCESS || status != graph::CAPTURE_STATUS_NONE
+}
+
+/// What names a capture: its stream, and the thread for the per-thread default stream.
+fn capture_key(stream: Handle) -> (usize, Option<ThreadId>) {
+    let s = stream as usize;
+    (s, (s == graph::STREAM_PER_THREAD).then(|| std::thread::current().id()))
+}
+
+/// Why a planned launch cannot be measured now, on this thread.
+fn cannot_measure_now() -> Option<&'static str> {
+    if !HELD.get() {
+        return Some(WAITED);
+    }
+    if ACTIVE_CAPTURES.lock().map_or(true, |c| !c.is_empty()) {
+        return Some(CAPTURING);
+    }
+    None
+}
+
+fn enter_gate() {
+    if !HELD.get() {
+        HELD.set(GATE.enter(gate::WAIT));
+    }
+}
+
+fn leave_gate() {
+    if HELD.replace(false) {
+        GATE.exit();
+    }
 }
 
 /// # Safety
@@ -203,8 +456,21 @@ unsafe fn decode(cbid: u32, params: *const c_void) -> Option<Call> {
                 grid: [p.grid_dim_x, p.grid_dim_y, p.grid_dim_z],
                 block: [p.block_dim_x, p.block_dim_y, p.block_dim_z],
                 shared_bytes: p.shared_mem_bytes,
+                cooperative: false,
             };
-            Some(Call { f: p.f, config, kernel_params: p.kernel_params, extra: p.extra })
+            Some(Call { f: p.f, config, kernel_params: p.kernel_params, extra: p.extra, stream: stream_of(cbid, p.h_stream) })
+        }
+        CBID_CU_LAUNCH_COOPERATIVE_KERNEL | CBID_CU_LAUNCH_COOPERATIVE_KERNEL_PTSZ => {
+            // SAFETY: for these ids CUPTI passes a cuLaunchCooperativeKernel_params.
+            let p = unsafe { &*(params as *const LaunchCooperativeKernelParams) };
+            let config = LaunchConfig {
+                grid: [p.grid_dim_x, p.grid_dim_y, p.grid_dim_z],
+                block: [p.block_dim_x, p.block_dim_y, p.block_dim_z],
+                shared_bytes: p.shared_mem_bytes,
+                cooperative: true,
+            };
+            let stream = stream_of(cbid, p.h_stream);
+            Some(Call { f: p.f, config, kernel_params: p.kernel_params, extra: std::ptr::null_mut(), stream })
         }
         CBID_CU_LAUNCH_KERNEL_EX | CBID_CU_LAUNCH_KERNEL_EX_PTSZ => {
             // SAFETY: for these ids CUPTI passes a cuLaunchKernelEx_params.
@@ -214,12 +480,21 @@ unsafe fn decode(cbid: u32, params: *const c_void) -> Option<Call> {
             }
             // SAFETY: the caller's launch config, valid for the call.
             let c = unsafe { &*p.config };
+            let attrs = c.attrs as *const LaunchAttribute;
+            // SAFETY: the config's `num_attrs` attributes.
+            let cooperative = !attrs.is_null()
+                && (0..c.num_attrs as usize).any(|i| {
+                    let a = unsafe { &*attrs.add(i) };
+                    a.id == graph::LAUNCH_ATTRIBUTE_COOPERATIVE && a.value.bytes[0] as u32 != 0
+                });
             let config = LaunchConfig {
                 grid: [c.grid_dim_x, c.grid_dim_y, c.grid_dim_z],
                 block: [c.block_dim_x, c.block_dim_y, c.block_dim_z],
                 shared_bytes: c.shared_mem_bytes,
+                cooperative,
             };
-            Some(Call { f: p.f, config, kernel_params: p.kernel_params, extra: p.extra })
+            let stream = stream_of(cbid, c.h_stream);
+            Some(Call { f: p.f, config, kernel_params: p.kernel_params, extra: p.extra, stream })
         }
         _ => None,
     }
@@ -268,10 +543,23 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: c_int, cbid: u32
     }
     // SAFETY: for the driver domain CUPTI passes a CUpti_CallbackData.
     let data = unsafe { &*(data as *const CallbackData) };
+    if crate::track::CBIDS.contains(&cbid) {
+        // SAFETY: CUPTI's data for this allocation call.
+        let _ = std::panic::catch_unwind(|| unsafe { crate::track::on_call(cbid, data) });
+        return;
+    }
     // Never unwind into the driver.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: the callback's own data, valid for this call.
-        unsafe { on_launch(cbid, data) }
+        unsafe {
+            if LAUNCHES.contains(&cbid) {
+                on_launch(cbid, data)
+            } else if CAPTURES.contains(&cbid) {
+                on_capture(cbid, data)
+            } else if GRAPHS.contains(&cbid) {
+                on_graph(cbid, data)
+            }
+        }
     }));
 }
 
@@ -296,21 +584,47 @@ unsafe fn on_module_loaded(data: &ResourceData) {
     }
 }
 
+/// The call returned CUDA_SUCCESS (at its exit).
+fn succeeded(data: &CallbackData) -> bool {
+    // SAFETY: for driver calls the return value is a CUresult.
+    !data.function_return_value.is_null() && unsafe { *(data.function_return_value as *const c_int) } == CUDA_SUCCESS
+}
+
+/// A launch's exit: compare what the program's launch left, free the gate.
+fn finish(data: &CallbackData) {
+    if let Some(m) = PENDING.with(|p| p.borrow_mut().take()) {
+        let ran = succeeded(data);
+        if let Ok(mut s) = state().lock() {
+            if let Some(s) = s.as_mut() {
+                let host = cuda::LaunchContext { cuda: s.cuda, function: m.function };
+                s.interposer.after(&host, m.pending, ran && m.compare);
+            }
+        }
+    }
+    leave_gate();
+}
+
 /// # Safety
 /// `data` is CUPTI's callback data for a launch callback.
 unsafe fn on_launch(cbid: u32, data: &CallbackData) {
     if data.callback_site == CUPTI_API_EXIT {
-        let Some(pending) = PENDING.with(|p| p.borrow_mut().take()) else { return };
-        // SAFETY: for driver calls the return value is a CUresult.
-        let ran = !data.function_return_value.is_null() && unsafe { *(data.function_return_value as *const c_int) } == CUDA_SUCCESS;
-        if let Ok(mut s) = state().lock() {
-            if let Some(s) = s.as_mut() {
-                s.interposer.after(&ProgramContext(s.cuda), pending, ran);
-            }
-        }
+        return finish(data);
+    }
+    if data.callback_site != CUPTI_API_ENTER {
         return;
     }
-    if data.callback_site != CUPTI_API_ENTER || data.symbol_name.is_null() {
+    // Held to the exit, measured or not.
+    enter_gate();
+    if matches!(cbid, CBID_CU_GRAPH_LAUNCH | CBID_CU_GRAPH_LAUNCH_PTSZ) {
+        if data.function_params.is_null() {
+            return;
+        }
+        // SAFETY: for these ids CUPTI passes a cuGraphLaunch_params.
+        let p = unsafe { &*(data.function_params as *const GraphLaunchParams) };
+        // SAFETY: the program's exec and stream.
+        return unsafe { on_graph_launch(p.h_graph_exec, stream_of(cbid, p.h_stream)) };
+    }
+    if data.symbol_name.is_null() {
         return;
     }
     // SAFETY: CUPTI's kernel name for launch callbacks, valid for this call.
@@ -323,34 +637,321 @@ unsafe fn on_launch(cbid: u32, data: &CallbackData) {
     }
     // SAFETY: functionParams for this callback id.
     let Some(call) = (unsafe { decode(cbid, data.function_params) }) else { return };
-    // Its module loaded now (callback included), then checked against regtune's plain build.
+    if capturing(call.stream) {
+        // A node of a graph being captured: measured when the graph runs.
+        return;
+    }
+    if let Some(why) = cannot_measure_now() {
+        return s.interposer.note(&symbol, why);
+    }
     // SAFETY: the handle the program launches.
-    unsafe { s.cuda.load(call.f) };
+    let Some(params) = (unsafe { checked_params(s, &symbol, call.f) }) else { return };
+    // SAFETY: the program's own launch arguments.
+    let Some(args) = (unsafe { arguments(&call, &params) }) else { return };
+    let launch = Launch { symbol, config: call.config, args, params };
+    let pending = s.interposer.before(&cuda::LaunchContext { cuda: s.cuda, function: call.f }, &launch);
+    PENDING.with(|p| *p.borrow_mut() = pending.map(|pending| Measuring { pending, compare: true, function: call.f }));
+}
+
+/// Load the module of a planned kernel's handle (callback included), check
+/// it against regtune's plain build, and say its parameters; None when it
+/// is not measured (after a failure, logged).
+///
+/// # Safety
+/// `f` must be the CUfunction or CUkernel the program launches.
+unsafe fn checked_params(s: &mut State, symbol: &str, f: Handle) -> Option<Vec<Param>> {
+    // SAFETY: the handle the program launches.
+    unsafe { s.cuda.load(f) };
     let differing: Vec<String> = NOT_THE_PROGRAMS.lock().map(|mut keys| keys.drain(..).collect()).unwrap_or_default();
     for key in differing {
         s.interposer.not_the_programs_code(&key);
     }
-    if s.interposer.wants(&symbol).is_none() {
-        return;
-    }
-    let kernel = s.interposer.wants(&symbol).cloned().expect("wanted above");
+    let kernel: PlanKernel = s.interposer.wants(symbol)?.clone();
     // SAFETY: the handle the program launches.
-    let params = match (unsafe { s.cuda.params(call.f) }, kernel.params.is_empty()) {
-        (Some(driver), true) => driver,
-        (Some(driver), false) if driver == kernel.params => driver,
+    match (unsafe { s.cuda.params(f) }, kernel.params.is_empty()) {
+        (Some(driver), true) => Some(driver),
+        (Some(driver), false) if driver == kernel.params => Some(driver),
         (Some(driver), false) => {
             let why = format!(
                 "the program's kernel takes other parameters than regtune's build ({driver:?} vs {:?}): the db does not match this program",
                 kernel.params
             );
-            return s.interposer.fail(&kernel, why);
+            s.interposer.fail(&kernel, why);
+            None
         }
-        (None, false) => kernel.params.clone(),
-        (None, true) => return s.interposer.fail(&kernel, "cannot tell the kernel's parameters (CUDA 12.4+ driver needed)".into()),
+        (None, false) => Some(kernel.params.clone()),
+        (None, true) => {
+            s.interposer.fail(&kernel, "cannot tell the kernel's parameters (CUDA 12.4+ driver needed)".into());
+            None
+        }
+    }
+}
+
+/// A graph's launch: measure one planned kernel node whose memory is known
+/// at the launch (see [`crate::graph`]); count the others.
+///
+/// # Safety
+/// `exec` and `stream` are the program's, for this cuGraphLaunch.
+unsafe fn on_graph_launch(exec: Handle, stream: Handle) {
+    let graph = match execs().lock().ok().and_then(|e| e.get(&(exec as usize)).cloned()) {
+        Some(Ok(graph)) => graph,
+        Some(Err(why)) => {
+            // Its kernels are not known: say so once per launch, under the call's name.
+            if let Some(s) = state().lock().ok().as_mut().and_then(|s| s.as_mut()) {
+                s.interposer.note("cuGraphLaunch", &format!("a CUDA graph's kernels ran unmeasured: {why}"));
+            }
+            return;
+        }
+        None => {
+            if let Some(s) = state().lock().ok().as_mut().and_then(|s| s.as_mut()) {
+                s.interposer.note("cuGraphLaunch", "a CUDA graph regtune did not see instantiated ran unmeasured");
+            }
+            return;
+        }
     };
-    // SAFETY: the program's own launch arguments.
-    let Some(args) = (unsafe { arguments(&call, &params) }) else { return };
-    let launch = Launch { symbol, config: call.config, args, params };
-    let pending = s.interposer.before(&ProgramContext(s.cuda), &launch);
-    PENDING.with(|p| *p.borrow_mut() = pending);
+    let planned = |n: &graph::Node| matches!(&n.work, Work::Kernel { symbol, .. } if PLANNED.get().is_some_and(|p| p.contains(symbol)));
+    if !graph.nodes.iter().any(planned) {
+        return;
+    }
+    let Ok(mut guard) = state().lock() else { return };
+    let Some(s) = guard.as_mut() else { return };
+    // Launched into a capture, the graph becomes a child node of another.
+    if capturing(stream) {
+        for node in graph.nodes.iter().filter(|n| planned(n)) {
+            if let Work::Kernel { symbol, .. } = &node.work {
+                s.interposer.note(symbol, "ran unmeasured: its CUDA graph was launched into a stream capture (a child graph)");
+            }
+        }
+        return;
+    }
+    let mut chosen: Option<(usize, String, NodeLaunch, Vec<graph::Memset>)> = None;
+    for (i, node) in graph.nodes.iter().enumerate() {
+        let Work::Kernel { symbol, launch } = &node.work else { continue };
+        if !node.enabled || s.interposer.wants(symbol).is_none() {
+            if !symbol.is_empty() {
+                s.interposer.unplanned(symbol);
+            }
+            continue;
+        }
+        let launch = match launch {
+            Ok(l) => l,
+            Err(why) => {
+                s.interposer.note(symbol, &format!("ran unmeasured in a CUDA graph: {why}"));
+                continue;
+            }
+        };
+        let memsets = match graph.prefix(i) {
+            Ok(m) => m,
+            Err(why) => {
+                s.interposer.note(symbol, &why);
+                continue;
+            }
+        };
+        if chosen.is_some() {
+            s.interposer.note(symbol, GRAPH_ANOTHER);
+            continue;
+        }
+        if let Some(why) = cannot_measure_now() {
+            s.interposer.note(symbol, why);
+            continue;
+        }
+        chosen = Some((i, symbol.clone(), launch.clone(), memsets));
+    }
+    let Some((i, symbol, node, memsets)) = chosen else { return };
+    let f = node.function as Handle;
+    // SAFETY: the node's kernel handle, in the program's context.
+    let Some(params) = (unsafe { checked_params(s, &symbol, f) }) else { return };
+    if params != node.params {
+        let why = "ran unmeasured in a CUDA graph: the driver gave its parameters differently at instantiation and launch";
+        return s.interposer.note(&symbol, why);
+    }
+    let compare = graph.last_alone(i);
+    if !compare {
+        s.interposer.note(&symbol, GRAPH_NOT_COMPARED);
+    }
+    let launch = Launch { symbol, config: node.config, args: node.args, params };
+    let prepare = |ranges: &[crate::capture::Range], snapshot: &mut [Vec<u8>]| memsets.iter().for_each(|m| m.apply(ranges, snapshot));
+    let pending = s.interposer.before_prepared(&cuda::LaunchContext { cuda: s.cuda, function: f }, &launch, &prepare);
+    PENDING.with(|p| *p.borrow_mut() = pending.map(|pending| Measuring { pending, compare, function: f }));
+}
+
+/// Stream capture starting (under the gate: not while a launch is
+/// measured) and ending.
+///
+/// # Safety
+/// `data` is CUPTI's callback data for a capture call.
+unsafe fn on_capture(cbid: u32, data: &CallbackData) {
+    if data.function_params.is_null() {
+        return;
+    }
+    // SAFETY: every capture call's parameters begin with the stream.
+    let stream = stream_of(cbid, unsafe { (*(data.function_params as *const StreamCaptureParams)).h_stream });
+    let ending = matches!(cbid, CBID_CU_STREAM_END_CAPTURE | CBID_CU_STREAM_END_CAPTURE_PTSZ);
+    match (data.callback_site, ending) {
+        (CUPTI_API_ENTER, false) => enter_gate(),
+        (CUPTI_API_EXIT, false) => {
+            if succeeded(data) {
+                if let Ok(mut c) = ACTIVE_CAPTURES.lock() {
+                    c.push(capture_key(stream));
+                }
+            }
+            leave_gate();
+        }
+        (CUPTI_API_EXIT, true) if !capturing(stream) => {
+            let key = capture_key(stream);
+            if let Ok(mut c) = ACTIVE_CAPTURES.lock() {
+                if let Some(i) = c.iter().position(|k| *k == key) {
+                    c.remove(i);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What a kernel node runs: its kernel's name, and for a planned kernel
+/// its launch with the arguments packed now (the node's own copy may change).
+///
+/// # Safety
+/// `p` must be a kernel node's parameters as the driver reads them; `v2`:
+/// it has the `kern` field.
+unsafe fn kernel_work(api: &GraphApi, p: &KernelNodeParams, v2: bool, cooperative: bool) -> Work {
+    let f = if !p.func.is_null() || !v2 { p.func } else { p.kern };
+    // SAFETY: a handle the driver handed out (or null).
+    let symbol = unsafe { graph::name_of(api, f) }.unwrap_or_default();
+    if !PLANNED.get().is_some_and(|planned| planned.contains(&symbol)) {
+        return Work::Kernel { symbol, launch: Err("not planned".into()) };
+    }
+    let launch = (|| {
+        let cuda = cuda::driver()?;
+        // SAFETY: the node's kernel handle.
+        let params = unsafe { cuda.params(f) }.ok_or("cannot tell the kernel's parameters (CUDA 12.4+ driver needed)")?;
+        let config = graph::config_of(p, cooperative);
+        let call = Call { f, config, kernel_params: p.kernel_params, extra: p.extra, stream: std::ptr::null_mut() };
+        // SAFETY: the node's own argument pointers, valid for this call.
+        let args = unsafe { arguments(&call, &params) }.ok_or("cannot read the node's arguments")?;
+        Ok(NodeLaunch { function: f as usize, config, args, params })
+    })();
+    Work::Kernel { symbol, launch }
+}
+
+/// Read a graph as an exec instantiated from it runs it.
+///
+/// # Safety
+/// `graph` must be a live CUgraph.
+unsafe fn read_graph(graph: Handle) -> Result<Graph, String> {
+    let Some(Some(api)) = GRAPH_API.get() else {
+        return Err("the driver cannot be asked about graphs (CUDA 12.3+ needed)".into());
+    };
+    // SAFETY: a live graph; `kernel_work` gets each kernel node's parameters from the driver.
+    unsafe { graph::read(api, graph, |_, p, cooperative| kernel_work(api, p, true, cooperative)) }
+}
+
+/// Executable graphs made, changed and destroyed.
+///
+/// # Safety
+/// `data` is CUPTI's callback data for a graph call.
+unsafe fn on_graph(cbid: u32, data: &CallbackData) {
+    if data.function_params.is_null() {
+        return;
+    }
+    let params = data.function_params;
+    if cbid == CBID_CU_GRAPH_EXEC_DESTROY {
+        if data.callback_site == CUPTI_API_ENTER {
+            // SAFETY: cuGraphExecDestroy_params begins with the exec.
+            let exec = unsafe { (*(params as *const GraphExecUpdateParams)).h_graph_exec } as usize;
+            if let Ok(mut e) = execs().lock() {
+                e.remove(&exec);
+            }
+        }
+        return;
+    }
+    if data.callback_site != CUPTI_API_EXIT || !succeeded(data) {
+        return;
+    }
+    let Some(Some(api)) = GRAPH_API.get() else { return };
+    match cbid {
+        CBID_CU_GRAPH_INSTANTIATE
+        | CBID_CU_GRAPH_INSTANTIATE_V2
+        | CBID_CU_GRAPH_INSTANTIATE_WITH_FLAGS
+        | CBID_CU_GRAPH_INSTANTIATE_WITH_PARAMS
+        | CBID_CU_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ => {
+            // SAFETY: every cuGraphInstantiate*_params begins so.
+            let p = unsafe { &*(params as *const GraphInstantiateParams) };
+            if p.ph_graph_exec.is_null() {
+                return;
+            }
+            // SAFETY: the call succeeded: the driver wrote the exec.
+            let exec = unsafe { *p.ph_graph_exec } as usize;
+            // SAFETY: the graph the exec was made from, live during the call.
+            let graph = unsafe { read_graph(p.h_graph) };
+            if let Ok(mut e) = execs().lock() {
+                e.insert(exec, graph.map(Arc::new));
+            }
+        }
+        CBID_CU_GRAPH_EXEC_UPDATE | CBID_CU_GRAPH_EXEC_UPDATE_V2 => {
+            // SAFETY: both begin with the exec and the graph.
+            let p = unsafe { &*(params as *const GraphExecUpdateParams) };
+            // SAFETY: the graph the exec was updated from, live during the call.
+            let new = unsafe { read_graph(p.h_graph) };
+            if let Ok(mut e) = execs().lock() {
+                let exec = p.h_graph_exec as usize;
+                let updated = match (e.get(&exec), new) {
+                    (Some(Ok(old)), Ok(new)) => old.updated(new).map(Arc::new),
+                    (_, Err(why)) => Err(why),
+                    (Some(Err(why)), _) => Err(why.clone()),
+                    (None, _) => return,
+                };
+                e.insert(exec, updated);
+            }
+        }
+        _ => {
+            // SAFETY: these begin with the exec and the node.
+            let p = unsafe { &*(params as *const GraphExecNodeParams) };
+            let Ok(mut e) = execs().lock() else { return };
+            let Some(Ok(graph)) = e.get_mut(&(p.h_graph_exec as usize)) else { return };
+            let Some(node) = Arc::make_mut(graph).node_mut(p.h_node as usize) else { return };
+            if cbid == CBID_CU_GRAPH_NODE_SET_ENABLED {
+                // SAFETY: for this id CUPTI passes a cuGraphNodeSetEnabled_params.
+                node.enabled = unsafe { (*(params as *const GraphNodeSetEnabledParams)).is_enabled } != 0;
+                return;
+            }
+            // SAFETY: the caller's parameters for this id, valid for the call.
+            unsafe { set_node(api, cbid, node, p.params) };
+        }
+    }
+}
+
+/// One node of an exec changed (`cuGraphExec*SetParams`).
+///
+/// # Safety
+/// `params` is what the call with id `cbid` set, as the caller passed it.
+unsafe fn set_node(api: &GraphApi, cbid: u32, node: &mut graph::Node, params: *const c_void) {
+    let cooperative = matches!(&node.work, Work::Kernel { launch: Ok(l), .. } if l.config.cooperative);
+    if params.is_null() {
+        return;
+    }
+    match cbid {
+        CBID_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS | CBID_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2 => {
+            // SAFETY: a CUDA_KERNEL_NODE_PARAMS (v1 lacks the last two fields, not read then).
+            let p = unsafe { &*(params as *const KernelNodeParams) };
+            node.work = unsafe { kernel_work(api, p, cbid == CBID_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2, cooperative) };
+        }
+        CBID_CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS => {
+            // SAFETY: a CUDA_MEMSET_NODE_PARAMS.
+            node.work = Work::Memset(graph::Memset::from(unsafe { &*(params as *const MemsetParams) }));
+        }
+        CBID_CU_GRAPH_EXEC_NODE_SET_PARAMS => {
+            // SAFETY: a CUgraphNodeParams: the type, then the union at 16 bytes.
+            let p = unsafe { &*(params as *const NodeParams) };
+            let union = p.union.as_ptr().cast::<u8>();
+            node.work = match p.node_type {
+                // SAFETY: the union's kernel (v3, laid out as v2) or memset member.
+                graph::NODE_KERNEL => unsafe { kernel_work(api, &*(union as *const KernelNodeParams), true, cooperative) },
+                graph::NODE_MEMSET => Work::Memset(graph::Memset::from(unsafe { &*(union as *const MemsetParams) })),
+                _ => return,
+            };
+        }
+        _ => {}
+    }
 }

@@ -28,6 +28,39 @@ pub const HIP_LAUNCH_PARAM_BUFFER_SIZE: usize = 2;
 pub const HIP_LAUNCH_PARAM_END: usize = 3;
 /// `offsetof(hipDeviceProp_t, gcnArchName)` in HIP 5.2's layout.
 pub const GCN_ARCH_NAME_OFFSET: usize = 396;
+pub const HIP_MEM_ALLOCATION_TYPE_PINNED: c_int = 1;
+pub const HIP_MEM_LOCATION_TYPE_DEVICE: c_int = 1;
+pub const HIP_MEM_ACCESS_FLAGS_PROT_READ_WRITE: c_int = 3;
+pub const HIP_MEM_ALLOCATION_GRANULARITY_MINIMUM: c_int = 0;
+
+/// `hipMemLocation`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MemLocation {
+    pub kind: c_int,
+    pub id: c_int,
+}
+
+/// `hipMemAllocationProp` as HIP 5.2's headers lay it out (the ones
+/// checked here: the replayer maps only under a HIP 5 runtime).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MemAllocationProp {
+    pub compression_type: u8,
+    pub location: MemLocation,
+    pub requested_handle_type: c_int,
+    pub kind: c_int,
+    pub usage: u16,
+    pub win32_handle_meta_data: *mut c_void,
+}
+
+/// `hipMemAccessDesc`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MemAccessDesc {
+    pub location: MemLocation,
+    pub flags: c_int,
+}
 
 /// HIP's `dim3`, passed by value.
 #[repr(C)]
@@ -48,6 +81,7 @@ api!(Runtime {
     device_get_pci_bus_id = "hipDeviceGetPCIBusId": fn(*mut c_char, c_int, c_int) -> HipError;
     device_get_by_pci_bus_id = "hipDeviceGetByPCIBusId": fn(*mut c_int, *const c_char) -> HipError;
     device_synchronize = "hipDeviceSynchronize": fn() -> HipError;
+    stream_is_capturing = "hipStreamIsCapturing": fn(Handle, *mut c_int) -> HipError;
     mem_get_info = "hipMemGetInfo": fn(*mut usize, *mut usize) -> HipError;
     malloc = "hipMalloc": fn(*mut Handle, usize) -> HipError;
     free = "hipFree": fn(Handle) -> HipError;
@@ -64,6 +98,21 @@ api!(Runtime {
     event_elapsed_time = "hipEventElapsedTime": fn(*mut f32, Handle, Handle) -> HipError;
 });
 
+// Virtual memory management and module variables, for the replayer (HIP
+// 5.2's declarations): its copies at the program's addresses.
+api!(Vmm {
+    runtime_get_version = "hipRuntimeGetVersion": fn(*mut c_int) -> HipError;
+    mem_get_allocation_granularity = "hipMemGetAllocationGranularity": fn(*mut usize, *const MemAllocationProp, c_int) -> HipError;
+    mem_address_reserve = "hipMemAddressReserve": fn(*mut Handle, usize, usize, Handle, u64) -> HipError;
+    mem_address_free = "hipMemAddressFree": fn(Handle, usize) -> HipError;
+    mem_create = "hipMemCreate": fn(*mut Handle, usize, *const MemAllocationProp, u64) -> HipError;
+    mem_release = "hipMemRelease": fn(Handle) -> HipError;
+    mem_map = "hipMemMap": fn(Handle, usize, usize, Handle, u64) -> HipError;
+    mem_unmap = "hipMemUnmap": fn(Handle, usize) -> HipError;
+    mem_set_access = "hipMemSetAccess": fn(Handle, usize, *const MemAccessDesc, usize) -> HipError;
+    module_get_global = "hipModuleGetGlobal": fn(*mut Handle, *mut usize, Handle, *const c_char) -> HipError;
+});
+
 // HIP's entry points as the program would reach them without us.
 api!(Wrapped {
     register_function = "__hipRegisterFunction": fn(*mut *mut c_void, *const c_void, *mut c_char, *const c_char, c_uint, *mut c_void, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> ();
@@ -74,6 +123,7 @@ api!(Wrapped {
 
 pub struct Hip {
     pub api: Runtime,
+    pub vmm: Option<Vmm>,
     _lib: Library,
 }
 
@@ -84,7 +134,8 @@ pub fn runtime() -> Result<&'static Hip, String> {
         let lib =
             Library::open(&["libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"]).map_err(|e| format!("no HIP runtime ({e})"))?;
         let api = Runtime::load(&lib).map_err(|e| format!("the HIP runtime lacks {e}"))?;
-        Ok(Hip { api, _lib: lib })
+        let vmm = Vmm::load(&lib).ok();
+        Ok(Hip { api, vmm, _lib: lib })
     })
     .as_ref()
     .map_err(Clone::clone)
@@ -198,11 +249,21 @@ fn interposer() -> &'static Mutex<Option<Interposer>> {
     STATE.get_or_init(|| Mutex::new(Interposer::from_env("hip")))
 }
 
+/// Whether `stream` is capturing a graph (or cannot tell): a launch into
+/// it only adds a node, and synchronizing would break the capture.
+fn capturing(hip: &Hip, stream: Handle) -> bool {
+    // hipStreamCaptureStatusNone.
+    let mut status: c_int = 0;
+    // SAFETY: the program's stream; an out-pointer.
+    let code = unsafe { (hip.api.stream_is_capturing)(stream, &mut status) };
+    code != HIP_SUCCESS || status != 0
+}
+
 /// Measure around one launch; `run` is the program's own launch.
 ///
 /// # Safety
 /// `args` must hold a pointer per parameter of the kernel, each to its value.
-unsafe fn around(key: usize, config: LaunchConfig, args: *mut *mut c_void, run: impl FnOnce() -> HipError) -> HipError {
+unsafe fn around(key: usize, config: LaunchConfig, args: *mut *mut c_void, stream: Handle, run: impl FnOnce() -> HipError) -> HipError {
     let measured = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let symbol = names().lock().ok()?.get(&key)?.clone();
         let hip = runtime().ok()?;
@@ -212,7 +273,7 @@ unsafe fn around(key: usize, config: LaunchConfig, args: *mut *mut c_void, run: 
             interposer.unplanned(&symbol);
             return None;
         };
-        if args.is_null() {
+        if args.is_null() || capturing(hip, stream) {
             return None;
         }
         let params: Vec<Param> = kernel.params.clone();
@@ -299,10 +360,11 @@ pub unsafe extern "C" fn hipLaunchKernel(
         grid: [num_blocks.x, num_blocks.y, num_blocks.z],
         block: [dim_blocks.x, dim_blocks.y, dim_blocks.z],
         shared_bytes: shared_mem_bytes as u32,
+        cooperative: false,
     };
     // SAFETY: forwarding the caller's arguments; `args` is HIP's per-parameter array.
     unsafe {
-        around(function_address as usize, config, args, || {
+        around(function_address as usize, config, args, stream, || {
             (next.launch_kernel)(function_address, num_blocks, dim_blocks, args, shared_mem_bytes, stream)
         })
     }
@@ -347,10 +409,10 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
     extra: *mut *mut c_void,
 ) -> HipError {
     let Some(next) = wrapped() else { return 98 };
-    let config = LaunchConfig { grid: [gx, gy, gz], block: [bx, by, bz], shared_bytes: shared };
+    let config = LaunchConfig { grid: [gx, gy, gz], block: [bx, by, bz], shared_bytes: shared, cooperative: false };
     // SAFETY: forwarding the caller's arguments; `kernel_params` is HIP's per-parameter array (or null).
     unsafe {
-        around(f as usize, config, kernel_params, || {
+        around(f as usize, config, kernel_params, stream, || {
             (next.module_launch_kernel)(f, gx, gy, gz, bx, by, bz, shared, stream, kernel_params, extra)
         })
     }
@@ -361,6 +423,9 @@ pub struct HipGpu {
     hip: &'static Hip,
     start: Handle,
     stop: Handle,
+    device: c_int,
+    /// Memory mapped at the program's addresses: each region and its physical allocation.
+    mapped: Vec<(Range, Handle)>,
 }
 
 impl HipGpu {
@@ -377,7 +442,63 @@ impl HipGpu {
             hip.check((hip.api.event_create)(&mut start), "hipEventCreate").map_err(fail)?;
             hip.check((hip.api.event_create)(&mut stop), "hipEventCreate").map_err(fail)?;
         }
-        Ok(HipGpu { hip, start, stop })
+        Ok(HipGpu { hip, start, stop, device, mapped: vec![] })
+    }
+
+    fn allocation_prop(&self) -> MemAllocationProp {
+        MemAllocationProp {
+            compression_type: 0,
+            location: MemLocation { kind: HIP_MEM_LOCATION_TYPE_DEVICE, id: self.device },
+            requested_handle_type: 0,
+            kind: HIP_MEM_ALLOCATION_TYPE_PINNED,
+            usage: 0,
+            win32_handle_meta_data: std::ptr::null_mut(),
+        }
+    }
+
+    /// Map device memory at exactly `region` (aligned to the granularity).
+    fn map_one(&mut self, vmm: &Vmm, region: Range) -> Result<(), String> {
+        let e = |what: &str, code| format!("{what} at {:#x} ({} bytes): {}", region.addr, region.bytes, self.hip.error_name(code));
+        let (addr, size) = (region.addr as Handle, region.bytes as usize);
+        let prop = self.allocation_prop();
+        let mut got: Handle = std::ptr::null_mut();
+        // SAFETY: an out-pointer; size and hint are multiples of the granularity.
+        let code = unsafe { (vmm.mem_address_reserve)(&mut got, size, 0, addr, 0) };
+        if code != HIP_SUCCESS {
+            return Err(e("hipMemAddressReserve", code));
+        }
+        if got != addr {
+            // SAFETY: the range just reserved.
+            unsafe { (vmm.mem_address_free)(got, size) };
+            return Err(format!(
+                "hipMemAddressReserve at {addr:?} ({size} bytes) gave {got:?}: the program's address is taken in the replayer"
+            ));
+        }
+        let mut handle: Handle = std::ptr::null_mut();
+        // SAFETY: an out-pointer and a filled-in property struct; each step undone in reverse on failure.
+        unsafe {
+            let code = (vmm.mem_create)(&mut handle, size, &prop, 0);
+            if code != HIP_SUCCESS {
+                (vmm.mem_address_free)(addr, size);
+                return Err(e("hipMemCreate", code));
+            }
+            let code = (vmm.mem_map)(addr, size, 0, handle, 0);
+            if code != HIP_SUCCESS {
+                (vmm.mem_release)(handle);
+                (vmm.mem_address_free)(addr, size);
+                return Err(e("hipMemMap", code));
+            }
+            let access = MemAccessDesc { location: prop.location, flags: HIP_MEM_ACCESS_FLAGS_PROT_READ_WRITE };
+            let code = (vmm.mem_set_access)(addr, size, &access, 1);
+            if code != HIP_SUCCESS {
+                (vmm.mem_unmap)(addr, size);
+                (vmm.mem_release)(handle);
+                (vmm.mem_address_free)(addr, size);
+                return Err(e("hipMemSetAccess", code));
+            }
+        }
+        self.mapped.push((region, handle));
+        Ok(())
     }
 }
 
@@ -440,6 +561,60 @@ impl Gpu for HipGpu {
     fn unload(&mut self, kernel: &Kernel) {
         // SAFETY: loaded by `load`, unloaded once.
         unsafe { (self.hip.api.module_unload)(kernel.module as Handle) };
+    }
+
+    fn map_at(&mut self, ranges: &[Range]) -> Result<Vec<Range>, String> {
+        let hip = self.hip;
+        let vmm = hip.vmm.as_ref().ok_or("the HIP runtime has no virtual memory management (hipMemAddressReserve)")?;
+        let mut version = 0;
+        // SAFETY: an out-pointer.
+        unsafe { (vmm.runtime_get_version)(&mut version) };
+        if version / 10_000_000 != 5 {
+            return Err(format!("HIP runtime {version}: the hipMemAllocationProp declared here is HIP 5.2's"));
+        }
+        let prop = self.allocation_prop();
+        let mut granularity = 0usize;
+        // SAFETY: an out-pointer and a filled-in property struct.
+        let code = unsafe { (vmm.mem_get_allocation_granularity)(&mut granularity, &prop, HIP_MEM_ALLOCATION_GRANULARITY_MINIMUM) };
+        if code != HIP_SUCCESS || granularity == 0 || !granularity.is_power_of_two() {
+            return Err(format!("hipMemGetAllocationGranularity: {} ({granularity})", hip.error_name(code)));
+        }
+        let regions = capture::align_regions(ranges, granularity as u64);
+        for &r in &regions {
+            if let Err(why) = self.map_one(vmm, r) {
+                let done: Vec<Range> = self.mapped.iter().map(|(r, _)| *r).collect();
+                self.unmap(&done);
+                return Err(why);
+            }
+        }
+        Ok(regions)
+    }
+
+    fn unmap(&mut self, regions: &[Range]) {
+        let Some(vmm) = self.hip.vmm.as_ref() else { return };
+        // SAFETY: no arguments: nothing may still run on the memory.
+        unsafe { (self.hip.api.device_synchronize)() };
+        self.mapped.retain(|&(r, handle)| {
+            if !regions.contains(&r) {
+                return true;
+            }
+            // SAFETY: mapped by map_one, undone once, in reverse.
+            unsafe {
+                (vmm.mem_unmap)(r.addr as Handle, r.bytes as usize);
+                (vmm.mem_release)(handle);
+                (vmm.mem_address_free)(r.addr as Handle, r.bytes as usize);
+            }
+            false
+        });
+    }
+
+    fn global(&mut self, kernel: &Kernel, name: &str) -> Option<Range> {
+        let vmm = self.hip.vmm.as_ref()?;
+        let name = std::ffi::CString::new(name).ok()?;
+        let (mut addr, mut bytes): (Handle, usize) = (std::ptr::null_mut(), 0);
+        // SAFETY: a module `load` loaded; out-pointers and a C string.
+        let code = unsafe { (vmm.module_get_global)(&mut addr, &mut bytes, kernel.module as Handle, name.as_ptr()) };
+        (code == HIP_SUCCESS).then_some(Range { addr: addr as u64, bytes: bytes as u64 })
     }
 
     fn launch(&mut self, kernel: &Kernel, config: &LaunchConfig, args: &[u8]) -> Result<f64, GpuError> {

@@ -10,9 +10,10 @@ use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use crate::capture::{self, Range};
+use crate::capture::{self, Pointer, Range};
+use crate::code::Global;
 use crate::plan::{self, Event, EventLog, LaunchConfig, LaunchResult, Param, Plan, PlanKernel};
-use crate::protocol::{self, ReplayRequest, Request, Response};
+use crate::protocol::{self, GlobalVar, ReplayRequest, Request, Response};
 
 /// The GPU a launch runs on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +33,30 @@ pub trait Host {
     fn address_range(&self, ptr: u64) -> Option<Range>;
     fn read(&self, addr: u64, dst: &mut [u8]) -> Result<(), String>;
     fn device(&self) -> Result<Device, String>;
+    /// Every allocation the program has live, sorted, where the vendor
+    /// layer tracks them (None: it does not; pointers in memory are then
+    /// resolved with [`Host::address_range`]).
+    fn live_allocations(&self) -> Option<Vec<Range>> {
+        None
+    }
+    /// Where the launched kernel's module holds each of these variables
+    /// (those it has).
+    fn globals(&self, wanted: &[Global]) -> Vec<(Global, Range)> {
+        let _ = wanted;
+        vec![]
+    }
+}
+
+/// What a launch can reach, copied.
+struct Captured {
+    ranges: Vec<Range>,
+    pointers: Vec<Pointer>,
+    snapshot: Vec<Vec<u8>>,
+    /// The module's variables: name, where the program has them, bytes.
+    globals: Vec<(String, Range, Vec<u8>)>,
+    /// Ranges reached through pointers in memory (or, capturing all, any other live one).
+    reached: usize,
+    notes: Vec<String>,
 }
 
 /// A launch as the program made it.
@@ -43,10 +68,22 @@ pub struct Launch {
     pub params: Vec<Param>,
 }
 
+/// The interposer's notes on each launch's copy, in the run directory.
+pub const CAPTURE_LOG: &str = "capture.log";
+
+/// Where nothing tracks the program's allocations, words of copied memory
+/// near device addresses are asked about at most this many times per launch.
+const MAX_DRIVER_LOOKUPS: u32 = 1 << 16;
+
+/// Done on the copy of a launch's memory (`snapshot[i]` holds `ranges[i]`) before its replay.
+pub type Prepare<'a> = dyn Fn(&[Range], &mut [Vec<u8>]) + 'a;
+
 /// A replayed launch waiting for the program's own launch to finish.
 pub struct Pending {
     result: LaunchResult,
     ranges: Vec<Range>,
+    /// The module's variables, where the program has them.
+    globals: Vec<Range>,
 }
 
 struct Replayer {
@@ -135,6 +172,12 @@ pub struct Interposer {
     /// Symbols already reported as unplanned or on another target.
     reported: HashSet<String>,
     replayer: Option<Replayer>,
+    /// Per entry, the module variables of its plain build.
+    module_globals: HashMap<String, Vec<Global>>,
+    /// The GPU (PCI bus id) the replayer opened: a launch on another starts a fresh one.
+    replayer_device: Option<String>,
+    /// Per (symbol, note): launches so far, and the count last written.
+    notes: HashMap<(String, String), (u64, u64)>,
 }
 
 impl Interposer {
@@ -164,7 +207,42 @@ impl Interposer {
             faulted: HashMap::new(),
             reported: HashSet::new(),
             replayer: None,
+            module_globals: HashMap::new(),
+            replayer_device: None,
+            notes: HashMap::new(),
         }
+    }
+
+    /// Count a note about one of `symbol`'s launches (it ran unmeasured,
+    /// or unmeasured in part, and why), written to the events at 1, 2, 4,
+    /// ... launches and by [`Interposer::flush_notes`].
+    pub fn note(&mut self, symbol: &str, message: &str) {
+        let (n, written) = self.notes.entry((symbol.to_string(), message.to_string())).or_default();
+        *n += 1;
+        if n.is_power_of_two() {
+            *written = *n;
+            let launches = *n;
+            self.log.write(&Event::Note { symbol: symbol.to_string(), message: message.to_string(), launches });
+        }
+    }
+
+    /// Write every note's count not written yet (at the program's exit).
+    pub fn flush_notes(&mut self) {
+        let mut late: Vec<(String, String, u64)> = Vec::new();
+        for ((symbol, message), (n, written)) in &mut self.notes {
+            if *n != *written {
+                *written = *n;
+                late.push((symbol.clone(), message.clone(), *n));
+            }
+        }
+        for (symbol, message, launches) in late {
+            self.log.write(&Event::Note { symbol, message, launches });
+        }
+    }
+
+    /// The kernels the plan names (measured or not).
+    pub fn planned_symbols(&self) -> HashSet<String> {
+        self.plan.kernels.iter().map(|k| k.symbol.clone()).collect()
     }
 
     /// The plan's entry for the kernel a launch names, if it still wants a
@@ -217,6 +295,13 @@ impl Interposer {
     /// Before the program's launch: replay it. None when nothing was
     /// replayed (not wanted, another target, or a failure, logged).
     pub fn before(&mut self, host: &dyn Host, launch: &Launch) -> Option<Pending> {
+        self.before_prepared(host, launch, &|_, _| {})
+    }
+
+    /// As [`Interposer::before`], with `prepare` done on the copy of the
+    /// launch's memory before the replay: what the launch will see that
+    /// is not there yet (a CUDA graph's memsets before its kernel node).
+    pub fn before_prepared(&mut self, host: &dyn Host, launch: &Launch, prepare: &Prepare<'_>) -> Option<Pending> {
         let kernel = self.wants(&launch.symbol)?.clone();
         let device = match host.device() {
             Ok(d) => d,
@@ -242,20 +327,26 @@ impl Interposer {
             return None;
         }
         let params = if launch.params.is_empty() { &kernel.params } else { &launch.params };
-        let words = capture::pointer_words(&launch.args, params);
-        let (ranges, pointers) = capture::reachable(&words, |p| host.address_range(p));
-        let mut snapshot = Vec::with_capacity(ranges.len());
-        for r in &ranges {
-            let mut bytes = vec![0u8; r.bytes as usize];
-            if let Err(e) = host.read(r.addr, &mut bytes) {
+        let captured = match self.capture(host, &kernel, &launch.args, params) {
+            Ok(c) => c,
+            Err(e) => {
                 self.fail(&kernel, format!("cannot copy the launch's memory: {e}"));
                 return None;
             }
-            snapshot.push(bytes);
+        };
+        let Captured { ranges, pointers, mut snapshot, globals, reached, notes } = captured;
+        let global_vars: Vec<GlobalVar> = globals.iter().map(|(name, r, _)| GlobalVar { name: name.clone(), bytes: r.bytes }).collect();
+        let global_ranges: Vec<Range> = globals.iter().map(|(_, r, _)| *r).collect();
+        snapshot.extend(globals.into_iter().map(|(_, _, bytes)| bytes));
+        prepare(&ranges.iter().chain(&global_ranges).copied().collect::<Vec<Range>>(), &mut snapshot);
+        if self.replayer_device.as_deref() != Some(device.id.as_str()) {
+            // The replayer works on the GPU of its first launch.
+            self.drop_replayer();
+            self.replayer_device = Some(device.id.clone());
         }
         let (runs, budget_ms) = (self.plan.runs, self.plan.budget_s * 1e3 / f64::from(self.plan.launches.max(1)));
         let request = |candidates| {
-            Request::Replay(ReplayRequest {
+            Request::Replay(Box::new(ReplayRequest {
                 device: device.id.clone(),
                 symbol: kernel.symbol.clone(),
                 candidates,
@@ -266,7 +357,8 @@ impl Interposer {
                 ranges: ranges.clone(),
                 runs,
                 budget_ms,
-            })
+                globals: global_vars.clone(),
+            }))
         };
         let mut faulted = self.faulted.remove(&kernel.key).unwrap_or_default();
         let log = self.dir.join(plan::REPLAY_LOG);
@@ -282,6 +374,8 @@ impl Interposer {
         let replayed = match replayed {
             Ok(r) => r,
             Err(message) => {
+                // What the copy left out may be why (a kernel following a pointer it did not copy faults).
+                let message = std::iter::once(message).chain(notes).collect::<Vec<_>>().join("; ");
                 self.fail(&kernel, message);
                 return None;
             }
@@ -294,24 +388,119 @@ impl Interposer {
             launch: launch.config,
             ranges: ranges.len(),
             bytes,
+            reached,
+            globals: global_ranges.len(),
+            notes,
             replayed,
             program_identical: None,
             program_difference: None,
         };
-        Some(Pending { result, ranges })
+        Some(Pending { result, ranges, globals: global_ranges })
+    }
+
+    /// Copy what a launch can reach: the allocations its arguments point
+    /// into; the kernel's module's variables; and the allocations pointers
+    /// stored in those lead to, transitively (or every live one, when the
+    /// plan says so), within the plan's capture budget.
+    fn capture(&mut self, host: &dyn Host, kernel: &PlanKernel, args: &[u8], params: &[Param]) -> Result<Captured, String> {
+        let words = capture::pointer_words(args, params);
+        let (ranges, pointers) = capture::reachable(&words, |p| host.address_range(p));
+        let read = |r: Range| {
+            let mut bytes = vec![0u8; r.bytes as usize];
+            host.read(r.addr, &mut bytes).map(|()| bytes)
+        };
+        let mut copies: Vec<(Range, Vec<u8>)> = Vec::with_capacity(ranges.len());
+        for r in &ranges {
+            copies.push((*r, read(*r)?));
+        }
+        let mut notes = Vec::new();
+        let wanted = self
+            .module_globals
+            .entry(kernel.key.clone())
+            .or_insert_with(|| {
+                let plain = kernel.candidates.first().and_then(|c| std::fs::read(&c.path).ok()).unwrap_or_default();
+                crate::code::globals(&plain)
+            })
+            .clone();
+        let mut globals = Vec::new();
+        let found = host.globals(&wanted);
+        for (g, r) in found {
+            match read(r) {
+                Ok(bytes) => globals.push((g.name, r, bytes)),
+                Err(e) => notes.push(format!("the module's variable `{}` could not be read: {e}; not copied", g.name)),
+            }
+        }
+        let live = host.live_allocations();
+        let seeds: Vec<(u64, &[u8])> =
+            copies.iter().map(|(r, b)| (r.addr, b.as_slice())).chain(globals.iter().map(|(_, r, b)| (r.addr, b.as_slice()))).collect();
+        let budget = self.plan.capture.budget_bytes;
+        let live_list = live.clone().unwrap_or_default();
+        // The tracked allocations; where nothing tracks them, the driver, a bounded number of times.
+        let mut asked = 0u32;
+        let mut lookup = |p: u64| {
+            if live.is_some() {
+                let i = live_list.partition_point(|r| r.end() <= p);
+                return live_list.get(i).filter(|r| r.contains(p)).copied();
+            }
+            asked += 1;
+            (asked <= MAX_DRIVER_LOOKUPS).then(|| host.address_range(p)).flatten()
+        };
+        let mut read_mut = |r: Range| read(r);
+        let reached = capture::reach(&seeds, &ranges, &live_list, self.plan.capture.all, budget, &mut lookup, &mut read_mut);
+        // For diagnosis: how the copy was found (kept with `measure --keep`).
+        if let Ok(mut log) = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join(CAPTURE_LOG)) {
+            use std::io::Write;
+            let _ = writeln!(
+                log,
+                "{}: {} argument allocation(s); {} tracked live allocation(s), {} word(s) asked of the driver; reached {} ({} bytes), {} left out, {} unreadable; {} of {} variable(s)",
+                kernel.symbol,
+                ranges.len(),
+                live.as_ref().map_or(0, Vec::len),
+                asked,
+                reached.ranges.len(),
+                reached.ranges.iter().map(|(r, _)| r.bytes).sum::<u64>(),
+                reached.left_out.len(),
+                reached.unreadable.len(),
+                globals.len(),
+                wanted.len()
+            );
+        }
+        if asked > MAX_DRIVER_LOOKUPS {
+            notes.push(format!(
+                "stopped asking the driver about words in device memory after {MAX_DRIVER_LOOKUPS}: pointers among the rest (into allocations the interposer did not see made) were not followed"
+            ));
+        }
+        notes.extend(capture::reach_notes(&reached, budget));
+        if reached.ranges.is_empty() {
+            let snapshot = copies.into_iter().map(|(_, b)| b).collect();
+            return Ok(Captured { ranges, pointers, snapshot, globals, reached: 0, notes });
+        }
+        let extra = reached.ranges.len();
+        copies.extend(reached.ranges);
+        let all = capture::union(copies.iter().map(|(r, _)| *r).collect());
+        let mut snapshot = Vec::with_capacity(all.len());
+        for r in &all {
+            // A range merged from overlapping ones is read again whole.
+            match copies.iter().position(|(c, _)| c == r) {
+                Some(i) => snapshot.push(std::mem::take(&mut copies[i].1)),
+                None => snapshot.push(read(*r)?),
+            }
+        }
+        let pointers = capture::reindex(args, &pointers, &all);
+        Ok(Captured { ranges: all, pointers, snapshot, globals, reached: extra, notes })
     }
 
     /// After the program's own launch (`ran`: it was accepted): compare
     /// what it left with the plain build's result, and record the measurement.
     pub fn after(&mut self, host: &dyn Host, pending: Pending, ran: bool) {
-        let Pending { mut result, ranges } = pending;
+        let Pending { mut result, ranges, globals } = pending;
         let compared = (|| {
             if !ran {
                 return None;
             }
             host.synchronize().ok()?;
-            let mut frames = Vec::with_capacity(ranges.len());
-            for r in &ranges {
+            let mut frames = Vec::with_capacity(ranges.len() + globals.len());
+            for r in ranges.iter().chain(&globals) {
                 let mut bytes = vec![0u8; r.bytes as usize];
                 host.read(r.addr, &mut bytes).ok()?;
                 frames.push(bytes);
@@ -433,13 +622,14 @@ mod tests {
                 candidates: vec![PlanCandidate { name: "plain".into(), path: "p.cubin".into() }],
                 params: vec![Param { offset: 0, size: 8 }],
             }],
+            capture: Default::default(),
         };
         let log = EventLog::open(&dir.join(plan::EVENTS_FILE)).unwrap();
         Interposer::new("cuda", plan, dir.to_path_buf(), log)
     }
 
     fn launch(symbol: &str) -> Launch {
-        let config = LaunchConfig { grid: [1, 1, 1], block: [32, 1, 1], shared_bytes: 0 };
+        let config = LaunchConfig { grid: [1, 1, 1], block: [32, 1, 1], shared_bytes: 0, cooperative: false };
         Launch { symbol: symbol.into(), config, args: 0x7f00_0000_0008u64.to_le_bytes().to_vec(), params: vec![] }
     }
 
@@ -451,6 +641,8 @@ mod tests {
                 .collect(),
             deterministic: true,
             launches: 1,
+            relocated: None,
+            moved: 0,
         }
     }
 
@@ -501,6 +693,26 @@ mod tests {
         );
         let refused = |_: Vec<PlanCandidate>| Ok(Response::Error { message: "too big".into() });
         assert_eq!(replay_without_faults(&cands, &mut vec![], Path::new("replay.log"), refused).unwrap_err(), "too big");
+    }
+
+    #[test]
+    fn notes_are_written_at_powers_of_two_and_the_rest_at_exit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut i = interposer(dir.path(), "/nonexistent/regtune-replay");
+        for _ in 0..5 {
+            i.note("_Z1kPd", "ran unmeasured: why");
+        }
+        i.flush_notes();
+        i.flush_notes();
+        let counts: Vec<u64> = read_events(&dir.path().join(plan::EVENTS_FILE))
+            .unwrap()
+            .into_iter()
+            .map(|e| match e {
+                Event::Note { symbol, message, launches } if symbol == "_Z1kPd" && message == "ran unmeasured: why" => launches,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(counts, [1, 2, 4, 5]);
     }
 
     #[test]
@@ -587,6 +799,74 @@ mod tests {
         assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe);
         assert_eq!(r.stdin.buffer(), b"frame");
         r.stop();
+    }
+
+    /// A program's memory: allocations with their bytes, tracked or not,
+    /// and a module variable holding a pointer.
+    struct Memory {
+        allocations: Vec<(Range, Vec<u8>)>,
+        tracked: bool,
+    }
+
+    impl Host for Memory {
+        fn synchronize(&self) -> Result<(), String> {
+            Ok(())
+        }
+        fn address_range(&self, ptr: u64) -> Option<Range> {
+            self.allocations.iter().map(|(r, _)| *r).find(|r| r.contains(ptr))
+        }
+        fn read(&self, addr: u64, dst: &mut [u8]) -> Result<(), String> {
+            let (r, bytes) = self.allocations.iter().find(|(r, _)| r.contains(addr)).ok_or("not mapped")?;
+            let at = (addr - r.addr) as usize;
+            dst.copy_from_slice(&bytes[at..at + dst.len()]);
+            Ok(())
+        }
+        fn device(&self) -> Result<Device, String> {
+            Ok(Device { id: "0000:01:00.0".into(), description: "Fake GPU".into(), arch: "sm_90".into() })
+        }
+        fn live_allocations(&self) -> Option<Vec<Range>> {
+            // The variable's storage is the module's, not an allocation.
+            self.tracked.then(|| self.allocations.iter().map(|(r, _)| *r).filter(|r| r.addr != 0x7f00_0900_0000).collect())
+        }
+        fn globals(&self, wanted: &[Global]) -> Vec<(Global, Range)> {
+            wanted.iter().filter(|g| g.name == "head").map(|g| (g.clone(), Range { addr: 0x7f00_0900_0000, bytes: 8 })).collect()
+        }
+    }
+
+    #[test]
+    fn a_launch_copy_follows_pointers_in_memory_and_module_variables() {
+        let words = |w: &[u64]| w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let r = |addr, bytes| Range { addr, bytes };
+        // The argument: an array of pointers to two nodes; node 2 points at node 3, which
+        // only the variable `head` also names; node 4 is pointed to by nothing.
+        let (args_at, n1, n2, n3, n4, head) =
+            (0x7f00_0000_0000u64, 0x7f00_0100_0000, 0x7f00_0200_0000, 0x7f00_0300_0000, 0x7f00_0400_0000, 0x7f00_0900_0000);
+        let allocations = vec![
+            (r(args_at, 16), words(&[n1, n2])),
+            (r(n1, 8), words(&[7])),
+            (r(n2, 8), words(&[n3])),
+            (r(n3, 8), words(&[9])),
+            (r(n4, 8), words(&[n1])),
+            (r(head, 8), words(&[n3])),
+        ];
+        for tracked in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut i = interposer(dir.path(), "true");
+            let kernel = i.plan.kernels[0].clone();
+            i.module_globals.insert(kernel.key.clone(), vec![Global { name: "head".into(), bytes: 8, constant: false }]);
+            let host = Memory { allocations: allocations.clone(), tracked };
+            let c = i.capture(&host, &kernel, &args_at.to_le_bytes(), &kernel.params).unwrap();
+            assert_eq!(c.ranges, [r(args_at, 16), r(n1, 8), r(n2, 8), r(n3, 8)], "tracked: {tracked}");
+            assert_eq!(c.reached, 3);
+            assert_eq!(c.snapshot[3], words(&[9]));
+            assert_eq!(c.pointers, [Pointer { offset: 0, range: 0 }]);
+            assert_eq!(c.globals, [("head".to_string(), r(head, 8), words(&[n3]))]);
+            assert!(c.notes.is_empty(), "{:?}", c.notes);
+            // Capturing all takes node 4 too.
+            i.plan.capture.all = true;
+            let c = i.capture(&host, &kernel, &args_at.to_le_bytes(), &kernel.params).unwrap();
+            assert_eq!(c.ranges.len(), if tracked { 5 } else { 4 });
+        }
     }
 
     #[test]

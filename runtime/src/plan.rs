@@ -29,6 +29,36 @@ pub struct Plan {
     /// The `regtune-replay` executable.
     pub replayer: PathBuf,
     pub kernels: Vec<PlanKernel>,
+    /// What a launch's copy holds besides what its arguments point to.
+    #[serde(default)]
+    pub capture: Capture,
+}
+
+/// Allocations a launch may reach through pointers stored in device
+/// memory (or in the module's variables), besides those its arguments
+/// name: found by following every aligned word of the copied bytes that
+/// points into a live allocation, allocation by allocation; or every
+/// allocation the program has live (`all`). Both within `budget_bytes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capture {
+    #[serde(default)]
+    pub all: bool,
+    /// The most bytes copied beyond the arguments' allocations, per launch.
+    #[serde(default = "default_capture_budget")]
+    pub budget_bytes: u64,
+}
+
+/// 4 GiB: the replayer holds two copies of it.
+pub const DEFAULT_CAPTURE_BUDGET: u64 = 4 << 30;
+
+fn default_capture_budget() -> u64 {
+    DEFAULT_CAPTURE_BUDGET
+}
+
+impl Default for Capture {
+    fn default() -> Capture {
+        Capture { all: false, budget_bytes: DEFAULT_CAPTURE_BUDGET }
+    }
 }
 
 /// One db entry: a kernel, its target, and the code objects to compare.
@@ -69,11 +99,20 @@ pub struct LaunchConfig {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub shared_bytes: u32,
+    /// A cooperative launch (`cuLaunchCooperativeKernel`, or the
+    /// cooperative attribute): every block resident at once, for grid-wide
+    /// sync. The replayer launches it so too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cooperative: bool,
 }
 
 impl LaunchConfig {
     pub fn threads_per_block(&self) -> u64 {
         self.block.iter().map(|&b| b as u64).product()
+    }
+
+    pub fn blocks(&self) -> u64 {
+        self.grid.iter().map(|&g| g as u64).product()
     }
 }
 
@@ -91,6 +130,10 @@ pub enum Event {
     Measured(LaunchResult),
     /// A launch that could not be measured; measuring that kernel stops.
     Failed { symbol: String, key: String, message: String },
+    /// Something about some of a kernel's launches, measuring goes on (they
+    /// ran unmeasured, or unmeasured in part): `launches` so far. Written
+    /// again as the count grows (1, 2, 4, ... and at exit); the last says it all.
+    Note { symbol: String, message: String, launches: u64 },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,6 +146,18 @@ pub struct LaunchResult {
     /// Allocations the launch can reach, and their bytes.
     pub ranges: usize,
     pub bytes: u64,
+    /// Of those, allocations reached through pointers stored in device
+    /// memory or the module's variables (or, with `capture.all`, every
+    /// other live one).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reached: usize,
+    /// The module's `__device__` and `__constant__` variables copied (and compared).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub globals: usize,
+    /// What the copy left out and why (over the capture budget, a
+    /// variable the program's module lacks), one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     pub replayed: Replayed,
     /// The program's own launch left the plain candidate's bytes (None:
     /// not compared).
@@ -119,6 +174,20 @@ pub struct Replayed {
     pub deterministic: bool,
     /// Kernel launches the replay made.
     pub launches: u32,
+    /// Why the replay ran on memory of its own, the pointers moved to it,
+    /// rather than at the program's own addresses (None: it ran at the
+    /// program's addresses, the argument buffer unchanged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relocated: Option<String>,
+    /// Relocated: the pointers stored in the copied memory and the module's
+    /// variables that were moved to the replayer's copies (every aligned
+    /// word that pointed into a copied allocation).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub moved: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -197,10 +266,16 @@ mod tests {
                 candidates: vec![PlanCandidate { name: "plain".into(), path: "p.cubin".into() }],
                 params: vec![],
             }],
+            capture: Capture { all: true, budget_bytes: 1 << 20 },
         };
         let path = dir.path().join(PLAN_FILE);
         plan.save(&path).unwrap();
         assert_eq!(Plan::load(&path).unwrap(), plan);
+        // A plan written before `capture` was there reads with the defaults.
+        let mut old: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        old.as_object_mut().unwrap().remove("capture");
+        std::fs::write(&path, old.to_string()).unwrap();
+        assert_eq!(Plan::load(&path).unwrap().capture, Capture::default());
         std::fs::write(&path, "{").unwrap();
         assert!(Plan::load(&path).unwrap_err().starts_with(&format!("{} is not a measure plan", path.display())));
     }

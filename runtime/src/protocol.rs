@@ -12,9 +12,11 @@ use crate::plan::{LaunchConfig, Param, PlanCandidate, Replayed};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "request", rename_all = "snake_case")]
 pub enum Request {
-    /// Replay a launch; one frame per range follows (its bytes before the launch).
-    Replay(ReplayRequest),
-    /// The program's own launch ran; `ranges` frames follow (its bytes after).
+    /// Replay a launch; one frame per range follows (its bytes before the
+    /// launch), then one per module variable.
+    Replay(Box<ReplayRequest>),
+    /// The program's own launch ran; `ranges` frames follow (its bytes
+    /// after: the ranges', then the module variables').
     Program { ranges: usize },
 }
 
@@ -33,6 +35,18 @@ pub struct ReplayRequest {
     /// Milliseconds this launch's replay may take (0: no limit).
     #[serde(default)]
     pub budget_ms: f64,
+    /// The kernel's module's `__device__` and `__constant__` variables, as
+    /// the program's module holds them: each candidate's own are set to
+    /// these bytes before every run, and compared after.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub globals: Vec<GlobalVar>,
+}
+
+/// A module variable: its name (as `cuModuleGetGlobal` finds it) and size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlobalVar {
+    pub name: String,
+    pub bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,18 +105,19 @@ mod tests {
 
     #[test]
     fn messages_and_memory_frames_round_trip() {
-        let request = Request::Replay(ReplayRequest {
+        let request = Request::Replay(Box::new(ReplayRequest {
             device: "0000:01:00.0".into(),
             symbol: "_Z1kPd".into(),
             candidates: vec![PlanCandidate { name: "plain".into(), path: "p.cubin".into() }],
-            launch: LaunchConfig { grid: [2, 1, 1], block: [256, 1, 1], shared_bytes: 0 },
+            launch: LaunchConfig { grid: [2, 1, 1], block: [256, 1, 1], shared_bytes: 0, cooperative: false },
             args: vec![0, 16, 0, 0, 0, 0x7f, 0, 0],
             params: vec![Param { offset: 0, size: 8 }],
             pointers: vec![Pointer { offset: 0, range: 0 }],
             ranges: vec![Range { addr: 0x7f00_0000_1000, bytes: 3 }],
             runs: 10,
             budget_ms: 2500.0,
-        });
+            globals: vec![GlobalVar { name: "counter".into(), bytes: 4 }],
+        }));
         let mut wire = Vec::new();
         send(&mut wire, &request).unwrap();
         write_frame(&mut wire, &[1, 2, 3]).unwrap();

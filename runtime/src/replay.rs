@@ -6,6 +6,13 @@
 //!
 //! Runs in the replayer process, on copies of the program's memory: a
 //! candidate that faults loses the replayer's context, never the program's.
+//! The copies sit at the program's own addresses where the vendor layer can
+//! map memory there ([`Gpu::map_at`]): the argument buffer runs unchanged
+//! and pointers stored in the copied bytes stay valid. Elsewhere the copies
+//! are allocations of the replayer's own, and the argument buffer's
+//! pointers are moved to them (pointers stored in memory are not).
+
+use std::borrow::Cow;
 
 use regtune_decisions::measured::Paired;
 
@@ -55,6 +62,23 @@ pub trait Gpu {
     /// Launch and wait; the kernel's time in milliseconds (events around
     /// the launch alone).
     fn launch(&mut self, kernel: &Kernel, config: &LaunchConfig, args: &[u8]) -> Result<f64, GpuError>;
+    /// Device memory at exactly the program's addresses of `ranges`, each
+    /// widened to whole units of the API's mapping granularity
+    /// ([`capture::align_regions`]): the regions mapped, or why they cannot
+    /// be (taken in this process, no such API), with nothing left mapped.
+    fn map_at(&mut self, ranges: &[Range]) -> Result<Vec<Range>, String> {
+        let _ = ranges;
+        Err("this GPU API cannot map memory at chosen addresses".into())
+    }
+    /// Release regions [`Gpu::map_at`] mapped.
+    fn unmap(&mut self, regions: &[Range]) {
+        let _ = regions;
+    }
+    /// A module variable of a loaded kernel's module: its address and size.
+    fn global(&mut self, kernel: &Kernel, name: &str) -> Option<Range> {
+        let _ = (kernel, name);
+        None
+    }
 }
 
 /// One launch to replay.
@@ -75,6 +99,14 @@ pub struct Launch<'a> {
     /// Wall milliseconds the replay may take (0: no limit): no round starts
     /// that would end past it, once [`MIN_RUNS`] are done.
     pub budget_ms: f64,
+    /// The module's variables, name and the program's bytes: each
+    /// candidate's own are set to them before every run and compared after.
+    pub globals: &'a [(String, Vec<u8>)],
+    /// Map the copies at the program's addresses (else relocate).
+    pub at_program_addresses: bool,
+    /// Relocated, move the pointers stored in the copied memory and the
+    /// module's variables to the copies too (else the argument buffer's alone).
+    pub move_stored: bool,
 }
 
 /// Timed runs a budget never cuts below: a median and a spread need some.
@@ -92,26 +124,62 @@ pub struct Fault {
 pub struct Outcome {
     pub replayed: Replayed,
     pub reference: Vec<Vec<u8>>,
+    /// Relocated with the stored pointers moved: where each range's copy
+    /// is. The program's bytes after its launch are compared with
+    /// `reference` once their stored pointers are moved the same way.
+    pub moved_to: Option<Vec<u64>>,
 }
 
-/// Device copies of the launch's memory: the ones kernels run on, and the
-/// untouched ones each run is restored from (on the host when the device
-/// has no room for a second copy).
+/// Device copies of the launch's memory: the ones kernels run on (at the
+/// program's addresses when they could be mapped there), and the untouched
+/// ones each run is restored from (on the host when the device has no room
+/// for a second copy).
 struct Memory<'a> {
     work: Vec<u64>,
     pristine: Vec<Option<u64>>,
-    snapshot: &'a [Vec<u8>],
+    /// The bytes each run starts from: the program's, with the stored
+    /// pointers moved when relocated.
+    snapshot: Vec<Cow<'a, [u8]>>,
+    /// Regions mapped at the program's addresses; empty when relocated.
+    mapped: Vec<Range>,
+    /// Why the copies are not at the program's addresses.
+    relocated: Option<String>,
+    /// Pointers stored in the copies moved to the replayer's (relocated).
+    moved: usize,
 }
 
 impl<'a> Memory<'a> {
-    fn new(gpu: &mut dyn Gpu, ranges: &[Range], snapshot: &'a [Vec<u8>]) -> Result<Memory<'a>, GpuError> {
-        let mut mem = Memory { work: vec![], pristine: vec![], snapshot };
+    fn new(gpu: &mut dyn Gpu, launch: &Launch<'a>) -> Result<Memory<'a>, GpuError> {
+        let (ranges, snapshot) = (launch.ranges, launch.snapshot);
+        let snapshot = snapshot.iter().map(|s| Cow::Borrowed(s.as_slice())).collect();
+        let mut mem = Memory { work: vec![], pristine: vec![], snapshot, mapped: vec![], relocated: None, moved: 0 };
+        let at_program = launch.at_program_addresses;
+        if !ranges.is_empty() {
+            // First, before this replay allocates or loads anything that could take those addresses.
+            match at_program.then(|| gpu.map_at(ranges)) {
+                Some(Ok(regions)) => mem.mapped = regions,
+                Some(Err(why)) => mem.relocated = Some(why),
+                None => mem.relocated = Some(format!("relocation asked for ({RELOCATE_ENV})")),
+            }
+        }
         let total: u64 = ranges.iter().map(|r| r.bytes).sum();
         // Keep a quarter of the free memory for the kernels themselves.
         let room = gpu.free_memory().saturating_sub(2 * total) > gpu.free_memory() / 4;
-        for (r, bytes) in ranges.iter().zip(snapshot) {
-            let work = gpu.alloc(r.bytes).inspect_err(|_| mem.release(gpu))?;
+        for r in ranges {
+            let work = if mem.mapped.is_empty() { gpu.alloc(r.bytes).inspect_err(|_| mem.release(gpu))? } else { r.addr };
             mem.work.push(work);
+        }
+        if mem.relocated.is_some() && launch.move_stored {
+            // Pointers stored in the copies lead to the copies (a range with none is not copied).
+            for (r, bytes) in ranges.iter().zip(&mut mem.snapshot) {
+                let mut scratch = bytes.to_vec();
+                if capture::move_stored(r.addr, &mut scratch, ranges, None) > 0 {
+                    mem.moved += capture::move_stored(r.addr, &mut scratch, ranges, Some(&mem.work));
+                    *bytes = Cow::Owned(scratch);
+                }
+            }
+        }
+        for (r, bytes) in ranges.iter().zip(&mem.snapshot) {
             let pristine = if room { gpu.alloc(r.bytes).ok() } else { None };
             mem.pristine.push(pristine);
             if let Some(p) = pristine {
@@ -122,7 +190,7 @@ impl<'a> Memory<'a> {
     }
 
     fn restore(&self, gpu: &mut dyn Gpu) -> Result<(), GpuError> {
-        for ((&work, pristine), bytes) in self.work.iter().zip(&self.pristine).zip(self.snapshot) {
+        for ((&work, pristine), bytes) in self.work.iter().zip(&self.pristine).zip(&self.snapshot) {
             match pristine {
                 Some(p) => gpu.copy(work, *p, bytes.len() as u64)?,
                 None => gpu.upload(work, bytes)?,
@@ -134,7 +202,7 @@ impl<'a> Memory<'a> {
     fn read(&self, gpu: &mut dyn Gpu) -> Result<Vec<Vec<u8>>, GpuError> {
         self.work
             .iter()
-            .zip(self.snapshot)
+            .zip(&self.snapshot)
             .map(|(&w, s)| {
                 let mut out = vec![0u8; s.len()];
                 gpu.download(w, &mut out).map(|()| out)
@@ -143,13 +211,55 @@ impl<'a> Memory<'a> {
     }
 
     fn release(&self, gpu: &mut dyn Gpu) {
-        for &w in &self.work {
-            gpu.free(w);
+        if self.mapped.is_empty() {
+            for &w in &self.work {
+                gpu.free(w);
+            }
+        } else {
+            gpu.unmap(&self.mapped);
         }
         for p in self.pristine.iter().flatten() {
             gpu.free(*p);
         }
     }
+}
+
+/// Set in the replayer's environment (the program's, which it inherits):
+/// replay on allocations of its own, argument pointers moved, as before
+/// replays ran at the program's addresses. For comparison.
+pub const RELOCATE_ENV: &str = "REGTUNE_REPLAY_RELOCATE";
+
+/// A candidate's copies of the module's variables: where each of
+/// `launch.globals` is in its module.
+fn find_globals(gpu: &mut dyn Gpu, kernel: &Kernel, globals: &[(String, Vec<u8>)]) -> Result<Vec<u64>, String> {
+    globals
+        .iter()
+        .map(|(name, bytes)| match gpu.global(kernel, name) {
+            Some(r) if r.bytes == bytes.len() as u64 => Ok(r.addr),
+            Some(r) => Err(format!("its variable `{name}` is {} bytes, the program's {}", r.bytes, bytes.len())),
+            None => Err(format!("has no variable `{name}`, which the program's module has")),
+        })
+        .collect()
+}
+
+/// The launch's memory and the candidate's variables as the program had them.
+fn restore(gpu: &mut dyn Gpu, mem: &Memory<'_>, vars: &[u64], globals: &[(String, Vec<u8>)]) -> Result<(), GpuError> {
+    mem.restore(gpu)?;
+    for (&addr, (_, bytes)) in vars.iter().zip(globals) {
+        gpu.upload(addr, bytes)?;
+    }
+    Ok(())
+}
+
+/// What a run left: the launch's memory, then the candidate's variables.
+fn read(gpu: &mut dyn Gpu, mem: &Memory<'_>, vars: &[u64], globals: &[(String, Vec<u8>)]) -> Result<Vec<Vec<u8>>, GpuError> {
+    let mut out = mem.read(gpu)?;
+    for (&addr, (_, bytes)) in vars.iter().zip(globals) {
+        let mut now = vec![0u8; bytes.len()];
+        gpu.download(addr, &mut now)?;
+        out.push(now);
+    }
+    Ok(out)
 }
 
 /// Load a candidate and check, before it ever runs, that it can take this
@@ -185,7 +295,7 @@ fn load_checked(gpu: &mut dyn Gpu, image: &[u8], launch: &Launch<'_>) -> Result<
 /// deterministic.
 pub fn replay(gpu: &mut dyn Gpu, launch: &Launch<'_>) -> Result<Result<Outcome, String>, Fault> {
     let fault = |candidate: &str, e: GpuError| Fault { candidate: candidate.to_string(), message: e.to_string() };
-    let mem = match Memory::new(gpu, launch.ranges, launch.snapshot) {
+    let mem = match Memory::new(gpu, launch) {
         Ok(m) => m,
         Err(GpuError::Refused(e)) => return Ok(Err(format!("cannot copy the launch's memory to the GPU: {e}"))),
         Err(e) => return Err(fault("-", e)),
@@ -199,8 +309,21 @@ pub fn replay(gpu: &mut dyn Gpu, launch: &Launch<'_>) -> Result<Result<Outcome, 
 
 fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result<Result<Outcome, String>, Fault> {
     let fault = |candidate: &str, e: GpuError| Fault { candidate: candidate.to_string(), message: e.to_string() };
-    let bases = &mem.work;
-    let args = capture::relocate(launch.args, launch.pointers, launch.ranges, bases);
+    // At the program's addresses the argument buffer is the program's own.
+    let args = if mem.mapped.is_empty() {
+        capture::relocate(launch.args, launch.pointers, launch.ranges, &mem.work)
+    } else {
+        launch.args.to_vec()
+    };
+    let names: Vec<String> = launch.globals.iter().map(|(n, _)| n.clone()).collect();
+    // The module's variables as each run starts: their stored pointers moved with the copies too.
+    let moved_to = (mem.relocated.is_some() && launch.move_stored).then(|| mem.work.clone());
+    let mut globals = launch.globals.to_vec();
+    let mut moved = mem.moved;
+    for (_, bytes) in globals.iter_mut().filter(|_| moved_to.is_some()) {
+        moved += capture::move_stored(0, bytes, launch.ranges, moved_to.as_deref());
+    }
+    let differ = |a: &[Vec<u8>], b: &[Vec<u8>]| capture::first_difference_named(launch.ranges, &names, a, b);
 
     let mut results: Vec<CandidateResult> = launch
         .candidates
@@ -208,12 +331,22 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
         .map(|(name, _)| CandidateResult { name: name.clone(), times_ms: vec![], identical: false, difference: None, error: None })
         .collect();
     let mut kernels: Vec<Option<Kernel>> = Vec::new();
+    // Each candidate's copies of the module's variables.
+    let mut vars: Vec<Vec<u64>> = Vec::new();
     for ((_, image), result) in launch.candidates.iter().zip(&mut results) {
         let loaded = match image {
             Ok(bytes) => load_checked(gpu, bytes, launch),
             Err(e) => Err(GpuError::Refused(e.clone())),
         };
-        match loaded {
+        let loaded = loaded.and_then(|k| match find_globals(gpu, &k, &globals) {
+            Ok(v) => Ok((k, v)),
+            Err(why) => {
+                gpu.unload(&k);
+                Err(GpuError::Refused(why))
+            }
+        });
+        vars.push(loaded.as_ref().map(|(_, v)| v.clone()).unwrap_or_default());
+        match loaded.map(|(k, _)| k) {
             Ok(k) => kernels.push(Some(k)),
             Err(GpuError::Refused(e)) => {
                 result.error = Some(e);
@@ -241,7 +374,7 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
         // Round 0 goes in order (plain first: the reference); later rounds rotate.
         for i in (0..n).map(|i| (i + round) % n) {
             let Some(kernel) = kernels[i].as_ref().filter(|_| active[i]) else { continue };
-            mem.restore(gpu).map_err(|e| fault(&results[i].name, e))?;
+            restore(gpu, mem, &vars[i], &globals).map_err(|e| fault(&results[i].name, e))?;
             launches += 1;
             let ms = match gpu.launch(kernel, &launch.config, &args) {
                 Ok(ms) => ms,
@@ -261,12 +394,12 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
                 results[i].times_ms.push(ms);
                 continue;
             }
-            let out = mem.read(gpu).map_err(|e| fault(&results[i].name, e))?;
+            let out = read(gpu, mem, &vars[i], &globals).map_err(|e| fault(&results[i].name, e))?;
             if i == 0 {
                 reference = out;
                 results[0].identical = true;
             } else {
-                results[i].difference = capture::first_difference(launch.ranges, &reference, &out);
+                results[i].difference = differ(&reference, &out);
                 results[i].identical = results[i].difference.is_none();
             }
         }
@@ -293,12 +426,12 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
     }
     // The plain build once more: the same bytes as its first run, or no candidate can be shown identical.
     let plain = kernels[0].as_ref().expect("plain is loaded");
-    mem.restore(gpu).map_err(|e| fault(&results[0].name, e))?;
+    restore(gpu, mem, &vars[0], &globals).map_err(|e| fault(&results[0].name, e))?;
     launches += 1;
     match gpu.launch(plain, &launch.config, &args) {
         Ok(_) => {
-            let out = mem.read(gpu).map_err(|e| fault(&results[0].name, e))?;
-            let difference = capture::first_difference(launch.ranges, &reference, &out);
+            let out = read(gpu, mem, &vars[0], &globals).map_err(|e| fault(&results[0].name, e))?;
+            let difference = differ(&reference, &out);
             results[0].identical = difference.is_none();
             results[0].difference = difference.map(|d| format!("a second run of the plain build differs: {d}"));
         }
@@ -310,7 +443,8 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
     }
     unload(gpu, &kernels);
     let deterministic = results[0].identical;
-    Ok(Ok(Outcome { replayed: Replayed { candidates: results, deterministic, launches }, reference }))
+    let replayed = Replayed { candidates: results, deterministic, launches, relocated: mem.relocated.clone(), moved };
+    Ok(Ok(Outcome { replayed, reference, moved_to }))
 }
 
 #[cfg(test)]
@@ -331,6 +465,11 @@ mod tests {
         launches: Vec<String>,
         free: u64,
         refuse_launches: bool,
+        /// Whether memory can be mapped at chosen addresses (and which were).
+        map: bool,
+        mapped: Vec<Range>,
+        /// Module variables: (kernel handle, name) -> address.
+        globals: BTreeMap<(usize, String), u64>,
     }
 
     impl FakeGpu {
@@ -343,7 +482,18 @@ mod tests {
                 launches: vec![],
                 free: 1 << 30,
                 refuse_launches: false,
+                map: false,
+                mapped: vec![],
+                globals: BTreeMap::new(),
             }
+        }
+
+        fn mapping() -> FakeGpu {
+            FakeGpu { map: true, ..FakeGpu::new() }
+        }
+
+        fn read_u64(&mut self, addr: u64) -> Result<u64, GpuError> {
+            Ok(u64::from_le_bytes(self.slice(addr, 8)?.try_into().unwrap()))
         }
 
         fn slice(&mut self, addr: u64, len: usize) -> Result<&mut [u8], GpuError> {
@@ -398,27 +548,66 @@ mod tests {
             }
             let handle = self.kernels.keys().last().map_or(1, |k| k + 1);
             self.kernels.insert(handle, text.clone());
+            if text.starts_with("count") {
+                // Its module's `__device__ unsigned counter`.
+                let addr = self.alloc(4)?;
+                self.globals.insert((handle, "counter".into()), addr);
+            }
             let max_threads_per_block = if text == "bounded" { 64 } else { 1024 };
             let params = if text == "other-params" { vec![Param { offset: 0, size: 4 }] } else { PARAMS.to_vec() };
             Ok(Kernel { handle, module: 0, params: Some(params), max_threads_per_block })
         }
         fn unload(&mut self, kernel: &Kernel) {
             self.kernels.remove(&kernel.handle);
+            if let Some(addr) = self.globals.remove(&(kernel.handle, "counter".into())) {
+                self.free(addr);
+            }
+        }
+        fn map_at(&mut self, ranges: &[Range]) -> Result<Vec<Range>, String> {
+            if !self.map {
+                return Err("cuMemAddressReserve at 0x0: taken".into());
+            }
+            let regions = capture::align_regions(ranges, 0x1000);
+            for r in &regions {
+                self.memory.insert(r.addr, vec![0xAA; r.bytes as usize]);
+            }
+            self.mapped.extend(&regions);
+            Ok(regions)
+        }
+        fn unmap(&mut self, regions: &[Range]) {
+            for r in regions {
+                self.memory.remove(&r.addr);
+            }
+        }
+        fn global(&mut self, kernel: &Kernel, name: &str) -> Option<Range> {
+            let addr = *self.globals.get(&(kernel.handle, name.to_string()))?;
+            Some(Range { addr, bytes: 4 })
         }
         /// Kernels take (out, in, n): "double" writes out[i] = 2 in[i];
         /// "double-slow" the same, twice as slow; "wrong" 2 in[i] + 1;
         /// "accumulate" out[i] += in[i] (needs its memory restored);
-        /// "fault" traps.
+        /// "fault" traps; "chase" is "double" of the array whose address
+        /// `in` holds (a pointer stored in device memory); "count" is
+        /// "double" and adds 1 to its module's `counter`, "count-twice" 2.
         fn launch(&mut self, kernel: &Kernel, _config: &LaunchConfig, args: &[u8]) -> Result<f64, GpuError> {
             if self.refuse_launches {
                 return Err(GpuError::Refused("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES".into()));
             }
-            let (out, inp, n) = (word(args, 0), word(args, 1), word(args, 2) as usize);
+            let (out, mut inp, n) = (word(args, 0), word(args, 1), word(args, 2) as usize);
             let what = self.kernels[&kernel.handle].clone();
             self.launches.push(what.clone());
+            if what == "chase" {
+                inp = self.read_u64(inp)?;
+            }
+            if let Some(by) = [("count", 1u32), ("count-twice", 2)].iter().find(|(k, _)| *k == what).map(|(_, by)| *by) {
+                let addr = self.globals[&(kernel.handle, "counter".to_string())];
+                let c = self.slice(addr, 4)?;
+                let now = u32::from_le_bytes(c[..].try_into().unwrap()) + by;
+                c.copy_from_slice(&now.to_le_bytes());
+            }
             let input = self.slice(inp, n)?.to_vec();
             let (f, ms): (fn(u8, u8) -> u8, f64) = match what.as_str() {
-                "double" | "bounded" => (|_, x| x.wrapping_mul(2), 1.0),
+                "double" | "bounded" | "chase" | "count" | "count-twice" => (|_, x| x.wrapping_mul(2), 1.0),
                 "double-slow" => (|_, x| x.wrapping_mul(2), 2.0),
                 // 0.7 to 1.3 from launch to launch, as a 20 µs kernel varies.
                 "double-noisy" => (|_, x| x.wrapping_mul(2), 0.7 + 0.06 * (self.launches.len() * 7 % 11) as f64),
@@ -441,6 +630,9 @@ mod tests {
         pointers: Vec<Pointer>,
         snapshot: Vec<Vec<u8>>,
         candidates: Vec<(String, Result<Vec<u8>, String>)>,
+        globals: Vec<(String, Vec<u8>)>,
+        at_program: bool,
+        move_stored: bool,
     }
 
     fn scene(images: &[&str]) -> Scene {
@@ -450,7 +642,19 @@ mod tests {
         let snapshot = vec![vec![1u8; 16], (0..16).collect()];
         let names = ["plain", "decided", "suggested", "suggested-2"];
         let candidates = images.iter().zip(names).map(|(i, n)| (n.to_string(), Ok(i.as_bytes().to_vec()))).collect();
-        Scene { args, ranges, pointers, snapshot, candidates }
+        Scene { args, ranges, pointers, snapshot, candidates, globals: vec![], at_program: false, move_stored: true }
+    }
+
+    /// A program launch whose input is reached through a pointer stored in
+    /// device memory: out at 0x1000, a table at 0x2000 holding the address
+    /// of the input at 0x3000 (16 bytes each), n = 16.
+    fn chasing_scene(images: &[&str]) -> Scene {
+        let mut s = scene(images);
+        s.ranges.push(Range { addr: 0x3000, bytes: 16 });
+        s.snapshot[1] = [0x3000u64, 0].iter().flat_map(|w| w.to_le_bytes()).collect();
+        s.snapshot.push((0..16).collect());
+        s.at_program = true;
+        s
     }
 
     fn run(gpu: &mut FakeGpu, s: &Scene, runs: u32, block: u32) -> Result<Result<Outcome, String>, Fault> {
@@ -460,7 +664,7 @@ mod tests {
     fn run_within(gpu: &mut FakeGpu, s: &Scene, runs: u32, block: u32, budget_ms: f64) -> Result<Result<Outcome, String>, Fault> {
         let launch = Launch {
             symbol: "_Z1kPhPKhm",
-            config: LaunchConfig { grid: [1, 1, 1], block: [block, 1, 1], shared_bytes: 0 },
+            config: LaunchConfig { grid: [1, 1, 1], block: [block, 1, 1], shared_bytes: 0, cooperative: false },
             args: &s.args,
             params: &PARAMS,
             pointers: &s.pointers,
@@ -469,6 +673,9 @@ mod tests {
             candidates: &s.candidates,
             runs,
             budget_ms,
+            globals: &s.globals,
+            at_program_addresses: s.at_program,
+            move_stored: s.move_stored,
         };
         replay(gpu, &launch)
     }
@@ -581,6 +788,75 @@ mod tests {
         let f = run(&mut gpu, &scene(&["double", "fault", "double"]), 2, 256).err().unwrap();
         assert_eq!(f, Fault { candidate: "decided".into(), message: "CUDA_ERROR_ILLEGAL_ADDRESS".into() });
         assert_eq!(gpu.launches, ["double", "fault"], "nothing runs after a fault");
+    }
+
+    #[test]
+    fn at_the_programs_addresses_pointers_stored_in_memory_lead_to_the_copies() {
+        let mut gpu = FakeGpu::mapping();
+        let s = chasing_scene(&["chase", "chase"]);
+        let out = run(&mut gpu, &s, 2, 256).unwrap().unwrap();
+        let r = &out.replayed;
+        assert_eq!(r.relocated, None);
+        assert!(r.deterministic && r.candidates[1].identical, "{r:?}");
+        assert_eq!(out.reference[0], (0..16).map(|x: u8| 2 * x).collect::<Vec<_>>());
+        // Whole pages at the program's own addresses (0x1000..0x4000 is one region), all unmapped after.
+        assert_eq!(gpu.mapped, [Range { addr: 0x1000, bytes: 0x3000 }]);
+        assert!(gpu.memory.is_empty() && gpu.kernels.is_empty());
+    }
+
+    #[test]
+    fn addresses_that_cannot_be_had_relocate_pointers_stored_in_memory_too() {
+        // The stored pointer moves with the copies: the chasing kernel is measured, relocated.
+        let mut gpu = FakeGpu::new();
+        let s = chasing_scene(&["chase", "chase"]);
+        let out = run(&mut gpu, &s, 2, 256).unwrap().unwrap();
+        let r = &out.replayed;
+        assert_eq!((r.relocated.as_deref(), r.moved), (Some("cuMemAddressReserve at 0x0: taken"), 1));
+        assert!(r.deterministic && r.candidates[1].identical);
+        assert_eq!(out.reference[0], (0..16).map(|x: u8| 2 * x).collect::<Vec<_>>());
+        // The table left as it was found, but for its pointer, now the copy's.
+        let to = out.moved_to.as_ref().unwrap();
+        assert_eq!(out.reference[1][..8], to[2].to_le_bytes());
+        // The program's bytes after its launch compare equal once moved the same way.
+        let mut program = s.snapshot.clone();
+        program[0] = (0..16).map(|x: u8| 2 * x).collect();
+        for (i, bytes) in program.iter_mut().enumerate() {
+            capture::move_stored(s.ranges[i].addr, bytes, &s.ranges, Some(to));
+        }
+        assert_eq!(capture::first_difference(&s.ranges, &out.reference, &program), None);
+        assert!(gpu.memory.is_empty());
+        // The argument buffer's pointers alone moved, as before: the kernel faults.
+        let mut gpu = FakeGpu::new();
+        let s = Scene { move_stored: false, ..chasing_scene(&["chase"]) };
+        let f = run(&mut gpu, &s, 1, 256).err().unwrap();
+        assert_eq!(f.candidate, "plain");
+        // A kernel that follows no stored pointer is measured relocated, and the reason kept.
+        let mut gpu = FakeGpu::new();
+        let mut s = scene(&["double", "double"]);
+        s.at_program = true;
+        let out = run(&mut gpu, &s, 1, 256).unwrap().unwrap();
+        assert_eq!(out.replayed.relocated.as_deref(), Some("cuMemAddressReserve at 0x0: taken"));
+        assert!(out.replayed.candidates[1].identical);
+        // Asked to relocate, it says so.
+        let mut gpu = FakeGpu::mapping();
+        let out = run(&mut gpu, &scene(&["double"]), 1, 256).unwrap().unwrap();
+        assert_eq!(out.replayed.relocated.as_deref(), Some("relocation asked for (REGTUNE_REPLAY_RELOCATE)"));
+    }
+
+    #[test]
+    fn module_variables_are_set_before_every_run_and_compared_after() {
+        let mut gpu = FakeGpu::mapping();
+        let mut s = scene(&["count", "count", "count-twice", "double"]);
+        s.globals = vec![("counter".into(), 41u32.to_le_bytes().to_vec())];
+        let out = run(&mut gpu, &s, 3, 256).unwrap().unwrap();
+        let c = &out.replayed.candidates;
+        // Set to the program's 41 before each run: plain leaves 42 every time.
+        assert!(out.replayed.deterministic);
+        assert_eq!(out.reference.last().unwrap(), &42u32.to_le_bytes());
+        assert!(c[1].identical);
+        assert_eq!(c[2].difference.as_deref(), Some("variable `counter` (4 bytes) first differs at byte 0"));
+        assert_eq!(c[3].error.as_deref(), Some("has no variable `counter`, which the program's module has"));
+        assert!(gpu.memory.is_empty() && gpu.kernels.is_empty());
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub struct Options {
     /// The user's own builds to time beside the candidates (label, code
     /// object): reported, never chosen.
     pub compare: Vec<(String, PathBuf)>,
+    /// What a measured launch's copy takes besides its arguments' allocations.
+    pub capture: wire::Capture,
     pub format: Format,
     pub output: Option<PathBuf>,
     /// Check the db, the candidates and the tools, print the plan; run nothing.
@@ -105,6 +107,7 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
         budget_s: o.budget,
         replayer: tools.replayer.clone(),
         compare: o.compare.clone(),
+        capture: o.capture,
     };
     let planned = plan::build(&db, &code_dir, &settings);
     if planned.plan.kernels.is_empty() {

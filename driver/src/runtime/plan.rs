@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use regtune_decisions::{Db, Transforms};
-use regtune_runtime::plan::{Param, Plan, PlanCandidate, PlanKernel};
+use regtune_runtime::plan::{self as wire, Param, Plan, PlanCandidate, PlanKernel};
 
 use super::code;
 
@@ -62,6 +62,7 @@ pub(crate) struct Settings {
     pub budget_s: f64,
     pub replayer: PathBuf,
     pub compare: Vec<(String, PathBuf)>,
+    pub capture: wire::Capture,
 }
 
 pub(crate) fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
@@ -122,6 +123,7 @@ pub(crate) fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
         budget_s: settings.budget_s,
         replayer: settings.replayer.clone(),
         kernels,
+        capture: settings.capture,
     };
     Planned { plan, candidates, missing }
 }
@@ -200,7 +202,14 @@ pub(super) mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, b"cubin").unwrap();
         }
-        let settings = Settings { launches: 1, runs: 10, budget_s: 5.0, replayer: "regtune-replay".into(), compare: vec![] };
+        let settings = Settings {
+            launches: 1,
+            runs: 10,
+            budget_s: 5.0,
+            replayer: "regtune-replay".into(),
+            compare: vec![],
+            capture: wire::Capture::default(),
+        };
         let planned = build(&db, dir.path(), &settings);
         let symbols: Vec<&str> = planned.plan.kernels.iter().map(|k| k.symbol.as_str()).collect();
         assert_eq!(symbols, ["_Z4sinkv"]);

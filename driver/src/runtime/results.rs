@@ -32,6 +32,8 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
     let mut out = Collected::default();
     let mut launches: BTreeMap<String, Vec<&LaunchResult>> = BTreeMap::new();
     let mut failed: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
+    // Each note's latest count, in the order first seen.
+    let mut counted: Vec<((String, String), u64)> = Vec::new();
     for event in events {
         match event {
             Event::Started { .. } => out.started = true,
@@ -41,7 +43,24 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
             Event::OtherTarget { symbol, device, arch } => out
                 .notes
                 .push(format!("{}: the db's candidates are for {arch}, the program ran it on {device}; not measured", short(symbol))),
-            Event::Measured(r) => launches.entry(r.key.clone()).or_default().push(r),
+            Event::Measured(r) => {
+                // What the copy left out (once each), and the first replay of a kernel not at the program's addresses.
+                let name = short(&r.symbol);
+                for note in r.notes.iter().map(|n| format!("{name}: {n}")) {
+                    if !out.notes.contains(&note) {
+                        out.notes.push(note);
+                    }
+                }
+                let relocated = format!("{name}: replayed on copies of its own, not at the program's addresses");
+                if let Some(why) = r.replayed.relocated.as_ref().filter(|_| !out.notes.iter().any(|n| n.starts_with(&relocated))) {
+                    let moved = match r.replayed.moved {
+                        0 => String::new(),
+                        n => format!("; {n} pointer(s) stored in its memory moved to the copies"),
+                    };
+                    out.notes.push(format!("{relocated} ({why}){moved}"));
+                }
+                launches.entry(r.key.clone()).or_default().push(r)
+            }
             Event::Failed { symbol, key, message } => {
                 let name = if symbol.is_empty() { "measure".to_string() } else { short(symbol) };
                 out.notes.push(format!("{name}: {message}"));
@@ -49,7 +68,18 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
                     failed.insert(key.clone(), (faulted_candidate(message), message.clone()));
                 }
             }
+            Event::Note { symbol, message, launches } => {
+                let id = (symbol.clone(), message.clone());
+                match counted.iter_mut().find(|(k, _)| *k == id) {
+                    Some((_, n)) => *n = (*n).max(*launches),
+                    None => counted.push((id, *launches)),
+                }
+            }
         }
+    }
+    for ((symbol, message), n) in counted {
+        let launches = if n == 1 { "1 launch".to_string() } else { format!("{n} launches") };
+        out.notes.push(format!("{}: {message} ({launches})", short(&symbol)));
     }
     for (key, names) in candidates {
         let results = launches.get(key).map(Vec::as_slice).unwrap_or_default();
@@ -393,7 +423,7 @@ mod tests {
             symbol: "_Z1kPd".into(),
             key: key.into(),
             device: "NVIDIA H100 80GB HBM3 (sm_90, driver 580.159.04)".into(),
-            launch: LaunchConfig { grid: [1, 1, 1], block: [256, 1, 1], shared_bytes: 0 },
+            launch: LaunchConfig { grid: [1, 1, 1], block: [256, 1, 1], shared_bytes: 0, cooperative: false },
             ranges: 2,
             bytes: 1024,
             replayed: Replayed {
@@ -409,9 +439,14 @@ mod tests {
                     .collect(),
                 deterministic,
                 launches: 6,
+                relocated: None,
+                moved: 0,
             },
             program_identical: program,
             program_difference: None,
+            reached: 0,
+            globals: 0,
+            notes: vec![],
         })
     }
 
@@ -662,6 +697,40 @@ mod tests {
         let c = collect(&events, &names());
         assert!(c.measured.is_empty() && !c.started);
         assert_eq!(c.unplanned.iter().collect::<Vec<_>>(), ["_Z5otherv"]);
+    }
+
+    #[test]
+    fn notes_keep_their_last_count_once_each() {
+        let note = |message: &str, launches| Event::Note { symbol: "_Z1kPd".into(), message: message.into(), launches };
+        let events = [
+            note("ran unmeasured: a graph was being captured", 1),
+            note("not compared", 1),
+            note("ran unmeasured: a graph was being captured", 4),
+        ];
+        let c = collect(&events, &names());
+        assert_eq!(c.notes, ["k: ran unmeasured: a graph was being captured (4 launches)", "k: not compared (1 launch)"]);
+        assert!(c.measured.is_empty());
+    }
+
+    #[test]
+    fn what_a_copy_left_out_and_a_relocated_replay_are_noted_once() {
+        let mut events =
+            vec![result("k", &[("plain", &[1.0], true)], true, Some(true)), result("k", &[("plain", &[1.0], true)], true, Some(true))];
+        for e in &mut events {
+            let Event::Measured(r) = e else { unreachable!() };
+            r.notes = vec!["1 allocation(s) (5.0 GiB) reached through pointers in device memory were left out".into()];
+            r.replayed.relocated = Some("cuMemAddressReserve at 0x7f0000000000 (2097152 bytes) gave 0x7f1000000000".into());
+            r.replayed.moved = 64;
+        }
+        let c = collect(&events, &names());
+        assert_eq!(
+            c.notes,
+            [
+                "k: 1 allocation(s) (5.0 GiB) reached through pointers in device memory were left out",
+                "k: replayed on copies of its own, not at the program's addresses (cuMemAddressReserve at 0x7f0000000000 (2097152 bytes) gave 0x7f1000000000); 64 pointer(s) stored in its memory moved to the copies"
+            ]
+        );
+        assert_eq!(c.measured["k"].launches, 2);
     }
 
     #[test]

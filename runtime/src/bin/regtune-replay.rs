@@ -36,12 +36,22 @@ fn main() -> ExitCode {
     }
 }
 
+/// The last replay's ranges, module variable names, plain's bytes after
+/// it, and where its stored pointers went (relocated).
+type Reference = (Vec<Range>, Vec<String>, Vec<Vec<u8>>, Option<Vec<u64>>);
+
 fn serve(vendor: &str) -> io::Result<()> {
     let mut input = BufReader::new(io::stdin().lock());
     let mut output = BufWriter::new(io::stdout().lock());
     let mut gpu: Option<Box<dyn Gpu>> = None;
-    // The plain build's bytes after the last replay, for the program's launch to be compared with.
-    let mut reference: Option<(Vec<Range>, Vec<Vec<u8>>)> = None;
+    // The plain build's bytes after the last replay (the ranges', then the
+    // module variables', by name), for the program's launch to be compared
+    // with, and where stored pointers were moved to (relocated).
+    let mut reference: Option<Reference> = None;
+    // REGTUNE_REPLAY_RELOCATE=1: relocate (stored pointers too); =arguments: move the argument buffer's alone.
+    let relocate = std::env::var(replay::RELOCATE_ENV).ok();
+    let at_program_addresses = relocate.is_none();
+    let move_stored = relocate.as_deref() != Some("arguments");
     loop {
         let request: Request = match protocol::receive(&mut input) {
             Ok(r) => r,
@@ -52,6 +62,11 @@ fn serve(vendor: &str) -> io::Result<()> {
         match request {
             Request::Replay(req) => {
                 let snapshot = req.ranges.iter().map(|_| protocol::read_frame(&mut input)).collect::<io::Result<Vec<_>>>()?;
+                let globals = req
+                    .globals
+                    .iter()
+                    .map(|g| protocol::read_frame(&mut input).map(|bytes| (g.name.clone(), bytes)))
+                    .collect::<io::Result<Vec<_>>>()?;
                 reference = None;
                 if gpu.is_none() {
                     match open(vendor, &req.device) {
@@ -81,13 +96,31 @@ fn serve(vendor: &str) -> io::Result<()> {
                     candidates: &candidates,
                     runs: req.runs,
                     budget_ms: req.budget_ms,
+                    globals: &globals,
+                    at_program_addresses,
+                    move_stored,
                 };
                 let start = std::time::Instant::now();
                 let result = replay::replay(gpu.as_deref_mut().expect("opened"), &launch);
-                eprintln!("{}: replayed in {:.1} ms", req.symbol, start.elapsed().as_secs_f64() * 1e3);
+                let placed = match &result {
+                    Ok(Ok(o)) => o.replayed.relocated.as_ref().map_or("at the program's addresses".to_string(), |why| {
+                        format!("relocated ({} stored pointers moved): {why}", o.replayed.moved)
+                    }),
+                    _ => String::new(),
+                };
+                eprintln!(
+                    "{}: replayed in {:.1} ms; {} ranges ({} bytes, {:#x}..), {} variables; {placed}",
+                    req.symbol,
+                    start.elapsed().as_secs_f64() * 1e3,
+                    req.ranges.len(),
+                    req.ranges.iter().map(|r| r.bytes).sum::<u64>(),
+                    req.ranges.first().map_or(0, |r| r.addr),
+                    globals.len(),
+                );
                 match result {
                     Ok(Ok(outcome)) => {
-                        reference = Some((req.ranges.clone(), outcome.reference));
+                        let names = globals.iter().map(|(n, _)| n.clone()).collect();
+                        reference = Some((req.ranges.clone(), names, outcome.reference, outcome.moved_to));
                         protocol::send(&mut output, &Response::Replayed(outcome.replayed))?;
                     }
                     Ok(Err(message)) => protocol::send(&mut output, &Response::Error { message })?,
@@ -100,10 +133,16 @@ fn serve(vendor: &str) -> io::Result<()> {
                 }
             }
             Request::Program { ranges } => {
-                let after = (0..ranges).map(|_| protocol::read_frame(&mut input)).collect::<io::Result<Vec<_>>>()?;
+                let mut after = (0..ranges).map(|_| protocol::read_frame(&mut input)).collect::<io::Result<Vec<_>>>()?;
                 let response = match reference.take() {
-                    Some((ranges, plain)) => {
-                        let difference = capture::first_difference(&ranges, &plain, &after);
+                    Some((ranges, names, plain, moved_to)) => {
+                        if let Some(to) = &moved_to {
+                            // The program's stored pointers, moved as the replay's were.
+                            for (i, bytes) in after.iter_mut().enumerate() {
+                                capture::move_stored(ranges.get(i).map_or(0, |r| r.addr), bytes, &ranges, Some(to));
+                            }
+                        }
+                        let difference = capture::first_difference_named(&ranges, &names, &plain, &after);
                         Response::Compared { identical: difference.is_none(), difference }
                     }
                     None => Response::Error { message: "no replay to compare the program's launch with".into() },
