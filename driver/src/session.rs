@@ -375,7 +375,7 @@ impl<'a> Session<'a> {
     /// run, [`Session::cap_from_plain_ptx`]): clang's NVPTX builds, not
     /// device-linked ones.
     pub(crate) fn caps_from_ptx(&self) -> bool {
-        self.arch.is_nvptx() && self.link.is_none() && self.nvcc.is_none()
+        crate::gpu::of(self.arch).cap_is_an_assembly_directive() && self.link.is_none() && self.nvcc.is_none()
     }
 
     /// The file-wide `-maxrregcount` candidates at the register caps of

@@ -59,6 +59,14 @@ pub trait Target: fmt::Debug + Sync {
     /// packages and device libraries).
     fn needs_hip(&self) -> bool;
 
+    /// Whether a register cap is a directive of the assembly and no input
+    /// to code generation (NVPTX's `.maxnreg`): a cap alone is then plain's
+    /// assembly with that line edited, one assembler run (AMDGPU's
+    /// waves-per-eu steers LLVM's register allocator: a compile each).
+    fn cap_is_an_assembly_directive(&self) -> bool {
+        false
+    }
+
     /// Make sure everything a device compile for `arch` needs is on disk.
     fn prepare(&self, toolchain: &Toolchain) -> Result<(), ToolchainError>;
 

@@ -151,6 +151,10 @@ impl Target for Nvptx {
         false
     }
 
+    fn cap_is_an_assembly_directive(&self) -> bool {
+        true
+    }
+
     /// clang to PTX, then ptxas to a cubin with its `-v` report appended.
     fn code_object(&self, unit: &Unit<'_>, mut cmd: Command, out: &Path) -> Result<Compiled, CompileError> {
         let ptx = out.with_extension("ptx");
