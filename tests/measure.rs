@@ -190,11 +190,7 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
     // Every step's cap alone is built (a ptxas run each on plain's PTX);
     // --candidates counts the suggestion and the rest, and what is left
     // out is left out only once the 16 are full.
-    let caps = entry
-        .candidates
-        .iter()
-        .take_while(|c| c.transforms == Transforms { waves_per_eu: c.transforms.waves_per_eu, ..Default::default() })
-        .count();
+    let caps = entry.candidates.iter().take_while(|c| c.transforms.cap_alone().is_some()).count();
     let kept = entry.candidates.len() - caps + entry.suggested.len();
     assert!(kept <= 16 && (entry.left_out.is_empty() || kept == 16), "{names:?}, left out {:?}", entry.left_out);
     // The kernel's own step (64 registers: the cap of 32 warps) first, then the lowest (255).
@@ -288,9 +284,8 @@ fn turns_of_the_loop(arch: &str, name: fn(&Transforms) -> String) {
     };
     // On NVIDIA every step's cap alone is built in every turn (a ptxas run
     // each, never left out): the turns are of the others.
-    let cap_alone = |t: &Transforms| t.waves_per_eu.is_some() && *t == Transforms { waves_per_eu: t.waves_per_eu, ..Default::default() };
     let turned = |e: &Entry| -> Vec<Transforms> {
-        e.candidates.iter().map(|c| c.transforms.clone()).filter(|t| !(arch.starts_with("sm_") && cap_alone(t))).collect()
+        e.candidates.iter().map(|c| c.transforms.clone()).filter(|t| !(arch.starts_with("sm_") && t.cap_alone().is_some())).collect()
     };
     let names = |e: &Entry| turned(e).iter().map(name).collect::<Vec<_>>();
     // What `regtune measure` records: each build's ratio to plain, the code it timed.
@@ -333,7 +328,7 @@ fn turns_of_the_loop(arch: &str, name: fn(&Transforms) -> String) {
         // One turn builds every cap alone and, within --candidates, the
         // unroll caps: nothing of the Laplacian is left for a second.
         assert!(first.left_out.is_empty(), "one turn: {:?} left out", first.left_out);
-        assert!(first.candidates.iter().filter(|c| cap_alone(&c.transforms)).count() >= 6, "{:?}", names(&first));
+        assert!(first.candidates.iter().filter(|c| c.transforms.cap_alone().is_some()).count() >= 6, "{:?}", names(&first));
         return;
     }
     let (turn1, left1) = (names(&first), first.left_out.clone());

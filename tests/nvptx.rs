@@ -953,13 +953,8 @@ fn clangs_caps_are_the_plugins_builds_and_every_step_is_built() {
     let symbol = entry["symbol"].as_str().unwrap().to_string();
     let parsed: regtune_decisions::Entry = serde_json::from_value(entry.clone()).unwrap();
     let kept = regtune::runtime::code::candidates(&dir.path().join("db/decisions.code"), &parsed);
-    let caps: Vec<(u64, std::path::PathBuf)> = kept
-        .iter()
-        .filter_map(|(_, t, path)| {
-            let w = t.waves_per_eu?;
-            (*t == regtune_decisions::Transforms { waves_per_eu: Some(w), ..Default::default() }).then(|| (u64::from(w), path.clone()))
-        })
-        .collect();
+    let caps: Vec<(u64, std::path::PathBuf)> =
+        kept.iter().filter_map(|(_, t, path)| t.cap_alone().map(|w| (u64::from(w), path.clone()))).collect();
     // LBM: 91 registers, 16 warps per SM; the steps above it are 20 to 64
     // warps (caps 96 down to 32): every one built, though --candidates is 2.
     let steps: Vec<u64> = caps.iter().map(|(w, _)| *w).collect();

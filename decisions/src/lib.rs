@@ -102,6 +102,12 @@ impl Transforms {
         *self == Transforms::default()
     }
 
+    /// The occupancy step of a register cap alone (no launch bounds, no
+    /// spilling, no rewrite): None for any other build.
+    pub fn cap_alone(&self) -> Option<u32> {
+        self.waves_per_eu.filter(|&w| *self == Transforms { waves_per_eu: Some(w), ..Default::default() })
+    }
+
     /// User-facing labels: "pow2" (or "pow2=inexact"), "sink",
     /// "unroll-cap=4", "noalias=g14", "waves-per-eu=5", "launch-bounds=256",
     /// "maxrregcount=64".

@@ -690,8 +690,7 @@ impl<'a> Session<'a> {
     /// the build is not that (other transforms, `-fgpu-rdc`, AMDGPU).
     fn cap_from_plain_ptx(&self, key: &BuildKey, deadline: Option<Instant>) -> Result<Option<(Vec<Measured>, PathBuf)>, SessionError> {
         let (Some(symbol), [(only, t)]) = (&key.0, key.1.as_slice()) else { return Ok(None) };
-        let cap_alone = t.waves_per_eu.is_some() && *t == Transforms { waves_per_eu: t.waves_per_eu, ..Default::default() };
-        if !self.caps_from_ptx() || only != symbol || !cap_alone {
+        if !self.caps_from_ptx() || only != symbol || t.cap_alone().is_none() {
             return Ok(None);
         }
         let ptx = self.kernel_ptx(symbol)?;

@@ -184,8 +184,8 @@ pub(super) fn plan_kernel(
         // once, and its file-wide caps a PTX build per step for the whole
         // file: the budget bounds the builds that rewrite the source.
         // clang's caps alone on NVPTX are a ptxas run each too.
-        let cheap = (!session.runs_plugin() && (nvcc_entry_only(t) || file_wide_only(t)))
-            || (session.caps_from_ptx() && cap_alone_step(t).is_some());
+        let cheap =
+            (!session.runs_plugin() && (nvcc_entry_only(t) || file_wide_only(t))) || (session.caps_from_ptx() && t.cap_alone().is_some());
         if !cheap && tuning.limits.spent(until) {
             budget_hit.store(true, Ordering::Relaxed);
             return None;
@@ -357,7 +357,7 @@ pub(super) fn plan_kernel(
         // kernel's code from it): on an H200 generatePaths<double> ran
         // 1.021× plain at -maxrregcount=96, which no .maxnreg cap reaches.
         let rewriting = proposals.iter().filter(|t| !nvcc_entry_only(t)).count();
-        let steps: Vec<u32> = proposals.iter().filter_map(cap_alone_step).collect();
+        let steps: Vec<u32> = proposals.iter().filter_map(Transforms::cap_alone).collect();
         let file_wide = candidates::untimed_first(session.file_wide_caps(&steps), lost);
         let wanted = match session.runs_plugin() || options.candidates == 0 {
             true => options.candidates,
@@ -371,7 +371,7 @@ pub(super) fn plan_kernel(
             // One turn then times what a second turn found: a transport
             // sweep's best step was among 20 builds left out at 8.
             true if session.caps_from_ptx() => {
-                let (caps, rest): (Vec<Transforms>, Vec<Transforms>) = proposals.into_iter().partition(|t| cap_alone_step(t).is_some());
+                let (caps, rest): (Vec<Transforms>, Vec<Transforms>) = proposals.into_iter().partition(|t| t.cap_alone().is_some());
                 let every = if options.candidates == 0 { 0 } else { usize::MAX };
                 let caps = candidates::select(caps, every, &known, build, || false);
                 let rest = candidates::select(rest, wanted.saturating_sub(taken), &caps.codes, build, spent);
@@ -553,9 +553,4 @@ fn nvcc_entry_only(t: &Transforms) -> bool {
 /// nvcc's file-wide `-maxrregcount` alone.
 fn file_wide_only(t: &Transforms) -> bool {
     t.maxrregcount.is_some() && *t == Transforms { maxrregcount: t.maxrregcount, ..Default::default() }
-}
-
-/// The step of a register cap alone (no launch bounds, no spilling).
-fn cap_alone_step(t: &Transforms) -> Option<u32> {
-    t.waves_per_eu.filter(|&w| *t == Transforms { waves_per_eu: Some(w), ..Default::default() })
 }
