@@ -13,7 +13,7 @@ use std::mem::{offset_of, size_of};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use regtune_runtime::{cuda, cupti, hip, track};
+use regtune_runtime::{confirm, cuda, cupti, hip, track};
 
 fn cuda_include() -> PathBuf {
     let roots = [
@@ -163,10 +163,21 @@ fn cuda_and_cupti_declarations_match_the_headers() {
     for params in ["cuMemFree_v2_params", "cuMemFreeAsync_params", "cuMemFreeAsync_ptsz_params"] {
         check(&format!("{params}_dptr"), &format!("offsetof({params}, dptr)"), offset_of!(track::MemFreeParams, dptr) as u64);
     }
+    // The program's own launches of a replay's choice: CUPTI's kernel records.
+    check("kind_kernel", "CUPTI_ACTIVITY_KIND_KERNEL", confirm::CUPTI_ACTIVITY_KIND_KERNEL as u64);
+    check("kind_concurrent_kernel", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", confirm::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL as u64);
+    for record in ["CUpti_ActivityKernel4", "CUpti_ActivityKernel9"] {
+        check(&format!("{record}_regs"), &format!("offsetof({record}, registersPerThread)"), confirm::OFFSET_REGISTERS as u64);
+        check(&format!("{record}_start"), &format!("offsetof({record}, start)"), confirm::OFFSET_START as u64);
+        check(&format!("{record}_end"), &format!("offsetof({record}, end)"), confirm::OFFSET_END as u64);
+        check(&format!("{record}_corr"), &format!("offsetof({record}, correlationId)"), confirm::OFFSET_CORRELATION as u64);
+    }
+    check("cu_func_attribute_num_regs", "CU_FUNC_ATTRIBUTE_NUM_REGS", cupti::CU_FUNC_ATTRIBUTE_NUM_REGS as u64);
     body.push_str(&declared(cuda::Driver::SYMBOLS));
     body.push_str(&declared(cuda::Vmm::SYMBOLS));
     body.push_str(&declared(cuda::Modules::SYMBOLS));
     body.push_str(&declared(cupti::Cupti::SYMBOLS));
+    body.push_str(&declared(confirm::Activity::SYMBOLS));
     body.push_str(&declared(&["cuFuncGetParamInfo", "cuKernelGetParamInfo"]));
     let include_flag = format!("-I{}", include.display());
     let got = probe("#include <cuda.h>\n#include <cupti.h>", &[&include_flag], &body);

@@ -964,6 +964,7 @@ fn cmake_measured_loop_builds_what_the_gpu_kept() {
         ],
         control: None,
         earlier: vec![],
+        program: None,
     };
     Db::update(&db, |d| d.kernels.get_mut(&entry.key()).unwrap().measured = Some(measured)).unwrap();
     assert_eq!(md(&Db::load(&db).unwrap()).effective(), sink);

@@ -708,6 +708,7 @@ mod tests {
             candidates: std::iter::once(plain).chain(others).collect(),
             control: None,
             earlier: vec![],
+            program: None,
         }
     }
 

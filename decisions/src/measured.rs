@@ -49,6 +49,36 @@ pub struct Measured {
     /// each turn of the loop times what the last left out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub earlier: Vec<Candidate>,
+    /// The replay's choice timed again on the program's own launches after
+    /// the replay (None: not confirmed, or an older measurement): a choice
+    /// not faster there beyond the noise is not kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<ProgramTiming>,
+}
+
+/// The replay's choice swapped into the program on alternate launches of
+/// the kernel (same grid, block and arguments), each launch timed on the
+/// GPU by CUPTI's activity records: a pair is one launch of plain's code
+/// and one of the choice's, and the pair's ratio is a round of
+/// [`Paired`]. What the program itself spends, cache state and launch
+/// overheads included, which a replay on memory restored before every run
+/// does not see.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgramTiming {
+    /// The build confirmed: the replay's choice.
+    pub transforms: Transforms,
+    /// Its time over plain's, pair by pair.
+    pub paired: Paired,
+    /// Each one's kernel time over its launches in those pairs.
+    pub plain: Timing,
+    pub choice: Timing,
+}
+
+impl ProgramTiming {
+    /// Plain's time over the choice's on the program's launches (> 1: faster).
+    pub fn speedup(&self) -> f64 {
+        1.0 / self.paired.median
+    }
 }
 
 /// One candidate code object of the kernel.
@@ -273,7 +303,15 @@ impl Measured {
     /// than plain nor a build to use: slower, within the noise, different
     /// bytes, or it failed.
     pub fn lost(&self, t: &Transforms) -> bool {
-        !t.is_empty() && self.candidates.iter().chain(&self.earlier).any(|c| &c.transforms == t && self.verdict(c) != Verdict::Faster)
+        !t.is_empty()
+            && (self.candidates.iter().chain(&self.earlier).any(|c| &c.transforms == t && self.verdict(c) != Verdict::Faster)
+                || self.program_rejects(t))
+    }
+
+    /// The program's own launches timed `t` (the replay's choice) and it
+    /// was not faster there than plain beyond the noise and the least gain.
+    pub fn program_rejects(&self, t: &Transforms) -> bool {
+        self.program.as_ref().is_some_and(|p| &p.transforms == t && !p.paired.faster(self.least_gain()))
     }
 
     /// This run's measurement with what `old` (the db's measurement it
@@ -318,7 +356,9 @@ impl Measured {
             .filter(|(_, s)| s * (1.0 + self.least_gain()) >= fastest)
             // The first of equals, in the candidates' order.
             .min_by(|(a, sa), (b, sb)| a.transforms.labels().len().cmp(&b.transforms.labels().len()).then(sb.total_cmp(sa)));
-        Some(best.map(|(c, _)| c.transforms.clone()).unwrap_or_default())
+        let best = best.map(|(c, _)| c.transforms.clone()).unwrap_or_default();
+        // The program's own launches have the last word on the choice they timed.
+        Some(if self.program_rejects(&best) { Transforms::default() } else { best })
     }
 }
 
@@ -352,6 +392,7 @@ mod tests {
             candidates: cands,
             control: None,
             earlier: vec![],
+            program: None,
         }
     }
 

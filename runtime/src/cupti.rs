@@ -25,13 +25,16 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::ThreadId;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::capture;
+use crate::confirm::{self, Confirmation, BOOK};
 use crate::cuda::{self, Cuda, Handle, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END};
 use crate::dl::{api, Library};
 use crate::gate::{self, Gate};
 use crate::graph::{self, CaptureApi, Graph, GraphApi, KernelNodeParams, LaunchAttribute, MemsetParams, NodeLaunch, NodeParams, Work};
 use crate::interpose::{Interposer, Launch, Pending};
-use crate::plan::{Event, EventLog, LaunchConfig, Param, PlanKernel};
+use crate::plan::{Confirmed, Event, EventLog, LaunchConfig, Param, PlanKernel};
 
 pub const CUPTI_ENV: &str = "REGTUNE_CUPTI";
 pub const CUPTI_CB_DOMAIN_DRIVER_API: c_int = 1;
@@ -267,6 +270,8 @@ thread_local! {
     static PENDING: RefCell<Option<Measuring>> = const { RefCell::new(None) };
     /// This thread holds [`GATE`], from a launch's entry to its exit.
     static HELD: Cell<bool> = const { Cell::new(false) };
+    /// This thread's launch is one of a kernel being confirmed.
+    static CONFIRM_LAUNCH: Cell<bool> = const { Cell::new(false) };
 }
 
 /// One launch call at a time across the program's threads.
@@ -320,7 +325,15 @@ fn initialize() {
         Err(e) => return fail(interposer, format!("cannot load CUPTI (set {CUPTI_ENV}): {e}")),
     };
     // CUPTI stays loaded for the life of the process (a Library never closes).
-    let (api, _lib) = cupti;
+    let (api, lib) = cupti;
+    // Its activity API times the program's own launches of each replay's choice.
+    let mut interposer = interposer;
+    match confirm::activity(&lib) {
+        Ok(_) => interposer.confirms = true,
+        Err(why) => {
+            interposer.note("measure", &format!("warning: the program's own launches are not timed ({why}): the replay's figures decide"))
+        }
+    }
     let mut subscriber: Handle = std::ptr::null_mut();
     // SAFETY: `on_driver_call` has CUpti_CallbackFunc's prototype; out-pointer valid.
     let code = unsafe { (api.subscribe)(&mut subscriber, on_driver_call, std::ptr::null_mut()) };
@@ -361,12 +374,19 @@ static PLAIN_CODES: OnceLock<Vec<(String, String, Vec<u8>)>> = OnceLock::new();
 /// Keys of entries whose kernel a loaded module holds as other code; the
 /// next launch callback stops measuring them.
 static NOT_THE_PROGRAMS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// The code objects regtune loaded into the program (replays' choices).
+static OURS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// A replay's choice is being confirmed: kernel records are on.
+static CONFIRMING: AtomicBool = AtomicBool::new(false);
+pub const CU_FUNC_ATTRIBUTE_NUM_REGS: c_int = 4;
 
 extern "C" fn flush_at_exit() {
     let _ = std::panic::catch_unwind(|| {
         // A thread stopped mid-launch may hold the state: then nothing is written.
         if let Ok(mut s) = state().try_lock() {
             if let Some(s) = s.as_mut() {
+                // What the program's launches showed of each choice still under way.
+                report_confirmations(s, true);
                 s.interposer.flush_notes();
             }
         }
@@ -577,6 +597,10 @@ unsafe fn on_module_loaded(data: &ResourceData) {
     }
     // SAFETY: CUPTI's pointer to `cubin_size` bytes, valid within the callback.
     let cubin = unsafe { std::slice::from_raw_parts(module.cubin as *const u8, module.cubin_size) };
+    // The replay's choice, loaded into the program's context by regtune.
+    if OURS.lock().is_ok_and(|ours| ours.iter().any(|o| o.as_slice() == cubin)) {
+        return;
+    }
     let Some(planned) = PLAIN_CODES.get() else { return };
     let differing = planned.iter().filter(|(symbol, _, plain)| crate::code::kernel_code(cubin, symbol).is_some_and(|c| &c != plain));
     if let Ok(mut keys) = NOT_THE_PROGRAMS.lock() {
@@ -591,17 +615,163 @@ fn succeeded(data: &CallbackData) -> bool {
 }
 
 /// A launch's exit: compare what the program's launch left, free the gate.
+/// After a kernel's last replayed launch, its confirmation starts; after a
+/// launch that completed one, its result is written.
 fn finish(data: &CallbackData) {
     if let Some(m) = PENDING.with(|p| p.borrow_mut().take()) {
         let ran = succeeded(data);
         if let Ok(mut s) = state().lock() {
             if let Some(s) = s.as_mut() {
                 let host = cuda::LaunchContext { cuda: s.cuda, function: m.function };
-                s.interposer.after(&host, m.pending, ran && m.compare);
+                if let Some(start) = s.interposer.after(&host, m.pending, ran && m.compare) {
+                    begin_confirmation(s, start);
+                }
+            }
+        }
+    }
+    if CONFIRM_LAUNCH.replace(false) {
+        if let Ok(mut s) = state().lock() {
+            if let Some(s) = s.as_mut() {
+                report_confirmations(s, false);
             }
         }
     }
     leave_gate();
+}
+
+/// Kernel records on, and the choice's launches to come.
+fn begin_confirmation(s: &mut State, start: confirm::Start) {
+    let Some(activity) = confirm::loaded() else { return };
+    let mut c = Confirmation::new(start);
+    if !CONFIRMING.load(Ordering::Relaxed) {
+        match activity.kernels(true) {
+            Ok(()) => CONFIRMING.store(true, Ordering::Relaxed),
+            Err(why) => c.failure = Some(format!("not confirmed: {why}")),
+        }
+    }
+    let failed = c.failure.is_some();
+    if let Ok(mut book) = BOOK.lock() {
+        book.confirmations.push(c);
+    }
+    if failed {
+        report_confirmations(s, false);
+    }
+}
+
+/// Write the result of each confirmation that is complete (`all`: of each
+/// under way, at the program's exit): its launches' records first; kernel
+/// records off once none is under way.
+fn report_confirmations(s: &mut State, all: bool) {
+    let Some(activity) = confirm::loaded() else { return };
+    let due = |c: &Confirmation| !c.reported && (all || c.complete());
+    if !BOOK.lock().is_ok_and(|b| b.confirmations.iter().any(due)) {
+        return;
+    }
+    // Every launch timed has finished, and its record is delivered (the book's lock is free).
+    let _ = crate::interpose::Host::synchronize(&cuda::ProgramContext(s.cuda));
+    activity.flush();
+    let (done, active): (Vec<Confirmed>, bool) = match BOOK.lock() {
+        Ok(mut book) => {
+            let done = book
+                .confirmations
+                .iter_mut()
+                .filter(|c| due(c))
+                .map(|c| {
+                    c.reported = true;
+                    c.result()
+                })
+                .collect();
+            (done, book.active())
+        }
+        Err(_) => return,
+    };
+    if !active && CONFIRMING.swap(false, Ordering::Relaxed) {
+        let _ = activity.kernels(false);
+    }
+    for c in done {
+        s.interposer.confirmed(c);
+    }
+}
+
+/// A launch of a kernel whose replay's choice is being confirmed: every
+/// other pair of its launches runs the choice (its function handle swapped
+/// into the call's parameters, which the driver launches), every launch
+/// timed by its activity record. False: the kernel is not being confirmed.
+///
+/// # Safety
+/// `data` is CUPTI's callback data for this launch's API entry.
+unsafe fn confirm_launch(cbid: u32, data: &CallbackData, s: &mut State, symbol: &str) -> bool {
+    let Ok(mut book) = BOOK.lock() else { return false };
+    let Some(c) = book.of(symbol) else { return false };
+    CONFIRM_LAUNCH.set(true);
+    if c.complete() {
+        return true;
+    }
+    // SAFETY: functionParams for this callback id.
+    let Some(call) = (unsafe { decode(cbid, data.function_params) }) else { return true };
+    if call.config.cooperative {
+        s.interposer
+            .note(symbol, "ran the program's code, untimed, while the replay's choice was confirmed: a cooperative launch is not swapped");
+        return true;
+    }
+    if capturing(call.stream) {
+        return true;
+    }
+    let context = data.context as usize;
+    if c.function.is_none() {
+        // SAFETY: the program's context is current in its launch callback.
+        match unsafe { load_choice(s.cuda, &c.start.path, symbol) } {
+            Ok((f, registers)) => {
+                c.function = Some((context, f as usize));
+                c.registers = registers;
+            }
+            Err(why) => {
+                c.failure = Some(format!("not confirmed: the choice's code could not be loaded into the program ({why})"));
+                return true;
+            }
+        }
+    }
+    let Some((loaded_in, f)) = c.function else { return true };
+    if loaded_in != context {
+        // Another context: the program's own code, untimed.
+        return true;
+    }
+    if c.launch(call.config, data.correlation_id) {
+        let params = data.function_params as *mut c_void;
+        // SAFETY: the parameters the driver launches from, for this callback id:
+        // the function handle is cuLaunchKernel's first field and cuLaunchKernelEx's second.
+        unsafe {
+            match cbid {
+                CBID_CU_LAUNCH_KERNEL | CBID_CU_LAUNCH_KERNEL_PTSZ => (*(params as *mut LaunchKernelParams)).f = f as Handle,
+                _ => (*(params as *mut LaunchKernelExParams)).f = f as Handle,
+            }
+        }
+    }
+    true
+}
+
+/// Load the choice's code object into the current context; its function
+/// and registers per thread.
+///
+/// # Safety
+/// The program's context must be current.
+unsafe fn load_choice(cuda: &Cuda, path: &std::path::Path, symbol: &str) -> Result<(Handle, Option<u16>), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let name = std::ffi::CString::new(symbol).map_err(|e| e.to_string())?;
+    if let Ok(mut ours) = OURS.lock() {
+        // Its module-loaded callback is not the program loading other code.
+        ours.push(bytes.clone());
+    }
+    let (mut module, mut f): (Handle, Handle) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: a code object's bytes, out-pointers, a C string.
+    unsafe {
+        cuda.check((cuda.api.module_load_data)(&mut module, bytes.as_ptr().cast()), "cuModuleLoadData").map_err(|e| e.to_string())?;
+        cuda.check((cuda.api.module_get_function)(&mut f, module, name.as_ptr()), "cuModuleGetFunction").map_err(|e| e.to_string())?;
+        cuda.load(f);
+        let mut registers: c_int = 0;
+        let told = (cuda.api.func_get_attribute)(&mut registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f) == CUDA_SUCCESS;
+        Ok((f, told.then_some(registers as u16)))
+    }
 }
 
 /// # Safety
@@ -631,6 +801,12 @@ unsafe fn on_launch(cbid: u32, data: &CallbackData) {
     let symbol = unsafe { CStr::from_ptr(data.symbol_name) }.to_string_lossy().into_owned();
     let Ok(mut guard) = state().lock() else { return };
     let Some(s) = guard.as_mut() else { return };
+    let swappable =
+        matches!(cbid, CBID_CU_LAUNCH_KERNEL | CBID_CU_LAUNCH_KERNEL_PTSZ | CBID_CU_LAUNCH_KERNEL_EX | CBID_CU_LAUNCH_KERNEL_EX_PTSZ);
+    // SAFETY: this launch's entry data.
+    if CONFIRMING.load(Ordering::Relaxed) && swappable && unsafe { confirm_launch(cbid, data, s, &symbol) } {
+        return;
+    }
     if s.interposer.wants(&symbol).is_none() {
         s.interposer.unplanned(&symbol);
         return;

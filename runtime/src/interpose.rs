@@ -12,7 +12,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use crate::capture::{self, Pointer, Range};
 use crate::code::Global;
-use crate::plan::{self, Event, EventLog, LaunchConfig, LaunchResult, Param, Plan, PlanKernel};
+use crate::confirm::{self, Start};
+use crate::plan::{self, Confirmed, Event, EventLog, LaunchConfig, LaunchResult, Param, Plan, PlanKernel};
 use crate::protocol::{self, GlobalVar, ReplayRequest, Request, Response};
 
 /// The GPU a launch runs on.
@@ -178,6 +179,11 @@ pub struct Interposer {
     replayer_device: Option<String>,
     /// Per (symbol, note): launches so far, and the count last written.
     notes: HashMap<(String, String), (u64, u64)>,
+    /// Per entry, its launches replayed: the replay's choice comes from them.
+    results: HashMap<String, Vec<LaunchResult>>,
+    /// The vendor layer can swap a build into the program's launches and
+    /// time them ([`crate::confirm`]): the replay's choice is confirmed there.
+    pub confirms: bool,
 }
 
 impl Interposer {
@@ -210,6 +216,8 @@ impl Interposer {
             module_globals: HashMap::new(),
             replayer_device: None,
             notes: HashMap::new(),
+            results: HashMap::new(),
+            confirms: false,
         }
     }
 
@@ -491,8 +499,11 @@ impl Interposer {
     }
 
     /// After the program's own launch (`ran`: it was accepted): compare
-    /// what it left with the plain build's result, and record the measurement.
-    pub fn after(&mut self, host: &dyn Host, pending: Pending, ran: bool) {
+    /// what it left with the plain build's result, and record the
+    /// measurement. After the kernel's last replayed launch, the replay's
+    /// choice to confirm on the program's launches, where the vendor layer
+    /// can ([`Interposer::confirms`]).
+    pub fn after(&mut self, host: &dyn Host, pending: Pending, ran: bool) -> Option<Start> {
         let Pending { mut result, ranges, globals } = pending;
         let compared = (|| {
             if !ran {
@@ -514,7 +525,55 @@ impl Interposer {
             result.program_identical = Some(identical);
             result.program_difference = difference;
         }
-        self.log.write(&Event::Measured(result));
+        self.log.write(&Event::Measured(result.clone()));
+        let key = result.key.clone();
+        self.results.entry(key.clone()).or_default().push(result);
+        if self.confirms && self.counts.get(&key).copied().unwrap_or(0) >= self.plan.launches && !self.stopped.contains(&key) {
+            return self.choice(&key);
+        }
+        None
+    }
+
+    /// After a kernel's last replayed launch: the build the replay chose,
+    /// to confirm on the program's launches; None when it chose plain, or
+    /// the choice cannot be swapped in safely (said in its result).
+    fn choice(&mut self, key: &str) -> Option<Start> {
+        let kernel = self.plan.kernels.iter().find(|k| k.key == key)?.clone();
+        let results = self.results.get(key).map(Vec::as_slice).unwrap_or_default();
+        let not_confirmed = |candidate: &str, failure: String| Confirmed {
+            symbol: kernel.symbol.clone(),
+            key: kernel.key.clone(),
+            candidate: candidate.to_string(),
+            launches: 0,
+            plain_ms: vec![],
+            choice_ms: vec![],
+            failure: Some(failure),
+        };
+        let name = match confirm::choose(&kernel, results) {
+            Ok(Some(name)) => name,
+            Ok(None) => return None,
+            Err(why) => {
+                self.confirmed(not_confirmed("", why));
+                return None;
+            }
+        };
+        let globals: Vec<String> = self.module_globals.get(key).into_iter().flatten().map(|g| format!("`{}`", g.name)).collect();
+        if !globals.is_empty() {
+            let why = format!(
+                "not confirmed: the kernel's module has variables ({}) that the choice's own module would not share with the program's",
+                globals.join(", ")
+            );
+            self.confirmed(not_confirmed(&name, why));
+            return None;
+        }
+        let path = kernel.candidates.iter().find(|c| c.name == name)?.path.clone();
+        let pairs = (self.plan.runs as usize).max(confirm::MIN_PAIRS) as u32;
+        Some(Start { key: kernel.key.clone(), symbol: kernel.symbol.clone(), candidate: name, path, pairs })
+    }
+
+    /// What a kernel's launches after its replay showed ([`crate::confirm`]).
+    pub fn confirmed(&mut self, c: Confirmed) {
+        self.log.write(&Event::Confirmed(c));
     }
 
     fn ask(&mut self, request: &Request, frames: &[Vec<u8>]) -> std::io::Result<Response> {
@@ -621,6 +680,8 @@ mod tests {
                 arch: "sm_90".into(),
                 candidates: vec![PlanCandidate { name: "plain".into(), path: "p.cubin".into() }],
                 params: vec![Param { offset: 0, size: 8 }],
+                choices: vec![],
+                control: None,
             }],
             capture: Default::default(),
         };
@@ -867,6 +928,55 @@ mod tests {
             let c = i.capture(&host, &kernel, &args_at.to_le_bytes(), &kernel.params).unwrap();
             assert_eq!(c.ranges.len(), if tracked { 5 } else { 4 });
         }
+    }
+
+    #[test]
+    fn after_a_kernels_last_replayed_launch_its_choice_is_confirmed_unless_it_has_module_variables() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut i = interposer(dir.path(), "true");
+        i.confirms = true;
+        let cap = regtune_decisions::Transforms { unroll_cap: Some(1), ..Default::default() };
+        let key = i.plan.kernels[0].key.clone();
+        {
+            let k = &mut i.plan.kernels[0];
+            k.candidates.push(PlanCandidate { name: "decided".into(), path: "d.cubin".into() });
+            k.choices = vec![plan::Choice { name: "decided".into(), transforms: cap }];
+        }
+        let pending = || {
+            let mut r = replayed(&["plain", "decided"]);
+            for (c, ms) in r.candidates.iter_mut().zip([1.0, 0.5]) {
+                c.times_ms = (0..20).map(|n| ms * (1.0 + 0.01 * f64::from(n % 3))).collect();
+            }
+            let config = LaunchConfig { grid: [1, 1, 1], block: [32, 1, 1], shared_bytes: 0, cooperative: false };
+            let result = LaunchResult {
+                symbol: "_Z1kPd".into(),
+                key: key.clone(),
+                device: "Fake GPU".into(),
+                launch: config,
+                ranges: 0,
+                bytes: 0,
+                reached: 0,
+                globals: 0,
+                notes: vec![],
+                replayed: r,
+                program_identical: Some(true),
+                program_difference: None,
+            };
+            Pending { result, ranges: vec![], globals: vec![] }
+        };
+        let host = FakeHost { arch: "sm_90" };
+        i.counts.insert(key.clone(), 1);
+        assert_eq!(i.after(&host, pending(), false), None, "one of two launches replayed");
+        i.counts.insert(key.clone(), 2);
+        let start = i.after(&host, pending(), false).unwrap();
+        assert_eq!((start.candidate.as_str(), start.path.to_str(), start.pairs), ("decided", Some("d.cubin"), 20));
+        // A kernel with module variables: the choice's own module would not share them.
+        i.module_globals.insert(key.clone(), vec![Global { name: "counter".into(), bytes: 4, constant: false }]);
+        assert_eq!(i.after(&host, pending(), false), None);
+        let events = read_events(&dir.path().join(plan::EVENTS_FILE)).unwrap();
+        let Some(Event::Confirmed(c)) = events.last() else { panic!("{events:?}") };
+        assert_eq!(c.candidate, "decided");
+        assert!(c.failure.as_deref().unwrap().starts_with("not confirmed: the kernel's module has variables (`counter`)"), "{c:?}");
     }
 
     #[test]

@@ -10,10 +10,12 @@
 //! takes down the replayer, not the program.
 //!
 //! Data flows one way: plan → capture (interposer) → protocol → replay
-//! (replayer) → events → regtune.
+//! (replayer) → events → regtune. After a kernel's replays, the replay's
+//! choice is timed again on the program's own launches ([`confirm`]).
 
 pub mod capture;
 pub mod code;
+pub mod confirm;
 pub mod cuda;
 pub mod cupti;
 mod dl;

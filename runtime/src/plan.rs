@@ -76,6 +76,22 @@ pub struct PlanKernel {
     /// metadata); CUDA asks the driver instead.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub params: Vec<Param>,
+    /// The candidates the build may use (what the user allows), by name,
+    /// with their transforms: after the replay the interposer chooses among
+    /// them by the db's rule and confirms the choice on the program's own
+    /// launches ([`crate::confirm`]). Empty: nothing is confirmed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<Choice>,
+    /// The control's name (plain's code loaded again): its least gain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<String>,
+}
+
+/// A candidate the build may use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    pub name: String,
+    pub transforms: regtune_decisions::Transforms,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,6 +150,28 @@ pub enum Event {
     /// ran unmeasured, or unmeasured in part): `launches` so far. Written
     /// again as the count grows (1, 2, 4, ... and at exit); the last says it all.
     Note { symbol: String, message: String, launches: u64 },
+    /// The replay's choice for a kernel, timed on the program's own
+    /// launches after the replay ([`crate::confirm`]).
+    Confirmed(Confirmed),
+}
+
+/// The program's launches of a kernel after its replay, plain's code and
+/// the replay's choice on alternate ones of the same grid, block and
+/// shared memory, each timed by CUPTI's activity records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Confirmed {
+    pub symbol: String,
+    pub key: String,
+    /// The candidate swapped in (the replay's choice).
+    pub candidate: String,
+    /// Launches of the kernel after the replay (timed or not).
+    pub launches: u64,
+    /// Pair by pair, milliseconds: plain's launch and the choice's.
+    pub plain_ms: Vec<f64>,
+    pub choice_ms: Vec<f64>,
+    /// Why there is no figure, or why it is partial (None: confirmed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -265,6 +303,8 @@ mod tests {
                 arch: "sm_90".into(),
                 candidates: vec![PlanCandidate { name: "plain".into(), path: "p.cubin".into() }],
                 params: vec![],
+                choices: vec![],
+                control: None,
             }],
             capture: Capture { all: true, budget_bytes: 1 << 20 },
         };

@@ -211,6 +211,7 @@ mod tests {
             candidates: vec![],
             control: None,
             earlier: vec![],
+            program: None,
         });
         assert_eq!(entries_digest(&[&e]), before);
         e.suggested[0].confirmed = true;

@@ -126,7 +126,14 @@ pub(crate) fn still_measured(dir: &Path, entry: &Entry, old: &Measured) -> Optio
     if plain_holds && (kept.len() > 1 || !earlier.is_empty()) {
         return Some(Measured { candidates: kept, earlier, ..old.clone() });
     }
-    old.block.map(|_| Measured { candidates: vec![], earlier: vec![], control: None, program_identical: None, ..old.clone() })
+    old.block.map(|_| Measured {
+        candidates: vec![],
+        earlier: vec![],
+        control: None,
+        program_identical: None,
+        program: None,
+        ..old.clone()
+    })
 }
 
 /// Keep the candidates of every entry that has something to measure. Each
@@ -286,6 +293,7 @@ mod tests {
             candidates: vec![timed(Transforms::default(), plain_code), timed(gone.clone(), Some("x".into()))],
             control: None,
             earlier: vec![timed(Transforms { unroll_cap: Some(1), ..Default::default() }, Some("y".into()))],
+            program: None,
         };
         // The same plain code: the build no longer offered joins the earlier one.
         let kept = still_measured(tmp.path(), &e, &old(hash_of(&plain_path))).unwrap();

@@ -108,12 +108,22 @@ pub(crate) fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
             });
             paths.push(path.clone());
         }
+        // The builds the measurement may choose: the interposer chooses among
+        // them after the replay and confirms the choice on the program's launches.
+        let allowed = entry.allowed();
+        let choices = planned
+            .iter()
+            .filter(|c| c.role == Role::Candidate && allowed.contains(&c.transforms))
+            .map(|c| wire::Choice { name: c.name.clone(), transforms: c.transforms.clone() })
+            .collect();
         kernels.push(PlanKernel {
             symbol: entry.symbol.clone(),
             key: entry.key(),
             arch: entry.arch.clone(),
             candidates: planned.iter().zip(&paths).map(|(c, p)| PlanCandidate { name: c.name.clone(), path: absolute(p) }).collect(),
             params,
+            choices,
+            control: Some(CONTROL.to_string()),
         });
         candidates.insert(entry.key(), planned);
     }
@@ -218,6 +228,10 @@ pub(super) mod tests {
         assert_eq!(k.candidates.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["plain", "decided", CONTROL]);
         assert!(k.candidates.iter().all(|c| c.path.is_absolute() && c.path.is_file()));
         assert_eq!(k.candidates[2].path, k.candidates[0].path, "the control is plain's own code, loaded again");
+        // What the interposer may choose after the replay, and confirm on the program's launches.
+        let choices: Vec<(&str, &Transforms)> = k.choices.iter().map(|c| (c.name.as_str(), &c.transforms)).collect();
+        assert_eq!(choices, [("decided", &sink)]);
+        assert_eq!(k.control.as_deref(), Some(CONTROL));
         let names: Vec<(&str, &Transforms, Role)> =
             planned.candidates["sm_90/_Z4sinkv/h"].iter().map(|c| (c.name.as_str(), &c.transforms, c.role)).collect();
         assert_eq!(

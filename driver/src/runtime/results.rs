@@ -3,9 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use regtune_decisions::measured::{Candidate, Paired, Timing, Verdict};
+use regtune_decisions::measured::{Candidate, Paired, ProgramTiming, Timing, Verdict};
 use regtune_decisions::{Entry, Measured};
-use regtune_runtime::plan::{Event, LaunchResult};
+use regtune_runtime::confirm::MIN_PAIRS;
+use regtune_runtime::plan::{Confirmed, Event, LaunchResult};
 use serde::Serialize;
 
 use super::plan::{PlannedCandidate, Role};
@@ -34,6 +35,8 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
     let mut failed: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
     // Each note's latest count, in the order first seen.
     let mut counted: Vec<((String, String), u64)> = Vec::new();
+    // Each kernel's replay's choice, timed on the program's launches after.
+    let mut confirmed: BTreeMap<String, &Confirmed> = BTreeMap::new();
     for event in events {
         match event {
             Event::Started { .. } => out.started = true,
@@ -67,6 +70,9 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
                 if !key.is_empty() {
                     failed.insert(key.clone(), (faulted_candidate(message), message.clone()));
                 }
+            }
+            Event::Confirmed(c) => {
+                confirmed.insert(c.key.clone(), c);
             }
             Event::Note { symbol, message, launches } => {
                 let id = (symbol.clone(), message.clone());
@@ -155,10 +161,62 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
             control: control.and_then(|c| c.paired),
             candidates: ours,
             earlier: vec![],
+            program: None,
         };
+        let mut m = m;
+        if let Some(c) = confirmed.get(key) {
+            let name = short(&c.symbol);
+            match program_timing(c, names) {
+                Ok(p) => {
+                    m.program = Some(p.clone());
+                    out.notes.push(format!("{name}: {}", program_line(&m, &p, &c.candidate)));
+                }
+                Err(why) => out.notes.push(format!("{name}: {why}")),
+            }
+        }
         out.measured.insert(key.clone(), m);
     }
     out
+}
+
+/// The replay's choice as the program's own launches timed it, pair by
+/// pair; Err: why there is no figure, one line.
+fn program_timing(c: &Confirmed, names: &[PlannedCandidate]) -> Result<ProgramTiming, String> {
+    if let Some(why) = &c.failure {
+        return Err(why.clone());
+    }
+    let transforms = names.iter().find(|p| p.name == c.candidate && p.role == Role::Candidate).map(|p| p.transforms.clone());
+    let pairs = c.plain_ms.len().min(c.choice_ms.len());
+    let (Some(transforms), true) = (transforms, pairs >= MIN_PAIRS) else {
+        let launches = if c.launches == 1 { "1 launch".to_string() } else { format!("{} launches", c.launches) };
+        return Err(format!(
+            "`{}` not confirmed: {launches} after the replay, {pairs} pair(s) timed ({MIN_PAIRS} needed); the replay's figure decides",
+            c.candidate
+        ));
+    };
+    let paired = Paired::of(std::slice::from_ref(&c.choice_ms), std::slice::from_ref(&c.plain_ms))
+        .ok_or_else(|| format!("`{}` not confirmed: no pair timed", c.candidate))?;
+    let (plain, choice) = (Timing::of(&c.plain_ms), Timing::of(&c.choice_ms));
+    let (Some(plain), Some(choice)) = (plain, choice) else { return Err(format!("`{}` not confirmed: no pair timed", c.candidate)) };
+    Ok(ProgramTiming { transforms, paired, plain, choice })
+}
+
+/// One line: the replay's figure and the program's, side by side, and what follows.
+fn program_line(m: &Measured, p: &ProgramTiming, name: &str) -> String {
+    let replay = m.candidate(&p.transforms).and_then(|c| m.speedup(c)).map_or("-".to_string(), |s| format!("{s:.3}×"));
+    let margin = relative_margin(p.paired).map_or(String::new(), |r| format!(" ±{:.1} %", 100.0 * r));
+    let figures = format!(
+        "`{name}` ran {replay} in the replay, {:.3}×{margin} over {} pairs of the program's own launches (median {:.4} ms against plain's {:.4} ms)",
+        p.speedup(),
+        p.paired.rounds,
+        p.choice.median_ms,
+        p.plain.median_ms
+    );
+    if m.program_rejects(&p.transforms) {
+        format!("{figures}: not faster there beyond its noise, plain kept")
+    } else {
+        format!("{figures}: confirmed")
+    }
 }
 
 fn relative_margin(p: Paired) -> Option<f64> {
@@ -243,6 +301,15 @@ pub(crate) struct Row {
     /// ±1 %).
     pub rounds: Option<u32>,
     pub margin: Option<f64>,
+    /// The replay's choice timed again on the program's own launches after
+    /// the replay: plain's time over its own, pair by pair, the half-width
+    /// of that median's 99 % interval relative to it, and the pairs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program_speedup: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program_margin: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program_pairs: Option<u32>,
     pub identical: bool,
     pub verdict: String,
     /// The build now uses this candidate.
@@ -274,6 +341,9 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
         speedup: None,
         rounds: None,
         margin: None,
+        program_speedup: None,
+        program_margin: None,
+        program_pairs: None,
         identical: false,
         verdict,
         built: false,
@@ -291,6 +361,8 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
         identical: c.identical,
         ..row(candidate, verdict)
     };
+    // The program's own figure, on the row of the build it timed.
+    let program = |c: &Candidate| m.program.as_ref().filter(|p| p.transforms == c.transforms && !c.transforms.is_empty());
     let built_speedup = m.candidates.iter().find(|c| c.transforms == built).and_then(|c| m.speedup(c)).unwrap_or(1.0);
     // By more than the least gain: medians 0.01 % apart are the same speed.
     let beats_the_build = |c: &Candidate| m.speedup(c).is_some_and(|s| s > built_speedup * (1.0 + m.least_gain()));
@@ -326,6 +398,12 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
                 }
             } else {
                 match (m.verdict(c), allowed) {
+                    (Verdict::Faster, true) if m.program_rejects(&c.transforms) => {
+                        "faster in the replay, not in the program's own launches: plain kept".into()
+                    }
+                    (Verdict::Faster, true) if c.transforms == built && program(c).is_some() => {
+                        "faster: kept (confirmed on the program's own launches)".into()
+                    }
                     (Verdict::Faster, true) if c.transforms == built => "faster: kept".into(),
                     // The kept one is faster, or as fast with fewer transforms.
                     (Verdict::Faster, true) => "faster, not chosen".into(),
@@ -354,6 +432,9 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
                 spills: usage.map(|u| u.vgpr_spills + u.sgpr_spills),
                 occupancy: usage.map(|u| u.occupancy),
                 built: c.transforms == built,
+                program_speedup: program(c).map(ProgramTiming::speedup),
+                program_margin: program(c).and_then(|p| relative_margin(p.paired)),
+                program_pairs: program(c).map(|p| p.paired.rounds),
                 ..timed(c, candidate, verdict)
             }
         })
@@ -381,6 +462,7 @@ impl Tabular for Row {
             "spread ms",
             "speedup",
             "rounds",
+            "in the program",
             "identical",
             "verdict",
             "built",
@@ -405,6 +487,11 @@ impl Tabular for Row {
                 (Some(s), Some(m)) => format!("{s:.3}× ±{:.1} %", 100.0 * m),
             },
             opt(self.rounds),
+            match (self.program_speedup, self.program_margin, self.program_pairs) {
+                (Some(s), Some(m), Some(n)) => format!("{s:.3}× ±{:.1} % ({n} pairs)", 100.0 * m),
+                (Some(s), _, _) => format!("{s:.3}×"),
+                _ => "-".to_string(),
+            },
             if self.identical { "yes" } else { "no" }.to_string(),
             self.verdict.clone(),
             if self.built { "yes" } else { "" }.to_string(),
@@ -737,5 +824,169 @@ mod tests {
     fn a_program_launch_that_differs_from_plain_is_reported() {
         let events = [result("k", &[("plain", &[1.0], true), ("decided", &[0.5], true)], true, Some(false))];
         assert_eq!(collect(&events, &names()).measured["k"].program_identical, Some(false));
+    }
+}
+
+/// The replay's choice against the program's own launches after it
+/// (issue 39, item 2): the runtime's confirmation fed a fake GPU's
+/// timings, its result folded by [`collect`], the db's rule applied.
+#[cfg(test)]
+mod program_tests {
+    use super::*;
+    use regtune_decisions::Transforms;
+    use regtune_runtime::confirm::{Confirmation, Start};
+    use regtune_runtime::plan::{CandidateResult, LaunchConfig, Replayed};
+
+    fn cap() -> Transforms {
+        Transforms { unroll_cap: Some(1), ..Default::default() }
+    }
+
+    fn names() -> BTreeMap<String, Vec<PlannedCandidate>> {
+        let c = |name: &str, transforms| PlannedCandidate { name: name.into(), transforms, code: None, role: Role::Candidate };
+        BTreeMap::from([("k".to_string(), vec![c("plain", Transforms::default()), c("decided", cap())])])
+    }
+
+    /// A fake GPU's replay: 30 rounds drifting together, `decided` at
+    /// `ratio` of plain's time in every one.
+    fn replayed(ratio: f64) -> Event {
+        let plain: Vec<f64> = (0..30).map(|i| 0.010 * (1.0 + 0.02 * f64::from(i % 7))).collect();
+        let decided: Vec<f64> = plain.iter().map(|t| t * ratio).collect();
+        let cand = |name: &str, times_ms: &[f64]| CandidateResult {
+            name: name.into(),
+            times_ms: times_ms.to_vec(),
+            identical: true,
+            difference: None,
+            error: None,
+        };
+        Event::Measured(LaunchResult {
+            symbol: "_Z1kPd".into(),
+            key: "k".into(),
+            device: "Fake GPU".into(),
+            launch: config(),
+            ranges: 1,
+            bytes: 8,
+            reached: 0,
+            globals: 0,
+            notes: vec![],
+            replayed: Replayed {
+                candidates: vec![cand("plain", &plain), cand("decided", &decided)],
+                deterministic: true,
+                launches: 61,
+                relocated: None,
+                moved: 0,
+            },
+            program_identical: Some(true),
+            program_difference: None,
+        })
+    }
+
+    fn config() -> LaunchConfig {
+        LaunchConfig { grid: [64, 1, 1], block: [256, 1, 1], shared_bytes: 0, cooperative: false }
+    }
+
+    /// The same fake GPU inside the program: `launches` launches after the
+    /// replay, plain's code `plain_us` and the choice's `choice_us`, each
+    /// launch ±5 % from its neighbours (caches, the program's other work).
+    fn program(launches: u32, plain_us: f64, choice_us: f64) -> Event {
+        let start =
+            Start { key: "k".into(), symbol: "_Z1kPd".into(), candidate: "decided".into(), path: "decided.cubin".into(), pairs: 200 };
+        let mut c = Confirmation::new(start);
+        c.registers = Some(40);
+        for i in 0..launches {
+            let swapped = c.launch(config(), i);
+            let drift = 1.0 + 0.05 * f64::from((i * 7) % 11) / 10.0;
+            let us = if swapped { choice_us } else { plain_us } * drift;
+            c.timed(i, us / 1e3, if swapped { 40 } else { 64 });
+        }
+        Event::Confirmed(c.result())
+    }
+
+    fn decided(events: &[Event]) -> (Entry, Collected) {
+        let collected = collect(events, &names());
+        let mut entry = super::super::plan::tests::entry("_Z1kPd", cap());
+        entry.measured = Some(collected.measured["k"].clone());
+        (entry, collected)
+    }
+
+    #[test]
+    fn a_choice_the_programs_own_launches_do_not_favour_is_not_kept() {
+        // The replay: 1.449×; the program's launches: 10 µs each way, within 1 %.
+        let (entry, c) = decided(&[replayed(0.69), program(500, 10.0, 9.95)]);
+        let m = entry.measured.as_ref().unwrap();
+        let p = m.program.as_ref().unwrap();
+        assert_eq!((p.transforms.clone(), p.paired.rounds), (cap(), 200));
+        assert!((p.speedup() - 1.005).abs() < 0.01, "{p:?}");
+        assert!((m.speedup(&m.candidates[1]).unwrap() - 1.449).abs() < 0.001);
+        assert_eq!(m.verdict(&m.candidates[1]), Verdict::Faster, "the replay alone would keep it");
+        assert_eq!(entry.effective(), Transforms::default(), "the program's launches decide: plain");
+        assert!(m.lost(&cap()));
+        let rows = rows(&entry, m, &[]);
+        assert!(rows[0].built && !rows[1].built);
+        assert_eq!(rows[1].verdict, "faster in the replay, not in the program's own launches: plain kept");
+        // Both figures side by side in the table.
+        let cells = rows[1].cells();
+        assert!(cells[8].starts_with("1.449×"), "{cells:?}");
+        assert!(cells[10].starts_with("1.00") && cells[10].ends_with(" (200 pairs)"), "{cells:?}");
+        let line = c.notes.iter().find(|n| n.contains("pairs of the program's own launches")).unwrap();
+        assert!(line.starts_with("k: `decided` ran 1.449× in the replay, 1.00"), "{line}");
+        assert!(line.ends_with(": not faster there beyond its noise, plain kept"), "{line}");
+        // The db keeps the program's figure; a db written before it reads as before.
+        let json = serde_json::to_string(m).unwrap();
+        let read: Measured = serde_json::from_str(&json).unwrap();
+        assert_eq!(read.program.as_ref().map(|p| (p.paired.rounds, &p.transforms)), Some((200, &cap())));
+        assert!(read.program_rejects(&cap()));
+        let mut old: serde_json::Value = serde_json::from_str(&json).unwrap();
+        old.as_object_mut().unwrap().remove("program").unwrap();
+        let old: Measured = serde_json::from_value(old).unwrap();
+        assert_eq!(old.program, None);
+        assert_eq!(old.choose([&cap()]), Some(cap()), "without the program's figure the replay decides");
+    }
+
+    #[test]
+    fn a_choice_the_programs_own_launches_confirm_is_kept() {
+        let (entry, c) = decided(&[replayed(0.69), program(500, 10.0, 7.4)]);
+        let m = entry.measured.as_ref().unwrap();
+        let p = m.program.as_ref().unwrap();
+        assert!((p.speedup() - 10.0 / 7.4).abs() < 0.02, "{p:?}");
+        assert_eq!(entry.effective(), cap());
+        let rows = rows(&entry, m, &[]);
+        assert!(rows[1].built);
+        assert_eq!(rows[1].verdict, "faster: kept (confirmed on the program's own launches)");
+        assert!(rows[1].cells()[10].starts_with("1.35"), "{:?}", rows[1].cells());
+        assert!(
+            c.notes.iter().any(|n| n.starts_with("k: `decided` ran 1.449× in the replay, 1.35") && n.ends_with(": confirmed")),
+            "{:?}",
+            c.notes
+        );
+    }
+
+    #[test]
+    fn too_few_launches_after_the_replay_leave_the_replays_figure_to_decide() {
+        let (entry, c) = decided(&[replayed(0.69), program(12, 10.0, 9.95)]);
+        assert_eq!(entry.measured.as_ref().unwrap().program, None);
+        assert_eq!(entry.effective(), cap());
+        assert!(
+            c.notes.contains(
+                &"k: `decided` not confirmed: 12 launches after the replay, 6 pair(s) timed (20 needed); the replay's figure decides"
+                    .to_string()
+            ),
+            "{:?}",
+            c.notes
+        );
+        // A failure (the choice's code could not be loaded) is one line, the replay deciding.
+        let failed = Event::Confirmed(Confirmed {
+            symbol: "_Z1kPd".into(),
+            key: "k".into(),
+            candidate: "decided".into(),
+            launches: 0,
+            plain_ms: vec![],
+            choice_ms: vec![],
+            failure: Some(
+                "not confirmed: the choice's code could not be loaded into the program (cuModuleLoadData: CUDA_ERROR_INVALID_IMAGE)".into(),
+            ),
+        });
+        let (entry, c) = decided(&[replayed(0.69), failed]);
+        assert_eq!(entry.effective(), cap());
+        assert!(c.notes.iter().any(|n| n.starts_with("k: not confirmed: the choice's code could not be loaded")), "{:?}", c.notes);
     }
 }

@@ -1,0 +1,539 @@
+//! The program's launches decide: after the replay has chosen a build for
+//! a kernel (by the db's rule, among the builds the user allows, its bytes
+//! identical to plain's on every launch replayed and the program's own
+//! launches identical to plain's), the interposer loads the choice's code
+//! object into the program's context and swaps its function handle into
+//! alternate launches of the kernel, while CUPTI's activity records
+//! (`CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`) time every launch of both. A
+//! replay restores memory before every run and launches nothing else
+//! between; the program's launches run with its own caches and neighbours,
+//! which can tell another story (a 10 µs kernel: 1.449× in the replay,
+//! 1.074× over the rebuilt program's launches).
+//!
+//! Launches pair up by shape (grid, block, dynamic shared memory): the
+//! first of a pair runs plain's code or the choice's, alternately from
+//! pair to pair, and the next launch of that shape runs the other. Each
+//! record names its launch by the correlation id CUPTI gave the launch
+//! callback. Plain launches by `cuLaunchKernel(Ex)` (and the runtime's,
+//! which come through them) take part; cooperative launches, launches into
+//! a capture and a graph's kernels run the program's code, untimed.
+//!
+//! What this module holds is vendor-neutral ([`choose`], [`Confirmation`])
+//! but for the CUPTI activity glue at the end ([`Activity`]).
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+use regtune_decisions::measured::{Candidate, Paired, Timing};
+use regtune_decisions::{Measured, Transforms};
+
+use crate::dl::{api, Library};
+use crate::plan::{Confirmed, LaunchConfig, LaunchResult, PlanKernel};
+
+/// The fewest pairs of launches that confirm a choice: as many as a
+/// replayed candidate's rounds before they can settle.
+pub const MIN_PAIRS: usize = regtune_decisions::measured::SETTLE_AFTER;
+
+/// The replay's choice for a kernel, to confirm on the program's launches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Start {
+    pub key: String,
+    pub symbol: String,
+    pub candidate: String,
+    pub path: PathBuf,
+    /// Pairs wanted (then the kernel runs the program's own code again).
+    pub pairs: u32,
+}
+
+/// The build the db's rule chooses from the replayed launches of `kernel`
+/// (`results`, all of them): Ok(None) when it is plain (nothing to
+/// confirm), Err(why) when a build was chosen but cannot be swapped into
+/// the program safely.
+pub fn choose(kernel: &PlanKernel, results: &[LaunchResult]) -> Result<Option<String>, String> {
+    let Some(plain) = kernel.candidates.first() else { return Ok(None) };
+    if results.is_empty() || kernel.choices.iter().all(|c| c.transforms.is_empty()) {
+        return Ok(None);
+    }
+    let rounds = |name: &str| -> Option<Vec<Vec<f64>>> {
+        results.iter().map(|r| r.replayed.candidates.iter().find(|c| c.name == name).map(|c| c.times_ms.clone())).collect()
+    };
+    let plain_rounds = rounds(&plain.name);
+    let candidate = |name: &str, transforms: &Transforms| {
+        let mine: Vec<_> = results.iter().filter_map(|r| r.replayed.candidates.iter().find(|c| c.name == name)).collect();
+        let error = mine.iter().find_map(|c| c.error.clone());
+        let per_launch: Option<Vec<Timing>> = mine.iter().map(|c| Timing::of(&c.times_ms)).collect();
+        let time = per_launch
+            .filter(|t| t.len() == results.len())
+            .map(|t| Timing { median_ms: t.iter().map(|t| t.median_ms).sum(), spread_ms: t.iter().map(|t| t.spread_ms).sum() });
+        let paired = plain_rounds.as_ref().zip(rounds(name)).and_then(|(plain, mine)| Paired::of(&mine, plain));
+        Candidate {
+            transforms: transforms.clone(),
+            time: if error.is_some() { None } else { time },
+            identical: mine.len() == results.len() && mine.iter().all(|c| c.identical),
+            paired: if error.is_some() { None } else { paired },
+            error,
+            code: None,
+        }
+    };
+    let mut candidates = vec![candidate(&plain.name, &Transforms::default())];
+    candidates.extend(kernel.choices.iter().filter(|c| !c.transforms.is_empty()).map(|c| candidate(&c.name, &c.transforms)));
+    let control = kernel.control.as_deref().map(|name| candidate(name, &Transforms::default()));
+    let m = Measured {
+        device: String::new(),
+        launches: results.len() as u32,
+        runs: 0,
+        deterministic: results.iter().all(|r| r.replayed.deterministic)
+            && control.as_ref().is_none_or(|c| c.identical || c.error.is_some()),
+        program_identical: None,
+        block: None,
+        candidates,
+        control: control.and_then(|c| c.paired),
+        earlier: vec![],
+        program: None,
+    };
+    let allowed: Vec<&Transforms> = kernel.choices.iter().map(|c| &c.transforms).collect();
+    let Some(best) = m.choose(allowed).filter(|t| !t.is_empty()) else { return Ok(None) };
+    let name = kernel.choices.iter().find(|c| c.transforms == best).map(|c| c.name.clone()).unwrap_or_default();
+    // Only a build whose bytes were proven identical runs in the program,
+    // and only where the program runs the code it was built from.
+    if !m.candidate(&best).is_some_and(|c| c.identical) {
+        return Err(format!("not confirmed: `{name}` was not identical to plain on every launch replayed"));
+    }
+    match results.iter().map(|r| r.program_identical).find(|p| *p != Some(true)) {
+        None => Ok(Some(name)),
+        Some(None) => Err("not confirmed: the program's own bytes were not compared with plain's at every launch replayed".into()),
+        Some(Some(_)) => Err("not confirmed: the program's own launch left other bytes than regtune's plain build".into()),
+    }
+}
+
+/// One half of a pair: a launch, and whether it ran the choice.
+#[derive(Debug, Clone, Copy)]
+struct Half {
+    correlation: u32,
+    swapped: bool,
+}
+
+/// A kernel's launches after its replay: which ran the choice, and their times.
+#[derive(Debug)]
+pub struct Confirmation {
+    pub start: Start,
+    /// Launches of the kernel since the replay (timed or not).
+    launches: u64,
+    /// A pair begun, per launch shape, waiting for its other half.
+    open: Vec<(LaunchConfig, Half)>,
+    /// Pairs begun; the odd ones start with the choice.
+    begun: u32,
+    /// Complete pairs: plain's launch and the choice's (correlation ids).
+    pairs: Vec<(u32, u32)>,
+    /// Milliseconds and registers per thread of each launch timed.
+    times: HashMap<u32, (f64, u16)>,
+    /// The choice's registers per thread as the driver loaded it.
+    pub registers: Option<u16>,
+    /// The choice's function, and the context it was loaded into.
+    pub function: Option<(usize, usize)>,
+    /// Why it stopped short (a load failed, the driver ran other code).
+    pub failure: Option<String>,
+    /// Its result was written.
+    pub reported: bool,
+}
+
+impl Confirmation {
+    pub fn new(start: Start) -> Confirmation {
+        Confirmation {
+            start,
+            launches: 0,
+            open: vec![],
+            begun: 0,
+            pairs: vec![],
+            times: HashMap::new(),
+            registers: None,
+            function: None,
+            failure: None,
+            reported: false,
+        }
+    }
+
+    /// Every pair wanted is complete (or it failed): the kernel runs the
+    /// program's own code again.
+    pub fn complete(&self) -> bool {
+        self.failure.is_some() || self.pairs.len() >= self.start.pairs as usize
+    }
+
+    /// A launch of the kernel (its shape, its launch callback's
+    /// correlation id): true when it is to run the choice.
+    pub fn launch(&mut self, config: LaunchConfig, correlation: u32) -> bool {
+        self.launches += 1;
+        if self.complete() {
+            return false;
+        }
+        if let Some(i) = self.open.iter().position(|(c, _)| *c == config) {
+            let (_, first) = self.open.remove(i);
+            let pair = if first.swapped { (correlation, first.correlation) } else { (first.correlation, correlation) };
+            self.pairs.push(pair);
+            return !first.swapped;
+        }
+        if self.pairs.len() + self.open.len() >= self.start.pairs as usize {
+            // Enough pairs under way: no new one.
+            return false;
+        }
+        let swapped = self.begun % 2 == 1;
+        self.begun += 1;
+        self.open.push((config, Half { correlation, swapped }));
+        swapped
+    }
+
+    /// A launch is tracked here (it took part in a pair, or may).
+    pub fn tracks(&self, correlation: u32) -> bool {
+        self.pairs.iter().any(|(p, c)| *p == correlation || *c == correlation)
+            || self.open.iter().any(|(_, h)| h.correlation == correlation)
+    }
+
+    /// A launch's activity record: its kernel time and registers per thread.
+    pub fn timed(&mut self, correlation: u32, ms: f64, registers: u16) {
+        self.times.insert(correlation, (ms, registers));
+    }
+
+    /// What the program's launches showed: the pairs both of whose
+    /// launches were timed. The choice's launches must show its registers
+    /// (where the driver told them), else the swap did not take.
+    pub fn result(&self) -> Confirmed {
+        let (mut plain_ms, mut choice_ms) = (vec![], vec![]);
+        let mut other_code = 0;
+        for (p, c) in &self.pairs {
+            let (Some(&(p_ms, _)), Some(&(c_ms, c_regs))) = (self.times.get(p), self.times.get(c)) else { continue };
+            if self.registers.is_some_and(|r| r != c_regs) {
+                other_code += 1;
+                continue;
+            }
+            plain_ms.push(p_ms);
+            choice_ms.push(c_ms);
+        }
+        let mut failure = self.failure.clone();
+        if other_code > 0 && failure.is_none() {
+            failure = Some(format!(
+                "not confirmed: on {other_code} launch(es) the choice was swapped into, the GPU ran code of other registers than the choice's {} (the driver did not take the swap)",
+                self.registers.unwrap_or_default()
+            ));
+        }
+        if failure.is_some() {
+            (plain_ms, choice_ms) = (vec![], vec![]);
+        }
+        Confirmed {
+            symbol: self.start.symbol.clone(),
+            key: self.start.key.clone(),
+            candidate: self.start.candidate.clone(),
+            launches: self.launches,
+            plain_ms,
+            choice_ms,
+            failure,
+        }
+    }
+}
+
+/// Every kernel being confirmed, and which launch belongs to which: the
+/// launch callbacks add launches, the activity API's buffers add times
+/// (from CUPTI's thread, or the one that flushes), so it has a lock of its
+/// own, never held while the activity buffers are flushed.
+#[derive(Default)]
+pub struct Book {
+    pub confirmations: Vec<Confirmation>,
+}
+
+impl Book {
+    /// The confirmation under way for a kernel's launch, if any.
+    pub fn of(&mut self, symbol: &str) -> Option<&mut Confirmation> {
+        self.confirmations.iter_mut().find(|c| c.start.symbol == symbol && !c.reported)
+    }
+
+    /// An activity record of a kernel launch.
+    pub fn timed(&mut self, record: &KernelRecord) {
+        if record.end <= record.start {
+            return;
+        }
+        let ms = (record.end - record.start) as f64 / 1e6;
+        if let Some(c) = self.confirmations.iter_mut().find(|c| !c.reported && c.tracks(record.correlation)) {
+            c.timed(record.correlation, ms, record.registers);
+        }
+    }
+
+    /// A confirmation is under way (its result not yet written).
+    pub fn active(&self) -> bool {
+        self.confirmations.iter().any(|c| !c.reported)
+    }
+}
+
+pub static BOOK: Mutex<Book> = Mutex::new(Book { confirmations: Vec::new() });
+
+/// The fields of a kernel activity record regtune reads, at the offsets
+/// every `CUpti_ActivityKernelN` since CUDA 9 shares (cupti_activity.h;
+/// `tests/runtime_abi.rs` checks them against the header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelRecord {
+    pub registers: u16,
+    pub start: u64,
+    pub end: u64,
+    pub correlation: u32,
+}
+
+pub const CUPTI_ACTIVITY_KIND_KERNEL: u32 = 3;
+pub const CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: u32 = 10;
+pub const OFFSET_REGISTERS: usize = 6;
+pub const OFFSET_START: usize = 16;
+pub const OFFSET_END: usize = 24;
+pub const OFFSET_CORRELATION: usize = 92;
+const RECORD_BYTES: usize = OFFSET_CORRELATION + 4;
+
+impl KernelRecord {
+    /// A record's bytes (at least its first 96), if it is a kernel's.
+    pub fn parse(bytes: &[u8]) -> Option<KernelRecord> {
+        if bytes.len() < RECORD_BYTES {
+            return None;
+        }
+        let u32_at = |o: usize| u32::from_ne_bytes(bytes[o..o + 4].try_into().expect("4 bytes"));
+        let u64_at = |o: usize| u64::from_ne_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
+        let kind = u32_at(0);
+        if kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && kind != CUPTI_ACTIVITY_KIND_KERNEL {
+            return None;
+        }
+        Some(KernelRecord {
+            registers: u16::from_ne_bytes([bytes[OFFSET_REGISTERS], bytes[OFFSET_REGISTERS + 1]]),
+            start: u64_at(OFFSET_START),
+            end: u64_at(OFFSET_END),
+            correlation: u32_at(OFFSET_CORRELATION),
+        })
+    }
+}
+
+type BufferRequested = unsafe extern "C" fn(*mut *mut u8, *mut usize, *mut usize);
+type BufferCompleted = unsafe extern "C" fn(*mut c_void, u32, *mut u8, usize, usize);
+
+api!(Activity {
+    register_callbacks = "cuptiActivityRegisterCallbacks": fn(BufferRequested, BufferCompleted) -> c_int;
+    enable = "cuptiActivityEnable": fn(c_int) -> c_int;
+    disable = "cuptiActivityDisable": fn(c_int) -> c_int;
+    next_record = "cuptiActivityGetNextRecord": fn(*mut u8, usize, *mut *mut u8) -> c_int;
+    flush_all = "cuptiActivityFlushAll": fn(u32) -> c_int;
+});
+
+const CUPTI_ACTIVITY_FLAG_FLUSH_FORCED: u32 = 1;
+const BUFFER_BYTES: usize = 4 << 20;
+
+static ACTIVITY: OnceLock<Result<Activity, String>> = OnceLock::new();
+
+/// CUPTI's activity API, from the CUPTI library the interposer loaded, its
+/// buffer callbacks registered (kernel records enabled only while a
+/// confirmation is under way). Err: why the program's launches cannot be
+/// timed.
+pub fn activity(lib: &Library) -> &'static Result<Activity, String> {
+    ACTIVITY.get_or_init(|| {
+        let api = Activity::load(lib).map_err(|e| format!("CUPTI's activity API is missing ({e})"))?;
+        // SAFETY: both callbacks have CUPTI's prototypes.
+        let code = unsafe { (api.register_callbacks)(buffer_requested, buffer_completed) };
+        if code != 0 {
+            return Err(format!("cuptiActivityRegisterCallbacks failed ({code})"));
+        }
+        Ok(api)
+    })
+}
+
+/// The activity API, where [`activity`] loaded it.
+pub fn loaded() -> Option<&'static Activity> {
+    ACTIVITY.get().and_then(|a| a.as_ref().ok())
+}
+
+impl Activity {
+    /// Start or stop kernel records. Err: CUPTI's code.
+    pub fn kernels(&self, on: bool) -> Result<(), String> {
+        let kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL as c_int;
+        // SAFETY: a documented activity kind.
+        let code = unsafe {
+            if on {
+                (self.enable)(kind)
+            } else {
+                (self.disable)(kind)
+            }
+        };
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(format!("cuptiActivity{}(CONCURRENT_KERNEL) failed ({code})", if on { "Enable" } else { "Disable" }))
+        }
+    }
+
+    /// Deliver every record so far (the book's lock must not be held).
+    pub fn flush(&self) {
+        // SAFETY: no pointers.
+        unsafe { (self.flush_all)(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) };
+    }
+}
+
+unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
+    // SAFETY: CUPTI's out-pointers; malloc aligns to 16, CUPTI needs 8.
+    unsafe {
+        let b = libc::malloc(BUFFER_BYTES) as *mut u8;
+        *buffer = b;
+        *size = if b.is_null() { 0 } else { BUFFER_BYTES };
+        *max_records = 0;
+    }
+}
+
+unsafe extern "C" fn buffer_completed(_context: *mut c_void, _stream: u32, buffer: *mut u8, _size: usize, valid: usize) {
+    let _ = std::panic::catch_unwind(|| {
+        let Some(api) = loaded() else { return };
+        let mut records = vec![];
+        let mut record: *mut u8 = std::ptr::null_mut();
+        // SAFETY: CUPTI's buffer of `valid` bytes; each record it hands out is
+        // at least as long as its kind's struct (a kernel's: over 96 bytes).
+        while !buffer.is_null() && unsafe { (api.next_record)(buffer, valid, &mut record) } == 0 && !record.is_null() {
+            // Every record begins with its kind; only a kernel's is read further.
+            let kind = unsafe { (record as *const u32).read_unaligned() };
+            if kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL {
+                // SAFETY: a kernel record is longer than the fields read.
+                records.extend(KernelRecord::parse(unsafe { std::slice::from_raw_parts(record, RECORD_BYTES) }));
+            }
+        }
+        if let Ok(mut book) = BOOK.lock() {
+            for r in &records {
+                book.timed(r);
+            }
+        }
+    });
+    // SAFETY: the buffer `buffer_requested` allocated.
+    unsafe { libc::free(buffer.cast()) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{CandidateResult, Choice, PlanCandidate, Replayed};
+
+    fn kernel() -> PlanKernel {
+        let cap = Transforms { unroll_cap: Some(1), ..Default::default() };
+        PlanKernel {
+            symbol: "_Z1kPd".into(),
+            key: "sm_90/_Z1kPd/h".into(),
+            arch: "sm_90".into(),
+            candidates: ["plain", "decided", "plain again"]
+                .iter()
+                .map(|n| PlanCandidate { name: n.to_string(), path: format!("{n}.cubin").into() })
+                .collect(),
+            params: vec![],
+            choices: vec![
+                Choice { name: "plain".into(), transforms: Transforms::default() },
+                Choice { name: "decided".into(), transforms: cap },
+            ],
+            control: Some("plain again".into()),
+        }
+    }
+
+    fn launch(times: &[(&str, f64, bool)], program_identical: Option<bool>) -> LaunchResult {
+        let candidates = times
+            .iter()
+            .map(|(n, ms, identical)| CandidateResult {
+                name: n.to_string(),
+                // Rounds that drift together; the candidate's ratio steady.
+                times_ms: (0..30).map(|i| ms * (1.0 + 0.01 * f64::from(i % 5))).collect(),
+                identical: *identical,
+                difference: None,
+                error: None,
+            })
+            .collect();
+        LaunchResult {
+            symbol: "_Z1kPd".into(),
+            key: "sm_90/_Z1kPd/h".into(),
+            device: "Fake GPU".into(),
+            launch: config(64),
+            ranges: 1,
+            bytes: 8,
+            reached: 0,
+            globals: 0,
+            notes: vec![],
+            replayed: Replayed { candidates, deterministic: true, launches: 90, relocated: None, moved: 0 },
+            program_identical,
+            program_difference: None,
+        }
+    }
+
+    fn config(grid: u32) -> LaunchConfig {
+        LaunchConfig { grid: [grid, 1, 1], block: [256, 1, 1], shared_bytes: 0, cooperative: false }
+    }
+
+    #[test]
+    fn the_replays_choice_by_the_dbs_rule_and_only_one_proven_identical() {
+        let k = kernel();
+        let fast = [("plain", 1.0, true), ("decided", 0.7, true), ("plain again", 1.0, true)];
+        assert_eq!(choose(&k, &[launch(&fast, Some(true)), launch(&fast, Some(true))]), Ok(Some("decided".into())));
+        // Not faster than plain: nothing to confirm.
+        let same = [("plain", 1.0, true), ("decided", 1.0, true), ("plain again", 1.0, true)];
+        assert_eq!(choose(&k, &[launch(&same, Some(true))]), Ok(None));
+        // Faster but other bytes on one launch: never chosen, never swapped in.
+        let differs = [("plain", 1.0, true), ("decided", 0.7, false), ("plain again", 1.0, true)];
+        assert_eq!(choose(&k, &[launch(&fast, Some(true)), launch(&differs, Some(true))]), Ok(None));
+        // The program's own bytes unknown, or not plain's: the choice is not swapped in.
+        let unknown = choose(&k, &[launch(&fast, None)]).unwrap_err();
+        assert!(unknown.starts_with("not confirmed: the program's own bytes were not compared"), "{unknown}");
+        assert!(choose(&k, &[launch(&fast, Some(false))]).unwrap_err().contains("other bytes than regtune's plain build"));
+        // A build the user does not allow is never the choice.
+        let mut only_plain = k.clone();
+        only_plain.choices.truncate(1);
+        assert_eq!(choose(&only_plain, &[launch(&fast, Some(true))]), Ok(None));
+    }
+
+    fn start(pairs: u32) -> Start {
+        Start { key: "k".into(), symbol: "_Z1kPd".into(), candidate: "decided".into(), path: "decided.cubin".into(), pairs }
+    }
+
+    #[test]
+    fn launches_of_one_shape_pair_up_and_alternate_which_runs_first() {
+        let mut c = Confirmation::new(start(3));
+        // Big and small launches interleaved: each pairs with its own shape.
+        let swaps: Vec<bool> = [64, 8, 64, 8, 64, 64, 8, 8, 64].iter().enumerate().map(|(i, g)| c.launch(config(*g), i as u32)).collect();
+        // Pair 0 (grid 64): plain then choice; pair 1 (grid 8): choice then plain; pair 2 (64): plain, choice.
+        assert_eq!(swaps, [false, true, true, false, false, true, false, false, false]);
+        assert_eq!(c.pairs, [(0, 2), (3, 1), (4, 5)]);
+        assert!(c.complete());
+        assert_eq!(c.launches, 9, "launches after it is complete still count");
+        assert!(c.tracks(5) && !c.tracks(6));
+    }
+
+    #[test]
+    fn the_result_keeps_the_pairs_timed_and_catches_a_swap_the_driver_ignored() {
+        let mut c = Confirmation::new(start(2));
+        for i in 0..4 {
+            c.launch(config(64), i);
+        }
+        c.registers = Some(40);
+        // Pair 0: plain (64 registers) 1.0 ms, the choice 0.9 ms; pair 1's first launch untimed.
+        c.timed(0, 1.0, 64);
+        c.timed(1, 0.9, 40);
+        c.timed(3, 0.8, 40);
+        let r = c.result();
+        assert_eq!((r.plain_ms, r.choice_ms, r.failure, r.launches), (vec![1.0], vec![0.9], None, 4));
+        // The GPU ran plain's registers where the choice was swapped in.
+        c.timed(1, 0.9, 64);
+        let r = c.result();
+        assert!(r.plain_ms.is_empty());
+        assert!(r.failure.unwrap().contains("the driver did not take the swap"));
+    }
+
+    #[test]
+    fn a_kernel_record_is_read_at_the_headers_offsets() {
+        let mut bytes = vec![0u8; 128];
+        bytes[..4].copy_from_slice(&CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL.to_ne_bytes());
+        bytes[6..8].copy_from_slice(&40u16.to_ne_bytes());
+        bytes[16..24].copy_from_slice(&1_000u64.to_ne_bytes());
+        bytes[24..32].copy_from_slice(&11_000u64.to_ne_bytes());
+        bytes[92..96].copy_from_slice(&77u32.to_ne_bytes());
+        let r = KernelRecord::parse(&bytes).unwrap();
+        assert_eq!(r, KernelRecord { registers: 40, start: 1_000, end: 11_000, correlation: 77 });
+        let mut book = Book::default();
+        book.confirmations.push(Confirmation::new(start(1)));
+        book.of("_Z1kPd").unwrap().launch(config(1), 77);
+        book.timed(&r);
+        assert_eq!(book.confirmations[0].times[&77], (0.01, 40));
+        bytes[..4].copy_from_slice(&5u32.to_ne_bytes());
+        assert_eq!(KernelRecord::parse(&bytes), None, "not a kernel's record");
+    }
+}
