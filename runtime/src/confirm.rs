@@ -239,6 +239,8 @@ impl Confirmation {
 #[derive(Default)]
 pub struct Book {
     pub confirmations: Vec<Confirmation>,
+    /// Kernel records that named no launch being confirmed (any kernel's).
+    pub unmatched: u64,
 }
 
 impl Book {
@@ -253,8 +255,9 @@ impl Book {
             return;
         }
         let ms = (record.end - record.start) as f64 / 1e6;
-        if let Some(c) = self.confirmations.iter_mut().find(|c| !c.reported && c.tracks(record.correlation)) {
-            c.timed(record.correlation, ms, record.registers);
+        match self.confirmations.iter_mut().find(|c| !c.reported && c.tracks(record.correlation)) {
+            Some(c) => c.timed(record.correlation, ms, record.registers),
+            None => self.unmatched += 1,
         }
     }
 
@@ -262,9 +265,25 @@ impl Book {
     pub fn active(&self) -> bool {
         self.confirmations.iter().any(|c| !c.reported)
     }
+
+    /// The result of the `i`th confirmation, now written: where none of
+    /// its launches' records came though pairs were launched, why.
+    pub fn report(&mut self, i: usize) -> Confirmed {
+        let unmatched = self.unmatched;
+        let c = &mut self.confirmations[i];
+        c.reported = true;
+        let mut r = c.result();
+        if r.failure.is_none() && c.times.is_empty() && !c.pairs.is_empty() {
+            r.failure = Some(format!(
+                "not confirmed: no kernel record of CUPTI's named one of its {} launches after the replay ({unmatched} other record(s))",
+                r.launches
+            ));
+        }
+        r
+    }
 }
 
-pub static BOOK: Mutex<Book> = Mutex::new(Book { confirmations: Vec::new() });
+pub static BOOK: Mutex<Book> = Mutex::new(Book { confirmations: Vec::new(), unmatched: 0 });
 
 /// The fields of a kernel activity record regtune reads, at the offsets
 /// every `CUpti_ActivityKernelN` since CUDA 9 shares (cupti_activity.h;

@@ -672,15 +672,8 @@ fn report_confirmations(s: &mut State, all: bool) {
     activity.flush();
     let (done, active): (Vec<Confirmed>, bool) = match BOOK.lock() {
         Ok(mut book) => {
-            let done = book
-                .confirmations
-                .iter_mut()
-                .filter(|c| due(c))
-                .map(|c| {
-                    c.reported = true;
-                    c.result()
-                })
-                .collect();
+            let due: Vec<usize> = (0..book.confirmations.len()).filter(|&i| due(&book.confirmations[i])).collect();
+            let done = due.into_iter().map(|i| book.report(i)).collect();
             (done, book.active())
         }
         Err(_) => return,
