@@ -42,13 +42,19 @@ use std::time::SystemTime;
 
 use inkwell::module::Module;
 use inkwell::values::FunctionValue;
+use regtune_decisions::plugin::{DECISIONS_ENV, INPUT_HASH_ENV};
 use regtune_decisions::{Db, Transforms};
 
 use crate::pow2::Rounding;
 use crate::spec::{Occupancy, Phase};
-use crate::{
-    ir, lds_spill, noalias, occupancy, only_kernel, pow2, sink, spill_to_shared, unroll_cap, RunOptions, DECISIONS_ENV, INPUT_HASH_ENV,
-};
+use crate::{ir, lds_spill, noalias, occupancy, only_kernel, pow2, sink, spill_to_shared, unroll_cap};
+
+/// Options the host tool hands to every pass run.
+#[derive(Debug, Default, Clone)]
+pub struct RunOptions {
+    /// The `-regtune-decisions=` option (empty: not given).
+    pub decisions: Option<String>,
+}
 
 /// The largest work-group AMDGPU supports (and the largest CUDA block).
 const MAX_BLOCK: u32 = 1024;

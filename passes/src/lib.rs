@@ -19,12 +19,14 @@
 //! | `regtune-lds-spill<N>`            | [`lds_spill`]   |
 //! | `regtune-apply[<early\|late>]`    | [`apply`]       |
 //!
-//! [`spec`] parses those names, [`run_pass`] dispatches them, [`ir`] holds
-//! the IR queries the passes share, and [`ffi`] is the only place that talks
-//! to LLVM through raw pointers (the C ABI the shim calls, and the few LLVM-C
-//! calls inkwell does not wrap).
+//! [`plugin`] is the C ABI `opt`, `clang` and the C++ shim call, [`spec`]
+//! parses the pass names, [`run_pass`] dispatches them, [`ir`] holds the IR
+//! queries the passes share (with [`ir::cfg`]: blocks, dominators and natural
+//! loops, over the `regtune-cfg` crate that `regtune explain` uses too), and
+//! [`ffi`] wraps the few LLVM-C calls inkwell does not.
 
-// `unsafe` lives in `ffi` alone; everything else goes through safe wrappers.
+// `unsafe` lives in `plugin` and `ffi` alone; everything else goes through
+// safe wrappers.
 #![deny(unsafe_code)]
 
 // One LLVM per build (Cargo.toml's `llvm22`/`llvm19` features); the code
@@ -46,28 +48,17 @@ pub mod lds_spill;
 pub mod noalias;
 pub mod occupancy;
 pub mod only_kernel;
+pub mod plugin;
 pub mod pow2;
 pub mod sink;
 pub mod spec;
 pub mod spill_to_shared;
 pub mod unroll_cap;
 
-use std::io::Write;
-
 use inkwell::module::Module;
 
-use spec::{ParamRef, PassSpec};
-
-/// The environment the plugin reads: the decisions crate names it, for
-/// the driver and the plugin both.
-pub use regtune_decisions::plugin::{DECISIONS_ENV, INPUT_HASH_ENV, ONLY_KERNEL_ENV, VERBOSE_ENV};
-
-/// Options the host tool hands to every pass run.
-#[derive(Debug, Default, Clone)]
-pub struct RunOptions {
-    /// The `-regtune-decisions=` option (empty: not given).
-    pub decisions: Option<String>,
-}
+use apply::RunOptions;
+use spec::PassSpec;
 
 /// Run one parsed pass over `module`; true when the IR changed.
 pub fn run_pass(module: &Module<'_>, pass: &PassSpec, options: &RunOptions) -> bool {
@@ -75,9 +66,9 @@ pub fn run_pass(module: &Module<'_>, pass: &PassSpec, options: &RunOptions) -> b
         PassSpec::Pow2(rounding) => pow2::run(module, *rounding),
         PassSpec::UnrollCap(cap) => unroll_cap::run(module, *cap),
         PassSpec::Occupancy(occ) => occupancy::run(module, occ),
-        PassSpec::Noalias(params) => run_noalias(module, params),
+        PassSpec::Noalias(params) => noalias::run_named(module, params),
         PassSpec::NoaliasRank => {
-            print_noalias_rank(module);
+            noalias::print_rank(module);
             false
         }
         PassSpec::Inspect => {
@@ -89,42 +80,4 @@ pub fn run_pass(module: &Module<'_>, pass: &PassSpec, options: &RunOptions) -> b
         PassSpec::LdsSpill(slots) => lds_spill::run(module, *slots),
         PassSpec::Apply(phase) => apply::run(module, *phase, options),
     }
-}
-
-/// `regtune-noalias<P;...>`: resolve each parameter against each kernel
-/// (an index, or the IR name of an argument) and hand them to the noalias
-/// transform. A name a kernel does not have is skipped for that kernel.
-fn run_noalias(module: &Module<'_>, params: &[ParamRef]) -> bool {
-    let mut changed = false;
-    for kernel in ir::kernels(module) {
-        let resolved: Vec<_> = params.iter().filter_map(|p| ir::resolve_param(kernel, p)).collect();
-        if resolved.is_empty() {
-            continue;
-        }
-        changed |= noalias::run(kernel, &resolved);
-    }
-    changed
-}
-
-/// `regtune-noalias-rank`: one JSON line per kernel on stdout, for the
-/// driver (`opt -disable-output -passes=regtune-noalias-rank`).
-fn print_noalias_rank(module: &Module<'_>) {
-    #[derive(serde::Serialize)]
-    struct Line<'a> {
-        kernel: &'a str,
-        candidates: Vec<noalias::Candidate>,
-    }
-    let mut out = std::io::stdout().lock();
-    for kernel in ir::kernels(module) {
-        let name = ir::symbol(kernel);
-        let line = Line { kernel: &name, candidates: noalias::rank(kernel) };
-        match serde_json::to_string(&line) {
-            // A closed stdout is the reader's choice; nothing to report.
-            Ok(json) => {
-                let _ = writeln!(out, "{json}");
-            }
-            Err(e) => eprintln!("regtune: warning: cannot print noalias ranking for {name}: {e}"),
-        }
-    }
-    let _ = out.flush();
 }

@@ -22,8 +22,10 @@ use inkwell::attributes::AttributeLoc;
 use inkwell::module::Module;
 use inkwell::values::FunctionValue;
 
+use regtune_decisions::plugin::ONLY_KERNEL_ENV;
+
 use crate::ffi::ir as llvm;
-use crate::{ir, ONLY_KERNEL_ENV};
+use crate::ir;
 
 /// Marks a function the late phase must not sink.
 pub const NO_SINK_ATTRIBUTE: &str = "regtune-no-sink";

@@ -54,6 +54,7 @@ use inkwell::attributes::AttributeLoc;
 use inkwell::basic_block::BasicBlock;
 use inkwell::module::Module;
 use inkwell::values::{FunctionValue, InstructionValue};
+use regtune_cfg::Dominators;
 
 use crate::ffi::ir::{self as llvm, Md, MdOperand};
 use crate::ir;
@@ -232,16 +233,16 @@ fn natural_loops<'ctx>(f: FunctionValue<'ctx>) -> Vec<Loop<'ctx>> {
         .iter()
         .map(|b| b.get_terminator().map(|t| llvm::successors(t).iter().filter_map(|s| index.get(s).copied()).collect()).unwrap_or_default())
         .collect();
-    let idom = dominators(&succs);
+    let dom = Dominators::of(&succs);
 
     // header -> latches, headers in block order.
     let mut latches: Vec<Vec<usize>> = vec![Vec::new(); blocks.len()];
     for (b, ss) in succs.iter().enumerate() {
-        if idom[b].is_none() {
-            continue; // unreachable
+        if !dom.reachable(b) {
+            continue;
         }
         for &h in ss {
-            if dominates(&idom, h, b) && !latches[h].contains(&b) {
+            if dom.dominates(h, b) && !latches[h].contains(&b) {
                 latches[h].push(b);
             }
         }
@@ -254,91 +255,6 @@ fn natural_loops<'ctx>(f: FunctionValue<'ctx>) -> Vec<Loop<'ctx>> {
             terms.map(|latches| Loop { latches })
         })
         .collect()
-}
-
-/// Immediate dominators (Cooper, Harvey & Kennedy, "A Simple, Fast
-/// Dominance Algorithm"); block 0 is the entry and its own idom, unreachable
-/// blocks have none.
-fn dominators(succs: &[Vec<usize>]) -> Vec<Option<usize>> {
-    let n = succs.len();
-    // Reverse postorder from the entry, iteratively.
-    let mut post = Vec::with_capacity(n);
-    let mut visited = vec![false; n];
-    let mut stack = vec![(0usize, 0usize)];
-    visited[0] = true;
-    while let Some((b, i)) = stack.pop() {
-        if i < succs[b].len() {
-            stack.push((b, i + 1));
-            let s = succs[b][i];
-            if !visited[s] {
-                visited[s] = true;
-                stack.push((s, 0));
-            }
-        } else {
-            post.push(b);
-        }
-    }
-    let mut order = vec![usize::MAX; n]; // postorder number
-    for (i, &b) in post.iter().enumerate() {
-        order[b] = i;
-    }
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (b, ss) in succs.iter().enumerate() {
-        if visited[b] {
-            for &s in ss {
-                preds[s].push(b);
-            }
-        }
-    }
-
-    let mut idom: Vec<Option<usize>> = vec![None; n];
-    idom[0] = Some(0);
-    let intersect = |idom: &[Option<usize>], mut a: usize, mut b: usize| {
-        while a != b {
-            while order[a] < order[b] {
-                a = idom[a].unwrap_or(0);
-            }
-            while order[b] < order[a] {
-                b = idom[b].unwrap_or(0);
-            }
-        }
-        a
-    };
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for &b in post.iter().rev().skip(1) {
-            let mut new: Option<usize> = None;
-            for &p in &preds[b] {
-                if idom[p].is_none() {
-                    continue;
-                }
-                new = Some(match new {
-                    None => p,
-                    Some(cur) => intersect(&idom, p, cur),
-                });
-            }
-            if new.is_some() && idom[b] != new {
-                idom[b] = new;
-                changed = true;
-            }
-        }
-    }
-    idom
-}
-
-/// Whether block `a` dominates block `b` (both reachable).
-fn dominates(idom: &[Option<usize>], a: usize, b: usize) -> bool {
-    let mut x = b;
-    loop {
-        if x == a {
-            return true;
-        }
-        match idom[x] {
-            Some(p) if p != x => x = p,
-            _ => return false,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -362,15 +278,5 @@ mod tests {
         assert_eq!(capped(Pragma::Full, 1), Some(Pragma::Disable));
         assert_eq!(capped(Pragma::None, 1), Some(Pragma::Disable));
         assert_eq!(capped(Pragma::Count(1), 1), None);
-    }
-
-    #[test]
-    fn dominators_of_a_loop_with_an_exit() {
-        // 0 -> 1 -> 2 -> 1, 1 -> 3; 4 unreachable
-        let succs = vec![vec![1], vec![2, 3], vec![1], vec![], vec![1]];
-        let idom = dominators(&succs);
-        assert_eq!(idom, vec![Some(0), Some(0), Some(1), Some(1), None]);
-        assert!(dominates(&idom, 1, 2));
-        assert!(!dominates(&idom, 2, 1));
     }
 }

@@ -1,17 +1,18 @@
-//! Natural loops of an IR function: dominators by the iterative dataflow
-//! (Cooper, Harvey, Kennedy), back edges `t -> h` where `h` dominates `t`,
-//! and each loop's body (what reaches `t` without passing `h`).
+//! Natural loops of an IR function, over [`regtune_cfg`] (the dominators
+//! and loops the passes compute): back edges `t -> h` where `h` dominates
+//! `t`, and each loop's body (what reaches `t` without passing `h`).
 
 use std::collections::{BTreeSet, HashMap};
+
+use regtune_cfg::{natural_loops, predecessors, reverse_post_order, Dominators};
 
 use crate::ir::{Function, Module};
 
 pub(crate) struct Cfg {
     pub succs: Vec<Vec<usize>>,
-    pub preds: Vec<Vec<usize>>,
-    /// Immediate dominator of each block (the entry's is itself); `None`
-    /// for blocks the entry does not reach.
-    idom: Vec<Option<usize>>,
+    preds: Vec<Vec<usize>>,
+    rpo: Vec<usize>,
+    dom: Dominators,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,106 +29,26 @@ impl Cfg {
         let index: HashMap<&str, usize> = f.blocks.iter().enumerate().map(|(i, b)| (b.name.as_str(), i)).collect();
         let succs: Vec<Vec<usize>> =
             (0..n).map(|b| f.successors(b).iter().filter_map(|s| index.get(s.as_str()).copied()).collect()).collect();
-        let mut preds = vec![Vec::new(); n];
-        for (b, ss) in succs.iter().enumerate() {
-            for &s in ss {
-                preds[s].push(b);
-            }
-        }
-        // Reverse postorder from the entry.
-        let mut order = Vec::new();
-        let mut seen = vec![false; n];
-        let mut stack = vec![(0usize, 0usize)];
-        if n > 0 {
-            seen[0] = true;
-        }
-        while let Some((b, i)) = stack.pop() {
-            if let Some(&s) = succs[b].get(i) {
-                stack.push((b, i + 1));
-                if !seen[s] {
-                    seen[s] = true;
-                    stack.push((s, 0));
-                }
-            } else {
-                order.push(b);
-            }
-        }
-        order.reverse();
-        let rpo: HashMap<usize, usize> = order.iter().enumerate().map(|(i, &b)| (b, i)).collect();
-        let mut idom: Vec<Option<usize>> = vec![None; n];
-        if n > 0 {
-            idom[0] = Some(0);
-        }
-        let intersect = |idom: &[Option<usize>], mut a: usize, mut b: usize| {
-            while a != b {
-                while rpo[&a] > rpo[&b] {
-                    a = idom[a].unwrap_or(0);
-                }
-                while rpo[&b] > rpo[&a] {
-                    b = idom[b].unwrap_or(0);
-                }
-            }
-            a
-        };
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for &b in order.iter().skip(1) {
-                let mut new = None;
-                for &p in &preds[b] {
-                    if idom[p].is_some() {
-                        new = Some(match new {
-                            None => p,
-                            Some(q) => intersect(&idom, p, q),
-                        });
-                    }
-                }
-                if new.is_some() && idom[b] != new {
-                    idom[b] = new;
-                    changed = true;
-                }
-            }
-        }
-        Cfg { succs, preds, idom }
+        let preds = predecessors(&succs);
+        let rpo = reverse_post_order(&succs);
+        let dom = Dominators::new(&preds, &rpo);
+        Cfg { succs, preds, rpo, dom }
     }
 
     /// `a` dominates `b` (every path from the entry to `b` passes `a`).
     pub(crate) fn dominates(&self, a: usize, b: usize) -> bool {
-        let mut x = b;
-        loop {
-            if x == a {
-                return true;
-            }
-            match self.idom[x] {
-                Some(p) if p != x => x = p,
-                _ => return false,
-            }
-        }
+        self.dom.dominates(a, b)
     }
 
-    /// Natural loops, one per header (back edges to one header merged).
+    /// Natural loops, one per header (back edges to one header merged), in
+    /// block order.
     pub(crate) fn loops(&self, f: &Function, m: &Module) -> Vec<Loop> {
-        let mut by_header: BTreeSet<usize> = BTreeSet::new();
-        let mut bodies: HashMap<usize, BTreeSet<usize>> = HashMap::new();
-        for (t, ss) in self.succs.iter().enumerate() {
-            for &h in ss {
-                if self.idom[t].is_none() || !self.dominates(h, t) {
-                    continue;
-                }
-                by_header.insert(h);
-                let body = bodies.entry(h).or_insert_with(|| BTreeSet::from([h]));
-                let mut work = vec![t];
-                while let Some(b) = work.pop() {
-                    if body.insert(b) {
-                        work.extend(self.preds[b].iter().copied());
-                    }
-                }
-            }
-        }
-        by_header
+        let (loops, _) = natural_loops(&self.succs, &self.preds, &self.rpo, &self.dom);
+        let mut out: Vec<Loop> = loops
             .into_iter()
-            .map(|h| {
-                let body = bodies.remove(&h).unwrap_or_default();
+            .map(|l| {
+                let h = l.header;
+                let body: BTreeSet<usize> = l.body.iter().enumerate().filter(|(_, &inside)| inside).map(|(b, _)| b).collect();
                 // The node sits on the branch of a back edge to this header.
                 let lines = body
                     .iter()
@@ -136,7 +57,9 @@ impl Cfg {
                     .find_map(|md| m.loop_lines(md));
                 Loop { header: h, body, lines }
             })
-            .collect()
+            .collect();
+        out.sort_by_key(|l| l.header);
+        out
     }
 }
 

@@ -14,6 +14,7 @@ use inkwell::AddressSpace;
 
 use crate::ffi::ir::{direct_callee, global_alloc_bytes};
 use crate::ffi::sink::{self as llvm, Def, Shape, Source};
+use crate::ir::opcodes::{is_integer_arithmetic, is_integer_or_pointer_cast};
 use crate::{ir, occupancy};
 
 /// Shared memory (LDS) is address space 3 on AMDGPU and NVPTX.
@@ -331,40 +332,24 @@ pub(super) fn scalar_values<'ctx>(
                 UNIFORM_INTRINSICS.iter().any(|p| name.starts_with(p))
                     || (int_or_pointer && !name.starts_with("llvm.amdgcn.") && llvm::is_pure_intrinsic_call(inst) && operands_scalar())
             }
-            op if computes_from_operands(op) => int_or_pointer && operands_scalar(),
+            // What the scalar unit computes: no division, no floating point.
+            op if is_integer_arithmetic(op)
+                || is_integer_or_pointer_cast(op)
+                || matches!(
+                    op,
+                    InstructionOpcode::ICmp
+                        | InstructionOpcode::Select
+                        | InstructionOpcode::GetElementPtr
+                        | InstructionOpcode::ExtractValue
+                        | InstructionOpcode::Freeze
+                ) =>
+            {
+                int_or_pointer && operands_scalar()
+            }
             _ => false,
         };
     }
     scalar
-}
-
-/// Operations whose result depends on their operands alone.
-fn computes_from_operands(op: InstructionOpcode) -> bool {
-    use InstructionOpcode as Op;
-    matches!(
-        op,
-        Op::Add
-            | Op::Sub
-            | Op::Mul
-            | Op::Shl
-            | Op::LShr
-            | Op::AShr
-            | Op::And
-            | Op::Or
-            | Op::Xor
-            | Op::Trunc
-            | Op::ZExt
-            | Op::SExt
-            | Op::PtrToInt
-            | Op::IntToPtr
-            | Op::BitCast
-            | Op::AddrSpaceCast
-            | Op::ICmp
-            | Op::Select
-            | Op::GetElementPtr
-            | Op::ExtractValue
-            | Op::Freeze
-    )
 }
 
 #[cfg(test)]

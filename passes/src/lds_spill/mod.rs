@@ -111,7 +111,7 @@ use inkwell::values::{FunctionValue, InstructionOpcode, InstructionValue};
 
 use crate::ffi::sink::{self as llvm, Def, Source};
 use crate::ir;
-use crate::sink::cfg::Cfg;
+use crate::ir::cfg::Cfg;
 
 use choice::{Block, Candidate, Model, Point};
 use legality::{Refusal, Target, MAX_RELOADS};

@@ -11,6 +11,7 @@ use inkwell::values::{BasicValue, BasicValueEnum, CallSiteValue, FunctionValue, 
 
 use crate::ffi::ir::{self as llvm};
 use crate::ir;
+use crate::ir::opcodes::{is_integer_arithmetic, is_integer_division, is_integer_or_pointer_cast};
 
 use super::body::{is_intrinsic, slot_of, Body};
 use super::origins::{call_args, Effects, Solution};
@@ -81,27 +82,8 @@ impl<'ctx> Analyzer<'ctx> {
                 Some((slot, false)) => self.intern(KeyNode::Slot(cx.id, slot)),
                 None => self.unique(cx, inst),
             },
-            Op::GetElementPtr
-            | Op::BitCast
-            | Op::AddrSpaceCast
-            | Op::PtrToInt
-            | Op::IntToPtr
-            | Op::ZExt
-            | Op::SExt
-            | Op::Trunc
-            | Op::Add
-            | Op::Sub
-            | Op::Mul
-            | Op::Shl
-            | Op::LShr
-            | Op::AShr
-            | Op::And
-            | Op::Or
-            | Op::Xor
-            | Op::UDiv
-            | Op::SDiv
-            | Op::URem
-            | Op::SRem => {
+            // Address arithmetic: integer and pointer operations.
+            _ if op == Op::GetElementPtr || is_integer_arithmetic(op) || is_integer_division(op) || is_integer_or_pointer_cast(op) => {
                 let mut operands = Vec::new();
                 for i in 0..inst.get_num_operands() {
                     match llvm::value_operand(inst, i) {

@@ -21,9 +21,15 @@ mod trace;
 mod transform;
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::rc::Rc;
 
+use inkwell::module::Module;
 use inkwell::values::FunctionValue;
+use regtune_decisions::Param;
+
+use crate::ir;
+use crate::spec::ParamRef;
 
 use body::Body;
 use keys::KeyNode;
@@ -31,6 +37,64 @@ use origins::{Fact, Solution};
 pub use ranking::{rank, rank_all, Candidate};
 use trace::{space_of, Access};
 pub use transform::run;
+
+/// `regtune-noalias<P;...>`: resolve each parameter against each kernel
+/// (an index, or the IR name of an argument) and hand them to the noalias
+/// transform. A name a kernel does not have is skipped for that kernel.
+pub fn run_named(module: &Module<'_>, params: &[ParamRef]) -> bool {
+    let mut changed = false;
+    for kernel in ir::kernels(module) {
+        let resolved: Vec<_> = params.iter().filter_map(|p| resolve_param(kernel, p)).collect();
+        if resolved.is_empty() {
+            continue;
+        }
+        changed |= run(kernel, &resolved);
+    }
+    changed
+}
+
+/// A kernel parameter named by a pass parameter, with both its index and its
+/// IR name; `None` when the kernel has no such parameter.
+fn resolve_param(kernel: FunctionValue<'_>, p: &ParamRef) -> Option<Param> {
+    let params = kernel.get_params();
+    let name_of = |i: usize| params[i].get_name().to_string_lossy().into_owned();
+    match p {
+        ParamRef::Index(i) => {
+            let idx = *i as usize;
+            (idx < params.len()).then(|| Param { index: *i, name: name_of(idx) })
+        }
+        // HIP passes some pointers as `%name.coerce`; the source name is `name`.
+        ParamRef::Name(n) => (0..params.len())
+            .find(|&i| {
+                let ir_name = name_of(i);
+                ir_name == *n || ir_name.strip_suffix(".coerce") == Some(n.as_str())
+            })
+            .map(|i| Param { index: i as u32, name: n.clone() }),
+    }
+}
+
+/// `regtune-noalias-rank`: one JSON line per kernel on stdout, for the
+/// driver (`opt -disable-output -passes=regtune-noalias-rank`).
+pub fn print_rank(module: &Module<'_>) {
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        kernel: &'a str,
+        candidates: Vec<Candidate>,
+    }
+    let mut out = std::io::stdout().lock();
+    for kernel in ir::kernels(module) {
+        let name = ir::symbol(kernel);
+        let line = Line { kernel: &name, candidates: rank(kernel) };
+        match serde_json::to_string(&line) {
+            // A closed stdout is the reader's choice; nothing to report.
+            Ok(json) => {
+                let _ = writeln!(out, "{json}");
+            }
+            Err(e) => eprintln!("regtune: warning: cannot print noalias ranking for {name}: {e}"),
+        }
+    }
+    let _ = out.flush();
+}
 
 /// Bounds that keep the ranking cheap on big modules.
 const MAX_CALL_DEPTH: usize = 6;

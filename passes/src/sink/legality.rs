@@ -9,8 +9,9 @@ use inkwell::values::{InstructionOpcode, InstructionValue};
 
 use crate::ffi::sink::{self as llvm, Access, Def, Object};
 
-use super::cfg::Cfg;
 use super::{Body, Point};
+use crate::ir::cfg::Cfg;
+use crate::ir::opcodes::computes_from_operands;
 
 // ---------------------------------------------------------------------------
 // Memory: what each instruction does to it, and when two accesses overlap.
@@ -33,7 +34,7 @@ pub(super) enum Effect {
 pub(super) fn effect(inst: InstructionValue<'_>) -> Effect {
     use InstructionOpcode as Op;
     match inst.get_opcode() {
-        op if is_pure_opcode(op) => Effect::None,
+        op if computes_from_operands(op) => Effect::None,
         Op::Phi | Op::Br | Op::Switch | Op::IndirectBr | Op::Return | Op::Unreachable => Effect::None,
         Op::Call if llvm::is_pure_intrinsic_call(inst) => Effect::None,
         Op::Load | Op::Store => {
@@ -48,61 +49,6 @@ pub(super) fn effect(inst: InstructionValue<'_>) -> Effect {
         }
         _ => Effect::Barrier,
     }
-}
-
-/// Operations that compute a value from their operands and nothing else.
-fn is_pure_opcode(op: InstructionOpcode) -> bool {
-    use InstructionOpcode as Op;
-    // `ptrtoaddr` is new in LLVM 22.
-    #[cfg(feature = "llvm22")]
-    if op == Op::PtrToAddr {
-        return true;
-    }
-    matches!(
-        op,
-        Op::Add
-            | Op::Sub
-            | Op::Mul
-            | Op::UDiv
-            | Op::SDiv
-            | Op::URem
-            | Op::SRem
-            | Op::Shl
-            | Op::LShr
-            | Op::AShr
-            | Op::And
-            | Op::Or
-            | Op::Xor
-            | Op::FNeg
-            | Op::FAdd
-            | Op::FSub
-            | Op::FMul
-            | Op::FDiv
-            | Op::FRem
-            | Op::Trunc
-            | Op::ZExt
-            | Op::SExt
-            | Op::FPTrunc
-            | Op::FPExt
-            | Op::FPToUI
-            | Op::FPToSI
-            | Op::UIToFP
-            | Op::SIToFP
-            | Op::PtrToInt
-            | Op::IntToPtr
-            | Op::BitCast
-            | Op::AddrSpaceCast
-            | Op::ICmp
-            | Op::FCmp
-            | Op::Select
-            | Op::GetElementPtr
-            | Op::ExtractElement
-            | Op::InsertElement
-            | Op::ShuffleVector
-            | Op::ExtractValue
-            | Op::InsertValue
-            | Op::Freeze
-    )
 }
 
 /// Address-space facts of the target, for [`no_alias`].
@@ -166,7 +112,7 @@ fn no_alias(rules: AliasRules, a: Access, a_is_load: bool, b: Access, b_is_load:
 pub(super) fn is_safe_to_move(body: &Body<'_>, i: usize) -> bool {
     let inst = body.insts[i];
     let kind_ok = match body.effect[i] {
-        Effect::None => is_pure_opcode(inst.get_opcode()) || llvm::is_pure_intrinsic_call(inst),
+        Effect::None => computes_from_operands(inst.get_opcode()) || llvm::is_pure_intrinsic_call(inst),
         Effect::Read(_) => true,
         Effect::Write(_) | Effect::Barrier => false,
     };

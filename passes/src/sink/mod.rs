@@ -58,13 +58,13 @@
 //!   opt-22 -load-pass-plugin=target/debug/libregtune_passes.so \
 //!     -passes=regtune-sink in.ll -S -o out.ll
 //!
-//! The pass in four files: `cfg.rs` (blocks, dominators, natural loops),
-//! `legality.rs` (what may move, and across what), `placement.rs` (where each
-//! definition goes, the plan, and the moves themselves) and `profitability.rs`
-//! (whether a move frees registers: live ranges and register pressure). This
-//! one takes the snapshot of a function they share and runs the two rewrites.
+//! The pass in three files over the CFG [`crate::ir::cfg`] gives (blocks,
+//! dominators, natural loops): `legality.rs` (what may move, and across
+//! what), `placement.rs` (where each definition goes, the plan, and the moves
+//! themselves) and `profitability.rs` (whether a move frees registers: live
+//! ranges and register pressure). This one takes the snapshot of a function
+//! they share and runs the two rewrites.
 
-pub(crate) mod cfg;
 mod legality;
 mod placement;
 mod profitability;
@@ -75,8 +75,8 @@ use inkwell::values::{FunctionValue, InstructionOpcode, InstructionValue};
 
 use crate::ffi::sink::{self as llvm, Def, Source};
 use crate::ir;
+use crate::ir::cfg::Cfg;
 
-use cfg::Cfg;
 use legality::{effect, AliasRules, Effect};
 use placement::{hoist_stores, make_plan, move_before_first_use};
 use profitability::choose_moves;

@@ -10,10 +10,10 @@ use inkwell::values::{InstructionOpcode, InstructionValue};
 
 use crate::ffi::sink::{self as llvm, Def, Source};
 
-use super::cfg::Cfg;
 use super::legality::{effect, is_acceptable_target, is_safe_to_move, load_may_cross, move_is_legal, store_may_cross, AliasRules, Effect};
 use super::profitability::{ends_a_live_range, profitable, ReachCache};
 use super::{Body, Move, Plan, Point, Use};
+use crate::ir::cfg::Cfg;
 
 /// Rounds of pruning the plan before giving up on a function (each round
 /// drops at least one move; real kernels settle in a handful).
@@ -49,7 +49,7 @@ fn destination(body: &Body<'_>, cfg: &Cfg<'_>, plan: &Plan, i: usize) -> Option<
         to = from;
     }
     while !cfg.loop_ok(from, to) {
-        to = cfg.idom[to]?;
+        to = cfg.idom(to)?;
     }
     let at = points.iter().filter(|p| p.block == to).map(|p| p.at).min().unwrap_or(body.terminator(to).at);
     Some(Point { block: to, at })
@@ -85,7 +85,7 @@ fn latest_acceptable(body: &Body<'_>, cfg: &Cfg<'_>, i: usize, want: Point) -> O
         if block == from {
             return None;
         }
-        block = cfg.idom[block]?;
+        block = cfg.idom(block)?;
         at = body.terminator(block).at;
     }
 }

@@ -12,8 +12,8 @@ use inkwell::values::{InstructionOpcode, InstructionValue};
 
 use crate::ffi::sink::{self as llvm, Def};
 
-use super::cfg::Cfg;
 use super::{Body, Move, Plan, Point, Use, Value};
+use crate::ir::cfg::Cfg;
 
 // ---------------------------------------------------------------------------
 // 1. Sink definitions.

@@ -7,10 +7,10 @@ use inkwell::attributes::AttributeLoc;
 use inkwell::module::{Linkage, Module};
 use inkwell::values::{FunctionValue, InstructionValue};
 
-use regtune_decisions::Param;
-
 use crate::ffi::ir::direct_callee;
-use crate::spec::ParamRef;
+
+pub(crate) mod cfg;
+pub(crate) mod opcodes;
 
 /// `amdgpu_kernel` (llvm/IR/CallingConv.h).
 pub const AMDGPU_KERNEL_CC: u32 = 91;
@@ -137,24 +137,4 @@ pub fn discardable_if_unused(f: FunctionValue<'_>) -> bool {
             f.get_linkage(),
             Linkage::Internal | Linkage::Private | Linkage::LinkOnceODR | Linkage::LinkOnceAny | Linkage::AvailableExternally
         )
-}
-
-/// A kernel parameter named by a pass parameter, with both its index and its
-/// IR name; `None` when the kernel has no such parameter.
-pub fn resolve_param(kernel: FunctionValue<'_>, p: &ParamRef) -> Option<Param> {
-    let params = kernel.get_params();
-    let name_of = |i: usize| params[i].get_name().to_string_lossy().into_owned();
-    match p {
-        ParamRef::Index(i) => {
-            let idx = *i as usize;
-            (idx < params.len()).then(|| Param { index: *i, name: name_of(idx) })
-        }
-        // HIP passes some pointers as `%name.coerce`; the source name is `name`.
-        ParamRef::Name(n) => (0..params.len())
-            .find(|&i| {
-                let ir_name = name_of(i);
-                ir_name == *n || ir_name.strip_suffix(".coerce") == Some(n.as_str())
-            })
-            .map(|i| Param { index: i as u32, name: n.clone() }),
-    }
 }
