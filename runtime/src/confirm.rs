@@ -285,6 +285,20 @@ impl Book {
 
 pub static BOOK: Mutex<Book> = Mutex::new(Book { confirmations: Vec::new(), unmatched: 0 });
 
+/// Kernel records delivered and not yet in the book: the buffer callback
+/// takes only this lock, which nothing holds across a driver or CUPTI call.
+static RECORDS: Mutex<Vec<KernelRecord>> = Mutex::new(Vec::new());
+
+impl Book {
+    /// Take in the records delivered so far (after a flush).
+    pub fn take_records(&mut self) {
+        let records = RECORDS.lock().map(|mut r| std::mem::take(&mut *r)).unwrap_or_default();
+        for r in &records {
+            self.timed(r);
+        }
+    }
+}
+
 /// The fields of a kernel activity record regtune reads, at the offsets
 /// every `CUpti_ActivityKernelN` since CUDA 9 shares (cupti_activity.h;
 /// `tests/runtime_abi.rs` checks them against the header).
@@ -413,10 +427,9 @@ unsafe extern "C" fn buffer_completed(_context: *mut c_void, _stream: u32, buffe
                 records.extend(KernelRecord::parse(unsafe { std::slice::from_raw_parts(record, RECORD_BYTES) }));
             }
         }
-        if let Ok(mut book) = BOOK.lock() {
-            for r in &records {
-                book.timed(r);
-            }
+        // Not the book: CUPTI may deliver on a thread that holds it (inside a driver call).
+        if let Ok(mut pending) = RECORDS.lock() {
+            pending.extend(records);
         }
     });
     // SAFETY: the buffer `buffer_requested` allocated.

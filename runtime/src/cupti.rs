@@ -672,6 +672,7 @@ fn report_confirmations(s: &mut State, all: bool) {
     activity.flush();
     let (done, active): (Vec<Confirmed>, bool) = match BOOK.lock() {
         Ok(mut book) => {
+            book.take_records();
             let due: Vec<usize> = (0..book.confirmations.len()).filter(|&i| due(&book.confirmations[i])).collect();
             let done = due.into_iter().map(|i| book.report(i)).collect();
             (done, book.active())
