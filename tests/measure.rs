@@ -2,7 +2,7 @@
 //! the candidate code objects the real backend built, measure plans them,
 //! refuses bad input before the program runs, and otherwise lets the
 //! program run with its own output and exit status. What it measures on a
-//! GPU is in bench/runtime (README: "Runtime truth").
+//! GPU is in bench/runtime (docs/guide/measure.md).
 
 // A test fails by panicking; `unwrap` says where.
 #![allow(clippy::unwrap_used)]

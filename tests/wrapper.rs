@@ -906,7 +906,7 @@ fn a_missing_toolchain_program_is_named_with_its_package_and_the_exit_code_is_th
     }
 }
 
-/// The loop README's "Measured search" gives a project (issue 25): build in
+/// The loop docs/guide/projects.md gives a project (issue 25): build in
 /// tune mode (the default evidence: nothing decided unasked, every
 /// candidate kept), run the project's program under `regtune measure`
 /// (here what it writes into the db: this machine has no GPU), rebuild in
@@ -949,7 +949,7 @@ fn cmake_measured_loop_builds_what_the_gpu_kept() {
     );
 
     // What `regtune measure -- ./md_program` writes when sink runs 1.38x
-    // faster with the same bytes (its H100 figure, README "Runtime truth").
+    // faster with the same bytes (its H100 figure, docs/results.md).
     let timing = |ms: f64| Some(Timing { median_ms: ms, spread_ms: 0.002 });
     let measured = Measured {
         device: "NVIDIA H100 80GB HBM3 (sm_90, driver 580.159.04)".into(),

@@ -7,7 +7,7 @@
 //!
 //! The table (`evidence.json`) is written by `bench/search/report.py` from
 //! `regtune measure` runs of every candidate on the development corpus
-//! (README, "Default decisions"); no AMD GPU was reachable, so AMDGPU
+//! (docs/guide/how-tune-decides.md, "Default decisions"); no AMD GPU was reachable, so AMDGPU
 //! follows the same evidence.
 
 use regtune_decisions::Transforms;

@@ -4,7 +4,7 @@
 //! Data flows one way: the toolchain and the targets ([`gpu`]) below, then
 //! a file's frontend run and variants ([`session`]), the search and the
 //! rule ([`search`], [`cost`], [`verdict`]), the commands on top (tune,
-//! report, predict, fix, batch, explain, the wrapper); ARCHITECTURE.md
+//! report, predict, fix, batch, explain, the wrapper); docs/ARCHITECTURE.md
 //! lists the layers, and tests/modules.rs holds every import to them.
 //! What differs between AMDGPU and NVPTX is behind [`gpu::Target`], one
 //! folder per target; `main.rs` is only the CLI, built on one

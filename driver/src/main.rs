@@ -14,7 +14,7 @@ use regtune::toolchain::Toolchain;
 use regtune::{batch, explain, fix, gpu, names, report, search, tune};
 
 #[derive(Parser)]
-#[command(name = "regtune", version, about = "Rewrite HIP kernels to need fewer registers, verified by the real backend")]
+#[command(name = "regtune", version, about = "Tune GPU kernels (HIP; CUDA built by clang or nvcc) to need fewer registers: every candidate built by the real backend, timed inside your program")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -24,11 +24,12 @@ struct Cli {
 enum Command {
     /// Compile each file and list every kernel's registers, spills, scratch, LDS and occupancy.
     Report(ReportArgs),
-    /// Search rewrites and occupancy targets per kernel, keep what raises occupancy, record it in the db.
+    /// Build each kernel's candidates (rewrites, occupancy steps, register caps) with the real backend and record
+    /// them in the db: what GPU evidence proved never loses is applied, the rest is for `measure` to decide.
     Tune(TuneArgs),
     /// Print the cost model's estimate for every variant tune compiles, as JSON (writes no db).
     Predict(PredictArgs),
-    /// Tune every HIP translation unit in a compile_commands.json, each with its own flags and targets.
+    /// Tune every HIP or CUDA translation unit (clang or nvcc) in a compile_commands.json, each with its own flags and targets.
     ///
     /// Exit status: 0 when every unit was tuned or unchanged; N (at most 100) when N translation
     /// units failed, the rest being tuned and recorded; 2 when nothing could run (a missing or
@@ -89,7 +90,7 @@ struct CcArgs {
     command: Vec<std::ffi::OsString>,
 }
 
-/// Inputs shared by the commands that compile HIP files.
+/// Inputs shared by the commands that compile HIP or CUDA files.
 #[derive(Args)]
 struct Inputs {
     /// Targets, comma-separated: AMDGPU (gfx90a, gfx942, gfx950, gfx1100, ...) or NVIDIA (sm_70, sm_75,
@@ -362,7 +363,7 @@ struct MeasureArgs {
     launches: u32,
     /// The most timed runs of each candidate per launch, interleaved (after one untimed run whose
     /// bytes are compared). A candidate stops once its time over plain's is known to ±0.5 % or
-    /// it is slower beyond the noise: steady kernels take 5 runs, short noisy ones many.
+    /// it is slower beyond the noise: steady kernels take 20 runs, short noisy ones many.
     #[arg(long, value_name = "K", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=10000))]
     runs: u32,
     /// Seconds of replay per kernel, over its launches: fewer runs (at least three) when its

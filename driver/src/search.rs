@@ -62,7 +62,7 @@ impl Rule {
     /// occupancy objective: no more VGPR spills or scratch than the plain
     /// compile, and no more SGPR spills unless they stay in VGPR lanes (a
     /// few lane moves per spilled SGPR, against a whole occupancy step; see
-    /// README "SGPR spills in VGPR lanes").
+    /// docs/guide/how-tune-decides.md, "SGPR spills held in VGPR lanes").
     pub(crate) fn admissible(&self, u: &Usage) -> bool {
         let b = &self.baseline;
         match self.objective {

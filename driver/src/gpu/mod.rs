@@ -18,7 +18,7 @@
 //!
 //! Below the stages: it imports only the toolchain, the job runner, names
 //! and output. The stages ask the target and never test which one it is
-//! (ARCHITECTURE.md, checked by tests/modules.rs).
+//! (docs/ARCHITECTURE.md, checked by tests/modules.rs).
 
 pub(crate) mod amdgpu;
 mod arch;

@@ -4,7 +4,7 @@ use crate::gpu::listing::{self, access_bytes, count, parse_int, Line, Listing, M
 
 /// NVPTX's [`Machine::spill_latency`] and [`Machine::hiding`], fitted on an
 /// H100 to 137 candidates: the example kernels' and those of three Rodinia
-/// programs (bench/calibrate; README "Cost model" has what it ranks well and
+/// programs (bench/calibrate; docs/guide/how-tune-decides.md, "Cost model", has what it ranks well and
 /// what it does not). Weak hiding: on those programs more warps rarely
 /// bought time. AMDGPU keeps perfect hiding: no AMD GPU here to fit it on.
 const SPILL_LATENCY: f64 = 200.0;
