@@ -326,19 +326,20 @@ fn initialize() {
     };
     // CUPTI stays loaded for the life of the process (a Library never closes).
     let (api, lib) = cupti;
-    // Its activity API times the program's own launches of each replay's choice.
+    let mut subscriber: Handle = std::ptr::null_mut();
+    // SAFETY: `on_driver_call` has CUpti_CallbackFunc's prototype; out-pointer valid.
+    let code = unsafe { (api.subscribe)(&mut subscriber, on_driver_call, std::ptr::null_mut()) };
+    if code != 0 {
+        return fail(interposer, format!("cuptiSubscribe failed ({code}): another CUPTI tool may be attached"));
+    }
+    // Its activity API times the program's own launches of each replay's choice (after
+    // subscribing: CUPTI wants the subscription before any other call).
     let mut interposer = interposer;
     match confirm::activity(&lib) {
         Ok(_) => interposer.confirms = true,
         Err(why) => {
             interposer.note("measure", &format!("warning: the program's own launches are not timed ({why}): the replay's figures decide"))
         }
-    }
-    let mut subscriber: Handle = std::ptr::null_mut();
-    // SAFETY: `on_driver_call` has CUpti_CallbackFunc's prototype; out-pointer valid.
-    let code = unsafe { (api.subscribe)(&mut subscriber, on_driver_call, std::ptr::null_mut()) };
-    if code != 0 {
-        return fail(interposer, format!("cuptiSubscribe failed ({code}): another CUPTI tool may be attached"));
     }
     let _ = PLANNED.set(interposer.planned_symbols());
     let lib = Library::open(&["libcuda.so.1", "libcuda.so"]).ok();
