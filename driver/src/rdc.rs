@@ -6,7 +6,7 @@
 //! once (keeping the temps its variants start from) and says which kernels
 //! still call a function no unit defines. Those are named, not measured:
 //! their registers depend on code regtune was not given. How a target links
-//! is its own ([`crate::gpu::Target::device_link`]).
+//! is its own ([`crate::gpu::Compile::device_link`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! A built kernel's usage ([`Measured`]): the numbers the backend reports
 //! plus the target's occupancy model's verdict on them, and what limits it
 //! ([`Limiter`]); reading them from a built object. How a
-//! target reads its objects is its own ([`crate::gpu::Target::read_usage`]:
+//! target reads its objects is its own ([`crate::gpu::ReadUsage::read_usage`]:
 //! AMDGPU code objects in `gpu/amdgpu/usage.rs`, NVPTX cubins and the
 //! `ptxas -v` report in `gpu/nvptx/usage.rs`); this module holds what
 //! every stage sees.

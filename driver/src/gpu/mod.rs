@@ -35,7 +35,7 @@ use std::process::Command;
 pub use arch::*;
 /// What limits a kernel's occupancy; both targets' models name the same
 /// resources (a table names them in the target's words:
-/// [`Target::limiter_name`]).
+/// [`OccupancyModel::limiter_name`]).
 pub(crate) use measure::Limiter;
 
 use regtune_decisions::{Param, Transforms, Usage};
@@ -45,16 +45,18 @@ use compile::{CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
 use listing::{Listing, Machine};
 use measure::{MeasureError, Measured};
 
-/// What one GPU target does its own way.
-pub trait Target: fmt::Debug + Sync {
+/// Which target a value is: its family and the arch it compiles for.
+pub trait Identity: fmt::Debug + Sync {
     /// The family as `--target` names it: "amdgpu", "nvptx".
     fn family(&self) -> &'static str;
 
     /// The `--offload-arch` this value compiles for.
     fn arch(&self) -> &Arch;
+}
 
-    // --- Device compile and temps -------------------------------------
-
+/// How the target compiles: device compiles, the temps tune starts
+/// from, and relocatable device code.
+pub trait Compile: Identity {
     /// Whether compiles need the HIP toolchain (ROCm, or Debian's HIP
     /// packages and device libraries).
     fn needs_hip(&self) -> bool;
@@ -100,8 +102,6 @@ pub trait Target: fmt::Debug + Sync {
     /// What the input hash covers beyond compiler, target, flags and source.
     fn hash_inputs(&self, toolchain: &Toolchain) -> Vec<String>;
 
-    // --- Relocatable device code (-fgpu-rdc) ----------------------------
-
     /// Whether regtune builds `-fgpu-rdc` units for this target; Err: why
     /// not, for the user.
     fn relocatable(&self) -> Result<(), &'static str> {
@@ -131,9 +131,12 @@ pub trait Target: fmt::Debug + Sync {
         let arch = self.arch();
         Err(CompileError::NoRdc { arch: arch.to_string(), why: self.relocatable().err().unwrap_or_default() })
     }
+}
 
-    // --- Usage from the built object ----------------------------------
-
+/// How the target reads what a build used: registers, spills and
+/// occupancy from the object, kernels' places, and listings for the cost
+/// model.
+pub trait ReadUsage: Identity {
     /// Every kernel's usage in the object `bytes` (read from `path`);
     /// `compiler_output` is the compile's stderr.
     fn read_usage(
@@ -163,8 +166,24 @@ pub trait Target: fmt::Debug + Sync {
     /// the PTX, and ptxas allocates the registers in SASS).
     fn pressure_timeline(&self) -> Result<(), &'static str>;
 
-    // --- Occupancy model and names ------------------------------------
+    /// The kernel's part of a `-S` listing (assembly, PTX), for `--diff`
+    /// and the cost model.
+    fn kernel_listing(&self, listing: &str, symbol: &str) -> String;
 
+    /// The cost model's machine, a kernel listing as instructions and
+    /// loops, the waves sharing one SIMD (or SM sub-partition) at an
+    /// occupancy, and whether the listing shows spills (PTX does not:
+    /// ptxas makes them).
+    fn machine(&self) -> Machine;
+
+    fn read_listing(&self, kernel_listing: &str) -> Listing;
+
+    fn listing_shows_spills(&self) -> bool;
+}
+
+/// The target's occupancy model and its words for it: steps, ceilings,
+/// what limits a kernel, how registers and occupancy are named.
+pub trait OccupancyModel: Identity {
     /// What an occupancy counts on this target: "waves/SIMD", "warps/SM".
     fn occupancy_unit(&self) -> &'static str;
 
@@ -180,7 +199,7 @@ pub trait Target: fmt::Debug + Sync {
 
     /// Whether the backend's spilling to shared memory can beat a register
     /// cap's own spills (`cap`: the cap alone's usage): asked only where
-    /// [`Target::backend_spills_to_shared`].
+    /// [`OccupancyModel::backend_spills_to_shared`].
     fn shared_spill_pays(&self, cap: &Usage) -> bool;
 
     /// The block size every launch of the kernel keeps to, as far as the
@@ -214,25 +233,14 @@ pub trait Target: fmt::Debug + Sync {
     /// An occupancy target as labels and messages name it.
     fn occupancy_label(&self, occupancy: u32) -> String;
 
+    fn waves(&self, occupancy: u32) -> f64;
+}
+
+/// How the target's choices are spelled: in IR and source attributes,
+/// the macros a patch may use, and the math library pow2 replaces.
+pub trait SourceSpelling: Identity {
     /// The math library whose `pow` pow2 replaces, as tune and explain name it.
     fn pow_library(&self) -> (&'static str, &'static str);
-
-    // --- Listings and the cost model ----------------------------------
-
-    /// The kernel's part of a `-S` listing (assembly, PTX), for `--diff`
-    /// and the cost model.
-    fn kernel_listing(&self, listing: &str, symbol: &str) -> String;
-
-    /// The cost model's machine, a kernel listing as instructions and
-    /// loops, the waves sharing one SIMD (or SM sub-partition) at an
-    /// occupancy, and whether the listing shows spills (PTX does not:
-    /// ptxas makes them).
-    fn machine(&self) -> Machine;
-    fn read_listing(&self, kernel_listing: &str) -> Listing;
-    fn waves(&self, occupancy: u32) -> f64;
-    fn listing_shows_spills(&self) -> bool;
-
-    // --- Spellings ----------------------------------------------------
 
     /// How an occupancy target (waves per SIMD, warps per SM) is spelled.
     fn occupancy_spelling(&self, occupancy: u32) -> Spelling;
@@ -250,7 +258,7 @@ pub trait Target: fmt::Debug + Sync {
         compiler: SourceCompiler,
     ) -> Result<Vec<String>, String>;
 
-    /// A macro the attributes of [`Target::source_attributes`] for
+    /// A macro the attributes of [`SourceSpelling::source_attributes`] for
     /// `compiler` may use, as (its name, its definition): a file that uses
     /// it defines it once, at its top; the definition guards itself, so a
     /// compiler without the attribute still builds the file. None: plain
@@ -271,6 +279,10 @@ pub trait Target: fmt::Debug + Sync {
     /// compiles (`defined(__gfx90a__)`), for per-target source patches.
     fn device_macro(&self) -> String;
 }
+
+/// What one GPU target does its own way, one trait per job (none asks
+/// which target it is: tests/modules.rs).
+pub trait Target: Compile + ReadUsage + OccupancyModel + SourceSpelling {}
 
 /// The measured search's occupancy steps for one kernel.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

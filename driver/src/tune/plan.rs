@@ -76,7 +76,7 @@ pub(super) struct Plan {
 /// bounds, a promise about every later launch: proposed for measure to
 /// time, applied once the user confirms it. At this many of the kept caps
 /// whose spills the target says shared memory can beat
-/// ([`gpu::Target::shared_spill_pays`]).
+/// ([`gpu::OccupancyModel::shared_spill_pays`]).
 const LAUNCHED_SPILLS: usize = 2;
 
 /// `previous`: the db's entry for this kernel and input; `launched`: the

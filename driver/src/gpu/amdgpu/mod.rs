@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Arch, Limiter, SourceCompiler, Spelling, Steps, Target};
+use super::{Arch, Compile, Identity, Limiter, OccupancyModel, ReadUsage, SourceCompiler, SourceSpelling, Spelling, Steps, Target};
 use crate::gpu::compile::{self, CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
 use crate::gpu::listing::{Listing, Machine};
 use crate::gpu::measure::{self, MeasureError, Measured};
@@ -25,7 +25,7 @@ pub(crate) struct Amdgpu {
     pub(crate) arch: Arch,
 }
 
-impl Target for Amdgpu {
+impl Identity for Amdgpu {
     fn family(&self) -> &'static str {
         "amdgpu"
     }
@@ -33,11 +33,9 @@ impl Target for Amdgpu {
     fn arch(&self) -> &Arch {
         &self.arch
     }
+}
 
-    fn occupancy_unit(&self) -> &'static str {
-        "waves/SIMD"
-    }
-
+impl Compile for Amdgpu {
     /// Debian: the device-library overlay and the prelude; ROCm: nothing.
     fn prepare(&self, toolchain: &Toolchain) -> Result<(), ToolchainError> {
         let arch = &self.arch;
@@ -73,38 +71,6 @@ impl Target for Amdgpu {
     ) -> Result<Compiled, CompileError> {
         let arch = &self.arch;
         rdc::device_link(toolchain, arch, inputs, out, emit, user_args, variant)
-    }
-
-    /// From the "Function Name:" resource-usage remarks of the compile.
-    fn locations(&self, _source: &Path, compiler_output: &str, _symbols: &[String]) -> Vec<Location> {
-        remarks::locations(compiler_output)
-    }
-
-    fn occupancy_spelling(&self, waves: u32) -> Spelling {
-        Spelling {
-            ir: vec![("amdgpu-waves-per-eu", waves.to_string())],
-            source: Some(format!("__attribute__((amdgpu_waves_per_eu({waves})))")),
-            runtime: None,
-        }
-    }
-
-    fn launch_bounds_spelling(&self, threads: u32) -> Spelling {
-        Spelling {
-            ir: vec![("amdgpu-flat-work-group-size", format!("1,{threads}"))],
-            source: Some(format!("__launch_bounds__({threads})")),
-            runtime: None,
-        }
-    }
-
-    fn source_attributes(&self, launch_bounds: Option<u32>, waves: Option<u32>, _compiler: SourceCompiler) -> Result<Vec<String>, String> {
-        let mut parts: Vec<String> = launch_bounds.map(|n| format!("__launch_bounds__({n})")).into_iter().collect();
-        parts.extend(waves.map(|w| format!("__attribute__((amdgpu_waves_per_eu({w})))")));
-        Ok(parts)
-    }
-
-    fn device_macro(&self) -> String {
-        let arch = &self.arch;
-        format!("defined(__{}__)", arch.processor())
     }
 
     fn needs_hip(&self) -> bool {
@@ -150,6 +116,13 @@ impl Target for Amdgpu {
         cmd.arg("-c").arg("-o").arg(out).arg(ir);
         compile::run_variant(cmd, toolchain, arch, ir, variant)
     }
+}
+
+impl ReadUsage for Amdgpu {
+    /// From the "Function Name:" resource-usage remarks of the compile.
+    fn locations(&self, _source: &Path, compiler_output: &str, _symbols: &[String]) -> Vec<Location> {
+        remarks::locations(compiler_output)
+    }
 
     /// The code object for `arch` in a code object, bundle or host object:
     /// its metadata note and the backend's occupancy model.
@@ -184,6 +157,31 @@ impl Target for Amdgpu {
         Ok(())
     }
 
+    /// From `symbol:` to its `.Lfunc_end` label.
+    fn kernel_listing(&self, listing: &str, symbol: &str) -> String {
+        let start = format!("{symbol}:");
+        crate::gpu::listing::cut(listing, |l| l.starts_with(&start), |l| l.starts_with(".Lfunc_end"), false)
+    }
+
+    fn machine(&self) -> Machine {
+        let arch = &self.arch;
+        listing::machine(arch)
+    }
+
+    fn read_listing(&self, kernel_listing: &str) -> Listing {
+        listing::read(kernel_listing)
+    }
+
+    fn listing_shows_spills(&self) -> bool {
+        true
+    }
+}
+
+impl OccupancyModel for Amdgpu {
+    fn occupancy_unit(&self) -> &'static str {
+        "waves/SIMD"
+    }
+
     /// The VGPR cap of a kernel whose block of `threads` must be resident
     /// on one CU (four SIMDs).
     fn register_cap_for_block(&self, threads: u32) -> Option<u32> {
@@ -206,10 +204,6 @@ impl Target for Amdgpu {
 
     fn occupancy_label(&self, waves: u32) -> String {
         format!("waves-per-eu={waves}")
-    }
-
-    fn pow_library(&self) -> (&'static str, &'static str) {
-        ("ocml's `pow`", "the device library's (ocml)")
     }
 
     /// The target's maximum waves per SIMD.
@@ -250,29 +244,45 @@ impl Target for Amdgpu {
         Steps { all: (1..=arch.gfx().max_waves_per_simd).collect(), own: None }
     }
 
-    /// From `symbol:` to its `.Lfunc_end` label.
-    fn kernel_listing(&self, listing: &str, symbol: &str) -> String {
-        let start = format!("{symbol}:");
-        crate::gpu::listing::cut(listing, |l| l.starts_with(&start), |l| l.starts_with(".Lfunc_end"), false)
-    }
-
-    fn machine(&self) -> Machine {
-        let arch = &self.arch;
-        listing::machine(arch)
-    }
-
-    fn read_listing(&self, kernel_listing: &str) -> Listing {
-        listing::read(kernel_listing)
-    }
-
     fn waves(&self, occupancy: u32) -> f64 {
         f64::from(occupancy)
     }
+}
 
-    fn listing_shows_spills(&self) -> bool {
-        true
+impl SourceSpelling for Amdgpu {
+    fn occupancy_spelling(&self, waves: u32) -> Spelling {
+        Spelling {
+            ir: vec![("amdgpu-waves-per-eu", waves.to_string())],
+            source: Some(format!("__attribute__((amdgpu_waves_per_eu({waves})))")),
+            runtime: None,
+        }
+    }
+
+    fn launch_bounds_spelling(&self, threads: u32) -> Spelling {
+        Spelling {
+            ir: vec![("amdgpu-flat-work-group-size", format!("1,{threads}"))],
+            source: Some(format!("__launch_bounds__({threads})")),
+            runtime: None,
+        }
+    }
+
+    fn source_attributes(&self, launch_bounds: Option<u32>, waves: Option<u32>, _compiler: SourceCompiler) -> Result<Vec<String>, String> {
+        let mut parts: Vec<String> = launch_bounds.map(|n| format!("__launch_bounds__({n})")).into_iter().collect();
+        parts.extend(waves.map(|w| format!("__attribute__((amdgpu_waves_per_eu({w})))")));
+        Ok(parts)
+    }
+
+    fn device_macro(&self) -> String {
+        let arch = &self.arch;
+        format!("defined(__{}__)", arch.processor())
+    }
+
+    fn pow_library(&self) -> (&'static str, &'static str) {
+        ("ocml's `pow`", "the device library's (ocml)")
     }
 }
+
+impl Target for Amdgpu {}
 
 /// Waves per SIMD that a block of `threads` needs resident on one CU (four SIMDs).
 fn waves_per_simd(threads: u32, wave_size: u32) -> u32 {

@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Arch, Limiter, SourceCompiler, Spelling, Steps, Target};
+use super::{Arch, Compile, Identity, Limiter, OccupancyModel, ReadUsage, SourceCompiler, SourceSpelling, Spelling, Steps, Target};
 use crate::gpu::compile::{self, CompileError, Compiled, Location, Temps, Unit, Variant};
 use crate::gpu::listing::{Listing, Machine};
 use crate::gpu::measure::{self, MeasureError, Measured, NvidiaUsage};
@@ -45,7 +45,7 @@ pub(crate) struct Nvptx {
     pub(crate) arch: Arch,
 }
 
-impl Target for Nvptx {
+impl Identity for Nvptx {
     fn family(&self) -> &'static str {
         "nvptx"
     }
@@ -53,11 +53,9 @@ impl Target for Nvptx {
     fn arch(&self) -> &Arch {
         &self.arch
     }
+}
 
-    fn occupancy_unit(&self) -> &'static str {
-        "warps/SM"
-    }
-
+impl Compile for Nvptx {
     /// A CUDA installation.
     fn prepare(&self, toolchain: &Toolchain) -> Result<(), ToolchainError> {
         toolchain.cuda().map(drop)
@@ -71,80 +69,6 @@ impl Target for Nvptx {
     /// ptxas decides the registers: its version is part of every key.
     fn hash_inputs(&self, toolchain: &Toolchain) -> Vec<String> {
         toolchain.cuda().ok().map(|c| c.ptxas_version.clone()).into_iter().collect()
-    }
-
-    /// NVPTX has no resource-usage remarks: read the `__global__`
-    /// definitions from the source.
-    fn locations(&self, source: &Path, _compiler_output: &str, symbols: &[String]) -> Vec<Location> {
-        compile::source_locations(source, symbols)
-    }
-
-    /// W warps per SM become a register cap (`.maxnreg`): no `__maxnreg__`
-    /// in source (clang 22 ignores it), `CU_JIT_MAX_REGISTERS` when a
-    /// module is loaded from PTX.
-    fn occupancy_spelling(&self, warps: u32) -> Spelling {
-        let registers = nvidia::register_cap_for_warps(warps);
-        Spelling {
-            ir: vec![("nvvm.maxnreg", registers.to_string())],
-            source: None,
-            runtime: Some(format!("CU_JIT_MAX_REGISTERS={registers}")),
-        }
-    }
-
-    fn launch_bounds_spelling(&self, threads: u32) -> Spelling {
-        Spelling { ir: vec![("nvvm.maxntid", threads.to_string())], source: Some(format!("__launch_bounds__({threads})")), runtime: None }
-    }
-
-    /// An occupancy target is spelled through the block size:
-    /// `__launch_bounds__(threads, blocks per SM)`, the blocks that give
-    /// ptxas the same register cap as the tuner's `.maxnreg`. Without a
-    /// block size, for nvcc 12.4 on: `__maxnreg__(R)` through
-    /// [`MAXNREG_MACRO`] (cicc writes it as the entry's `.maxnreg R`, so
-    /// the cubin is the tuned candidate's); clang 22 has none.
-    fn source_attributes(&self, launch_bounds: Option<u32>, warps: Option<u32>, compiler: SourceCompiler) -> Result<Vec<String>, String> {
-        let arch = &self.arch;
-        match (launch_bounds, warps, compiler) {
-            (Some(n), Some(w), _) => Ok(vec![format!("__launch_bounds__({n}, {})", min_blocks(arch, w, n)?)]),
-            (None, Some(w), SourceCompiler::Nvcc { maxnreg: true }) => {
-                Ok(vec![format!("{MAXNREG_MACRO}({})", nvidia::register_cap_for_warps(w))])
-            }
-            (None, Some(w), SourceCompiler::Nvcc { maxnreg: false }) => Err(format!(
-                "warps-per-sm={w} on {arch}: this nvcc has no `__maxnreg__` (CUDA 12.4 on has: `__maxnreg__({})`), and `__launch_bounds__` would state a block size; not patched",
-                nvidia::register_cap_for_warps(w)
-            )),
-            (None, Some(w), SourceCompiler::Clang) => Err(format!(
-                "warps-per-sm={w} on {arch}: clang 22 has no `__maxnreg__` (nvcc 12.4 does: `__maxnreg__({})`), and `__launch_bounds__` would state a block size; not patched",
-                nvidia::register_cap_for_warps(w)
-            )),
-            (lb, None, _) => Ok(lb.map(|n| format!("__launch_bounds__({n})")).into_iter().collect()),
-        }
-    }
-
-    /// nvcc's register cap, guarded: `__maxnreg__` where nvcc 12.4 on
-    /// compiles, nothing elsewhere (clang, older nvcc, a host compiler).
-    fn source_macro(&self, compiler: SourceCompiler) -> Option<(&'static str, &'static str)> {
-        (compiler == SourceCompiler::Nvcc { maxnreg: true }).then_some((MAXNREG_MACRO, MAXNREG_DEFINITION))
-    }
-
-    /// A kernel that already promises its block size in source
-    /// (`__launch_bounds__(threads)`) takes the occupancy target as the
-    /// second argument: a number for a literal block size, else an
-    /// expression of it that holds for every instantiation of a template
-    /// (the most warps per SM that keep the cap, over the block's warps).
-    fn min_blocks_argument(&self, warps: u32, threads: &str) -> Option<Result<String, String>> {
-        let arch = &self.arch;
-        if let Ok(n) = threads.parse::<u32>() {
-            return Some(min_blocks(arch, warps, n).map(|m| m.to_string()));
-        }
-        let most = nvidia::most_warps_for_cap(nvidia::register_cap_for_warps(warps));
-        Some(Ok(format!("{most} / ((({threads}) + 31) / 32)")))
-    }
-
-    /// `__CUDA_ARCH__` is the compute capability times ten (sm_90a: 900).
-    fn device_macro(&self) -> String {
-        let arch = &self.arch;
-        let sm = arch.processor().trim_start_matches("sm_");
-        format!("defined(__CUDA_ARCH__) && __CUDA_ARCH__ == {}0", sm.trim_end_matches(char::is_alphabetic))
     }
 
     fn needs_hip(&self) -> bool {
@@ -219,6 +143,14 @@ impl Target for Nvptx {
         let _ = std::fs::remove_file(&ptx);
         compiled
     }
+}
+
+impl ReadUsage for Nvptx {
+    /// NVPTX has no resource-usage remarks: read the `__global__`
+    /// definitions from the source.
+    fn locations(&self, source: &Path, _compiler_output: &str, symbols: &[String]) -> Vec<Location> {
+        compile::source_locations(source, symbols)
+    }
 
     /// Registers and stack frame from the cubin, spills, shared memory and
     /// barriers from ptxas's report, occupancy from NVIDIA's calculator.
@@ -245,6 +177,30 @@ impl Target for Nvptx {
 
     fn pressure_timeline(&self) -> Result<(), &'static str> {
         Err("ptxas allocates the registers in SASS, which regtune does not read (PTX registers are virtual)")
+    }
+
+    /// The `.entry symbol(` ... `}` block.
+    fn kernel_listing(&self, listing: &str, symbol: &str) -> String {
+        let start = format!(".entry {symbol}(");
+        crate::gpu::listing::cut(listing, |l| l.contains(&start), |l| l == "}", true)
+    }
+
+    fn machine(&self) -> Machine {
+        listing::machine()
+    }
+
+    fn read_listing(&self, kernel_listing: &str) -> Listing {
+        listing::read(kernel_listing)
+    }
+
+    fn listing_shows_spills(&self) -> bool {
+        false
+    }
+}
+
+impl OccupancyModel for Nvptx {
+    fn occupancy_unit(&self) -> &'static str {
+        "warps/SM"
     }
 
     /// Not diagnosed: ptxas's cap depends on the blocks per SM asked for.
@@ -275,10 +231,6 @@ impl Target for Nvptx {
     /// Warps per SM (the db keeps it as `waves_per_eu`).
     fn occupancy_label(&self, warps: u32) -> String {
         format!("warps-per-sm={warps}")
-    }
-
-    fn pow_library(&self) -> (&'static str, &'static str) {
-        ("libdevice's `pow`", "libdevice's")
     }
 
     /// The warps per SM that the kernel's block size, shared memory and
@@ -363,29 +315,87 @@ impl Target for Nvptx {
         Steps { all: caps.into_iter().map(|(w, _)| w).collect(), own }
     }
 
-    /// The `.entry symbol(` ... `}` block.
-    fn kernel_listing(&self, listing: &str, symbol: &str) -> String {
-        let start = format!(".entry {symbol}(");
-        crate::gpu::listing::cut(listing, |l| l.contains(&start), |l| l == "}", true)
-    }
-
-    fn machine(&self) -> Machine {
-        listing::machine()
-    }
-
-    fn read_listing(&self, kernel_listing: &str) -> Listing {
-        listing::read(kernel_listing)
-    }
-
     /// Warps per SM sub-partition (four per SM).
     fn waves(&self, occupancy: u32) -> f64 {
         f64::from(occupancy) / 4.0
     }
+}
 
-    fn listing_shows_spills(&self) -> bool {
-        false
+impl SourceSpelling for Nvptx {
+    /// W warps per SM become a register cap (`.maxnreg`): no `__maxnreg__`
+    /// in source (clang 22 ignores it), `CU_JIT_MAX_REGISTERS` when a
+    /// module is loaded from PTX.
+    fn occupancy_spelling(&self, warps: u32) -> Spelling {
+        let registers = nvidia::register_cap_for_warps(warps);
+        Spelling {
+            ir: vec![("nvvm.maxnreg", registers.to_string())],
+            source: None,
+            runtime: Some(format!("CU_JIT_MAX_REGISTERS={registers}")),
+        }
+    }
+
+    fn launch_bounds_spelling(&self, threads: u32) -> Spelling {
+        Spelling { ir: vec![("nvvm.maxntid", threads.to_string())], source: Some(format!("__launch_bounds__({threads})")), runtime: None }
+    }
+
+    /// An occupancy target is spelled through the block size:
+    /// `__launch_bounds__(threads, blocks per SM)`, the blocks that give
+    /// ptxas the same register cap as the tuner's `.maxnreg`. Without a
+    /// block size, for nvcc 12.4 on: `__maxnreg__(R)` through
+    /// [`MAXNREG_MACRO`] (cicc writes it as the entry's `.maxnreg R`, so
+    /// the cubin is the tuned candidate's); clang 22 has none.
+    fn source_attributes(&self, launch_bounds: Option<u32>, warps: Option<u32>, compiler: SourceCompiler) -> Result<Vec<String>, String> {
+        let arch = &self.arch;
+        match (launch_bounds, warps, compiler) {
+            (Some(n), Some(w), _) => Ok(vec![format!("__launch_bounds__({n}, {})", min_blocks(arch, w, n)?)]),
+            (None, Some(w), SourceCompiler::Nvcc { maxnreg: true }) => {
+                Ok(vec![format!("{MAXNREG_MACRO}({})", nvidia::register_cap_for_warps(w))])
+            }
+            (None, Some(w), SourceCompiler::Nvcc { maxnreg: false }) => Err(format!(
+                "warps-per-sm={w} on {arch}: this nvcc has no `__maxnreg__` (CUDA 12.4 on has: `__maxnreg__({})`), and `__launch_bounds__` would state a block size; not patched",
+                nvidia::register_cap_for_warps(w)
+            )),
+            (None, Some(w), SourceCompiler::Clang) => Err(format!(
+                "warps-per-sm={w} on {arch}: clang 22 has no `__maxnreg__` (nvcc 12.4 does: `__maxnreg__({})`), and `__launch_bounds__` would state a block size; not patched",
+                nvidia::register_cap_for_warps(w)
+            )),
+            (lb, None, _) => Ok(lb.map(|n| format!("__launch_bounds__({n})")).into_iter().collect()),
+        }
+    }
+
+    /// nvcc's register cap, guarded: `__maxnreg__` where nvcc 12.4 on
+    /// compiles, nothing elsewhere (clang, older nvcc, a host compiler).
+    fn source_macro(&self, compiler: SourceCompiler) -> Option<(&'static str, &'static str)> {
+        (compiler == SourceCompiler::Nvcc { maxnreg: true }).then_some((MAXNREG_MACRO, MAXNREG_DEFINITION))
+    }
+
+    /// A kernel that already promises its block size in source
+    /// (`__launch_bounds__(threads)`) takes the occupancy target as the
+    /// second argument: a number for a literal block size, else an
+    /// expression of it that holds for every instantiation of a template
+    /// (the most warps per SM that keep the cap, over the block's warps).
+    fn min_blocks_argument(&self, warps: u32, threads: &str) -> Option<Result<String, String>> {
+        let arch = &self.arch;
+        if let Ok(n) = threads.parse::<u32>() {
+            return Some(min_blocks(arch, warps, n).map(|m| m.to_string()));
+        }
+        let most = nvidia::most_warps_for_cap(nvidia::register_cap_for_warps(warps));
+        Some(Ok(format!("{most} / ((({threads}) + 31) / 32)")))
+    }
+
+    /// `__CUDA_ARCH__` is the compute capability times ten (sm_90a: 900).
+    fn device_macro(&self) -> String {
+        let arch = &self.arch;
+        let sm = arch.processor().trim_start_matches("sm_");
+        format!("defined(__CUDA_ARCH__) && __CUDA_ARCH__ == {}0", sm.trim_end_matches(char::is_alphabetic))
+    }
+
+    fn pow_library(&self) -> (&'static str, &'static str) {
+        ("libdevice's `pow`", "libdevice's")
     }
 }
+
+impl Target for Nvptx {}
 
 /// The smallest register cap the measured search asks ptxas for: below
 /// it ptxas ignores the cap or cannot allocate.
