@@ -129,8 +129,10 @@ pub struct Confirmation {
     pairs: Vec<(u32, u32)>,
     /// Milliseconds and registers per thread of each launch timed.
     times: HashMap<u32, (f64, u16)>,
-    /// The choice's registers per thread as the driver loaded it.
+    /// The choice's registers per thread as the driver loaded it, and the
+    /// program's function's.
     pub registers: Option<u16>,
+    pub program_registers: Option<u16>,
     /// The choice's function, and the context it was loaded into.
     pub function: Option<(usize, usize)>,
     /// Why it stopped short (a load failed, the driver ran other code).
@@ -149,6 +151,7 @@ impl Confirmation {
             pairs: vec![],
             times: HashMap::new(),
             registers: None,
+            program_registers: None,
             function: None,
             failure: None,
             reported: false,
@@ -196,29 +199,31 @@ impl Confirmation {
     }
 
     /// What the program's launches showed: the pairs both of whose
-    /// launches were timed. The choice's launches must show its registers
-    /// (where the driver told them), else the swap did not take.
+    /// launches were timed. Where the records tell registers apart (they
+    /// show plain's launches with the program's function's count, and
+    /// that differs from the choice's), the choice's launches must show
+    /// the choice's, else the swap did not take: a failure, the times kept
+    /// for diagnosis but never used.
     pub fn result(&self) -> Confirmed {
         let (mut plain_ms, mut choice_ms) = (vec![], vec![]);
-        let mut other_code = 0;
+        let (mut plain_regs, mut choice_regs) = (vec![], vec![]);
         for (p, c) in &self.pairs {
-            let (Some(&(p_ms, _)), Some(&(c_ms, c_regs))) = (self.times.get(p), self.times.get(c)) else { continue };
-            if self.registers.is_some_and(|r| r != c_regs) {
-                other_code += 1;
-                continue;
-            }
+            let (Some(&(p_ms, p_regs)), Some(&(c_ms, c_regs))) = (self.times.get(p), self.times.get(c)) else { continue };
             plain_ms.push(p_ms);
             choice_ms.push(c_ms);
+            plain_regs.push(p_regs);
+            choice_regs.push(c_regs);
         }
         let mut failure = self.failure.clone();
-        if other_code > 0 && failure.is_none() {
-            failure = Some(format!(
-                "not confirmed: on {other_code} launch(es) the choice was swapped into, the GPU ran code of other registers than the choice's {} (the driver did not take the swap)",
-                self.registers.unwrap_or_default()
-            ));
-        }
-        if failure.is_some() {
-            (plain_ms, choice_ms) = (vec![], vec![]);
+        if let (None, Some(program), Some(choice)) = (&failure, self.program_registers, self.registers) {
+            let exact = program != choice && !plain_regs.is_empty() && plain_regs.iter().all(|&r| r == program);
+            let not_taken = choice_regs.iter().filter(|&&r| r != choice).count();
+            if exact && not_taken > 0 {
+                failure = Some(format!(
+                    "not confirmed: on {not_taken} of the {} launch(es) the choice was swapped into, CUPTI's record shows another count of registers than the choice's {choice} (plain's: {program}): the driver did not take the swap",
+                    choice_regs.len()
+                ));
+            }
         }
         Confirmed {
             symbol: self.start.symbol.clone(),
@@ -227,6 +232,7 @@ impl Confirmation {
             launches: self.launches,
             plain_ms,
             choice_ms,
+            registers: [plain_regs.first().copied(), choice_regs.first().copied()],
             failure,
         }
     }
@@ -536,18 +542,22 @@ mod tests {
         for i in 0..4 {
             c.launch(config(64), i);
         }
-        c.registers = Some(40);
+        (c.registers, c.program_registers) = (Some(40), Some(64));
         // Pair 0: plain (64 registers) 1.0 ms, the choice 0.9 ms; pair 1's first launch untimed.
         c.timed(0, 1.0, 64);
         c.timed(1, 0.9, 40);
         c.timed(3, 0.8, 40);
         let r = c.result();
         assert_eq!((r.plain_ms, r.choice_ms, r.failure, r.launches), (vec![1.0], vec![0.9], None, 4));
+        assert_eq!(r.registers, [Some(64), Some(40)]);
         // The GPU ran plain's registers where the choice was swapped in.
         c.timed(1, 0.9, 64);
         let r = c.result();
-        assert!(r.plain_ms.is_empty());
         assert!(r.failure.unwrap().contains("the driver did not take the swap"));
+        // Records that do not show the functions' counts (rounded, say) cannot tell: no failure.
+        c.timed(0, 1.0, 72);
+        c.timed(1, 0.9, 72);
+        assert_eq!(c.result().failure, None);
     }
 
     #[test]

@@ -182,6 +182,22 @@ impl Cuda {
         Err(if is_sticky(code) { GpuError::Fault(message) } else { GpuError::Refused(message) })
     }
 
+    /// The function a launched handle runs in the current context: a
+    /// CUkernel's, or the CUfunction itself.
+    ///
+    /// # Safety
+    /// `f` must be a CUfunction or CUkernel the driver handed out.
+    pub unsafe fn function(&self, f: Handle) -> Handle {
+        if let Some(get) = self.kernel_get_function {
+            let mut out: Handle = std::ptr::null_mut();
+            // SAFETY: a CUkernel gives its function in this context; a CUfunction is refused.
+            if unsafe { get(&mut out, f) } == CUDA_SUCCESS && !out.is_null() {
+                return out;
+            }
+        }
+        f
+    }
+
     /// Load the module of a launched function or kernel handle into the
     /// current context now, not inside the launch (lazy loading defers it
     /// to there): its module-loaded callback then comes before the launch.

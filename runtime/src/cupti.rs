@@ -719,6 +719,8 @@ unsafe fn confirm_launch(cbid: u32, data: &CallbackData, s: &mut State, symbol: 
             Ok((f, registers)) => {
                 c.function = Some((context, f as usize));
                 c.registers = registers;
+                // SAFETY: the handle the program launches, in its context.
+                c.program_registers = unsafe { registers_of(s.cuda, s.cuda.function(call.f)) };
             }
             Err(why) => {
                 c.failure = Some(format!("not confirmed: the choice's code could not be loaded into the program ({why})"));
@@ -763,10 +765,19 @@ unsafe fn load_choice(cuda: &Cuda, path: &std::path::Path, symbol: &str) -> Resu
         cuda.check((cuda.api.module_load_data)(&mut module, bytes.as_ptr().cast()), "cuModuleLoadData").map_err(|e| e.to_string())?;
         cuda.check((cuda.api.module_get_function)(&mut f, module, name.as_ptr()), "cuModuleGetFunction").map_err(|e| e.to_string())?;
         cuda.load(f);
-        let mut registers: c_int = 0;
-        let told = (cuda.api.func_get_attribute)(&mut registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f) == CUDA_SUCCESS;
-        Ok((f, told.then_some(registers as u16)))
+        Ok((f, registers_of(cuda, f)))
     }
+}
+
+/// A function's registers per thread.
+///
+/// # Safety
+/// `f` must be a live CUfunction.
+unsafe fn registers_of(cuda: &Cuda, f: Handle) -> Option<u16> {
+    let mut registers: c_int = 0;
+    // SAFETY: an out-pointer and a function handle.
+    let told = unsafe { (cuda.api.func_get_attribute)(&mut registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f) } == CUDA_SUCCESS;
+    told.then_some(registers as u16)
 }
 
 /// # Safety

@@ -547,6 +547,7 @@ impl Interposer {
             launches: 0,
             plain_ms: vec![],
             choice_ms: vec![],
+            registers: [None, None],
             failure: Some(failure),
         };
         let name = match confirm::choose(&kernel, results) {

@@ -169,6 +169,10 @@ pub struct Confirmed {
     /// Pair by pair, milliseconds: plain's launch and the choice's.
     pub plain_ms: Vec<f64>,
     pub choice_ms: Vec<f64>,
+    /// Registers per thread CUPTI's records showed for plain's launches
+    /// and the choice's (the first pair's): whether the swap took.
+    #[serde(default)]
+    pub registers: [Option<u16>; 2],
     /// Why there is no figure, or why it is partial (None: confirmed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,

@@ -891,7 +891,7 @@ mod program_tests {
         let start =
             Start { key: "k".into(), symbol: "_Z1kPd".into(), candidate: "decided".into(), path: "decided.cubin".into(), pairs: 200 };
         let mut c = Confirmation::new(start);
-        c.registers = Some(40);
+        (c.registers, c.program_registers) = (Some(40), Some(64));
         for i in 0..launches {
             let swapped = c.launch(config(), i);
             let drift = 1.0 + 0.05 * f64::from((i * 7) % 11) / 10.0;
@@ -981,6 +981,7 @@ mod program_tests {
             launches: 0,
             plain_ms: vec![],
             choice_ms: vec![],
+            registers: [None, None],
             failure: Some(
                 "not confirmed: the choice's code could not be loaded into the program (cuModuleLoadData: CUDA_ERROR_INVALID_IMAGE)".into(),
             ),
