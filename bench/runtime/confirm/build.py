@@ -5,7 +5,7 @@ bench/runtime/confirm/build/ (ignored by git; carried to the GPU machine):
 
     build/confirm              confirm.cu, nvcc -O3 -arch=sm_90 (static cudart)
     build/confirm-fast         the same, -DFAST=1: the program rebuilt with every decided build
-    build/db/decisions.json    one entry per planned kernel (small_k1..k8, win, few),
+    build/db/decisions.json    one entry per planned kernel (small_k1..k8, win, few, drift),
                                decided `sink` (a label only: see below)
     build/db/decisions.code/   each entry's plain cubin (nvcc -cubin, the program's code)
                                and its "decided" cubin: confirm.cu built with -DFAST=1,
@@ -35,11 +35,12 @@ sys.path.insert(0, os.path.dirname(HERE))
 from build import copy_tools, cuda_root, run  # noqa: E402  (bench/runtime/build.py)
 
 PARAMS = "(unsigned int const*, unsigned int*, unsigned int)"
-KERNELS = ["small_k1", "small_k2", "small_k4", "small_k8", "win", "few"]
+KERNELS = ["small_k1", "small_k2", "small_k4", "small_k8", "win", "few", "drift"]
 
 
 def mangled(name):
-    return f"_Z{len(name)}{name}PKjPjj"
+    rest = "PKjPjji" if name == "drift" else "PKjPjj"
+    return f"_Z{len(name)}{name}{rest}"
 
 
 def hash_of_parts(parts):
@@ -89,7 +90,7 @@ def main():
             "symbol": symbol,
             "arch": a.arch,
             "input_hash": input_hash,
-            "name": name + PARAMS,
+            "name": name + (PARAMS[:-1] + ", int)" if name == "drift" else PARAMS),
             "file": src,
             "transforms": decided,
         }

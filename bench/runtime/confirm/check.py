@@ -48,8 +48,13 @@ def main():
         same = read(os.path.join(out, f"measure-{n}.stdout")) == plain_stdout and plain_stdout != ""
         print(f"\nmeasure run {n}: {rc}; the program's output {'is its own' if same else 'DIFFERS'}")
         print(f"{'kernel':10} {'replay':>14} {'program (pairs)':>26} {'rebuilt timer':>14} {'plain ms':>9}  kept  verdict")
+        confirmed = {}
+        for line in read(os.path.join(out, f"events-{n}.jsonl")).splitlines():
+            e = json.loads(line)
+            if e.get("event") == "confirmed":
+                confirmed[e["symbol"]] = e
         for r in report.get("kernels", []):
-            if r.get("candidate") != "decided":
+            if r.get("candidate") in ("plain", "plain again") or ":" in r.get("candidate", ""):
                 continue
             k = r["kernel"]
             replay = f"{r['speedup']:.3f}×" if r.get("speedup") else "-"
@@ -64,6 +69,12 @@ def main():
                 timer, plain_ms = f"{p / f:.3f}×", f"{p:.4f}"
             kept = "yes" if r.get("built") else "no"
             print(f"{k:10} {replay:>14} {prog:>26} {timer:>14} {plain_ms:>9}  {kept:4}  {r.get('verdict', '')}")
+            c = confirmed.get(r.get("symbol"))
+            if c and c.get("plain_ms") and c.get("choice_ms"):
+                p, f = statistics.median(c["plain_ms"]), statistics.median(c["choice_ms"])
+                print(f"{'':10} the program's launches (CUPTI): plain {p:.4f} ms, the choice {f:.4f} ms over {len(c['plain_ms'])} pairs "
+                      f"({p / f:.3f}×); registers in the records: plain {c.get('registers', [None, None])[0]}, "
+                      f"the choice {c.get('registers', [None, None])[1]}; {c.get('failure') or 'confirmed'}")
         for note in report.get("notes", []):
             print(f"  note: {note}")
 

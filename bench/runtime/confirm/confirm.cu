@@ -10,6 +10,9 @@
 //   small_k1 .. small_k8  16 MiB in, 16 MiB out, ~10 µs: replay and program may disagree
 //   win                   4 MiB in and out, 64 rounds: compute-bound, a clear win either way
 //   few                   launched 12 times: too few launches left to confirm
+//   drift                 as small_k8, but its rounds are an argument: 8 at the first two
+//                         launches (those the replay copies), 0 after: the replay sees a
+//                         gain the program's later launches never have
 //
 // Output: a checksum of every kernel's output (the same plainly and measured).
 // With CONFIRM_TIME=1, the program's own timer: each planned launch (but
@@ -37,6 +40,24 @@ __device__ __forceinline__ unsigned spin(unsigned v) {
   }
 #endif
   return v;
+}
+
+// Rounds given at run time: the fast build leaves them out too.
+__device__ __forceinline__ unsigned spin_n(unsigned v, int k) {
+#if !FAST
+  for (int i = 0; i < k; ++i) {
+    v = __brev(v);
+    asm volatile("" : "+r"(v));
+    v = __brev(v);
+    asm volatile("" : "+r"(v));
+  }
+#endif
+  return v;
+}
+
+__global__ void drift(const unsigned* __restrict__ in, unsigned* __restrict__ out, unsigned n, int rounds) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = spin_n(in[i], rounds) * 2654435761u + 1u;
 }
 
 #define KERNEL(NAME, K)                                                                 \
@@ -72,18 +93,19 @@ int main(int argc, char** argv) {
   const size_t big_n = (512u << 20) / sizeof(unsigned);
   void (*smalls[])(const unsigned*, unsigned*, unsigned) = {small_k1, small_k2, small_k4, small_k8};
   const int S = 4;
-  unsigned *in, *big, *outs[S + 2];
+  unsigned *in, *big, *outs[S + 3];
   CHECK(cudaMalloc(&in, small_n * sizeof(unsigned)));
   CHECK(cudaMalloc(&big, big_n * sizeof(unsigned)));
-  for (int s = 0; s < S + 2; ++s) CHECK(cudaMalloc(&outs[s], small_n * sizeof(unsigned)));
+  for (int s = 0; s < S + 3; ++s) CHECK(cudaMalloc(&outs[s], small_n * sizeof(unsigned)));
   unsigned* host = (unsigned*)malloc(small_n * sizeof(unsigned));
   for (unsigned i = 0; i < small_n; ++i) host[i] = i * 2246822519u ^ (i >> 7);
   CHECK(cudaMemcpy(in, host, small_n * sizeof(unsigned), cudaMemcpyHostToDevice));
   const bool timed = getenv("CONFIRM_TIME") != nullptr;
-  std::vector<cudaEvent_t> events(timed ? 2 * (S + 1) * iters : 0);
+  const int T = S + 2;  // timed kernels: the small ones, win, drift
+  std::vector<cudaEvent_t> events(timed ? 2 * T * iters : 0);
   for (auto& e : events) CHECK(cudaEventCreate(&e));
   auto mark = [&](int it, int k, int end) {
-    if (timed) CHECK(cudaEventRecord(events[2 * ((size_t)it * (S + 1) + k) + end]));
+    if (timed) CHECK(cudaEventRecord(events[2 * ((size_t)it * T + k) + end]));
   };
   for (int it = 0; it < iters; ++it) {
     for (int s = 0; s < S; ++s) {
@@ -100,23 +122,27 @@ int main(int argc, char** argv) {
     CHECK(cudaLaunchKernelEx(&config, win, (const unsigned*)in, outs[S], win_n));
     mark(it, S, 1);
     if (it < 12) few<<<win_n / 256, 256>>>(in, outs[S + 1], win_n);
+    thrash<<<1056, 512>>>(big, big_n, it);
+    mark(it, S + 1, 0);
+    drift<<<small_n / 256, 256>>>(in, outs[S + 2], small_n, it < 2 ? 8 : 0);
+    mark(it, S + 1, 1);
   }
   CHECK(cudaDeviceSynchronize());
-  const char* names[] = {"small_k1", "small_k2", "small_k4", "small_k8", "win"};
-  for (int k = 0; timed && k <= S; ++k) {
+  const char* names[] = {"small_k1", "small_k2", "small_k4", "small_k8", "win", "drift"};
+  for (int k = 0; timed && k < T; ++k) {
     std::vector<float> ms;
     for (int it = 0; it < iters; ++it) {
       float t = 0;
-      CHECK(cudaEventElapsedTime(&t, events[2 * ((size_t)it * (S + 1) + k)], events[2 * ((size_t)it * (S + 1) + k) + 1]));
+      CHECK(cudaEventElapsedTime(&t, events[2 * ((size_t)it * T + k)], events[2 * ((size_t)it * T + k) + 1]));
       ms.push_back(t);
     }
     std::sort(ms.begin(), ms.end());
     fprintf(stderr, "timer %s %.5f\n", names[k], ms[ms.size() / 2]);
   }
   unsigned long long sum = 0;
-  for (int s = 0; s < S + 2; ++s) {
+  for (int s = 0; s < S + 3; ++s) {
     CHECK(cudaMemcpy(host, outs[s], small_n * sizeof(unsigned), cudaMemcpyDeviceToHost));
-    unsigned n = s < S ? small_n : win_n;
+    unsigned n = s < S || s == S + 2 ? small_n : win_n;
     for (unsigned i = 0; i < n; ++i) sum = sum * 1099511628211ull + host[i];
   }
   printf("checksum %016llx after %d iterations\n", sum, iters);
