@@ -65,13 +65,11 @@ pub fn apply(f: FunctionValue<'_>, occ: &Occupancy) -> bool {
     if f.count_basic_blocks() == 0 {
         return false;
     }
-    if ir::is_amdgpu_kernel(f) {
-        return apply_amdgpu(f, occ);
+    match ir::Target::of_kernel(f) {
+        Some(ir::Target::Amdgpu) => apply_amdgpu(f, occ),
+        Some(ir::Target::Nvptx) => apply_nvptx(f, occ),
+        None => false,
     }
-    if ir::is_nvptx_kernel(f) {
-        return apply_nvptx(f, occ);
-    }
-    false
 }
 
 fn apply_amdgpu(f: FunctionValue<'_>, occ: &Occupancy) -> bool {

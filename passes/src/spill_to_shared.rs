@@ -47,7 +47,7 @@ pub fn run(module: &Module<'_>) -> bool {
 /// Put the pragma at the start of `kernel` if it is an NVPTX kernel with a
 /// promised block size in a module without dynamic shared memory.
 pub fn apply<'ctx>(module: &Module<'ctx>, kernel: FunctionValue<'ctx>) -> bool {
-    if !ir::is_nvptx_kernel(kernel) || has_pragma(kernel) {
+    if ir::Target::of_kernel(kernel) != Some(ir::Target::Nvptx) || has_pragma(kernel) {
         return false;
     }
     // ptxas sizes the spill area by the block: without one it refuses.

@@ -8,6 +8,7 @@ use inkwell::module::{Linkage, Module};
 use inkwell::values::{FunctionValue, InstructionValue};
 
 use crate::ffi::ir::direct_callee;
+use crate::ffi::sink as llvm;
 
 pub(crate) mod cfg;
 pub(crate) mod opcodes;
@@ -22,29 +23,61 @@ pub fn defined_functions<'ctx>(module: &Module<'ctx>) -> Vec<FunctionValue<'ctx>
     module.get_functions().filter(|f| f.count_basic_blocks() > 0).collect()
 }
 
+/// The GPU a module is compiled for: the one place the plugin learns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Amdgpu,
+    Nvptx,
+}
+
+impl Target {
+    /// From a target triple (`amdgcn-amd-amdhsa`, `nvptx64-nvidia-cuda`);
+    /// None for the host's.
+    pub fn of_triple(triple: &str) -> Option<Target> {
+        if triple.starts_with("amdgcn") {
+            Some(Target::Amdgpu)
+        } else if triple.starts_with("nvptx") {
+            Some(Target::Nvptx)
+        } else {
+            None
+        }
+    }
+
+    /// The target of the module `f` is in.
+    pub fn of_function(f: FunctionValue<'_>) -> Option<Target> {
+        Target::of_triple(&llvm::triple(f))
+    }
+
+    /// The target of `module`.
+    pub fn of_module(module: &Module<'_>) -> Option<Target> {
+        Target::of_triple(&module.get_triple().as_str().to_string_lossy())
+    }
+
+    /// Which target's entry point `f` is, from its calling convention (an
+    /// AMDGPU kernel, the only functions its occupancy attributes apply
+    /// to; an NVPTX one, the only functions `nvvm.*` launch attributes
+    /// apply to); None: not a kernel.
+    ///
+    /// NVPTX kernels carry the `ptx_kernel` calling convention in LLVM 22. IR
+    /// written for older LLVM marks them in `!nvvm.annotations` instead
+    /// (`!{ptr @k, !"kernel", i32 1}`); LLVM 22 rewrites that to `ptx_kernel`
+    /// (and `maxntid*` to `"nvvm.maxntid"`) when it reads the module, LLVM 19
+    /// keeps it and reads both (tests/lit/nvptx/annotations.ll).
+    pub fn of_kernel(f: FunctionValue<'_>) -> Option<Target> {
+        if f.get_call_conventions() == AMDGPU_KERNEL_CC {
+            return Some(Target::Amdgpu);
+        }
+        #[cfg(feature = "llvm19")]
+        if let Some(kernel) = crate::ffi::nvvm::annotation(f, "kernel") {
+            return (kernel == 1).then_some(Target::Nvptx);
+        }
+        (f.get_call_conventions() == PTX_KERNEL_CC).then_some(Target::Nvptx)
+    }
+}
+
 /// A GPU entry point: an AMDGPU kernel, or an NVPTX one.
 pub fn is_kernel(f: FunctionValue<'_>) -> bool {
-    is_amdgpu_kernel(f) || is_nvptx_kernel(f)
-}
-
-/// An AMDGPU kernel, the only functions AMDGPU occupancy attributes apply to.
-pub fn is_amdgpu_kernel(f: FunctionValue<'_>) -> bool {
-    f.get_call_conventions() == AMDGPU_KERNEL_CC
-}
-
-/// An NVPTX kernel, the only functions `nvvm.*` launch attributes apply to.
-///
-/// NVPTX kernels carry the `ptx_kernel` calling convention in LLVM 22. IR
-/// written for older LLVM marks them in `!nvvm.annotations` instead
-/// (`!{ptr @k, !"kernel", i32 1}`); LLVM 22 rewrites that to `ptx_kernel`
-/// (and `maxntid*` to `"nvvm.maxntid"`) when it reads the module, LLVM 19
-/// keeps it and reads both (tests/lit/nvptx/annotations.ll).
-pub fn is_nvptx_kernel(f: FunctionValue<'_>) -> bool {
-    #[cfg(feature = "llvm19")]
-    if let Some(kernel) = crate::ffi::nvvm::annotation(f, "kernel") {
-        return kernel == 1;
-    }
-    f.get_call_conventions() == PTX_KERNEL_CC
+    Target::of_kernel(f).is_some()
 }
 
 /// The defined kernels of the module, in module order.
@@ -65,9 +98,7 @@ pub fn string_attribute(f: FunctionValue<'_>, key: &str) -> Option<String> {
 
 /// Whether the module is device code (its triple names a GPU target).
 pub fn is_device_module(module: &Module<'_>) -> bool {
-    let triple = module.get_triple();
-    let t = triple.as_str().to_string_lossy();
-    t.starts_with("amdgcn") || t.starts_with("nvptx")
+    Target::of_module(module).is_some()
 }
 
 /// Every instruction of a function, collected first so callers may rewrite

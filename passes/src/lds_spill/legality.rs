@@ -15,6 +15,7 @@ use inkwell::AddressSpace;
 use crate::ffi::ir::{direct_callee, global_alloc_bytes};
 use crate::ffi::sink::{self as llvm, Def, Shape, Source};
 use crate::ir::opcodes::{is_integer_arithmetic, is_integer_or_pointer_cast};
+pub(super) use crate::ir::Target;
 use crate::{ir, occupancy};
 
 /// Shared memory (LDS) is address space 3 on AMDGPU and NVPTX.
@@ -32,18 +33,11 @@ const NVPTX_STATIC_SHARED_BYTES: u64 = 48 * 1024;
 /// The largest block either target launches.
 const MAX_BLOCK: u32 = 1024;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Target {
-    Amdgpu,
-    Nvptx,
-}
-
-impl Target {
-    fn shared_limit(self) -> u64 {
-        match self {
-            Target::Amdgpu => AMDGPU_LDS_BYTES,
-            Target::Nvptx => NVPTX_STATIC_SHARED_BYTES,
-        }
+/// The static shared memory a kernel may have on `target`.
+fn shared_limit(target: Target) -> u64 {
+    match target {
+        Target::Amdgpu => AMDGPU_LDS_BYTES,
+        Target::Nvptx => NVPTX_STATIC_SHARED_BYTES,
     }
 }
 
@@ -88,13 +82,7 @@ impl fmt::Display for Refusal {
 /// Whether the pass may give `kernel` `slots` words per thread of shared
 /// memory. (Its control flow is checked when the CFG is built.)
 pub(super) fn check_kernel(module: &Module<'_>, kernel: FunctionValue<'_>, slots: u32) -> Result<Kernel, Refusal> {
-    let target = if ir::is_amdgpu_kernel(kernel) {
-        Target::Amdgpu
-    } else if ir::is_nvptx_kernel(kernel) {
-        Target::Nvptx
-    } else {
-        return Err(Refusal::NotAKernel);
-    };
+    let target = Target::of_kernel(kernel).ok_or(Refusal::NotAKernel)?;
     if llvm::has_fn_attribute(kernel, "optnone") {
         return Err(Refusal::OptNone);
     }
@@ -113,7 +101,7 @@ pub(super) fn check_kernel(module: &Module<'_>, kernel: FunctionValue<'_>, slots
     }
     let existing: u64 = shared.into_iter().flatten().sum();
     let wanted = u64::from(block) * u64::from(slots) * 4;
-    let limit = target.shared_limit();
+    let limit = shared_limit(target);
     if wanted + existing > limit {
         return Err(Refusal::TooMuchShared { wanted, existing, limit });
     }

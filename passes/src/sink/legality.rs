@@ -12,6 +12,7 @@ use crate::ffi::sink::{self as llvm, Access, Def, Object};
 use super::{Body, Point};
 use crate::ir::cfg::Cfg;
 use crate::ir::opcodes::computes_from_operands;
+use crate::ir::Target;
 
 // ---------------------------------------------------------------------------
 // Memory: what each instruction does to it, and when two accesses overlap.
@@ -64,13 +65,11 @@ pub(super) struct AliasRules {
 }
 
 impl AliasRules {
-    pub(super) fn for_triple(triple: &str) -> Self {
-        if triple.starts_with("amdgcn") {
-            AliasRules { disjoint_segments: true, constant: &[4, 6] }
-        } else if triple.starts_with("nvptx") {
-            AliasRules { disjoint_segments: true, constant: &[4] }
-        } else {
-            AliasRules { disjoint_segments: false, constant: &[] }
+    pub(super) fn of(target: Option<Target>) -> Self {
+        match target {
+            Some(Target::Amdgpu) => AliasRules { disjoint_segments: true, constant: &[4, 6] },
+            Some(Target::Nvptx) => AliasRules { disjoint_segments: true, constant: &[4] },
+            None => AliasRules { disjoint_segments: false, constant: &[] },
         }
     }
 

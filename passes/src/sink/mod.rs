@@ -98,7 +98,7 @@ fn run_on_function(f: FunctionValue<'_>) -> bool {
     let Some(cfg) = Cfg::new(f) else {
         return false;
     };
-    let rules = AliasRules::for_triple(&llvm::triple(f));
+    let rules = AliasRules::of(ir::Target::of_function(f));
     let body = Body::new(f, &cfg, rules);
     let sunk = sink_definitions(&body, &cfg);
     let hoisted = hoist_stores(&cfg, rules);
