@@ -31,7 +31,11 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 src=${REGTUNE_GOLDEN_SRC:-/tmp/regtune-golden-src}
 
 cargo build --quiet --manifest-path "$repo/Cargo.toml" -p regtune -p regtune-passes
-regtune=$repo/target/debug/regtune
+# Where cargo put them (CARGO_TARGET_DIR): two runs that both find no
+# regtune would compare two lists of "not found" and call them equal.
+target=${CARGO_TARGET_DIR:-$repo/target}
+regtune=$target/debug/regtune
+[ -x "$regtune" ] || { echo "golden: no $regtune after the build" >&2; exit 1; }
 
 rm -rf "$src"
 mkdir -p "$src" "$out"
@@ -96,7 +100,7 @@ for arch in $archs; do
         # shellcheck disable=SC2086
         clang-22 $flags -o "$object" "$first" 2>/dev/null || true
     else
-        REGTUNE_MODE=off "$repo/target/debug/regtune-hipcc" --offload-arch="$arch" -c -o "$object" "$first" 2>/dev/null || true
+        REGTUNE_MODE=off "$target/debug/regtune-hipcc" --offload-arch="$arch" -c -o "$object" "$first" 2>/dev/null || true
     fi
     if [ -f "$object" ]; then
         run "report-object-$arch.json" "$regtune" report --format json --offload-arch "$arch" "$object"

@@ -20,6 +20,8 @@ llvm19=(-p regtune-passes --no-default-features --features llvm19 --target-dir t
 "${traced[@]}" cargo build "${llvm19[@]}"
 
 "${traced[@]}" cargo build --workspace --all-targets
+# README.md and docs/: every relative link and #anchor resolves.
+"${traced[@]}" python3 ci/check-links.py
 # Formatting (rustfmt.toml) and lints, for both plugins' features: no
 # difference and no warning passes.
 "${traced[@]}" cargo fmt --all --check
