@@ -35,7 +35,9 @@
 //! candidate is the cubin of `nvcc -maxrregcount=R` byte for byte, kept
 //! where the kernel's code is not its `.maxnreg R` cap's; `regtune-nvcc`
 //! builds it only where every kernel of the file agrees, and `regtune fix`
-//! suggests the flag rather than patching anything.
+//! writes it as the kernel's own `__maxnreg__` where nvcc's build of the
+//! applied patch has the candidate's registers, spills and occupancy (R,
+//! else another cap), and otherwise suggests the flag and patches nothing.
 //!
 
 // A test fails by panicking; `unwrap` says where.
@@ -440,7 +442,10 @@ fn a_file_wide_maxrregcount_candidate_is_what_nvcc_maxrregcount_builds() {
     assert!(said.contains("md_lj_force_kick on sm_90: maxrregcount=255") && !said.contains("warning"), "{said}");
     let sweep = nvcc_cubin_with(dir.path(), name, &["-maxrregcount=255"]);
     assert!(std::fs::read(dir.path().join("wrapped.cubin")).unwrap() == sweep, "the wrapper builds nvcc -maxrregcount=255's cubin");
-    // fix cannot spell a build flag in the source: it suggests it, and counts it as not in the patch.
+    // fix writes it as the kernel's own __maxnreg__ only where nvcc's build
+    // of that reaches the candidate's registers, spills and occupancy: no
+    // cap gives the kernel the 102 registers of cicc's -maxreg 255 PTX
+    // (255 and 102 both give 88), so it stays out, the flag suggested.
     let out = regtune(dir.path())
         .args(["fix", "--compiler", "nvcc", "--offload-arch", "sm_90", "--db", DB, "-o", "fix.patch", name, "--"])
         .args(NVCC_FLAGS)
@@ -448,10 +453,60 @@ fn a_file_wide_maxrregcount_candidate_is_what_nvcc_maxrregcount_builds() {
         .unwrap();
     let said = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("maxrregcount=255: not in the patch: -maxrregcount=255 is nvcc's flag for the whole file"), "{said}");
-    assert!(said.contains("set_source_files_properties(long_lived.hip PROPERTIES COMPILE_OPTIONS -maxrregcount=255)"), "{said}");
+    let refused = "long_lived.hip: md_lj_force_kick (sm_90): maxrregcount=255: not in the patch: no __maxnreg__ reaches the \
+                   registers, spills and occupancy of nvcc's -maxrregcount=255 (__maxnreg__(255) gives registers 88 where the \
+                   candidate has 102; __maxnreg__(102) gives registers 88 where the candidate has 102): add -maxrregcount=255 to this \
+                   file's nvcc flags (CMake: set_source_files_properties(long_lived.hip PROPERTIES COMPILE_OPTIONS \
+                   -maxrregcount=255)), where every kernel of the file is built with it, or build through regtune-nvcc, which \
+                   applies it where every kernel agrees; not patched\n";
+    assert!(said.contains(refused), "{refused}\nnot in\n{said}");
     assert!(said.contains("regtune fix: 1 of 1 decision(s) could not be expressed"), "{said}");
     assert!(!std::fs::read_to_string(dir.path().join("fix.patch")).unwrap().contains("+++"), "nothing patched");
+
+    // -maxrregcount=48 (kept: other code than .maxnreg 48, the same numbers):
+    // __maxnreg__(48), which nvcc's build of the applied patch gives the
+    // candidate's registers, spills and occupancy, not its bytes.
+    let capped = wide(48).unwrap_or_else(|| panic!("no -maxrregcount=48 candidate: {entry}"));
+    let entry = decide(dir.path(), &capped);
+    let patch = fix(dir.path(), name);
+    let line = "long_lived.hip: md_lj_force_kick (sm_90): maxrregcount=48 written as __maxnreg__(48) (nvcc's -maxrregcount=48 also \
+                gives cicc -maxreg 48, which no source spelling carries: -maxrregcount=48 in this file's nvcc flags builds the \
+                candidate byte for byte); verified by nvcc's build: registers 74 → 48, spill stores 0 → 100 bytes, occupancy 24 → \
+                40; registers, spills and occupancy are the measured candidate's (its cubin sections .nv.info, .text differ)\n";
+    assert!(patch.contains(line), "{line}\nnot in\n{patch}");
+    assert!(patch.contains("\n \n+REGTUNE_MAXNREG(48)\n __global__ void md_lj_force_kick(\n"), "{patch}");
+    assert_eq!(patch.matches("#define REGTUNE_MAXNREG(n) __maxnreg__(n)").count(), 1, "{patch}");
+    let copy = patched_copy(dir.path(), &patch);
+    let built = nvcc_cubin(copy.path(), name);
+    assert_eq!(registers(&built, &symbol), 48, "nvcc's build of the applied patch");
+    let usage = nvcc_usage(copy.path(), name);
+    let three = |u: &Value| ["vgpr", "vgpr_spills", "occupancy"].map(|k| u[k].as_u64().unwrap());
+    assert_eq!(three(&usage), three(&capped["usage"]), "the candidate's registers, spills and occupancy: {usage}");
+    assert_eq!(three(&usage), [48, 100, 40]);
+    let candidate = kept_cubin(dir.path(), &entry, &capped["transforms"]);
+    assert!(candidate == nvcc_cubin_with(dir.path(), name, &["-maxrregcount=48"]), "the flag builds the candidate");
+    assert!(built != candidate, "__maxnreg__(48) is another build than -maxrregcount=48");
+
+    // Where __maxnreg__(R) misses the promise, the next cap: a db edited by
+    // hand to promise -maxrregcount=64 the numbers of tune's .maxnreg 56
+    // build (12 warps per SM). __maxnreg__(64) gives 64 registers; the
+    // .maxnreg 56 candidate's cap, written instead, gives its numbers.
+    let own56 = cap_at(36).unwrap_or_else(|| panic!("no cap at 36 warps: {entry}"));
+    assert_eq!(three(&own56["usage"]), [56, 68, 32], "{own56}");
+    decide(dir.path(), &serde_json::json!({ "transforms": { "maxrregcount": 64 }, "usage": own56["usage"] }));
+    let patch = fix(dir.path(), name);
+    let line = "long_lived.hip: md_lj_force_kick (sm_90): maxrregcount=64 written as __maxnreg__(56) (__maxnreg__(64) gives registers \
+                64 where the candidate has 56, spills 72 where the candidate has 136; 56: tune's .maxnreg 56 build (warps-per-sm=36) \
+                measured the candidate's registers, spills and occupancy; nvcc's -maxrregcount=64 also gives cicc -maxreg 64, which \
+                no source spelling carries: -maxrregcount=64 in this file's nvcc flags builds the candidate byte for byte); verified \
+                by nvcc's build: registers 74 → 56, spill stores 0 → 68 bytes, occupancy 24 → 32; ";
+    assert!(patch.contains(line), "{line}\nnot in\n{patch}");
+    assert!(
+        patch.contains("\n+REGTUNE_MAXNREG(56)\n __global__ void md_lj_force_kick(\n") && !patch.contains("REGTUNE_MAXNREG(64)"),
+        "{patch}"
+    );
+    let built = nvcc_cubin(patched_copy(dir.path(), &patch).path(), name);
+    assert_eq!(registers(&built, &symbol), 56, "nvcc's build of the applied patch");
 }
 
 /// The LBM example with a second kernel, small enough that no register

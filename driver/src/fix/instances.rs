@@ -77,6 +77,7 @@ pub(crate) struct Capped {
 /// them, its cap and its plain register count per target.
 #[derive(Debug, Clone)]
 struct Member {
+    symbol: String,
     args: Vec<String>,
     caps: Vec<Option<u32>>,
     plain: Vec<Option<u32>>,
@@ -135,6 +136,32 @@ impl Capped {
         let mut trait_edit = Edit::new(&self.file, self.at, self.at, definition, "", "occupancy");
         trait_edit.kernels = self.cap.kernels.clone();
         vec![self.cap.clone(), trait_edit]
+    }
+
+    /// The same with `symbol`'s cap on `arch` set to `cap` (a file-wide
+    /// `-maxrregcount` decision's next cap to try); None where it has none.
+    pub(crate) fn with_cap(&self, symbol: &str, arch: &Arch, cap: u32) -> Option<Capped> {
+        let a = self.archs.iter().position(|x| x == arch)?;
+        let mut next = self.clone();
+        let m = next.members.iter_mut().find(|m| m.symbol == symbol)?;
+        m.caps[a].as_ref()?;
+        m.caps[a] = Some(cap);
+        Some(next)
+    }
+
+    /// The same with `symbol` undecided on `arch` (its file-wide cap reached
+    /// no cap's numbers): held to plain's like the others without one.
+    pub(crate) fn without(&self, symbol: &str, arch: &Arch) -> Option<Capped> {
+        let a = self.archs.iter().position(|x| x == arch)?;
+        let mut next = self.clone();
+        let m = next.members.iter_mut().find(|m| m.symbol == symbol)?;
+        m.caps[a].take()?;
+        if m.caps.iter().all(Option::is_none) {
+            next.capped.retain(|s| s != symbol);
+        }
+        next.plain.push((symbol.to_string(), arch.clone()));
+        next.cap.kernels = next.capped.iter().cloned().collect();
+        Some(next)
     }
 
     /// The same with the undecided instantiations at their plain register
@@ -230,10 +257,13 @@ fn template(
                 return Err(format!("{} has no decision for {arch} in the db", short(symbol)));
             };
             let t = &d.transforms;
-            if !(regtune_decisions::Transforms { waves_per_eu: None, ..t.clone() }).is_empty() {
-                return Ok(None);
-            }
-            per_arch.push(t.waves_per_eu.map(nvidia::register_cap_for_warps));
+            let cap = match &d.file_wide {
+                // nvcc's file-wide -maxrregcount=R, as the instantiation's own cap.
+                Some(f) => Some(f.cap()),
+                None if !(regtune_decisions::Transforms { waves_per_eu: None, ..t.clone() }).is_empty() => return Ok(None),
+                None => t.waves_per_eu.map(nvidia::register_cap_for_warps),
+            };
+            per_arch.push(cap);
             plain.push(d.before.map(|u| u.vgpr).filter(|r| *r > 0));
         }
         caps.push(per_arch);
@@ -291,7 +321,13 @@ fn template(
         return Ok(Some((vec![], c)));
     };
     let cap = Edit { defines: Some(MAXNREG_DEFINITION), kernels: capped.iter().cloned().collect(), ..cap };
-    let members = arguments.into_iter().zip(caps).zip(plain_registers).map(|((args, caps), plain)| Member { args, caps, plain }).collect();
+    let members = members
+        .iter()
+        .zip(arguments)
+        .zip(caps)
+        .zip(plain_registers)
+        .map(|((((symbol, _, _), args), caps), plain)| Member { symbol: symbol.to_string(), args, caps, plain })
+        .collect();
     let c = Capped {
         name,
         trait_name,

@@ -23,7 +23,11 @@
 //! none) takes each one's cap from a trait the patch defines, its
 //! undecided instantiations held to plain's registers, spills and
 //! occupancy (instances.rs). tune's nvcc builds of rewrites are this very
-//! spelling (spell.rs).
+//! spelling (spell.rs). A decision for nvcc's file-wide `-maxrregcount=R`
+//! is written as the kernel's own cap too, `__maxnreg__(R)` or, where that
+//! misses the candidate's registers, spills and occupancy, another cap that
+//! reaches them (nvcc.rs: `FileWide`); none does: not patched, the flag
+//! suggested.
 
 pub(crate) mod ast;
 pub(crate) mod attributes;
@@ -85,6 +89,9 @@ pub(crate) struct Decision {
     /// The code object tune kept of this candidate (nvcc's builds: the
     /// patched build's cubin is compared with it).
     pub code: Option<PathBuf>,
+    /// nvcc's file-wide `-maxrregcount=R` alone, written as the kernel's
+    /// own `__maxnreg__`: the caps to try and the one written (nvcc.rs).
+    pub file_wide: Option<nvcc::FileWide>,
 }
 
 /// How one kernel came out.
@@ -115,6 +122,9 @@ pub struct KernelResult {
     pub(crate) nvcc: Option<nvcc::Sameness>,
     /// Its cap is its template's per instantiation: the trait's name.
     pub(crate) through: Option<String>,
+    /// nvcc's file-wide `-maxrregcount=R` written as its own cap: which
+    /// cap, and why (nvcc.rs).
+    pub(crate) spelled: Option<String>,
 }
 
 /// One unit's lines in the patch's preamble.
@@ -215,6 +225,9 @@ impl KernelResult {
             _ => "?".into(),
         };
         let mut what = self.applied.join(" + ");
+        if let Some(s) = &self.spelled {
+            what = format!("{what} {s}");
+        }
         if let Some(other) = &self.instead {
             what = format!("{other} (its definition's choice, in place of its own {what})");
         }
@@ -465,6 +478,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
     let mut found = verify::Found::default();
     let mut rounds = 0;
     let decided: usize = units.iter().map(|u| u.active().count()).sum();
+    let tries: usize = units.iter().flat_map(|u| u.decisions.iter()).filter_map(|d| d.file_wide.as_ref()).map(|f| f.tries.len()).sum();
     let (edits, changes) = loop {
         let edits = assemble(&units, files, &groups, &mut dropped);
         let changes = patched_files(files, &edits);
@@ -495,6 +509,8 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 Promise::NoWorseThan(d.before)
             } else if groups.iter().any(|g| g.donor_for(&d.symbol).is_some()) {
                 Promise::NoWorseThan(d.promised)
+            } else if d.file_wide.is_some() {
+                Promise::Numbers
             } else {
                 Promise::Exact
             }
@@ -515,7 +531,54 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
             (dropped.len(), groups.iter().map(|g| g.chosen().map(<[String]>::to_vec)).collect::<Vec<_>>());
         let mut rejected: BTreeSet<usize> = BTreeSet::new();
         let mut switched: Vec<instances::Capped> = Vec::new();
+        let mut retried = false;
         for (symbol, why) in &found.wrong {
+            // A file-wide -maxrregcount written as the kernel's own cap that
+            // missed the candidate's numbers: its next cap, else not patched.
+            let file_wide = units.iter().flat_map(|u| u.decisions.iter()).find(|d| &d.symbol == symbol && d.file_wide.is_some());
+            if let Some((arch, f)) = file_wide.and_then(|d| Some((d.arch.clone(), d.file_wide.clone()?))) {
+                let gives = why.strip_prefix(&format!("the plain build of the patched files on {arch} gives ")).unwrap_or(why);
+                let next = f.next(gives);
+                let template = capped.iter().position(|c| c.capped.contains(symbol) && in_patch(c));
+                let in_group = groups.iter().any(|g| g.has(symbol));
+                if !in_group && (template.is_some() || next.is_some()) {
+                    let switch = match (template, &next) {
+                        (Some(i), Some(n)) => capped[i].with_cap(symbol, &arch, n.cap()).map(|c| (i, c)),
+                        (Some(i), None) => capped[i].without(symbol, &arch).map(|c| (i, c)),
+                        (None, _) => None,
+                    };
+                    if let Some((i, c)) = switch {
+                        let (old, new) = (capped[i].edits(), if c.capped.is_empty() { vec![] } else { c.edits() });
+                        for u in units.iter_mut() {
+                            if let Some(k) = u.capped.iter().position(|x| x.same(&c)) {
+                                u.edits.retain(|e| !old.contains(e));
+                                u.edits.extend(new.iter().cloned());
+                                u.capped[k] = c.clone();
+                            }
+                        }
+                        capped[i] = c;
+                    } else if let Some(n) = &next {
+                        for u in units.iter_mut() {
+                            if let Some(edits) = u.retries.get(&(symbol.clone(), n.cap())).cloned() {
+                                u.edits.retain(|e| !(e.kernels.contains(symbol) && e.what == "occupancy"));
+                                u.edits.extend(edits);
+                            }
+                        }
+                    }
+                    for d in units.iter_mut().flat_map(|u| u.decisions.iter_mut()).filter(|d| &d.symbol == symbol && d.arch == arch) {
+                        d.file_wide = next.clone().or(d.file_wide.take());
+                    }
+                    if next.is_none() {
+                        dropped.entry(symbol.clone()).or_insert_with(|| f.refusal(gives));
+                    }
+                    retried = true;
+                    continue;
+                }
+                if next.is_none() && !in_group {
+                    dropped.entry(symbol.clone()).or_insert_with(|| f.refusal(gives));
+                    continue;
+                }
+            }
             // A template's caps per instantiation: one without a decision that
             // the default cap changes takes its plain register count instead;
             // else all of them go, for any instantiation's miss.
@@ -582,8 +645,8 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
             dropped.entry(symbol.clone()).or_insert_with(|| why.clone());
         }
         let choices_after: Vec<_> = groups.iter().map(|g| g.chosen().map(<[String]>::to_vec)).collect();
-        let stuck = dropped.len() == dropped_before && choices_after == choices_before && switched.is_empty();
-        if stuck || rounds > decided + 2 * groups.len() + capped.len() + 1 {
+        let stuck = dropped.len() == dropped_before && choices_after == choices_before && switched.is_empty() && !retried;
+        if stuck || rounds > decided + 2 * groups.len() + capped.len() + tries + 1 {
             // Nothing left to take out, yet not verified: keep nothing.
             for k in edits.iter().flat_map(|e| e.kernels.iter()) {
                 dropped.entry(k.clone()).or_insert_with(|| "the patched files could not be verified".into());
@@ -629,6 +692,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 elsewhere: if verified { elsewhere } else { vec![] },
                 nvcc: found.nvcc.get(&(d.symbol.clone(), d.arch.to_string())).filter(|_| verified).cloned(),
                 through,
+                spelled: d.file_wide.as_ref().filter(|_| verified && donor.is_none()).map(nvcc::FileWide::spelled),
                 instead: donor.zip(group).map(|(o, g)| {
                     let theirs = units_decisions
                         .iter()

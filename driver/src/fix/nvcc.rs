@@ -7,7 +7,9 @@
 //! PTX entry carries, and the rewrites tune built from this very spelling
 //! (sink, pow2, unroll caps as `#pragma unroll N`, noalias as
 //! `__restrict__`: spell.rs); a register cap is nvcc's
-//! `__maxnreg__`, guarded (`gpu/nvptx`: `REGTUNE_MAXNREG`); and the
+//! `__maxnreg__`, guarded (`gpu/nvptx`: `REGTUNE_MAXNREG`), and so is
+//! nvcc's file-wide `-maxrregcount=R` where a cap's build reaches the
+//! candidate's registers, spills and occupancy ([`FileWide`]); and the
 //! verifying build is nvcc's, with the user's nvcc flags, of the patched
 //! files in a mirror of the unit's directory (nvcc has no file-system
 //! overlay). Each patched kernel's cubin is compared with the candidate
@@ -23,11 +25,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use object::{Object, ObjectSection};
-use regtune_decisions::Transforms;
+use regtune_decisions::{Transforms, Usage};
 
 use crate::gpu::compile::compile_failure;
 use crate::gpu::measure::{self, Measured};
-use crate::gpu::nvptx::nvcc;
+use crate::gpu::nvptx::{nvcc, nvidia, MAXNREG_MACRO};
 use crate::gpu::Arch;
 use crate::output::Failure;
 use crate::toolchain::nvcc::Nvcc;
@@ -84,20 +86,142 @@ fn system_token_marker(line: &str) -> bool {
 /// nvcc (regtune's LDS spill, a pass of its plugin, as only a hand-edited
 /// db holds), spilling to shared memory, which fix does not spell in
 /// source, and nvcc's file-wide `-maxrregcount=R`, a build flag of the
-/// whole file `unit` (which no source spells): its flag is suggested.
-pub(crate) fn refused(t: &Transforms, unit: &Path) -> Option<String> {
+/// whole file `unit` (which no source spells) where `spelled` is false (this
+/// nvcc has no `__maxnreg__`) or it comes with other transforms: its flag
+/// is suggested. Where `spelled`, a `-maxrregcount=R` alone is written as the
+/// kernel's own `__maxnreg__` ([`FileWide`]).
+pub(crate) fn refused(t: &Transforms, unit: &Path, spelled: bool) -> Option<String> {
     if let Some(r) = t.maxrregcount {
-        let name = unit.file_name().map_or_else(|| unit.display().to_string(), |n| n.to_string_lossy().into_owned());
+        if spelled && *t == (Transforms { maxrregcount: Some(r), ..Default::default() }) {
+            return None;
+        }
         return Some(format!(
-            "-maxrregcount={r} is nvcc's flag for the whole file, which no source spelling carries: add -maxrregcount={r} to this \
-             file's nvcc flags (CMake: set_source_files_properties({name} PROPERTIES COMPILE_OPTIONS -maxrregcount={r})), where every \
-             kernel of the file is built with it, or build through regtune-nvcc, which applies it where every kernel agrees; not patched"
+            "-maxrregcount={r} is nvcc's flag for the whole file, which no source spelling carries: {}; not patched",
+            flag(r, unit)
         ));
     }
     if t.lds_spill.is_some() {
         return Some("lds-spill is a pass of regtune's plugin, which nvcc does not run; not patched for nvcc".into());
     }
     t.spill_to_shared.then(|| "spilling to shared memory has no source spelling regtune fix writes (the PTX pragma); not patched".into())
+}
+
+/// The suggestion of nvcc's own flag for `unit`, `-maxrregcount=R`.
+fn flag(r: u32, unit: &Path) -> String {
+    let name = unit.file_name().map_or_else(|| unit.display().to_string(), |n| n.to_string_lossy().into_owned());
+    format!(
+        "add -maxrregcount={r} to this file's nvcc flags (CMake: set_source_files_properties({name} PROPERTIES COMPILE_OPTIONS \
+         -maxrregcount={r})), where every kernel of the file is built with it, or build through regtune-nvcc, which applies it where \
+         every kernel agrees"
+    )
+}
+
+/// A kernel's file-wide `-maxrregcount=R` decision written as its own
+/// register cap, `REGTUNE_MAXNREG(cap)` (nvcc's `__maxnreg__`, guarded).
+/// nvcc's flag also gives cicc `-maxreg R`, which changes the PTX, so
+/// `__maxnreg__(R)` is another build: the patch is held to the candidate's
+/// registers, spills and occupancy (not its bytes), and where `__maxnreg__(R)`
+/// misses them the next cap is tried: those of tune's own `.maxnreg` builds
+/// of the kernel that measured the candidate's numbers, then the candidate's
+/// register count. None reaching them: not patched, the flag suggested.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FileWide {
+    /// The decision's R.
+    pub r: u32,
+    /// The caps to try, in order (R first), each with why it is tried.
+    pub tries: Vec<(u32, String)>,
+    /// The one the patch writes now.
+    pub at: usize,
+    /// What each cap tried before it gave.
+    pub missed: Vec<String>,
+    /// The unit's name, for the flag's suggestion.
+    pub unit: PathBuf,
+}
+
+impl FileWide {
+    /// The caps to try for `-maxrregcount=r`, whose candidate measured
+    /// `promised`, given the builds tune measured of the kernel
+    /// (`candidates`: transforms and usage).
+    pub(crate) fn new<'a>(
+        r: u32,
+        promised: Option<Usage>,
+        candidates: impl Iterator<Item = (&'a Transforms, &'a Usage)>,
+        unit: &Path,
+    ) -> FileWide {
+        let mut tries = vec![(r, String::new())];
+        if let Some(p) = promised {
+            let mut own: Vec<(u32, u32)> = candidates
+                .filter_map(|(t, u)| Some((t.cap_alone()?, u)))
+                .filter(|(_, u)| same_numbers(u, &p))
+                .map(|(w, _)| (nvidia::register_cap_for_warps(w), w))
+                .collect();
+            own.sort();
+            for (cap, w) in own {
+                if !tries.iter().any(|(c, _)| *c == cap) {
+                    let why =
+                        format!("tune's .maxnreg {cap} build (warps-per-sm={w}) measured the candidate's registers, spills and occupancy");
+                    tries.push((cap, why));
+                }
+            }
+            if p.vgpr > 0 && !tries.iter().any(|(c, _)| *c == p.vgpr) {
+                tries.push((p.vgpr, format!("the candidate's own register count, {}", p.vgpr)));
+            }
+        }
+        FileWide { r, tries, at: 0, missed: vec![], unit: unit.to_path_buf() }
+    }
+
+    /// The cap the patch writes now.
+    pub(crate) fn cap(&self) -> u32 {
+        self.tries[self.at].0
+    }
+
+    /// The attribute it writes.
+    pub(crate) fn attribute(&self) -> String {
+        format!("{MAXNREG_MACRO}({})", self.cap())
+    }
+
+    /// The cap now written missed (`why`): the next one, if any is left.
+    pub(crate) fn next(&self, why: &str) -> Option<FileWide> {
+        let missed = format!("__maxnreg__({}) gives {why}", self.cap());
+        (self.at + 1 < self.tries.len()).then(|| FileWide {
+            at: self.at + 1,
+            missed: self.missed.iter().cloned().chain(std::iter::once(missed)).collect(),
+            ..self.clone()
+        })
+    }
+
+    /// What the kernel's line says of the spelling written: which, and why.
+    pub(crate) fn spelled(&self) -> String {
+        let (cap, why) = &self.tries[self.at];
+        let chosen = match self.at {
+            0 => String::new(),
+            _ => format!("{}; {cap}: {why}; ", self.missed.join("; ")),
+        };
+        format!(
+            "written as __maxnreg__({cap}) ({chosen}nvcc's -maxrregcount={r} also gives cicc -maxreg {r}, which no source spelling \
+             carries: -maxrregcount={r} in this file's nvcc flags builds the candidate byte for byte)",
+            r = self.r
+        )
+    }
+
+    /// Why it is not patched: every cap missed (the last one: `why`).
+    pub(crate) fn refusal(&self, why: &str) -> String {
+        let last = format!("__maxnreg__({}) gives {why}", self.cap());
+        let missed: Vec<String> = self.missed.iter().cloned().chain(std::iter::once(last)).collect();
+        format!(
+            "no __maxnreg__ reaches the registers, spills and occupancy of nvcc's -maxrregcount={} ({}): {}; not patched",
+            self.r,
+            missed.join("; "),
+            flag(self.r, &self.unit)
+        )
+    }
+}
+
+/// Registers, spills and occupancy alike (what a `-maxrregcount=R` decision
+/// written as `__maxnreg__` is held to).
+pub(crate) fn same_numbers(a: &Usage, b: &Usage) -> bool {
+    let spills = |u: &Usage| u.vgpr_spills + u.sgpr_spills;
+    (a.vgpr, spills(a), a.occupancy) == (b.vgpr, spills(b), b.occupancy)
 }
 
 /// How a patched kernel's nvcc build compares with the candidate tune
@@ -283,17 +407,64 @@ mod tests {
     fn only_what_tune_builds_with_nvcc_and_fix_spells_is_patched_for_nvcc() {
         let cap = Transforms { waves_per_eu: Some(32), ..Default::default() };
         let unit = Path::new("src/k.cu");
-        assert_eq!(refused(&cap, unit), None);
-        assert_eq!(refused(&Transforms { launch_bounds: Some(256), ..cap.clone() }, unit), None);
+        assert_eq!(refused(&cap, unit, true), None);
+        assert_eq!(refused(&Transforms { launch_bounds: Some(256), ..cap.clone() }, unit, true), None);
         // The rewrites tune builds from fix's own spelling.
-        assert_eq!(refused(&Transforms { sink: true, unroll_cap: Some(2), pow2: true, ..cap.clone() }, unit), None);
-        let lds = refused(&Transforms { lds_spill: Some(8), launch_bounds: Some(256), ..cap.clone() }, unit).unwrap();
+        assert_eq!(refused(&Transforms { sink: true, unroll_cap: Some(2), pow2: true, ..cap.clone() }, unit, true), None);
+        let lds = refused(&Transforms { lds_spill: Some(8), launch_bounds: Some(256), ..cap.clone() }, unit, true).unwrap();
         assert!(lds.starts_with("lds-spill is a pass of regtune's plugin") && lds.ends_with("not patched for nvcc"), "{lds}");
-        assert!(refused(&Transforms { spill_to_shared: true, launch_bounds: Some(256), ..cap }, unit).unwrap().contains("shared memory"));
-        // A build flag, suggested as one.
-        let wide = refused(&Transforms { maxrregcount: Some(64), ..Default::default() }, unit).unwrap();
-        assert!(wide.starts_with("-maxrregcount=64 is nvcc's flag for the whole file"), "{wide}");
-        assert!(wide.contains("set_source_files_properties(k.cu PROPERTIES COMPILE_OPTIONS -maxrregcount=64)"), "{wide}");
+        assert!(refused(&Transforms { spill_to_shared: true, launch_bounds: Some(256), ..cap }, unit, true)
+            .unwrap()
+            .contains("shared memory"));
+        // A build flag alone: the kernel's own __maxnreg__ where this nvcc has one, else suggested as a flag.
+        let wide = Transforms { maxrregcount: Some(64), ..Default::default() };
+        assert_eq!(refused(&wide, unit, true), None);
+        let said = refused(&wide, unit, false).unwrap();
+        assert_eq!(
+            said,
+            "-maxrregcount=64 is nvcc's flag for the whole file, which no source spelling carries: add -maxrregcount=64 to this file's \
+             nvcc flags (CMake: set_source_files_properties(k.cu PROPERTIES COMPILE_OPTIONS -maxrregcount=64)), where every kernel of \
+             the file is built with it, or build through regtune-nvcc, which applies it where every kernel agrees; not patched"
+        );
+        // With another transform: one build of the file, the flag suggested.
+        assert!(refused(&Transforms { sink: true, ..wide }, unit, true).unwrap().starts_with("-maxrregcount=64 is nvcc's flag"));
+    }
+
+    #[test]
+    fn a_file_wide_cap_tries_r_then_tunes_own_caps_at_the_candidates_numbers_then_its_register_count() {
+        let at = |vgpr, spills, occupancy| Usage { vgpr, vgpr_spills: spills, occupancy, ..Default::default() };
+        let cap = |w| Transforms { waves_per_eu: Some(w), ..Default::default() };
+        // miniBUDE's fasten_main<4> on sm_90 as tune measured it: -maxrregcount=128 gave 112 registers.
+        let candidates = [
+            (cap(8), at(110, 0, 16)),
+            (cap(20), at(96, 0, 16)),
+            (Transforms { sink: true, waves_per_eu: Some(12), ..Default::default() }, at(112, 0, 16)),
+            (Transforms { maxrregcount: Some(255), ..Default::default() }, at(112, 0, 16)),
+            (cap(12), at(112, 0, 16)),
+        ];
+        let unit = Path::new("src/k.cu");
+        let f = FileWide::new(128, Some(at(112, 0, 16)), candidates.iter().map(|(t, u)| (t, u)), unit);
+        let caps: Vec<u32> = f.tries.iter().map(|(c, _)| *c).collect();
+        // R, then the .maxnreg 168 build (12 warps) that measured 112 registers, then 112.
+        assert_eq!(caps, [128, 168, 112]);
+        assert_eq!(f.attribute(), "REGTUNE_MAXNREG(128)");
+        assert_eq!(
+            f.spelled(),
+            "written as __maxnreg__(128) (nvcc's -maxrregcount=128 also gives cicc -maxreg 128, which no source spelling carries: \
+             -maxrregcount=128 in this file's nvcc flags builds the candidate byte for byte)"
+        );
+        let second = f.next("registers 110 where the candidate has 112").unwrap();
+        assert_eq!(second.attribute(), "REGTUNE_MAXNREG(168)");
+        assert!(second.spelled().starts_with(
+            "written as __maxnreg__(168) (__maxnreg__(128) gives registers 110 where the candidate has 112; 168: tune's .maxnreg 168 \
+             build (warps-per-sm=12) measured the candidate's registers, spills and occupancy; nvcc's -maxrregcount=128"
+        ));
+        let last = second.next("registers 114 where the candidate has 112").unwrap();
+        assert_eq!(last.cap(), 112);
+        assert!(last.next("registers 110 where the candidate has 112").is_none());
+        let why = last.refusal("registers 110 where the candidate has 112");
+        assert!(why.starts_with("no __maxnreg__ reaches the registers, spills and occupancy of nvcc's -maxrregcount=128 (__maxnreg__(128) gives registers 110 where the candidate has 112; __maxnreg__(168) gives registers 114 where the candidate has 112; __maxnreg__(112) gives registers 110 where the candidate has 112): add -maxrregcount=128 to this file's nvcc flags"), "{why}");
+        assert!(why.ends_with("where every kernel agrees; not patched"), "{why}");
     }
 
     #[test]

@@ -62,6 +62,9 @@ pub(crate) struct Planned {
     /// nvcc: kernel templates whose instantiations take register caps of
     /// their own (instances.rs); theirs take no other edit.
     pub capped: Vec<instances::Capped>,
+    /// nvcc: a kernel's file-wide `-maxrregcount` decision as its own cap,
+    /// the edits of each further cap to try (by symbol and cap).
+    pub retries: BTreeMap<(String, u32), Vec<Edit>>,
     pub notes: Notes,
 }
 
@@ -84,6 +87,7 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
         spans: BTreeMap::new(),
         bodies: BTreeMap::new(),
         capped: vec![],
+        retries: BTreeMap::new(),
         notes: Notes::new(path),
     };
 
@@ -115,7 +119,15 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
                         .or_else(|| e.candidates.iter().find(|c| c.transforms == transforms).map(|c| c.usage))
                         .or(e.after),
                 };
-                let mut d = Decision { symbol: e.symbol.clone(), arch: arch.clone(), transforms, promised, before: e.before, code: None };
+                let mut d = Decision {
+                    symbol: e.symbol.clone(),
+                    arch: arch.clone(),
+                    transforms,
+                    promised,
+                    before: e.before,
+                    code: None,
+                    file_wide: None,
+                };
                 if ctx.options.with_suggestions {
                     if let Some(s) = e.suggested.iter().find(|s| !s.confirmed) {
                         d.transforms = s.transforms.clone();
@@ -125,6 +137,13 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
                 // nvcc's patch is compared with the cubin tune kept of the candidate.
                 if ctx.nvcc.is_some() && !d.transforms.is_empty() {
                     d.code = Some(crate::runtime::code::path(&code_dir, e, &d.transforms)).filter(|p| p.is_file());
+                }
+                // nvcc's file-wide -maxrregcount=R alone: the kernel's own __maxnreg__ (nvcc.rs).
+                let alone =
+                    d.transforms.maxrregcount.filter(|&r| d.transforms == Transforms { maxrregcount: Some(r), ..Default::default() });
+                if let (Some(r), SourceCompiler::Nvcc { maxnreg: true }) = (alone, ctx.compiler) {
+                    let measured = e.candidates.iter().map(|c| (&c.transforms, &c.usage));
+                    d.file_wide = Some(nvcc::FileWide::new(r, d.promised, measured, path));
                 }
                 d
             })
@@ -139,7 +158,14 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
     }
     // What nvcc's builds cannot be given in the source.
     let refused: BTreeMap<String, String> = match ctx.nvcc {
-        Some(_) => planned.decisions.iter().filter_map(|d| nvcc::refused(&d.transforms, path).map(|why| (d.symbol.clone(), why))).collect(),
+        Some(_) => {
+            let spelled = ctx.compiler == (SourceCompiler::Nvcc { maxnreg: true });
+            planned
+                .decisions
+                .iter()
+                .filter_map(|d| nvcc::refused(&d.transforms, path, spelled).map(|why| (d.symbol.clone(), why)))
+                .collect()
+        }
         None => BTreeMap::new(),
     };
     plan_edits(ctx, &Fresh { plugin: ctx.plugin }, path, files, planned, notes, refused)
@@ -268,6 +294,24 @@ pub(crate) fn plan_edits(
             planned.bodies.insert(symbol.clone(), ((at.file.clone(), at.offset), what));
         }
         edits.extend(attributes::edit(&kernel, ds, ctx.compiler, &mut notes));
+        // A file-wide -maxrregcount as the kernel's own cap: the edit of each further cap to try.
+        for f in ds.iter().filter_map(|d| d.file_wide.as_ref()) {
+            for &(cap, _) in &f.tries[1..] {
+                let retried: Vec<Decision> = ds
+                    .iter()
+                    .map(|d| match &d.file_wide {
+                        Some(g) if g == f => {
+                            let file_wide = nvcc::FileWide { tries: vec![(cap, String::new())], at: 0, ..f.clone() };
+                            Decision { file_wide: Some(file_wide), ..(*d).clone() }
+                        }
+                        _ => (*d).clone(),
+                    })
+                    .collect();
+                let retried: Vec<&Decision> = retried.iter().collect();
+                let edit = attributes::edit(&kernel, &retried, ctx.compiler, &mut Notes::new(path));
+                planned.retries.insert((symbol.clone(), cap), edit.into_iter().collect());
+            }
+        }
         for d in ds {
             edits.extend(restrict::edits(&kernel, &d.transforms.noalias, &mut notes));
         }

@@ -132,6 +132,7 @@ impl Speller {
                 promised: Some(Usage::default()),
                 before: None,
                 code: None,
+                file_wide: None,
             })
             .collect();
         let planned = Planned {
@@ -143,6 +144,7 @@ impl Speller {
             spans: BTreeMap::new(),
             bodies: BTreeMap::new(),
             capped: vec![],
+            retries: BTreeMap::new(),
             notes: Notes::new(&self.source),
         };
         let fixing = Fixing {
@@ -273,6 +275,7 @@ mod tests {
             spans: BTreeMap::new(),
             bodies: BTreeMap::new(),
             capped: vec![],
+            retries: BTreeMap::new(),
             notes: n,
         }
     }

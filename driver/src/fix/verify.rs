@@ -45,6 +45,10 @@ pub(crate) enum Promise {
     /// Its decision is not (left out, or another's taken for a shared
     /// definition): nothing worse than this.
     NoWorseThan(Option<Usage>),
+    /// Its decision is in the patch as another build than tune measured
+    /// (nvcc's file-wide `-maxrregcount=R` as the kernel's own cap, whose
+    /// code differs): the measured registers, spills and occupancy, exactly.
+    Numbers,
     /// No decision, yet an edit it shares gives it an attribute (a kernel
     /// template's register cap per instantiation, whose default is no
     /// absence of a cap): plain's registers, spills and occupancy, exactly.
@@ -102,12 +106,13 @@ pub(crate) fn check(
             for d in u.decisions.iter().filter(|d| &d.arch == arch) {
                 let got = measured.iter().find(|m| m.symbol == d.symbol).map(|m| m.usage);
                 let promised = promise(d);
-                let exact = matches!(promised, Promise::Exact);
+                let exact = matches!(promised, Promise::Exact | Promise::Numbers);
                 let at_plain = matches!(promised, Promise::Plain(_));
                 let problem = match (d.transforms.is_empty(), promised) {
                     (_, Promise::Plain(u)) => not_plain(got, u),
                     (true, _) => worse(got, d.promised),
                     (false, Promise::Exact) => mismatch(got, d.promised),
+                    (false, Promise::Numbers) => differs(got, d.promised, "the candidate"),
                     (false, Promise::NoWorseThan(u)) => worse(got, u),
                 };
                 if let (Some(cubin), None, false, true) = (&cubin, &problem, d.transforms.is_empty(), exact) {
@@ -163,13 +168,18 @@ pub(crate) fn worse(got: Option<Usage>, promised: Option<Usage>) -> Option<Strin
 
 /// How `got` differs from plain's registers, spills and occupancy, if it does.
 pub(crate) fn not_plain(got: Option<Usage>, plain: Option<Usage>) -> Option<String> {
-    let plain = plain?;
+    differs(got, plain, "plain")
+}
+
+/// How `got` differs from `whose` registers, spills and occupancy (`want`), if it does.
+pub(crate) fn differs(got: Option<Usage>, want: Option<Usage>, whose: &str) -> Option<String> {
+    let plain = want?;
     let Some(got) = got else { return Some("no such kernel".into()) };
     let spills = |u: &Usage| u.vgpr_spills + u.sgpr_spills;
     let fields =
         [("registers", got.vgpr, plain.vgpr), ("spills", spills(&got), spills(&plain)), ("occupancy", got.occupancy, plain.occupancy)];
     let diffs: Vec<String> =
-        fields.iter().filter(|(_, g, p)| g != p).map(|(what, g, p)| format!("{what} {g} where plain has {p}")).collect();
+        fields.iter().filter(|(_, g, p)| g != p).map(|(what, g, p)| format!("{what} {g} where {whose} has {p}")).collect();
     (!diffs.is_empty()).then(|| diffs.join(", "))
 }
 
