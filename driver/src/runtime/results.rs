@@ -173,6 +173,13 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
                 }
                 Err(why) => out.notes.push(format!("{name}: {why}")),
             }
+        } else if let Some(choice) = m.choose(names.iter().map(|p| &p.transforms)).filter(|t| !t.is_empty()) {
+            // The program never launched the kernel again once its launches
+            // were replayed (a single launch, as most of the corpus's): say so.
+            let name = names.iter().find(|p| p.transforms == choice && p.role == Role::Candidate).map_or("?", |p| p.name.as_str());
+            let replayed = if results.len() == 1 { "its 1 launch".to_string() } else { format!("its {} launches", results.len()) };
+            let kernel = results.first().map_or_else(|| key.clone(), |r| short(&r.symbol));
+            out.notes.push(format!("{kernel}: `{name}` not confirmed: no launch after {replayed} replayed; the replay's figure decides"));
         }
         out.measured.insert(key.clone(), m);
     }
@@ -989,5 +996,13 @@ mod program_tests {
         let (entry, c) = decided(&[replayed(0.69), failed]);
         assert_eq!(entry.effective(), cap());
         assert!(c.notes.iter().any(|n| n.starts_with("k: not confirmed: the choice's code could not be loaded")), "{:?}", c.notes);
+        // No launch after the replayed one: one line says so.
+        let (entry, c) = decided(&[replayed(0.69)]);
+        assert_eq!(entry.effective(), cap());
+        assert!(
+            c.notes.contains(&"k: `decided` not confirmed: no launch after its 1 launch replayed; the replay's figure decides".to_string()),
+            "{:?}",
+            c.notes
+        );
     }
 }
