@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use common::{evidence_all_proven, evidence_none, repo};
-use regtune::runtime::code;
+use regtune::measure::code;
 use regtune_decisions::{Db, Entry, Transforms};
 
 fn regtune() -> Command {
@@ -102,7 +102,7 @@ fn tune_keeps_the_candidates_it_measured_and_measure_plans_them() {
         assert_eq!(registers(path), c.usage.vgpr, "{name}");
     }
     // Parameters from .nv.info: 23 of them, the last three doubles at the end of the buffer.
-    let params = regtune::runtime::plan::kernel_params(&candidates[0].2, &entry.symbol);
+    let params = regtune::measure::plan::kernel_params(&candidates[0].2, &entry.symbol);
     assert_eq!(params.len(), 23);
     assert_eq!((params[22].offset, params[22].size), (176, 8));
 

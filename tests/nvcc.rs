@@ -106,8 +106,8 @@ fn tune_and_decide_a_cap(dir: &Path, name: &str) -> Value {
 /// The cubin tune kept beside the db for the entry's decided candidate.
 fn candidate_cubin(dir: &Path, entry: &Value) -> Vec<u8> {
     let entry: regtune_decisions::Entry = serde_json::from_value(entry.clone()).unwrap();
-    let code = regtune::runtime::code::dir(&dir.join(DB));
-    let (_, _, path) = regtune::runtime::code::candidates(&code, &entry).into_iter().find(|(n, _, _)| n == "decided").unwrap();
+    let code = regtune::measure::code::dir(&dir.join(DB));
+    let (_, _, path) = regtune::measure::code::candidates(&code, &entry).into_iter().find(|(n, _, _)| n == "decided").unwrap();
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -377,8 +377,8 @@ fn nvcc_cubin_with(dir: &Path, name: &str, extra: &[&str]) -> Vec<u8> {
 fn kept_cubin(dir: &Path, entry: &Value, transforms: &Value) -> Vec<u8> {
     let t: regtune_decisions::Transforms = serde_json::from_value(transforms.clone()).unwrap();
     let entry: regtune_decisions::Entry = serde_json::from_value(entry.clone()).unwrap();
-    let code = regtune::runtime::code::dir(&dir.join(DB));
-    let (_, _, path) = regtune::runtime::code::candidates(&code, &entry).into_iter().find(|(_, c, _)| *c == t).unwrap();
+    let code = regtune::measure::code::dir(&dir.join(DB));
+    let (_, _, path) = regtune::measure::code::candidates(&code, &entry).into_iter().find(|(_, c, _)| *c == t).unwrap();
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 

@@ -699,7 +699,7 @@ fn nvcc_candidates_are_the_cubins_nvcc_builds() {
         .collect();
     let rs: Vec<u64> = wide.iter().map(|(r, _)| *r).collect();
     assert!(rs.contains(&64) && rs.contains(&32), "{rs:?}");
-    let kept = regtune::runtime::code::candidates(&dir.path().join("db/decisions.code"), &serde_json::from_value(entry.clone()).unwrap());
+    let kept = regtune::measure::code::candidates(&dir.path().join("db/decisions.code"), &serde_json::from_value(entry.clone()).unwrap());
     for (r, c) in &wide {
         let transforms: regtune_decisions::Transforms = serde_json::from_value(c["transforms"].clone()).unwrap();
         let (_, _, kept) = kept.iter().find(|(_, t, _)| *t == transforms).unwrap();
@@ -952,7 +952,7 @@ fn clangs_caps_are_the_plugins_builds_and_every_step_is_built() {
     let entry = doc["kernels"].as_object().unwrap().values().next().unwrap().clone();
     let symbol = entry["symbol"].as_str().unwrap().to_string();
     let parsed: regtune_decisions::Entry = serde_json::from_value(entry.clone()).unwrap();
-    let kept = regtune::runtime::code::candidates(&dir.path().join("db/decisions.code"), &parsed);
+    let kept = regtune::measure::code::candidates(&dir.path().join("db/decisions.code"), &parsed);
     let caps: Vec<(u64, std::path::PathBuf)> =
         kept.iter().filter_map(|(_, t, path)| t.cap_alone().map(|w| (u64::from(w), path.clone()))).collect();
     // LBM: 91 registers, 16 warps per SM; the steps above it are 20 to 64

@@ -8,8 +8,8 @@
 
 use regtune_decisions::Db;
 
+use crate::measure::code;
 use crate::names;
-use crate::runtime::code;
 
 /// Confirm `which` (every kernel entry's only suggestion when None) of the
 /// kernel named `kernel` (its short name, its demangled name or its

@@ -7,14 +7,18 @@ use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use regtune::context::Context;
-use regtune::gpu::measure;
+use regtune::gpu::resources;
 use regtune::gpu::Arch;
 use regtune::output::{self, Format};
 use regtune::toolchain::Toolchain;
 use regtune::{batch, explain, fix, gpu, names, report, search, tune};
 
 #[derive(Parser)]
-#[command(name = "regtune", version, about = "Tune GPU kernels (HIP; CUDA built by clang or nvcc) to need fewer registers: every candidate built by the real backend, timed inside your program")]
+#[command(
+    name = "regtune",
+    version,
+    about = "Tune GPU kernels (HIP; CUDA built by clang or nvcc) to need fewer registers: every candidate built by the real backend, timed inside your program"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -458,7 +462,7 @@ impl SearchArgs {
             noalias_candidates: 4,
             variant_timeout: self.variant_timeout,
             time_budget: self.time_budget,
-            code_dir: Some(regtune::runtime::code::dir(&self.db)),
+            code_dir: Some(regtune::measure::code::dir(&self.db)),
             other_compiler: !self.no_other_compiler,
             candidates: self.candidates,
             evidence: match &self.evidence {
@@ -489,7 +493,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge(args),
         Command::Confirm(args) => confirm(args),
         Command::Measure(args) => {
-            let options = regtune::runtime::Options {
+            let options = regtune::measure::Options {
                 db: args.db,
                 launches: args.launches,
                 runs: args.runs,
@@ -505,7 +509,7 @@ fn main() -> ExitCode {
                 keep: args.keep,
                 program: args.program,
             };
-            return regtune::runtime::run(&options).unwrap_or_else(|e| {
+            return regtune::measure::run(&options).unwrap_or_else(|e| {
                 eprintln!("error: {e}");
                 ExitCode::from(MEASURE_FATAL)
             });
@@ -528,7 +532,7 @@ fn main() -> ExitCode {
 
 fn report(args: ReportArgs) -> Result<ExitCode> {
     let ctx = args.inputs.context()?;
-    let options = measure::Options { block_size: args.block_size };
+    let options = resources::Options { block_size: args.block_size };
     let (rows, failures) = report::run(&ctx, &args.inputs.files, &options);
     for f in &failures {
         f.print();

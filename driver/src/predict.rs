@@ -17,9 +17,9 @@ use crate::context::Context;
 use crate::cost::{self, Estimate, Profile};
 use crate::gpu::listing::Machine;
 use crate::gpu::{self, Arch};
+use crate::measure::code;
 use crate::names;
 use crate::output::Failure;
-use crate::runtime::code;
 use crate::session::Session;
 use crate::tune::{self, Options};
 

@@ -16,7 +16,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::gpu::compile::{self, CompileError, Compiled, Emit, Location, Temps, Variant};
-use crate::gpu::measure::{self, MeasureError, Measured};
+use crate::gpu::resources::{self, MeasureError, Measured};
 use crate::gpu::{self, Arch};
 use crate::names;
 use crate::output::Failure;
@@ -228,7 +228,7 @@ impl LinkSet {
         toolchain: &Toolchain,
         source: &Path,
         dir: &Path,
-        options: &measure::Options,
+        options: &resources::Options,
     ) -> Result<Plain<'_>, RdcError> {
         let arch = &self.arch;
         let unit = self.unit(source).map_err(|f| RdcError::Other(f.message))?;
@@ -248,7 +248,7 @@ impl LinkSet {
         };
         let object = dir.join("plain.o");
         let linked = link.device_link(toolchain, arch, own, &object, Emit::Object, &unit.user_args, &Variant::default())?;
-        let measured = link.own(measure::object_file_with(&object, arch, &linked.stderr, options)?);
+        let measured = link.own(resources::object_file_with(&object, arch, &linked.stderr, options)?);
         let preprocessed = std::fs::read(&unit.temps.preprocessed)
             .map_err(|e| RdcError::Other(format!("cannot read {}: {e}", unit.temps.preprocessed.display())))?;
         let symbols: Vec<String> = measured.iter().map(|m| m.symbol.clone()).collect();

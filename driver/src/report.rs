@@ -1,7 +1,7 @@
 //! `regtune report`: compile each file for each target and list every
 //! kernel's resource usage, occupancy and what limits it.
 //!
-//! NVPTX rows use the same keys (see [`crate::gpu::measure`] for what each holds
+//! NVPTX rows use the same keys (see [`crate::gpu::resources`] for what each holds
 //! there) and add `nvidia`: the numbers under ptxas's names, the block size
 //! occupancy was computed for and where it came from.
 
@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::context::Context;
 use crate::gpu::compile::{self, compile_failure, Unit};
-use crate::gpu::measure::{self, Measured, NvidiaUsage};
+use crate::gpu::resources::{self, Measured, NvidiaUsage};
 use crate::gpu::{self, Arch, Limiter};
 use crate::names::{demangle, short_name};
 use crate::output::{Failure, Tabular};
@@ -56,7 +56,7 @@ impl KernelReport {
 /// Report every kernel of every file on every target, measuring with
 /// `options` (NVPTX: the block size). Files are independent: one that
 /// fails to compile is reported and the rest still come back.
-pub fn run(ctx: &Context, files: &[PathBuf], options: &measure::Options) -> (Vec<KernelReport>, Vec<Failure>) {
+pub fn run(ctx: &Context, files: &[PathBuf], options: &resources::Options) -> (Vec<KernelReport>, Vec<Failure>) {
     let (toolchain, archs, user_args) = (&ctx.toolchain, &ctx.archs[..], &ctx.user_args[..]);
     let jobs: Vec<(&PathBuf, &Arch)> = files.iter().flat_map(|f| archs.iter().map(move |a| (f, a))).collect();
     // -fgpu-rdc: every file compiled once per target, to link with the others.
@@ -94,7 +94,7 @@ fn one_linked(
     set: &rdc::LinkSet,
     file: &Path,
     linked_with_others: bool,
-    options: &measure::Options,
+    options: &resources::Options,
 ) -> (Vec<KernelReport>, Vec<Failure>) {
     if let Err(f) = set.unit(file) {
         return (vec![], vec![f]);
@@ -119,7 +119,7 @@ fn one(
     file: &PathBuf,
     arch: &Arch,
     user_args: &[String],
-    options: &measure::Options,
+    options: &resources::Options,
 ) -> Result<Vec<KernelReport>, Failure> {
     let target = gpu::of(arch);
     let built = gpu::is_built_object(file);
@@ -127,13 +127,13 @@ fn one(
         return Err(Failure::new(format!("{}: {why}", file.display())));
     } else if built {
         // A built object (code object, bundle or host object): read it back.
-        (measure::object_file(file, arch).map_err(|e| Failure::new(e.to_string()))?, vec![])
+        (resources::object_file(file, arch).map_err(|e| Failure::new(e.to_string()))?, vec![])
     } else {
         let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
         let obj = dir.path().join("device.o");
         let unit = Unit { toolchain, arch, source: file, user_args };
         let compiled = unit.code_object(&obj).map_err(compile_failure)?;
-        let measured = measure::object_file_with(&obj, arch, &compiled.stderr, options).map_err(|e| Failure::new(e.to_string()))?;
+        let measured = resources::object_file_with(&obj, arch, &compiled.stderr, options).map_err(|e| Failure::new(e.to_string()))?;
         let symbols: Vec<String> = measured.iter().map(|m| m.symbol.clone()).collect();
         let locations = target.locations(file, &compiled.stderr, &symbols);
         (measured, locations)
@@ -146,11 +146,11 @@ fn one(
 
 /// One file built with nvcc as the user's flags say: nvcc's own cubin,
 /// with the report of its own ptxas line.
-fn one_nvcc(ctx: &Context, file: &Path, arch: &Arch, options: &measure::Options) -> Result<Vec<KernelReport>, Failure> {
+fn one_nvcc(ctx: &Context, file: &Path, arch: &Arch, options: &resources::Options) -> Result<Vec<KernelReport>, Failure> {
     let nvcc = ctx.nvcc.as_ref().expect("an nvcc context");
     let dir = tempfile::tempdir().map_err(|e| Failure::new(format!("cannot create a temporary directory: {e}")))?;
     let kept = crate::gpu::nvptx::nvcc::keep(nvcc, arch, file, &ctx.user_args, dir.path(), None).map_err(compile_failure)?;
-    let measured = measure::object_file_with(&kept.cubin, arch, &kept.report, options).map_err(|e| Failure::new(e.to_string()))?;
+    let measured = resources::object_file_with(&kept.cubin, arch, &kept.report, options).map_err(|e| Failure::new(e.to_string()))?;
     let symbols: Vec<String> = measured.iter().map(|m| m.symbol.clone()).collect();
     let locations = gpu::of(arch).locations(file, "", &symbols);
     if measured.is_empty() {

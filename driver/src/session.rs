@@ -32,8 +32,8 @@ use regtune_decisions::plugin::{Inspection, DECISIONS_ENV, INPUT_HASH_ENV, ONLY_
 use regtune_decisions::{Db, Entry, Transforms};
 
 use crate::gpu::compile::{self, CompileError, Emit, Location, Unit, Variant};
-use crate::gpu::measure::{self, Measured};
 use crate::gpu::nvptx::nvcc;
+use crate::gpu::resources::{self, Measured};
 use crate::gpu::Arch;
 use crate::rdc;
 use crate::toolchain::nvcc::Nvcc;
@@ -44,7 +44,7 @@ pub enum SessionError {
     #[error(transparent)]
     Compile(#[from] CompileError),
     #[error(transparent)]
-    Measure(#[from] measure::MeasureError),
+    Measure(#[from] resources::MeasureError),
     #[error("{0}")]
     Io(String),
     #[error("the pass plugin failed on {file}: {detail}")]
@@ -146,7 +146,7 @@ pub struct Session<'a> {
     pub input_hash: String,
     /// The user's clang flags: NVPTX hands their `-O` and `-Xcuda-ptxas` to ptxas.
     user_args: &'a [String],
-    options: measure::Options,
+    options: resources::Options,
     /// Wall time of the plain build: what variant time limits scale with.
     pub plain_seconds: f64,
     counter: AtomicUsize,
@@ -218,7 +218,7 @@ impl<'a> Session<'a> {
         source: &'a Path,
         user_args: &'a [String],
     ) -> Result<(Session<'a>, Vec<Measured>, Vec<Location>), SessionError> {
-        Session::start_with(toolchain, arch, plugin, source, user_args, measure::Options::default())
+        Session::start_with(toolchain, arch, plugin, source, user_args, resources::Options::default())
     }
 
     /// [`Session::start`], measuring with `options` (NVPTX: the block size).
@@ -228,7 +228,7 @@ impl<'a> Session<'a> {
         plugin: &'a Path,
         source: &'a Path,
         user_args: &'a [String],
-        options: measure::Options,
+        options: resources::Options,
     ) -> Result<(Session<'a>, Vec<Measured>, Vec<Location>), SessionError> {
         let dir = tempfile::tempdir().map_err(|e| SessionError::Io(format!("cannot create a temporary directory: {e}")))?;
         let unit = Unit { toolchain, arch, source, user_args };
@@ -237,7 +237,7 @@ impl<'a> Session<'a> {
         let plain_seconds = started.elapsed().as_secs_f64();
         let preprocessed = std::fs::read(&temps.preprocessed)
             .map_err(|e| SessionError::Io(format!("cannot read {}: {e}", temps.preprocessed.display())))?;
-        let baseline = measure::object_file_with(&temps.object, arch, &temps.stderr, &options)?;
+        let baseline = resources::object_file_with(&temps.object, arch, &temps.stderr, &options)?;
         let session = Session {
             toolchain,
             arch,
@@ -277,7 +277,7 @@ impl<'a> Session<'a> {
         plugin: &'a Path,
         set: &'a rdc::LinkSet,
         source: &'a Path,
-        options: measure::Options,
+        options: resources::Options,
     ) -> Result<(Session<'a>, Vec<Measured>, Vec<Location>), SessionError> {
         let arch = &set.arch;
         let dir = tempfile::tempdir().map_err(|e| SessionError::Io(format!("cannot create a temporary directory: {e}")))?;
@@ -320,13 +320,13 @@ impl<'a> Session<'a> {
         nvcc: &Nvcc,
         source: &'a Path,
         user_args: &'a [String],
-        options: measure::Options,
+        options: resources::Options,
     ) -> Result<(Session<'a>, Vec<Measured>, Vec<Location>), SessionError> {
         let dir = tempfile::tempdir().map_err(|e| SessionError::Io(format!("cannot create a temporary directory: {e}")))?;
         let started = Instant::now();
         let kept = nvcc::keep(nvcc, arch, source, user_args, dir.path(), None)?;
         let plain_seconds = started.elapsed().as_secs_f64();
-        let baseline = measure::object_file_with(&kept.cubin, arch, &kept.report, &options)?;
+        let baseline = resources::object_file_with(&kept.cubin, arch, &kept.report, &options)?;
         let session = Session {
             toolchain,
             arch,
@@ -646,7 +646,7 @@ impl<'a> Session<'a> {
                 None => {
                     let obj = self.scratch_path("cubin");
                     let report = self.assemble_nvcc(&kept, &entries, &obj, false, deadline)?;
-                    let measured = measure::object_file_with(&obj, self.arch, &report, &self.options)?;
+                    let measured = resources::object_file_with(&obj, self.arch, &report, &self.options)?;
                     *slot = Some((measured.clone(), obj.clone()));
                     (measured, obj)
                 }
@@ -664,7 +664,7 @@ impl<'a> Session<'a> {
         variant.deadline = deadline;
         let obj = self.scratch_path("o");
         let measured = self.compile(&variant, &obj, Emit::Object).and_then(|c| {
-            let all = measure::object_file_with(&obj, self.arch, &c.stderr, &self.options)?;
+            let all = resources::object_file_with(&obj, self.arch, &c.stderr, &self.options)?;
             Ok(match &self.link {
                 Some(link) => link.own(all),
                 None => all,
@@ -704,7 +704,8 @@ impl<'a> Session<'a> {
         };
         let report = assemble();
         let _ = std::fs::remove_file(&ptx_path);
-        let measured = report.map_err(SessionError::from).and_then(|r| Ok(measure::object_file_with(&obj, self.arch, &r, &self.options)?));
+        let measured =
+            report.map_err(SessionError::from).and_then(|r| Ok(resources::object_file_with(&obj, self.arch, &r, &self.options)?));
         match measured {
             Ok(m) => Ok(Some((m, obj))),
             Err(e) => {

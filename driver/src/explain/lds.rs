@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use regtune_decisions::{Entry, Transforms};
 
 use super::diagnose::{Diagnostic, Kind, Tuned};
-use crate::gpu::measure;
+use crate::gpu::resources;
 use crate::gpu::Arch;
 use crate::plugin;
 use crate::session::Session;
@@ -56,7 +56,7 @@ impl<'a> Notes<'a> {
                     })
                     .as_ref()
                     .map_err(Clone::clone)?;
-                Session::start_with(self.toolchain, self.arch, &inputs.plugin, self.source, &inputs.args, measure::Options::default())
+                Session::start_with(self.toolchain, self.arch, &inputs.plugin, self.source, &inputs.args, resources::Options::default())
                     .map(|(session, _, _)| session)
                     .map_err(|e| e.to_string())
             })

@@ -31,7 +31,7 @@ use serde::Serialize;
 
 use crate::context::Context;
 use crate::gpu::compile::{self, compile_failure, CompileError, Unit};
-use crate::gpu::measure::{self, Measured};
+use crate::gpu::resources::{self, Measured};
 use crate::gpu::{self, Arch, Limiter};
 use crate::ir;
 use crate::launch;
@@ -156,7 +156,7 @@ fn build(toolchain: &Toolchain, file: &Path, arch: &Arch, user_args: &[String], 
     let line_table_args = with_args(user_args, &["-gline-tables-only", "-mllvm", &format!("-print-after={}", mir::LAST_PASS)]);
     let debug_args = with_args(user_args, &["-g", "-fno-discard-value-names"]);
     let measured = |obj: &Path, compiled: compile::Compiled| -> Result<(Vec<Measured>, String), Failure> {
-        let m = measure::object_file_with(obj, arch, &compiled.stderr, &measure::Options::default())
+        let m = resources::object_file_with(obj, arch, &compiled.stderr, &resources::Options::default())
             .map_err(|e| Failure::new(e.to_string()))?;
         Ok((m, compiled.stderr))
     };

@@ -28,8 +28,8 @@ use object::{Object, ObjectSection};
 use regtune_decisions::{Transforms, Usage};
 
 use crate::gpu::compile::compile_failure;
-use crate::gpu::measure::{self, Measured};
 use crate::gpu::nvptx::{nvcc, nvidia, MAXNREG_MACRO};
+use crate::gpu::resources::{self, Measured};
 use crate::gpu::Arch;
 use crate::output::Failure;
 use crate::toolchain::nvcc::Nvcc;
@@ -313,7 +313,8 @@ pub(crate) fn rebuild(
     let out = mirror.dir.path().join(format!(".regtune-nvcc-{}", arch.processor()));
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let kept = nvcc::keep(nvcc, arch, &mirror.source, &mirror.args, &out, None).map_err(|e| first_error(&e))?;
-    let measured = measure::object_file_with(&kept.cubin, arch, &kept.report, &measure::Options::default()).map_err(|e| e.to_string())?;
+    let measured =
+        resources::object_file_with(&kept.cubin, arch, &kept.report, &resources::Options::default()).map_err(|e| e.to_string())?;
     let cubin = std::fs::read(&kept.cubin).map_err(|e| format!("cannot read {}: {e}", kept.cubin.display()))?;
     Ok(Rebuilt { measured, cubin })
 }

@@ -92,7 +92,7 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
     };
 
     // The decisions current for this build, per target.
-    let code_dir = crate::runtime::code::dir(&ctx.options.db);
+    let code_dir = crate::measure::code::dir(&ctx.options.db);
     for arch in ctx.archs {
         let unit = Unit { toolchain: ctx.toolchain, arch, source: path, user_args: ctx.clang_args };
         let (hash, preprocessed) = match ctx.nvcc {
@@ -136,7 +136,7 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
                 }
                 // nvcc's patch is compared with the cubin tune kept of the candidate.
                 if ctx.nvcc.is_some() && !d.transforms.is_empty() {
-                    d.code = Some(crate::runtime::code::path(&code_dir, e, &d.transforms)).filter(|p| p.is_file());
+                    d.code = Some(crate::measure::code::path(&code_dir, e, &d.transforms)).filter(|p| p.is_file());
                 }
                 // nvcc's file-wide -maxrregcount=R alone: the kernel's own __maxnreg__ (nvcc.rs).
                 let alone =

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use regtune_decisions::Usage;
 
 use crate::gpu::compile::Unit;
-use crate::gpu::measure;
+use crate::gpu::resources;
 use crate::gpu::Arch;
 use crate::names;
 use crate::toolchain::nvcc::Nvcc;
@@ -140,7 +140,7 @@ pub(crate) fn check(
 }
 
 /// Every kernel's usage in a plain build of unit `u` with the overlay.
-fn measure(build: &Build<'_>, u: &Planned, arch: &Arch, overlay: &Overlay, i: usize) -> Result<Vec<measure::Measured>, String> {
+fn measure(build: &Build<'_>, u: &Planned, arch: &Arch, overlay: &Overlay, i: usize) -> Result<Vec<resources::Measured>, String> {
     let mut args = overlay.args();
     args.extend(build.user_args.iter().cloned());
     let unit = Unit { toolchain: build.toolchain, arch, source: &u.path, user_args: &args };
@@ -149,7 +149,7 @@ fn measure(build: &Build<'_>, u: &Planned, arch: &Arch, overlay: &Overlay, i: us
         let first = e.diagnostics().and_then(|d| d.lines().find(|l| l.contains("error"))).map(str::to_string);
         first.unwrap_or_else(|| e.to_string())
     })?;
-    measure::object_file_with(&obj, arch, &compiled.stderr, &measure::Options::default()).map_err(|e| e.to_string())
+    resources::object_file_with(&obj, arch, &compiled.stderr, &resources::Options::default()).map_err(|e| e.to_string())
 }
 
 /// Is `got` worse than `promised` by the tuner's rule (lower occupancy,

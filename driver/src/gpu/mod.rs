@@ -24,8 +24,8 @@ pub(crate) mod amdgpu;
 mod arch;
 pub(crate) mod compile;
 pub(crate) mod listing;
-pub mod measure;
 pub mod nvptx;
+pub mod resources;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -36,14 +36,14 @@ pub use arch::*;
 /// What limits a kernel's occupancy; both targets' models name the same
 /// resources (a table names them in the target's words:
 /// [`OccupancyModel::limiter_name`]).
-pub(crate) use measure::Limiter;
+pub(crate) use resources::Limiter;
 
 use regtune_decisions::{Param, Transforms, Usage};
 
 use crate::toolchain::{Toolchain, ToolchainError};
 use compile::{CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
 use listing::{Listing, Machine};
-use measure::{MeasureError, Measured};
+use resources::{MeasureError, Measured};
 
 /// Which target a value is: its family and the arch it compiles for.
 pub trait Identity: fmt::Debug + Sync {
@@ -144,7 +144,7 @@ pub trait ReadUsage: Identity {
         path: &Path,
         bytes: &[u8],
         compiler_output: &str,
-        options: &measure::Options,
+        options: &resources::Options,
     ) -> Result<Vec<Measured>, MeasureError>;
 
     /// Whether usage can be read back from a built object alone; Err: why

@@ -28,7 +28,7 @@
 //!   Device code that keeps `__FILE__` (a device-side `assert`) keeps its
 //!   hash too, but its code objects hold the name as spelled: a re-tune
 //!   spelled otherwise finds them changed, and drops what a GPU timed of
-//!   them (`runtime::code::still_measured` compares the bytes).
+//!   them (`measure::code::still_measured` compares the bytes).
 //! - Everything else is hashed as written, `-D` values included.
 //!
 //! Relative names resolve against the directory regtune runs in, which is

@@ -6,7 +6,7 @@ use regtune_decisions::{Param, Reason, Transforms, Usage};
 use super::plan::{at_best, occupancy_ceiling, registers_word, Plan};
 use super::VariantStatus;
 use crate::evidence::{Class, Evidence};
-use crate::gpu::measure::Measured;
+use crate::gpu::resources::Measured;
 use crate::gpu::{self, Arch};
 use crate::search::Objective;
 use crate::verdict;

@@ -116,8 +116,8 @@ pub struct Options {
 impl Options {
     /// What measuring a build needs of these options: the block size the
     /// user stated (NVPTX occupancy is computed for it).
-    pub(crate) fn measure_options(&self) -> crate::gpu::measure::Options {
-        crate::gpu::measure::Options { block_size: self.block_size.stated() }
+    pub(crate) fn measure_options(&self) -> crate::gpu::resources::Options {
+        crate::gpu::resources::Options { block_size: self.block_size.stated() }
     }
 }
 

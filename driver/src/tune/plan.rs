@@ -13,7 +13,7 @@ use super::diff::profile;
 use super::messages::suggestion_message;
 use super::{BlockSize, Measurement, Noalias, Options, Pow2, VariantStatus};
 use crate::evidence::Class;
-use crate::gpu::measure::Measured;
+use crate::gpu::resources::Measured;
 use crate::gpu::{self, Arch};
 use crate::limits::Limits;
 use crate::names;

@@ -14,7 +14,7 @@ use super::{KernelTuning, Options, VariantStatus};
 use crate::context::Context;
 use crate::fix::spell::Speller;
 use crate::gpu::compile;
-use crate::gpu::measure::Measured;
+use crate::gpu::resources::Measured;
 use crate::gpu::{self, Arch};
 use crate::limits::{Limits, BUDGET_FACTOR};
 use crate::names;
@@ -286,14 +286,14 @@ pub(super) fn tune_session(
         progress.note(&format!("regtune: {} on {}: not built with nvcc: {why}", file.display(), arch.processor()));
     }
     if let Some(dir) = &options.code_dir {
-        crate::runtime::code::store(session, rows.iter().map(|r| &r.entry), dir).map_err(session_failure)?;
-        if let Some(note) = crate::runtime::code::store_other(session, rows.iter().map(|r| &r.entry), dir, options.other_compiler) {
+        crate::measure::code::store(session, rows.iter().map(|r| &r.entry), dir).map_err(session_failure)?;
+        if let Some(note) = crate::measure::code::store_other(session, rows.iter().map(|r| &r.entry), dir, options.other_compiler) {
             progress.note(&format!("regtune: {} on {}: {note}", file.display(), arch.processor()));
         }
         // A re-tune keeps what a GPU measured of code objects that did not change.
         for row in &mut rows {
             let old = known.kernels.get(&row.entry.key()).and_then(|e| e.measured.as_ref());
-            row.entry.measured = old.and_then(|m| crate::runtime::code::still_measured(dir, &row.entry, m));
+            row.entry.measured = old.and_then(|m| crate::measure::code::still_measured(dir, &row.entry, m));
         }
     }
     Ok(rows)

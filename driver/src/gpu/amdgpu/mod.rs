@@ -16,7 +16,7 @@ use std::process::Command;
 use super::{Arch, Compile, Identity, Limiter, OccupancyModel, ReadUsage, SourceCompiler, SourceSpelling, Spelling, Steps, Target};
 use crate::gpu::compile::{self, CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
 use crate::gpu::listing::{Listing, Machine};
-use crate::gpu::measure::{self, MeasureError, Measured};
+use crate::gpu::resources::{self, MeasureError, Measured};
 use crate::toolchain::{Toolchain, ToolchainError};
 use regtune_decisions::Usage;
 
@@ -131,7 +131,7 @@ impl ReadUsage for Amdgpu {
         path: &Path,
         bytes: &[u8],
         _compiler_output: &str,
-        _options: &measure::Options,
+        _options: &resources::Options,
     ) -> Result<Vec<Measured>, MeasureError> {
         let arch = &self.arch;
         usage::read(path, bytes, arch)

@@ -8,7 +8,7 @@ use regtune_decisions::Usage;
 
 use super::codeobj::{self, KernelMeta};
 use super::occupancy::{KernelAttrs, KernelResources};
-use crate::gpu::measure::{MeasureError, Measured};
+use crate::gpu::resources::{MeasureError, Measured};
 use crate::gpu::Arch;
 
 /// Every kernel of the code object for `arch` in `bytes` (a code object,

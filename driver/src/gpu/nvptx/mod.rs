@@ -16,7 +16,7 @@ use std::process::Command;
 use super::{Arch, Compile, Identity, Limiter, OccupancyModel, ReadUsage, SourceCompiler, SourceSpelling, Spelling, Steps, Target};
 use crate::gpu::compile::{self, CompileError, Compiled, Location, Temps, Unit, Variant};
 use crate::gpu::listing::{Listing, Machine};
-use crate::gpu::measure::{self, MeasureError, Measured, NvidiaUsage};
+use crate::gpu::resources::{self, MeasureError, Measured, NvidiaUsage};
 use crate::toolchain::{Toolchain, ToolchainError};
 use regtune_decisions::Usage;
 
@@ -159,7 +159,7 @@ impl ReadUsage for Nvptx {
         path: &Path,
         bytes: &[u8],
         compiler_output: &str,
-        options: &measure::Options,
+        options: &resources::Options,
     ) -> Result<Vec<Measured>, MeasureError> {
         let arch = &self.arch;
         usage::read(path, bytes, arch, compiler_output, options)
@@ -280,7 +280,7 @@ impl OccupancyModel for Nvptx {
 
     /// Launch bounds (`.maxntid`) or `--block-size`.
     fn promised_block(&self, base: &Measured) -> Option<u32> {
-        base.nvidia.as_ref().filter(|n| n.block_size_from != measure::BlockSizeFrom::Default).map(|n| n.block_size)
+        base.nvidia.as_ref().filter(|n| n.block_size_from != resources::BlockSizeFrom::Default).map(|n| n.block_size)
     }
 
     /// One step per register cap a warps target gives (the caps a hand
@@ -306,7 +306,7 @@ impl OccupancyModel for Nvptx {
             }
         }
         // What the user states, else what the launches did, else the launch bounds.
-        let stated = (n.block_size_from == measure::BlockSizeFrom::Option).then_some(n.block_size);
+        let stated = (n.block_size_from == resources::BlockSizeFrom::Option).then_some(n.block_size);
         let block = stated.or(launched).or(self.promised_block(base));
         caps.retain(|&(_, cap)| {
             cap >= MIN_REGISTER_CAP && block.is_none_or(|b| sm.occupancy(&nvidia::KernelResources { regs: cap, ..k }, b).warps > 0)
@@ -439,7 +439,7 @@ mod tests {
         let k =
             cubin::CubinKernel { name: "k".into(), registers: regs, stack_frame_bytes: 0, max_threads, code_bytes: 512, params: vec![] };
         let info = ptxas::FunctionInfo { name: "k".into(), entry: true, registers: regs, ..Default::default() };
-        usage::kernel(&k, &info, &Arch::parse("sm_90").unwrap(), &measure::Options { block_size })
+        usage::kernel(&k, &info, &Arch::parse("sm_90").unwrap(), &resources::Options { block_size })
     }
 
     fn steps(m: &Measured, launched: Option<u32>) -> (Vec<u32>, Option<u32>) {

@@ -1,5 +1,5 @@
 //! NVPTX usage from a built cubin and the `ptxas -v` report of the compile
-//! that made it (see [`crate::gpu::measure`] for what each [`Usage`] field holds
+//! that made it (see [`crate::gpu::resources`] for what each [`Usage`] field holds
 //! here), occupancy from NVIDIA's calculator ([`super::nvidia`]).
 
 use std::path::Path;
@@ -8,7 +8,7 @@ use regtune_decisions::Usage;
 
 use super::nvidia::KernelResources as NvResources;
 use super::{cubin, ptxas, sass};
-use crate::gpu::measure::{BlockSizeFrom, MeasureError, Measured, NvidiaUsage, Options, DEFAULT_BLOCK_SIZE};
+use crate::gpu::resources::{BlockSizeFrom, MeasureError, Measured, NvidiaUsage, Options, DEFAULT_BLOCK_SIZE};
 use crate::gpu::{Arch, Limiter};
 
 /// Every kernel of the cubin `bytes` (read from `path`), its spills, shared

@@ -7,7 +7,7 @@
 //! The measurements go into the db (`measured`), where the decision rule
 //! ([`regtune_decisions::Entry::effective`]) uses them.
 //!
-//! (`gpu::measure` is the other measurement: registers and occupancy of
+//! (`gpu::resources` is the other measurement: registers and occupancy of
 //! a compile. This one is time and bytes on a GPU.)
 
 pub mod code;

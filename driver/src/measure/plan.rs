@@ -182,7 +182,7 @@ pub(super) mod tests {
     use regtune_decisions::Entry;
 
     /// A db entry for `symbol` on sm_90 (the other runtime tests use it too).
-    pub(in crate::runtime) fn entry(symbol: &str, transforms: Transforms) -> Entry {
+    pub(in crate::measure) fn entry(symbol: &str, transforms: Transforms) -> Entry {
         Entry {
             symbol: symbol.into(),
             arch: "sm_90".into(),
