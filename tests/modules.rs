@@ -1,7 +1,8 @@
 //! ARCHITECTURE.md's invariants, checked: the driver's modules in the
 //! order of its "Layers" block, each importing only modules before it (so
-//! data flows one way and there is no cycle), the base ones nothing; and
-//! outside `gpu/`, no code that asks which target it is.
+//! data flows one way and there is no cycle), the base ones nothing;
+//! outside `gpu/`, no code that asks which target it is; and in no crate
+//! two top-level modules that import each other, directly or around.
 //!
 //! An import is each `crate::<module>` a file of driver/src names outside
 //! its `#[cfg(test)] mod tests`, doc links included: an edge from the
@@ -65,7 +66,12 @@ fn named(text: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
 
 /// Each file's code, less its unit tests, by top-level module.
 fn sources() -> Vec<(String, PathBuf, String)> {
-    let src = src();
+    sources_of(&src())
+}
+
+/// The same for the crate whose `lib.rs` is in `src`.
+fn sources_of(src: &Path) -> Vec<(String, PathBuf, String)> {
+    let src = src.to_path_buf();
     let modules = modules(&src);
     let mut files = Vec::new();
     rust_files(&src, &mut files);
@@ -85,9 +91,14 @@ fn sources() -> Vec<(String, PathBuf, String)> {
 }
 
 fn graph() -> Graph {
-    let modules = modules(&src());
+    graph_of(&src())
+}
+
+/// The import graph of the crate whose `lib.rs` is in `src`.
+fn graph_of(src: &Path) -> Graph {
+    let modules = modules(src);
     let mut graph = Graph::new();
-    for (top, _, code) in sources() {
+    for (top, _, code) in sources_of(src) {
         for to in named(&code, &modules) {
             if to != top {
                 graph.entry(top.clone()).or_default().insert(to);
@@ -165,6 +176,43 @@ fn only_gpu_asks_which_target_it_is() {
             assert!(!code.contains(asks), "{} asks which target it is (`{asks}`): ask gpu::of(arch) instead", file.display());
         }
     }
+}
+
+/// Every cycle of `graph` that a depth-first walk finds, as the modules
+/// along it (the first again at the end).
+fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+    fn walk(at: &str, graph: &Graph, path: &mut Vec<String>, done: &mut BTreeSet<String>, out: &mut Vec<Vec<String>>) {
+        if let Some(i) = path.iter().position(|p| p == at) {
+            out.push(path[i..].iter().cloned().chain([at.to_string()]).collect());
+            return;
+        }
+        if !done.insert(at.to_string()) {
+            return;
+        }
+        path.push(at.to_string());
+        for next in graph.get(at).into_iter().flatten() {
+            walk(next, graph, path, done, out);
+        }
+        path.pop();
+    }
+    let (mut done, mut out) = (BTreeSet::new(), Vec::new());
+    for from in graph.keys() {
+        walk(from, graph, &mut Vec::new(), &mut done, &mut out);
+    }
+    out
+}
+
+#[test]
+fn no_crate_has_a_module_cycle() {
+    for krate in ["driver", "passes", "passes/cfg", "runtime", "decisions"] {
+        let src = root().join(krate).join("src");
+        let graph = graph_of(&src);
+        let found = cycles(&graph);
+        assert!(found.is_empty(), "{krate}: modules that import each other: {found:?}");
+    }
+    // The walk finds one.
+    let graph: Graph = [("a", "b"), ("b", "c"), ("c", "a")].iter().map(|(f, t)| (f.to_string(), BTreeSet::from([t.to_string()]))).collect();
+    assert_eq!(cycles(&graph), [["a", "b", "c", "a"]]);
 }
 
 #[test]

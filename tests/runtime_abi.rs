@@ -13,7 +13,8 @@ use std::mem::{offset_of, size_of};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use regtune_runtime::{confirm, cuda, cupti, hip, track};
+use regtune_runtime::cupti::track;
+use regtune_runtime::{confirm, cuda, cupti, hip};
 
 fn cuda_include() -> PathBuf {
     let roots = [

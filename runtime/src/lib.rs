@@ -26,4 +26,3 @@ pub mod interpose;
 pub mod plan;
 pub mod protocol;
 pub mod replay;
-pub mod track;

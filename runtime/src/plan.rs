@@ -79,7 +79,7 @@ pub struct PlanKernel {
     /// The candidates the build may use (what the user allows), by name,
     /// with their transforms: after the replay the interposer chooses among
     /// them by the db's rule and confirms the choice on the program's own
-    /// launches ([`crate::confirm`]). Empty: nothing is confirmed.
+    /// launches (confirm.rs). Empty: nothing is confirmed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<Choice>,
     /// The control's name (plain's code loaded again): its least gain.
@@ -151,7 +151,7 @@ pub enum Event {
     /// again as the count grows (1, 2, 4, ... and at exit); the last says it all.
     Note { symbol: String, message: String, launches: u64 },
     /// The replay's choice for a kernel, timed on the program's own
-    /// launches after the replay ([`crate::confirm`]).
+    /// launches after the replay (confirm.rs).
     Confirmed(Confirmed),
 }
 

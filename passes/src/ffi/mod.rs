@@ -1,4 +1,4 @@
-//! The FFI layer: with [`crate::plugin`] (the plugin's C ABI), the only
+//! The FFI layer: with `plugin.rs` (the plugin's C ABI), the only
 //! code in this crate that handles raw LLVM pointers.
 //!
 //! * [`ir`]: safe wrappers over the LLVM-C calls inkwell lacks.

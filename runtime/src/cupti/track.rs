@@ -8,8 +8,8 @@
 
 use std::ffi::{c_int, c_uint};
 
+use super::{CallbackData, CUPTI_API_EXIT};
 use crate::capture::{Live, LIVE};
-use crate::cupti::{CallbackData, CUPTI_API_EXIT};
 
 pub const CBID_MEM_ALLOC_V2: u32 = 243;
 pub const CBID_MEM_ALLOC_PITCH_V2: u32 = 244;

@@ -19,6 +19,8 @@
 //! callback ids are cupti_callbacks.h's, cupti_driver_cbid.h's and
 //! generated_cuda_meta.h's; `tests/runtime.rs` checks them against the headers.
 
+pub mod track;
+
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
@@ -354,8 +356,8 @@ fn initialize() {
     // SAFETY: registering a plain extern "C" function.
     unsafe { libc::atexit(flush_at_exit) };
     // The program's allocations: where pointers stored in device memory lead.
-    crate::track::start();
-    for cbid in crate::track::CBIDS {
+    track::start();
+    for cbid in track::CBIDS {
         // SAFETY: as above.
         unsafe { (api.enable_callback)(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) };
     }
@@ -564,9 +566,9 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: c_int, cbid: u32
     }
     // SAFETY: for the driver domain CUPTI passes a CUpti_CallbackData.
     let data = unsafe { &*(data as *const CallbackData) };
-    if crate::track::CBIDS.contains(&cbid) {
+    if track::CBIDS.contains(&cbid) {
         // SAFETY: CUPTI's data for this allocation call.
-        let _ = std::panic::catch_unwind(|| unsafe { crate::track::on_call(cbid, data) });
+        let _ = std::panic::catch_unwind(|| unsafe { track::on_call(cbid, data) });
         return;
     }
     // Never unwind into the driver.
