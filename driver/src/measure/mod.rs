@@ -184,6 +184,7 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
 
     let mut notes = collected.notes.clone();
     notes.extend(left_out(&db, collected.measured.keys()));
+    notes.extend(file_wide(&db, collected.measured.keys()));
     let launched_nothing_planned = collected.measured.is_empty();
     if !collected.unplanned.is_empty() {
         let names: Vec<String> =
@@ -237,6 +238,41 @@ fn left_out<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String> 
             .collect();
         let builds = if timed.len() == 1 { "build" } else { "builds" };
         notes.push(format!("{name}: {} {builds} an earlier run timed, not timed again: {}", timed.len(), timed.join(", ")));
+    }
+    notes
+}
+
+/// One line per kernel that kept nvcc's file-wide `-maxrregcount=R` while
+/// another kernel of its file decided otherwise: the build cannot give the
+/// file that flag, so regtune-nvcc builds the kernel's own best instead
+/// (`Entry::effective_per_kernel`), and the figure the build gets is that
+/// one's, not R's.
+fn file_wide<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut notes = vec![];
+    for e in keys.filter_map(|k| db.kernels.get(k)) {
+        let kept = e.effective();
+        let Some(r) = kept.maxrregcount else { continue };
+        let other = db.kernels.values().find(|o| {
+            o.symbol != e.symbol && o.arch == e.arch && o.input_hash == e.input_hash && {
+                let t = o.effective();
+                !t.is_empty() && t != kept
+            }
+        });
+        let Some(other) = other else { continue };
+        let own = e.effective_per_kernel();
+        let speedup = e.measured.as_ref().and_then(|m| m.candidate(&own).and_then(|c| m.speedup(c)));
+        let own_text = match speedup {
+            Some(s) if !own.is_empty() => format!("`{}` ({s:.3}×)", code::label(e, &own)),
+            _ if own.is_empty() => "plain".to_string(),
+            _ => format!("`{}`", code::label(e, &own)),
+        };
+        notes.push(format!(
+            "{}: kept -maxrregcount={r}, nvcc's flag for the whole file, but {} in the same file decided `{}`: \
+             regtune-nvcc builds this kernel's own best, {own_text}, and fix writes a __maxnreg__ only where one reaches {r}'s registers",
+            crate::names::short_name(&e.name),
+            crate::names::short_name(&other.name),
+            code::label(other, &other.effective())
+        ));
     }
     notes
 }
@@ -303,5 +339,35 @@ fn emit(rows: &[results::Row], notes: &[String], o: &Options) -> Result<(), Stri
             eprint!("{text}");
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use regtune_decisions::Transforms;
+
+    #[test]
+    fn a_file_wide_cap_another_kernel_of_the_file_does_not_share_is_named() {
+        let mut db = Db::default();
+        let wide = plan::tests::entry("_Z1av", Transforms { maxrregcount: Some(128), ..Default::default() });
+        let step = plan::tests::entry("_Z1bv", Transforms { waves_per_eu: Some(32), ..Default::default() });
+        db.kernels.insert("a".into(), wide.clone());
+        db.kernels.insert("b".into(), step);
+        let keys = ["a".to_string()];
+        let notes = file_wide(&db, keys.iter());
+        assert_eq!(
+            notes,
+            ["_Z1av: kept -maxrregcount=128, nvcc's flag for the whole file, but _Z1bv in the same file decided `warps-per-sm=32`: \
+              regtune-nvcc builds this kernel's own best, plain, and fix writes a __maxnreg__ only where one reaches 128's registers"]
+        );
+        // Where the other kernel agrees, or is in another file, nothing is said.
+        let agrees = plan::tests::entry("_Z1bv", Transforms { maxrregcount: Some(128), ..Default::default() });
+        db.kernels.insert("b".into(), agrees);
+        assert!(file_wide(&db, keys.iter()).is_empty());
+        let mut elsewhere = plan::tests::entry("_Z1bv", Transforms { waves_per_eu: Some(32), ..Default::default() });
+        elsewhere.input_hash = "other".into();
+        db.kernels.insert("b".into(), elsewhere);
+        assert!(file_wide(&db, keys.iter()).is_empty());
     }
 }
