@@ -45,6 +45,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+from cubin import sections as cubin_sections  # noqa: E402
 
 
 def _load_clang_corpus():
@@ -203,17 +205,10 @@ def cubin_code(path):
     notes (.note.nv.tkinfo records ptxas's command line), line tables and
     .nv.info's EIATTR_MAXREG_COUNT (the -maxrregcount given) even where a
     cap changes no instruction; those are left out."""
-    d = open(path, "rb").read()
-    shoff, = struct.unpack_from("<Q", d, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", d, 0x3a)
-    secs = [struct.unpack_from("<IIQQQQIIQQ", d, shoff + i * shentsize) for i in range(shnum)]
-    names = secs[shstrndx][4]
     out = []
-    for s in secs:
-        name = d[names + s[0]:d.index(b"\0", names + s[0])].decode()
+    for name, _, size, body in cubin_sections(open(path, "rb").read()):
         if name.startswith((".text", ".nv.info", ".nv.constant", ".nv.shared", ".nv.global")):
-            body = d[s[4]:s[4] + s[5]] if s[1] != 8 else b""  # SHT_NOBITS: its size alone
-            out.append((name, s[5], without_maxreg(body) if name.startswith(".nv.info") else body))
+            out.append((name, size, without_maxreg(body) if name.startswith(".nv.info") else body))
     return hashlib.sha256(repr(sorted(out)).encode()).hexdigest()
 
 

@@ -39,6 +39,8 @@ OUT = os.path.join(HERE, "build", "rebuilt")
 
 sys.path.insert(0, os.path.join(REPO, "bench", "runtime"))
 from build import cuda_root  # noqa: E402
+sys.path.insert(0, os.path.join(REPO, "bench"))
+from cubin import sections as cubin_sections  # noqa: E402
 
 
 def changed(db):
@@ -79,12 +81,7 @@ def cubins(blob):
 
 def kernel_code(cubin, symbol):
     """.text.<symbol> + .nv.info.<symbol> (runtime/src/code.rs's rule)."""
-    shoff, = struct.unpack_from("<Q", cubin, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
-    headers = [struct.unpack_from("<IIQQQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
-    strtab = headers[shstrndx]
-    name = lambda h: cubin[strtab[4] + h[0]:cubin.index(b"\0", strtab[4] + h[0])].decode()
-    parts = {name(h): cubin[h[4]:h[4] + h[5]] for h in headers}
+    parts = {name: body for name, _, _, body in cubin_sections(cubin)}
     want = [f".text.{symbol}", f".nv.info.{symbol}"]
     return b"".join(parts[w] for w in want) if all(w in parts for w in want) else None
 
