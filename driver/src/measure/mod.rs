@@ -184,6 +184,7 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
 
     let mut notes = collected.notes.clone();
     notes.extend(left_out(&db, collected.measured.keys()));
+    notes.extend(unconfirmed(&db, &collected));
     notes.extend(file_wide(&db, collected.measured.keys()));
     let launched_nothing_planned = collected.measured.is_empty();
     if !collected.unplanned.is_empty() {
@@ -238,6 +239,28 @@ fn left_out<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String> 
             .collect();
         let builds = if timed.len() == 1 { "build" } else { "builds" };
         notes.push(format!("{name}: {} {builds} an earlier run timed, not timed again: {}", timed.len(), timed.join(", ")));
+    }
+    notes
+}
+
+/// One line per kernel whose kept build the program's own launches never
+/// timed because it launched the kernel no more after its replayed launches
+/// (a single launch, as most of the corpus's programs): the replay's figure
+/// decides. The build is the db's own choice, `Entry::effective`.
+fn unconfirmed(db: &Db, collected: &results::Collected) -> Vec<String> {
+    let mut notes = vec![];
+    for (key, m) in collected.measured.iter().filter(|(k, _)| !collected.confirmed.contains(*k)) {
+        let Some(e) = db.kernels.get(key) else { continue };
+        let kept = e.effective();
+        if kept.is_empty() {
+            continue;
+        }
+        let replayed = if m.launches == 1 { "its 1 launch".to_string() } else { format!("its {} launches", m.launches) };
+        notes.push(format!(
+            "{}: `{}` not confirmed: no launch after {replayed} replayed; the replay's figure decides",
+            crate::names::short_name(&e.name),
+            code::label(e, &kept)
+        ));
     }
     notes
 }
@@ -345,6 +368,7 @@ fn emit(rows: &[results::Row], notes: &[String], o: &Options) -> Result<(), Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use regtune_decisions::measured::Measured;
     use regtune_decisions::Transforms;
 
     #[test]
@@ -369,5 +393,25 @@ mod tests {
         elsewhere.input_hash = "other".into();
         db.kernels.insert("b".into(), elsewhere);
         assert!(file_wide(&db, keys.iter()).is_empty());
+    }
+
+    #[test]
+    fn a_kept_build_the_program_never_launched_again_is_named() {
+        let mut db = Db::default();
+        db.kernels.insert("k".into(), plan::tests::entry("_Z1kv", Transforms { waves_per_eu: Some(32), ..Default::default() }));
+        db.kernels.insert("p".into(), plan::tests::entry("_Z1pv", Transforms::default()));
+        let measured: Measured =
+            serde_json::from_value(serde_json::json!({"device": "d", "launches": 1, "runs": 3, "deterministic": true, "candidates": []}))
+                .unwrap();
+        let mut collected = results::Collected::default();
+        collected.measured.insert("k".into(), measured.clone());
+        collected.measured.insert("p".into(), measured);
+        assert_eq!(
+            unconfirmed(&db, &collected),
+            ["_Z1kv: `warps-per-sm=32` not confirmed: no launch after its 1 launch replayed; the replay's figure decides"]
+        );
+        // Where the program's launches timed it (or tried to), nothing more is said here.
+        collected.confirmed.insert("k".into());
+        assert!(unconfirmed(&db, &collected).is_empty());
     }
 }
