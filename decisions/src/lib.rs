@@ -300,6 +300,15 @@ impl Entry {
     /// unless a GPU measurement rejected it; then the fastest allowed build
     /// measured identical and faster than plain, else plain.
     pub fn effective(&self) -> Transforms {
+        match &self.measured {
+            Some(m) if m.file_wide_declined_for.is_some() => self.effective_per_kernel(),
+            _ => self.effective_alone(),
+        }
+    }
+
+    /// [`Entry::effective`] as if the kernel were alone in its file: nvcc's
+    /// file-wide `-maxrregcount` candidates are chosen like any other.
+    pub fn effective_alone(&self) -> Transforms {
         let tuned = self.tuned();
         let Some(m) = &self.measured else { return tuned };
         m.choose(self.allowed().iter()).unwrap_or(tuned)
@@ -344,6 +353,15 @@ impl Entry {
         let Some(m) = &self.measured else { return tuned };
         let own: Vec<Transforms> = self.allowed().into_iter().filter(|t| t.maxrregcount.is_none()).collect();
         m.choose(own.iter()).unwrap_or(tuned)
+    }
+
+    /// The kernel's demangled name, else its symbol (older entries).
+    pub fn name_or_symbol(&self) -> &str {
+        if self.name.is_empty() {
+            &self.symbol
+        } else {
+            &self.name
+        }
     }
 
     /// The decided transforms plus any suggestion the user confirmed in the
@@ -409,11 +427,41 @@ impl Db {
     }
 
     fn parse(text: &str, path: &Path) -> Result<Db, DbError> {
-        let db: Db = serde_json::from_str(text).map_err(|source| DbError::Parse { path: path.into(), source })?;
+        let mut db: Db = serde_json::from_str(text).map_err(|source| DbError::Parse { path: path.into(), source })?;
         if db.version != FORMAT_VERSION {
             return Err(DbError::Version { path: path.into(), found: db.version });
         }
+        // Dbs measured before the rule was kept read as they are built.
+        db.settle_file_wide();
         Ok(db)
+    }
+
+    /// One build of a file takes one `-maxrregcount`: a kernel whose
+    /// measurement chose nvcc's file-wide cap R keeps it only where every
+    /// other kernel of its file (same arch and input) decided R too or
+    /// nothing; otherwise it is built as its own best, its measurement
+    /// naming the kernel that decided otherwise
+    /// ([`Measured::file_wide_declined_for`]). Where a kernel that decided
+    /// nothing compiles differently under R, the build finds out from the
+    /// bytes and builds each such kernel its own best too.
+    pub fn settle_file_wide(&mut self) {
+        let chosen: Vec<(String, Transforms)> = self.kernels.iter().map(|(k, e)| (k.clone(), e.effective_alone())).collect();
+        let mut declined: Vec<(String, Option<String>)> = Vec::new();
+        for (key, t) in &chosen {
+            let e = &self.kernels[key];
+            let other = t.maxrregcount.and_then(|r| {
+                chosen.iter().find(|(k, o)| {
+                    let s = &self.kernels[k];
+                    k != key && s.arch == e.arch && s.input_hash == e.input_hash && !o.is_empty() && o.maxrregcount != Some(r)
+                })
+            });
+            declined.push((key.clone(), other.map(|(k, _)| self.kernels[k].name_or_symbol().to_string())));
+        }
+        for (key, other) in declined {
+            if let Some(m) = self.kernels.get_mut(&key).and_then(|e| e.measured.as_mut()) {
+                m.file_wide_declined_for = other;
+            }
+        }
     }
 
     /// The entries for a kernel on a target, newest input first is not
@@ -472,7 +520,9 @@ impl Db {
     }
 
     /// Read-modify-write under an exclusive lock, so concurrent writers
-    /// (`make -j` through the wrapper, batch shards) never lose an entry.
+    /// (`make -j` through the wrapper, batch shards) never lose an entry;
+    /// nvcc's file-wide caps settled over what `f` left
+    /// ([`Db::settle_file_wide`]).
     pub fn update<T>(path: &Path, f: impl FnOnce(&mut Db) -> T) -> Result<T, DbError> {
         let err = |source| DbError::Write { path: path.into(), source };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -483,6 +533,7 @@ impl Db {
         lock.lock_exclusive().map_err(err)?;
         let mut db = Db::load(path)?;
         let out = f(&mut db);
+        db.settle_file_wide();
         db.save(path)?;
         // The lock is released when `lock` is dropped.
         Ok(out)
@@ -709,7 +760,57 @@ mod tests {
             control: None,
             earlier: vec![],
             program: None,
+            file_wide_declined_for: None,
         }
+    }
+
+    /// An sm_90 entry of file `hash` whose search holds `builds`, measured
+    /// at those times (plain: 1 ms).
+    fn measured_entry(symbol: &str, hash: &str, builds: &[(&Transforms, f64)]) -> Entry {
+        let mut e = entry(symbol, hash);
+        e.arch = "sm_90".into();
+        e.transforms = Transforms::default();
+        e.candidates = builds.iter().map(|(t, _)| Candidate { transforms: (*t).clone(), usage: Usage::default() }).collect();
+        let timed: Vec<(&Transforms, f64, bool)> = builds.iter().map(|(t, ms)| (*t, *ms, true)).collect();
+        e.measured = Some(measured_with(&timed));
+        e
+    }
+
+    #[test]
+    fn a_file_wide_cap_stands_only_where_the_files_other_kernels_decide_it_or_nothing() {
+        let wide = Transforms { maxrregcount: Some(128), ..Default::default() };
+        let step = |w| Transforms { waves_per_eu: Some(w), ..Default::default() };
+        let a = measured_entry("_Z1av", "f", &[(&wide, 0.80), (&step(32), 0.90)]);
+        let mut db = Db::default();
+        db.insert(a.clone());
+        // Another kernel of the file decides a step of its own: a is built as its own best.
+        db.insert(measured_entry("_Z1bv", "f", &[(&step(24), 0.80)]));
+        db.settle_file_wide();
+        let a_now = &db.kernels[&a.key()];
+        assert_eq!(a_now.effective_alone(), wide);
+        assert_eq!(a_now.effective(), step(32));
+        assert_eq!(a_now.measured.as_ref().unwrap().file_wide_declined_for.as_deref(), Some("_Z1bv"));
+        // It decides the same cap, or nothing (slower than plain): the cap stands.
+        for b in [measured_entry("_Z1bv", "f", &[(&wide, 0.85)]), measured_entry("_Z1bv", "f", &[(&step(24), 1.2)])] {
+            db.insert(b);
+            db.settle_file_wide();
+            assert_eq!(db.kernels[&a.key()].effective(), wide);
+            assert_eq!(db.kernels[&a.key()].measured.as_ref().unwrap().file_wide_declined_for, None);
+        }
+        // A kernel of another file, or another arch, decides nothing here.
+        let mut elsewhere = measured_entry("_Z1cv", "g", &[(&step(24), 0.80)]);
+        db.insert(elsewhere.clone());
+        elsewhere.input_hash = "f".into();
+        elsewhere.arch = "sm_100".into();
+        db.insert(elsewhere);
+        db.settle_file_wide();
+        assert_eq!(db.kernels[&a.key()].effective(), wide);
+        // Two caps in one file: neither stands; an older db reads the same way.
+        db.insert(measured_entry("_Z1bv", "f", &[(&Transforms { maxrregcount: Some(96), ..Default::default() }, 0.7)]));
+        let text = serde_json::to_string(&db).unwrap();
+        let read = Db::parse(&text, Path::new("db.json")).unwrap();
+        assert_eq!(read.kernels[&a.key()].effective(), step(32));
+        assert!(read.kernels[&Db::key("_Z1bv", "sm_90", "f")].effective().is_empty(), "its cap alone: plain");
     }
 
     #[test]

@@ -212,6 +212,7 @@ mod tests {
             control: None,
             earlier: vec![],
             program: None,
+            file_wide_declined_for: None,
         });
         assert_eq!(entries_digest(&[&e]), before);
         e.suggested[0].confirmed = true;

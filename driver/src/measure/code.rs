@@ -294,6 +294,7 @@ mod tests {
             control: None,
             earlier: vec![timed(Transforms { unroll_cap: Some(1), ..Default::default() }, Some("y".into()))],
             program: None,
+            file_wide_declined_for: None,
         };
         // The same plain code: the build no longer offered joins the earlier one.
         let kept = still_measured(tmp.path(), &e, &old(hash_of(&plain_path))).unwrap();

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus};
 use std::time::Instant;
 
-use regtune_decisions::Db;
+use regtune_decisions::{Db, Transforms};
 use regtune_runtime::plan as wire;
 
 use crate::output::{self, Format};
@@ -265,36 +265,31 @@ fn unconfirmed(db: &Db, collected: &results::Collected) -> Vec<String> {
     notes
 }
 
-/// One line per kernel that kept nvcc's file-wide `-maxrregcount=R` while
-/// another kernel of its file decided otherwise: the build cannot give the
-/// file that flag, so regtune-nvcc builds the kernel's own best instead
-/// (`Entry::effective_per_kernel`), and the figure the build gets is that
-/// one's, not R's.
+/// One line per kernel whose measurement chose nvcc's file-wide
+/// `-maxrregcount=R` while another kernel of its file decided otherwise
+/// ([`Db::settle_file_wide`]): the file takes one flag, so the kernel keeps
+/// its own best, and says what R would have given.
 fn file_wide<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String> {
     let mut notes = vec![];
     for e in keys.filter_map(|k| db.kernels.get(k)) {
+        let Some(m) = &e.measured else { continue };
+        let Some(other) = &m.file_wide_declined_for else { continue };
+        let alone = e.effective_alone();
+        let Some(r) = alone.maxrregcount else { continue };
+        let figure = |t: &Transforms| m.candidate(t).and_then(|c| m.speedup(c)).map(|s| format!(" ({s:.3}×)")).unwrap_or_default();
         let kept = e.effective();
-        let Some(r) = kept.maxrregcount else { continue };
-        let other = db.kernels.values().find(|o| {
-            o.symbol != e.symbol && o.arch == e.arch && o.input_hash == e.input_hash && {
-                let t = o.effective();
-                !t.is_empty() && t != kept
-            }
-        });
-        let Some(other) = other else { continue };
-        let own = e.effective_per_kernel();
-        let speedup = e.measured.as_ref().and_then(|m| m.candidate(&own).and_then(|c| m.speedup(c)));
-        let own_text = match speedup {
-            Some(s) if !own.is_empty() => format!("`{}` ({s:.3}×)", code::label(e, &own)),
-            _ if own.is_empty() => "plain".to_string(),
-            _ => format!("`{}`", code::label(e, &own)),
-        };
+        let kept_text = if kept.is_empty() { "plain".to_string() } else { format!("`{}`{}", code::label(e, &kept), figure(&kept)) };
+        let decided = db
+            .kernels
+            .values()
+            .find(|o| o.arch == e.arch && o.input_hash == e.input_hash && o.name_or_symbol() == other)
+            .map(|o| format!(" `{}`", code::label(o, &o.effective())))
+            .unwrap_or_default();
         notes.push(format!(
-            "{}: kept -maxrregcount={r}, nvcc's flag for the whole file, but {} in the same file decided `{}`: \
-             regtune-nvcc builds this kernel's own best, {own_text}, and fix writes a __maxnreg__ only where one reaches {r}'s registers",
+            "{}: kept {kept_text}, its own best: -maxrregcount={r}{} is nvcc's flag for the whole file, and {} in the same file decided{decided}",
             crate::names::short_name(&e.name),
-            crate::names::short_name(&other.name),
-            code::label(other, &other.effective())
+            figure(&alone),
+            crate::names::short_name(other),
         ));
     }
     notes
@@ -321,6 +316,7 @@ fn merge(path: &Path, code_dir: &Path, planned: &plan::Planned, collected: &resu
                 entry.measured = Some(m.clone().with_earlier(entry.measured.as_ref()));
             }
         }
+        db.settle_file_wide();
         db.clone()
     })
     .map_err(|e| e.to_string())
@@ -369,29 +365,41 @@ fn emit(rows: &[results::Row], notes: &[String], o: &Options) -> Result<(), Stri
 mod tests {
     use super::*;
     use regtune_decisions::measured::Measured;
-    use regtune_decisions::Transforms;
 
     #[test]
     fn a_file_wide_cap_another_kernel_of_the_file_does_not_share_is_named() {
+        let wide = Transforms { maxrregcount: Some(128), ..Default::default() };
+        let step = |w| Transforms { waves_per_eu: Some(w), ..Default::default() };
+        // a: the cap 1.25x, its own step 1.111x; b: a step of its own.
+        let measured = |builds: &[(&Transforms, f64)]| {
+            let c = |t: &Transforms, ms: f64| serde_json::json!({"transforms": t, "time": {"median_ms": ms, "spread_ms": 0.001}, "identical": true});
+            let mut all = vec![c(&Transforms::default(), 1.0)];
+            all.extend(builds.iter().map(|(t, ms)| c(t, *ms)));
+            serde_json::from_value::<Measured>(
+                serde_json::json!({"device": "d", "launches": 1, "runs": 3, "deterministic": true, "candidates": all}),
+            )
+            .unwrap()
+        };
+        let with = |symbol: &str, builds: &[(&Transforms, f64)]| {
+            let mut e = plan::tests::entry(symbol, Transforms::default());
+            e.candidates =
+                builds.iter().map(|(t, _)| regtune_decisions::Candidate { transforms: (*t).clone(), usage: Default::default() }).collect();
+            e.measured = Some(measured(builds));
+            e
+        };
         let mut db = Db::default();
-        let wide = plan::tests::entry("_Z1av", Transforms { maxrregcount: Some(128), ..Default::default() });
-        let step = plan::tests::entry("_Z1bv", Transforms { waves_per_eu: Some(32), ..Default::default() });
-        db.kernels.insert("a".into(), wide.clone());
-        db.kernels.insert("b".into(), step);
+        db.kernels.insert("a".into(), with("_Z1av", &[(&wide, 0.8), (&step(32), 0.9)]));
+        db.kernels.insert("b".into(), with("_Z1bv", &[(&step(24), 0.8)]));
+        db.settle_file_wide();
         let keys = ["a".to_string()];
-        let notes = file_wide(&db, keys.iter());
         assert_eq!(
-            notes,
-            ["_Z1av: kept -maxrregcount=128, nvcc's flag for the whole file, but _Z1bv in the same file decided `warps-per-sm=32`: \
-              regtune-nvcc builds this kernel's own best, plain, and fix writes a __maxnreg__ only where one reaches 128's registers"]
+            file_wide(&db, keys.iter()),
+            ["_Z1av: kept `warps-per-sm=32` (1.111×), its own best: -maxrregcount=128 (1.250×) is nvcc's flag for the whole file, \
+              and _Z1bv in the same file decided `warps-per-sm=24`"]
         );
-        // Where the other kernel agrees, or is in another file, nothing is said.
-        let agrees = plan::tests::entry("_Z1bv", Transforms { maxrregcount: Some(128), ..Default::default() });
-        db.kernels.insert("b".into(), agrees);
-        assert!(file_wide(&db, keys.iter()).is_empty());
-        let mut elsewhere = plan::tests::entry("_Z1bv", Transforms { waves_per_eu: Some(32), ..Default::default() });
-        elsewhere.input_hash = "other".into();
-        db.kernels.insert("b".into(), elsewhere);
+        // Where the other kernel agrees, nothing is said.
+        db.kernels.insert("b".into(), with("_Z1bv", &[(&wide, 0.8)]));
+        db.settle_file_wide();
         assert!(file_wide(&db, keys.iter()).is_empty());
     }
 

@@ -164,6 +164,7 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
             candidates: ours,
             earlier: vec![],
             program: None,
+            file_wide_declined_for: None,
         };
         let mut m = m;
         if let Some(c) = confirmed.get(key) {
