@@ -804,3 +804,91 @@ fn a_retune_keeps_what_the_gpu_timed_however_the_paths_are_spelled() {
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("regtune: note: building with 1 decisions"), "{stderr}");
 }
+
+/// `measure --from DIR` decides again from a run kept with `--keep`: the
+/// same report and db as that run would have given, nothing run; a kept
+/// run of other candidates, or none, is one line.
+#[test]
+fn a_kept_run_is_decided_again_without_running_anything() {
+    use regtune_runtime::plan::{CandidateResult, Event, EventLog, LaunchConfig, LaunchResult, Plan, Replayed};
+    let dir = tempfile::tempdir().unwrap();
+    let db = fake_db(dir.path());
+    let entry = Db::load(&db).unwrap().kernels.values().next().unwrap().clone();
+    let kept = dir.path().join("kept");
+    std::fs::create_dir_all(&kept).unwrap();
+    // plain 1.0 ms, the control as plain, sink 0.8 ms: sink is faster.
+    let mut runs: Vec<CandidateResult> = code::candidates(&code::dir(&db), &entry)
+        .into_iter()
+        .map(|(name, t, _)| {
+            let ms = if t.is_empty() { 1.0 } else { 0.8 };
+            CandidateResult {
+                name,
+                times_ms: (0..30).map(|i| ms + 0.001 * f64::from(i % 3)).collect(),
+                identical: true,
+                difference: None,
+                error: None,
+            }
+        })
+        .collect();
+    runs.push(CandidateResult { name: "plain again".into(), ..runs[0].clone() });
+    let launch = LaunchResult {
+        symbol: entry.symbol.clone(),
+        key: entry.key(),
+        device: "NVIDIA H200 (sm_90, driver 580.159.04)".into(),
+        launch: LaunchConfig { grid: [1, 1, 1], block: [128, 1, 1], shared_bytes: 0, cooperative: false },
+        ranges: 1,
+        bytes: 8,
+        reached: 0,
+        globals: 0,
+        notes: vec![],
+        replayed: Replayed { candidates: runs, deterministic: true, launches: 93, relocated: None, moved: 0 },
+        program_identical: Some(true),
+        program_difference: None,
+    };
+    let mut log = EventLog::open(&kept.join("events.jsonl")).unwrap();
+    log.write(&Event::Started { pid: 1, vendor: "cuda".into() });
+    log.write(&Event::Measured(launch));
+    let report = dir.path().join("report.json");
+    let marker = dir.path().join("ran");
+    let out = regtune()
+        .args(["measure", "--format", "json", "--db"])
+        .arg(&db)
+        .arg("--from")
+        .arg(&kept)
+        .arg("-o")
+        .arg(&report)
+        .args(["--", "touch", marker.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!marker.exists(), "the program ran");
+    let rows: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let built: Vec<&str> =
+        rows["kernels"].as_array().unwrap().iter().filter(|r| r["built"] == true).map(|r| r["candidate"].as_str().unwrap()).collect();
+    assert_eq!(built, ["sink"]);
+    let last = rows["notes"].as_array().unwrap().last().unwrap().as_str().unwrap().to_string();
+    assert_eq!(last, format!("decided again from the run kept in {}; nothing ran", kept.display()));
+    let measured = Db::load(&db).unwrap().kernels[&entry.key()].clone();
+    assert_eq!(measured.effective(), Transforms { sink: true, ..Default::default() });
+    assert_eq!(measured.measured.unwrap().launches, 1);
+
+    // Its plan names other candidates: one line, the db as it was.
+    let before = std::fs::read(&db).unwrap();
+    let mut plan: Plan = serde_json::from_value(serde_json::json!({"launches": 1, "runs": 30, "replayer": "r", "kernels": [
+        {"symbol": entry.symbol, "key": entry.key(), "arch": "sm_90", "candidates": [{"name": "plain", "path": "p"}, {"name": "unroll-cap=2", "path": "u"}]}
+    ]}))
+    .unwrap();
+    plan.save(&kept.join("plan.json")).unwrap();
+    let one_line = |dir: &Path, message: &str| {
+        let out = regtune().args(["measure", "--db"]).arg(&db).arg("--from").arg(dir).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+        let lines = stderr_lines(&out);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("error: ") && lines[0].contains(message), "{lines:?}");
+    };
+    one_line(&kept, "timed other builds of step than the db's candidates now (re-tuned since?): measure it again");
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    plan.kernels.clear();
+    plan.save(&kept.join("plan.json")).unwrap();
+    one_line(dir.path(), &format!("{} has no events.jsonl: keep a run with `regtune measure --keep DIR`", dir.path().display()));
+}

@@ -398,8 +398,12 @@ struct MeasureArgs {
     /// Keep the plan, the interposer's events and the replayer's log in DIR (for diagnosis).
     #[arg(long, value_name = "DIR")]
     keep: Option<PathBuf>,
+    /// Decide again from a run kept with --keep DIR (its events), running nothing: after a new
+    /// regtune, or to read its report again. The db's candidates must be the ones that run timed.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["keep", "dry_run"])]
+    from: Option<PathBuf>,
     /// The program and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "PROGRAM")]
+    #[arg(last = true, required_unless_present = "from", value_name = "PROGRAM")]
     program: Vec<std::ffi::OsString>,
 }
 
@@ -507,6 +511,7 @@ fn main() -> ExitCode {
                 output: args.output,
                 dry_run: args.dry_run,
                 keep: args.keep,
+                from: args.from,
                 program: args.program,
             };
             return regtune::measure::run(&options).unwrap_or_else(|e| {

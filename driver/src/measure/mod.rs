@@ -41,6 +41,9 @@ pub struct Options {
     pub dry_run: bool,
     /// Keep the plan, the interposer's events and the replayer's log here.
     pub keep: Option<PathBuf>,
+    /// Decide again from a run kept with `keep` (its events), running
+    /// nothing: after a change of the rule, or to read a report again.
+    pub from: Option<PathBuf>,
     /// The program and its arguments.
     pub program: Vec<OsString>,
 }
@@ -99,13 +102,14 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
     if !o.db.exists() {
         return Err(format!("decisions db {} does not exist; run `regtune tune --db {}` first", o.db.display(), o.db.display()));
     }
-    let tools = Tools::find()?;
+    // A kept run needs none of the tools: nothing runs.
+    let tools = if o.from.is_some() { None } else { Some(Tools::find()?) };
     let code_dir = code::dir(&o.db);
     let settings = plan::Settings {
         launches: o.launches,
         runs: o.runs,
         budget_s: o.budget,
-        replayer: tools.replayer.clone(),
+        replayer: tools.as_ref().map(|t| t.replayer.clone()).unwrap_or_default(),
         compare: o.compare.clone(),
         capture: o.capture,
     };
@@ -122,6 +126,12 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
             )
         });
     }
+    let Some(tools) = tools else {
+        return match &o.from {
+            Some(dir) => from_kept(o, dir, &planned, &code_dir, db),
+            None => Err("the interposer and replayer were not looked for".into()),
+        };
+    };
     let program = describe(&o.program);
     let nvidia = planned.plan.kernels.iter().any(|k| k.arch.starts_with("sm_"));
     let amd = planned.plan.kernels.iter().any(|k| k.arch.starts_with("gfx"));
@@ -173,30 +183,13 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
     let seconds = start.elapsed().as_secs_f64();
 
     let events = wire::read_events(&run_dir.join(wire::EVENTS_FILE))?;
-    let collected = results::collect(&events, &planned.candidates);
-    let db = if collected.measured.is_empty() { db } else { merge(&o.db, &code_dir, &planned, &collected)? };
-    let rows: Vec<results::Row> = collected
-        .measured
-        .iter()
-        .filter_map(|(key, m)| Some(results::rows(db.kernels.get(key)?, m, collected.compared.get(key).map_or(&[], Vec::as_slice))))
-        .flatten()
-        .collect();
-
-    let mut notes = collected.notes.clone();
-    notes.extend(left_out(&db, collected.measured.keys()));
-    notes.extend(unconfirmed(&db, &collected));
-    notes.extend(file_wide(&db, collected.measured.keys()));
-    let launched_nothing_planned = collected.measured.is_empty();
-    if !collected.unplanned.is_empty() {
-        let names: Vec<String> =
-            collected.unplanned.iter().map(|s| crate::names::short_name(&crate::names::demangle(s)).to_string()).collect();
-        notes.push(format!("launched without candidates in {}: {}", o.db.display(), names.join(", ")));
-    }
+    let Decided { rows, mut notes, nothing: launched_nothing_planned, started, program_notes } =
+        decide(o, &planned, &code_dir, db, &events)?;
     notes.push(format!("{program}: {}, {seconds:.3} s under regtune measure", exit_text(&status)));
     let error = match &gpu {
         Err(reason) => Some(format!("{reason}; {program} ran unmeasured")),
-        Ok(_) if !collected.started => Some(format!("{program} never initialised the GPU runtime; nothing measured")),
-        Ok(_) if launched_nothing_planned && collected.notes.is_empty() => {
+        Ok(_) if !started => Some(format!("{program} never initialised the GPU runtime; nothing measured")),
+        Ok(_) if launched_nothing_planned && !program_notes => {
             Some(format!("{program} launched none of the {} kernels {} has candidates for", planned.plan.kernels.len(), o.db.display()))
         }
         Ok(_) if launched_nothing_planned => Some("nothing measured".to_string()),
@@ -212,6 +205,88 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
         Some(c) => ExitCode::from(c.clamp(1, 255) as u8),
         None => ExitCode::from(128 + signal(&status).unwrap_or(0).clamp(0, 127) as u8),
     })
+}
+
+/// `--from DIR`: the report of a run kept in `dir`, decided again.
+fn from_kept(o: &Options, dir: &Path, planned: &plan::Planned, code_dir: &Path, db: Db) -> Result<ExitCode, String> {
+    let events = kept_events(dir, planned)?;
+    let decided = decide(o, planned, code_dir, db, &events)?;
+    let mut notes = decided.notes;
+    notes.push(format!("decided again from the run kept in {}; nothing ran", dir.display()));
+    emit(&decided.rows, &notes, o)?;
+    if decided.nothing {
+        eprintln!("error: the run kept in {} measured none of the kernels {} has candidates for", dir.display(), o.db.display());
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a run's events decide: the report's rows and notes, the db updated.
+struct Decided {
+    rows: Vec<results::Row>,
+    notes: Vec<String>,
+    /// No kernel with candidates was measured.
+    nothing: bool,
+    /// The program initialised the GPU runtime under the interposer.
+    started: bool,
+    /// The interposer or replayer said something (a fault, a refusal).
+    program_notes: bool,
+}
+
+/// Collect the events against the plan, write the measurements into the
+/// db, and make the report.
+fn decide(o: &Options, planned: &plan::Planned, code_dir: &Path, db: Db, events: &[wire::Event]) -> Result<Decided, String> {
+    let collected = results::collect(events, &planned.candidates);
+    let db = if collected.measured.is_empty() { db } else { merge(&o.db, code_dir, planned, &collected)? };
+    let rows: Vec<results::Row> = collected
+        .measured
+        .iter()
+        .filter_map(|(key, m)| Some(results::rows(db.kernels.get(key)?, m, collected.compared.get(key).map_or(&[], Vec::as_slice))))
+        .flatten()
+        .collect();
+    let mut notes = collected.notes.clone();
+    notes.extend(left_out(&db, collected.measured.keys()));
+    notes.extend(unconfirmed(&db, &collected));
+    notes.extend(file_wide(&db, collected.measured.keys()));
+    if !collected.unplanned.is_empty() {
+        let names: Vec<String> =
+            collected.unplanned.iter().map(|s| crate::names::short_name(&crate::names::demangle(s)).to_string()).collect();
+        notes.push(format!("launched without candidates in {}: {}", o.db.display(), names.join(", ")));
+    }
+    Ok(Decided {
+        rows,
+        notes,
+        nothing: collected.measured.is_empty(),
+        started: collected.started,
+        program_notes: !collected.notes.is_empty(),
+    })
+}
+
+/// The events of a run kept with `--keep` in `dir`. Where its plan is
+/// there too, each kernel's candidates must be the ones planned now, by
+/// name (a re-tune since that proposes other builds; the times are not
+/// theirs).
+fn kept_events(dir: &Path, planned: &plan::Planned) -> Result<Vec<wire::Event>, String> {
+    let events = dir.join(wire::EVENTS_FILE);
+    if !events.is_file() {
+        return Err(format!("{} has no {}: keep a run with `regtune measure --keep DIR`", dir.display(), wire::EVENTS_FILE));
+    }
+    let plan = dir.join(wire::PLAN_FILE);
+    if plan.is_file() {
+        let then = wire::Plan::load(&plan)?;
+        let names = |k: &wire::PlanKernel| k.candidates.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        for k in &then.kernels {
+            let now = planned.plan.kernels.iter().find(|n| n.key == k.key);
+            if now.is_some_and(|n| names(n) != names(k)) {
+                return Err(format!(
+                    "the run kept in {} timed other builds of {} than the db's candidates now (re-tuned since?): measure it again",
+                    dir.display(),
+                    crate::names::short_name(&crate::names::demangle(&k.symbol))
+                ));
+            }
+        }
+    }
+    wire::read_events(&events)
 }
 
 /// One line per entry whose candidates tune left out (`--candidates`, or
