@@ -11,7 +11,9 @@
 # assembly/PTX listings are in it) and as a table, the db tune wrote, and
 # each command's stderr and exit status; a tune with every class proven,
 # `explain` as JSON and the patch `fix` makes from its db; `predict` on
-# the first example. `report` also reads back a built
+# the first example; `measure --from` decides a recorded GPU run again
+# (tests/fixtures/measure-run-sm90.tar.xz): its report and db. `report`
+# also reads back a built
 # object: the code object of the first example (AMDGPU), or the NVPTX error
 # for a built object (report reads NVPTX usage from its own compile only).
 #
@@ -107,5 +109,22 @@ for arch in $archs; do
     if [ -f "$object" ]; then
         run "report-object-$arch.json" "$regtune" report --format json --offload-arch "$arch" "$object"
     fi
+done
+
+# measure's report and db from a recorded run (the examples built by nvcc,
+# measured on an H200: bench/nvcc/results/examples-every-step-h200-2026-11-28),
+# decided again by this regtune's rule: `measure --from`, nothing runs.
+echo "golden: measure --from" >&2
+rm -rf "$src/measured" && mkdir -p "$src/measured"
+tar -xJf "$repo/tests/fixtures/measure-run-sm90.tar.xz" -C "$src/measured"
+for format in json table; do
+    cp "$src/measured/db/decisions.json" "$src/measured/db/$format.json"
+    cp -r "$src/measured/db/decisions.code" "$src/measured/db/$format.code"
+    run "measure-from.$format" "$regtune" measure --db "$src/measured/db/$format.json" --from "$src/measured/run" \
+        --format "$format"
+    # The report goes to stderr (the program's stdout is its own): keep it as the output.
+    mv "$out/measure-from.$format.stderr" "$out/measure-from.$format"
+    sed -i "s#$src#SRC#g" "$out/measure-from.$format"
+    cp "$src/measured/db/$format.json" "$out/db-measured-$format.json"
 done
 echo "golden: $out" >&2

@@ -274,7 +274,10 @@ fn kept_events(dir: &Path, planned: &plan::Planned) -> Result<Vec<wire::Event>, 
     let plan = dir.join(wire::PLAN_FILE);
     if plan.is_file() {
         let then = wire::Plan::load(&plan)?;
-        let names = |k: &wire::PlanKernel| k.candidates.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        // The user's own builds (`--compare`) may be given again or not.
+        let names = |k: &wire::PlanKernel| {
+            k.candidates.iter().filter(|c| !c.name.starts_with(plan::COMPARE)).map(|c| c.name.clone()).collect::<Vec<_>>()
+        };
         for k in &then.kernels {
             let now = planned.plan.kernels.iter().find(|n| n.key == k.key);
             if now.is_some_and(|n| names(n) != names(k)) {

@@ -45,6 +45,9 @@ pub(crate) enum Role {
 /// The control's name in the plan and the report.
 pub(crate) const CONTROL: &str = "plain again";
 
+/// How the user's own builds (`--compare LABEL=...`) are named: `compare:LABEL`.
+pub(crate) const COMPARE: &str = "compare:";
+
 /// How the other CUDA compiler's build is named in the plan and the
 /// report: `other:clang`, `other:nvcc`.
 pub(crate) const OTHER: &str = "other:";
@@ -101,7 +104,7 @@ pub(crate) fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
         }
         for (label, path) in settings.compare.iter().filter(|(_, p)| holds_kernel(p, &entry.symbol)) {
             planned.push(PlannedCandidate {
-                name: format!("compare:{label}"),
+                name: format!("{COMPARE}{label}"),
                 transforms: Transforms::default(),
                 code: code::hash_of(path),
                 role: Role::Compared,
