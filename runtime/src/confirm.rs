@@ -26,7 +26,6 @@ use std::ffi::{c_int, c_void};
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-use regtune_decisions::measured::{Candidate, Paired, Timing};
 use regtune_decisions::{Measured, Transforms};
 
 use crate::dl::{api, Library};
@@ -56,27 +55,7 @@ pub fn choose(kernel: &PlanKernel, results: &[LaunchResult]) -> Result<Option<St
     if results.is_empty() || kernel.choices.iter().all(|c| c.transforms.is_empty()) {
         return Ok(None);
     }
-    let rounds = |name: &str| -> Option<Vec<Vec<f64>>> {
-        results.iter().map(|r| r.replayed.candidates.iter().find(|c| c.name == name).map(|c| c.times_ms.clone())).collect()
-    };
-    let plain_rounds = rounds(&plain.name);
-    let candidate = |name: &str, transforms: &Transforms| {
-        let mine: Vec<_> = results.iter().filter_map(|r| r.replayed.candidates.iter().find(|c| c.name == name)).collect();
-        let error = mine.iter().find_map(|c| c.error.clone());
-        let per_launch: Option<Vec<Timing>> = mine.iter().map(|c| Timing::of(&c.times_ms)).collect();
-        let time = per_launch
-            .filter(|t| t.len() == results.len())
-            .map(|t| Timing { median_ms: t.iter().map(|t| t.median_ms).sum(), spread_ms: t.iter().map(|t| t.spread_ms).sum() });
-        let paired = plain_rounds.as_ref().zip(rounds(name)).and_then(|(plain, mine)| Paired::of(&mine, plain));
-        Candidate {
-            transforms: transforms.clone(),
-            time: if error.is_some() { None } else { time },
-            identical: mine.len() == results.len() && mine.iter().all(|c| c.identical),
-            paired: if error.is_some() { None } else { paired },
-            error,
-            code: None,
-        }
-    };
+    let candidate = |name: &str, transforms: &Transforms| crate::plan::measured_candidate(results, name, &plain.name, transforms, None);
     let mut candidates = vec![candidate(&plain.name, &Transforms::default())];
     candidates.extend(kernel.choices.iter().filter(|c| !c.transforms.is_empty()).map(|c| candidate(&c.name, &c.transforms)));
     let control = kernel.control.as_deref().map(|name| candidate(name, &Transforms::default()));

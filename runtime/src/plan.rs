@@ -246,6 +246,43 @@ pub struct CandidateResult {
     pub error: Option<String>,
 }
 
+/// One build's measurement over a kernel's replayed launches (`results`),
+/// as the db keeps it: its time, the sum of each launch's median and spread
+/// (launches of one kernel can differ in size); its time over plain's (the
+/// build named `plain`) round by round; identical when every launch ran it
+/// and left plain's bytes. An error, its own or `fault`, leaves no time.
+/// The driver's report and the interposer's choice before confirming
+/// (`confirm::choose`) both read the launches through it.
+pub fn measured_candidate<R: std::borrow::Borrow<LaunchResult>>(
+    results: &[R],
+    name: &str,
+    plain: &str,
+    transforms: &regtune_decisions::Transforms,
+    fault: Option<String>,
+) -> regtune_decisions::measured::Candidate {
+    use regtune_decisions::measured::{Candidate, Paired, Timing};
+    // Each launch's timed rounds of one build, when every launch ran it.
+    let launches = || results.iter().map(|r| r.borrow());
+    let rounds = |name: &str| -> Option<Vec<Vec<f64>>> {
+        launches().map(|r| r.replayed.candidates.iter().find(|c| c.name == name).map(|c| c.times_ms.clone())).collect()
+    };
+    let mine: Vec<&CandidateResult> = launches().filter_map(|r| r.replayed.candidates.iter().find(|c| c.name == name)).collect();
+    let per_launch: Option<Vec<Timing>> = mine.iter().map(|c| Timing::of(&c.times_ms)).collect();
+    let time = per_launch
+        .filter(|t| !t.is_empty() && t.len() == results.len())
+        .map(|t| Timing { median_ms: t.iter().map(|t| t.median_ms).sum(), spread_ms: t.iter().map(|t| t.spread_ms).sum() });
+    let error = fault.or_else(|| mine.iter().find_map(|c| c.error.clone()));
+    let paired = rounds(plain).zip(rounds(name)).and_then(|(plain, mine)| Paired::of(&mine, &plain));
+    Candidate {
+        transforms: transforms.clone(),
+        time: if error.is_some() { None } else { time },
+        identical: !mine.is_empty() && mine.len() == results.len() && mine.iter().all(|c| c.identical),
+        paired: if error.is_some() { None } else { paired },
+        error,
+        code: None,
+    }
+}
+
 impl Plan {
     pub fn load(path: &Path) -> Result<Plan, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use regtune_decisions::measured::{Candidate, Paired, ProgramTiming, Timing, Verdict};
 use regtune_decisions::{Entry, Measured};
 use regtune_runtime::confirm::MIN_PAIRS;
-use regtune_runtime::plan::{Confirmed, Event, LaunchResult};
+use regtune_runtime::plan::{measured_candidate, Confirmed, Event, LaunchResult};
 use serde::Serialize;
 
 use super::plan::{PlannedCandidate, Role};
@@ -104,37 +104,12 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
         } else {
             None
         };
-        // Each launch's timed rounds of one candidate, when every launch ran it.
-        let rounds = |name: &str| -> Option<Vec<Vec<f64>>> {
-            results.iter().map(|r| r.replayed.candidates.iter().find(|c| c.name == name).map(|c| c.times_ms.clone())).collect()
-        };
-        let plain_rounds = names.iter().find(|p| p.transforms.is_empty() && p.role == Role::Candidate).and_then(|p| rounds(&p.name));
+        let plain = names.iter().find(|p| p.transforms.is_empty() && p.role == Role::Candidate).map_or("", |p| p.name.as_str());
         let candidates = names
             .iter()
             .map(|PlannedCandidate { name, transforms, code, .. }| {
-                let mine = results.iter().filter_map(|r| r.replayed.candidates.iter().find(|c| &c.name == name));
-                // Launches of one kernel can differ in size: what counts is their total,
-                // the sum of each launch's median (and of each launch's spread).
-                let per_launch: Option<Vec<Timing>> = mine.clone().map(|c| Timing::of(&c.times_ms)).collect();
-                let time = per_launch
-                    .filter(|t| !t.is_empty() && t.len() == results.len())
-                    .map(|t| Timing { median_ms: t.iter().map(|t| t.median_ms).sum(), spread_ms: t.iter().map(|t| t.spread_ms).sum() });
-                let mut error = mine.clone().find_map(|c| c.error.clone());
-                if let Some((Some(c), message)) = fault {
-                    if c == name {
-                        error = Some(message.clone());
-                    }
-                }
-                let ran = mine.clone().count();
-                let paired = plain_rounds.as_ref().zip(rounds(name)).and_then(|(plain, mine)| Paired::of(&mine, plain));
-                Candidate {
-                    transforms: transforms.clone(),
-                    time: if error.is_some() { None } else { time },
-                    identical: ran > 0 && ran == results.len() && mine.clone().all(|c| c.identical),
-                    paired: if error.is_some() { None } else { paired },
-                    error,
-                    code: code.clone(),
-                }
+                let fault = fault.filter(|(c, _)| c.as_deref() == Some(name.as_str())).map(|(_, message)| message.clone());
+                Candidate { code: code.clone(), ..measured_candidate(results, name, plain, transforms, fault) }
             })
             .collect::<Vec<Candidate>>();
         let mut control = None;
@@ -154,7 +129,12 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
         let m = Measured {
             device,
             launches: results.len() as u32,
-            runs: plain_rounds.as_ref().and_then(|r| r.iter().map(Vec::len).min()).unwrap_or(0) as u32,
+            // The plain build's fewest timed rounds over the launches.
+            runs: results
+                .iter()
+                .map(|r| r.replayed.candidates.iter().find(|c| c.name == plain).map_or(0, |c| c.times_ms.len()))
+                .min()
+                .unwrap_or(0) as u32,
             deterministic: !results.is_empty()
                 && results.iter().all(|r| r.replayed.deterministic)
                 && control.as_ref().is_none_or(|c| c.identical || c.error.is_some()),
