@@ -262,6 +262,7 @@ fn graph_capture_and_cooperative_declarations_match_the_headers() {
         ("cuGraphLaunch", cupti::CBID_CU_GRAPH_LAUNCH),
         ("cuGraphLaunch_ptsz", cupti::CBID_CU_GRAPH_LAUNCH_PTSZ),
         ("cuGraphExecDestroy", cupti::CBID_CU_GRAPH_EXEC_DESTROY),
+        ("cuGraphDestroy", cupti::CBID_CU_GRAPH_DESTROY),
         ("cuGraphExecKernelNodeSetParams", cupti::CBID_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS),
         ("cuGraphExecKernelNodeSetParams_v2", cupti::CBID_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2),
         ("cuGraphExecMemsetNodeSetParams", cupti::CBID_CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS),
@@ -319,6 +320,8 @@ fn graph_capture_and_cooperative_declarations_match_the_headers() {
         check(&format!("{p}_graph"), &format!("offsetof({p}, hGraph)"), offset_of!(Gu, h_graph) as u64);
     }
     check("destroy_exec", "offsetof(cuGraphExecDestroy_params, hGraphExec)", offset_of!(Gu, h_graph_exec) as u64);
+    check("destroy_graph_size", "sizeof(cuGraphDestroy_params)", size_of::<cupti::GraphDestroyParams>() as u64);
+    check("destroy_graph", "offsetof(cuGraphDestroy_params, hGraph)", offset_of!(cupti::GraphDestroyParams, h_graph) as u64);
     for p in [
         "cuStreamBeginCapture_params",
         "cuStreamBeginCapture_ptsz_params",
@@ -377,6 +380,7 @@ fn graph_capture_and_cooperative_declarations_match_the_headers() {
     check("per_thread", "(size_t)CU_STREAM_PER_THREAD", graph::STREAM_PER_THREAD as u64);
     body.push_str(&declared(graph::GraphApi::SYMBOLS));
     body.push_str(&declared(graph::CaptureApi::SYMBOLS));
+    body.push_str(&declared(regtune_runtime::graph_parts::PartsApi::SYMBOLS));
     for (name, proto) in [
         ("cuGraphGetNodes", "CUresult (*)(CUgraph, CUgraphNode *, size_t *)"),
         ("cuGraphGetEdges", "CUresult (*)(CUgraph, CUgraphNode *, CUgraphNode *, size_t *)"),
@@ -387,6 +391,9 @@ fn graph_capture_and_cooperative_declarations_match_the_headers() {
         ("cuFuncGetName", "CUresult (*)(const char **, CUfunction)"),
         ("cuKernelGetName", "CUresult (*)(const char **, CUkernel)"),
         ("cuStreamIsCapturing", "CUresult (*)(CUstream, CUstreamCaptureStatus *)"),
+        ("cuGraphNodeSetEnabled", "CUresult (*)(CUgraphExec, CUgraphNode, unsigned int)"),
+        ("cuGraphNodeGetEnabled", "CUresult (*)(CUgraphExec, CUgraphNode, unsigned int *)"),
+        ("cuGraphLaunch", "CUresult (*)(CUgraphExec, CUstream)"),
         (
             "cuLaunchCooperativeKernel",
             "CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void **)",

@@ -174,8 +174,11 @@ pub enum Work {
         launch: Result<NodeLaunch, String>,
     },
     Memset(Memset),
-    /// Nothing to memory: an empty node, an event record or wait.
+    /// Nothing to memory: an empty node.
     Nothing,
+    /// An event record or wait: nothing to memory, but it must run once
+    /// (a graph with one is not run in parts, see [`Graph::parts`]).
+    Event,
     /// Anything else, by what it is: "a copy", "a host function", ...
     Other(&'static str),
 }
@@ -185,7 +188,17 @@ impl Work {
         match self {
             Work::Kernel { .. } => Some("a kernel"),
             Work::Other(what) => Some(what),
-            Work::Memset(_) | Work::Nothing => None,
+            Work::Memset(_) | Work::Nothing | Work::Event => None,
+        }
+    }
+
+    /// The driver can switch such a node off for a launch
+    /// (`cuGraphNodeSetEnabled`: kernel, memset and copy nodes only).
+    fn switchable(&self) -> bool {
+        match self {
+            Work::Kernel { .. } | Work::Memset(_) => true,
+            Work::Other(what) => *what == other_kind(NODE_MEMCPY),
+            Work::Nothing | Work::Event => false,
         }
     }
 }
@@ -213,6 +226,16 @@ pub struct Node {
     pub handle: usize,
     pub work: Work,
     pub enabled: bool,
+}
+
+/// A graph's launch in three parts ([`Graph::parts`]): the nodes (by
+/// index) each part leaves switched on. Nodes switched off by the
+/// program stay off; empty nodes, which cannot be switched, do nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parts {
+    pub first: Vec<usize>,
+    pub node: usize,
+    pub rest: Vec<usize>,
 }
 
 /// A graph's nodes (in the driver's order) and its edges (from, to), by index.
@@ -263,7 +286,8 @@ impl Graph {
 
     /// What node `i` sees, from the memory at the graph's launch: these
     /// memsets done on it, in order. Err: why that cannot be told (what
-    /// else runs before it).
+    /// else runs before it); [`Graph::parts`] may then run the graph so
+    /// that it can.
     pub fn prefix(&self, i: usize) -> Result<Vec<Memset>, String> {
         let mut memsets = Vec::new();
         for n in self.before(i) {
@@ -272,15 +296,39 @@ impl Graph {
                 continue;
             }
             if let Some(what) = node.work.writes() {
-                return Err(format!(
-                    "ran unmeasured: in its CUDA graph {what} runs before it (only a graph's first kernels, and those after memsets, are measured)"
-                ));
+                return Err(format!("ran unmeasured: in its CUDA graph {what} runs before it"));
             }
             if let Work::Memset(m) = &node.work {
                 memsets.push(*m);
             }
         }
         Ok(memsets)
+    }
+
+    /// Node `i`'s launch, as three launches of the same exec with other
+    /// nodes switched off, for when [`Graph::prefix`] cannot tell what it
+    /// sees: first its ancestors, then `i` alone (measured as a plain
+    /// launch is: its memory copied after the first part, the program's
+    /// bytes compared after the second), then the rest. Every node runs
+    /// once, after its ancestors, with the exec's own parameters. Err: why
+    /// the graph cannot be run so (a node the driver cannot switch off,
+    /// which would run in all three).
+    pub fn parts(&self, i: usize) -> Result<Parts, String> {
+        for node in self.nodes.iter().filter(|n| n.enabled) {
+            let what = match &node.work {
+                Work::Event => "an event record or wait",
+                Work::Other(what) if !node.work.switchable() => what,
+                _ => continue,
+            };
+            return Err(format!(
+                "and the graph cannot be run in parts: it has {what} (only graphs of kernels, memsets, copies and empty nodes can)"
+            ));
+        }
+        let before = self.before(i);
+        let switched = |n: &usize| self.nodes[*n].enabled && self.nodes[*n].work.switchable();
+        let first: Vec<usize> = before.iter().copied().filter(switched).collect();
+        let rest: Vec<usize> = (0..self.nodes.len()).filter(|n| *n != i && !before.contains(n)).filter(switched).collect();
+        Ok(Parts { first, node: i, rest })
     }
 
     /// Every other node runs before node `i`: what the graph leaves is what `i` left.
@@ -304,6 +352,7 @@ impl Graph {
             Work::Kernel { symbol, .. } => format!("kernel {symbol}"),
             Work::Memset(_) => "memset".into(),
             Work::Nothing => "nothing".into(),
+            Work::Event => "event".into(),
             Work::Other(what) => what.to_string(),
         };
         if other.nodes.len() != self.nodes.len() || sorted(&other.edges) != sorted(&self.edges) {
@@ -410,7 +459,8 @@ pub unsafe fn read(
                 }
                 Work::Memset(Memset::from(&p))
             }
-            NODE_EMPTY | NODE_WAIT_EVENT | NODE_EVENT_RECORD => Work::Nothing,
+            NODE_EMPTY => Work::Nothing,
+            NODE_WAIT_EVENT | NODE_EVENT_RECORD => Work::Event,
             other => Work::Other(other_kind(other)),
         };
         nodes.push(Node { handle: h as usize, work, enabled: true });
@@ -501,6 +551,59 @@ mod tests {
         assert_eq!(g.prefix(1), Ok(vec![]));
         assert!(g.last_alone(1));
         assert!(!g.last_alone(0), "a disabled node is not the last of anything");
+    }
+
+    #[test]
+    fn a_later_node_runs_in_three_parts_ancestors_first_then_alone_then_the_rest() {
+        // lbm's chain 0 -> 1 -> 2 -> 3 -> 4, with a memset 5 before 0, a copy 6
+        // after 4, an empty node 7 beside, and 8 switched off by the program.
+        let mut g = graph(
+            vec![
+                kernel("a"),
+                kernel("b"),
+                kernel("c"),
+                kernel("d"),
+                kernel("e"),
+                Work::Memset(memset(0, 0, 1, 1)),
+                Work::Other(other_kind(NODE_MEMCPY)),
+                Work::Nothing,
+                kernel("off"),
+            ],
+            &[(5, 0), (0, 1), (1, 2), (2, 3), (3, 4), (4, 6)],
+        );
+        g.nodes[8].enabled = false;
+        assert!(g.prefix(3).is_err());
+        assert_eq!(g.parts(3), Ok(Parts { first: vec![5, 0, 1, 2], node: 3, rest: vec![4, 6] }));
+        assert_eq!(g.parts(4), Ok(Parts { first: vec![5, 0, 1, 2, 3], node: 4, rest: vec![6] }));
+        // A node beside the chain runs with the rest: its ancestors are not the node's.
+        g.edges.push((0, 8));
+        g.nodes[8].enabled = true;
+        assert_eq!(g.parts(3).unwrap().rest, [4, 6, 8]);
+    }
+
+    #[test]
+    fn a_graph_with_a_node_that_cannot_be_switched_off_is_not_run_in_parts() {
+        for (work, what) in [
+            (Work::Event, "an event record or wait"),
+            (Work::Other(other_kind(NODE_HOST)), "a host function"),
+            (Work::Other(other_kind(NODE_GRAPH)), "a child graph"),
+            (Work::Other(other_kind(10)), "a memory allocation"),
+            (Work::Other(other_kind(13)), "a conditional node"),
+        ] {
+            // Anywhere in the graph, even after the node: it would run in every part.
+            let g = graph(vec![kernel("k1"), kernel("k2"), work], &[(0, 1), (1, 2)]);
+            let why = g.parts(1).unwrap_err();
+            assert_eq!(
+                why,
+                format!(
+                    "and the graph cannot be run in parts: it has {what} (only graphs of kernels, memsets, copies and empty nodes can)"
+                )
+            );
+        }
+        // Switched off by the program, it does not run at all.
+        let mut g = graph(vec![kernel("k1"), kernel("k2"), kernel("k3")], &[(0, 1), (1, 2)]);
+        g.nodes[2].enabled = false;
+        assert_eq!(g.parts(1), Ok(Parts { first: vec![0], node: 1, rest: vec![] }));
     }
 
     #[test]

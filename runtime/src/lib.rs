@@ -21,6 +21,7 @@ pub mod cupti;
 mod dl;
 pub mod gate;
 pub mod graph;
+pub mod graph_parts;
 pub mod hip;
 pub mod interpose;
 pub mod plan;

@@ -41,7 +41,8 @@ Writes bench/runtime/graphs-corpus/build/ (ignored by git; carried to the GPU ma
 
     python3 bench/runtime/graphs-corpus/build.py [--regtune target/release/regtune] [--only P...]
 
-Results: bench/runtime/results/graphs-corpus-h200-2026-11-28/ (README.txt says what was measured).
+Results: bench/runtime/results/graphs-corpus-h200-2026-11-28/ (README.txt says what was measured), and
+graphs-corpus-h200-2026-11-28-nodes/ (phaseFieldLBM's later graph kernels measured, the graph run in parts).
 """
 
 import argparse

@@ -6,6 +6,9 @@ left in out/: PASS or FAIL per case with why, then what measure saw:
       its timings and the folder it ran in), its own check passed (build.py's "check": jacobi's
       "&&&& jacobiCudaGraphs PASSED", graphMemoryNodes' six "Validation PASSED!", phaseFieldLBM's
       fields byte-identical to the plain run's);
+    - phaseFieldLBM's computeMoments and streamCollide (fourth and fifth in its graph) measured at
+      every planned launch, the graph run in three parts: every candidate timed and identical, the
+      program's bytes compared and identical;
     - no failed event, and every measured launch deterministic (plain against plain) with a
       candidate byte-identical to plain; a candidate kept (built) was identical at every launch;
     - per kernel: launches measured, whether through a graph (the interposer's note "measured in a
@@ -146,6 +149,19 @@ def check(out, case, p):
                      f"grid {ms[0]['launch']['grid']} x {ms[0]['launch']['block']}, {ms[0]['bytes']} bytes, "
                      f"{len(c0)} candidates, identical per launch {[sum(x['identical'] for x in r['replayed']['candidates']) for r in ms]}, "
                      f"program bytes compared {[r.get('program_identical') for r in ms]}")
+    if prog == "phaseFieldLBM":
+        # Its two heavy kernels, fourth and fifth in the graph's chain: measured with the graph run in
+        # three parts (runtime/src/graph_parts.rs), every candidate identical, the program's bytes compared.
+        for sym in ["_ZN3lbm14computeMomentsE9LBMFields", "_ZN3lbm13streamCollideE9LBMFields"]:
+            ms = by_symbol.get(sym, [])
+            need(len(ms) == p["launches"], f"{names.get(sym, sym)}: {len(ms)} launches measured, not {p['launches']}")
+            for r in ms:
+                c = [x for x in r["replayed"]["candidates"] if x["times_ms"] and not x.get("error")]
+                need(len(c) == len(r["replayed"]["candidates"]) and all(x["identical"] for x in c),
+                     f"{names.get(sym, sym)}: not every candidate timed and identical")
+                need(r.get("program_identical") is True, f"{names.get(sym, sym)}: program bytes {r.get('program_identical')}")
+            need(any(s == sym and m.startswith("measured in a CUDA graph after other work") for (s, m) in counts),
+                 f"{names.get(sym, sym)}: no note that its graph ran in parts")
     for r in rows:
         if r.get("built"):
             need(r.get("identical"), f"{r['kernel']}: kept {r['candidate']}, not identical")

@@ -5,8 +5,9 @@
 # $OUT is set, a tarball of it there after every case (a run cut short
 # keeps what it did) and the summary.
 #
-#   bench/runtime/launches/run.sh [one|two|all]   one: the cases for one GPU (default);
-#                                                 two: those that need a second GPU (device 1)
+#   bench/runtime/launches/run.sh [one|two|all|graphs]   one: the cases for one GPU (default);
+#                                                        two: those that need a second GPU (device 1);
+#                                                        graphs: the graph cases alone (build/graph and build/db)
 set -u
 cd "$(dirname "$0")/../../.."
 L=bench/runtime/launches
@@ -52,13 +53,16 @@ case_() {
 if [ "$WHICH" != two ]; then
   case_ capture db 3 "$B/graph" capture
   case_ explicit db 2 "$B/graph" explicit
+  case_ explicit-later db 1 "$B/graph" explicit
   case_ update db 3 "$B/graph" update
+fi
+if [ "$WHICH" = one ] || [ "$WHICH" = all ]; then
   case_ coop db 2 "$B/coop"
   case_ coop-fat fat 2 "$B/coop"
   case_ threads db 4 "$B/threads" threads
   case_ capture-beside db 4 "$B/threads" capture-beside
 fi
-if [ "$WHICH" != one ]; then
+if [ "$WHICH" = two ] || [ "$WHICH" = all ]; then
   case_ device1 db 3 "$B/threads" device 1
   case_ devices db 6 "$B/threads" devices
 fi

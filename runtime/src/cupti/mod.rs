@@ -35,6 +35,7 @@ use crate::cuda::{self, Cuda, Handle, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINT
 use crate::dl::{api, Library};
 use crate::gate::{self, Gate};
 use crate::graph::{self, CaptureApi, Graph, GraphApi, KernelNodeParams, LaunchAttribute, MemsetParams, NodeLaunch, NodeParams, Work};
+use crate::graph_parts::{self, PartsApi};
 use crate::interpose::{Interposer, Launch, Pending};
 use crate::plan::{Confirmed, Event, EventLog, LaunchConfig, Param, PlanKernel};
 
@@ -66,6 +67,7 @@ pub const CBID_CU_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ: u32 = 657;
 pub const CBID_CU_GRAPH_LAUNCH: u32 = 514;
 pub const CBID_CU_GRAPH_LAUNCH_PTSZ: u32 = 515;
 pub const CBID_CU_GRAPH_EXEC_DESTROY: u32 = 516;
+pub const CBID_CU_GRAPH_DESTROY: u32 = 517;
 pub const CBID_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS: u32 = 538;
 pub const CBID_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2: u32 = 692;
 pub const CBID_CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS: u32 = 563;
@@ -97,13 +99,14 @@ const CAPTURES: [u32; 8] = [
     CBID_CU_STREAM_END_CAPTURE_PTSZ,
 ];
 /// What makes and changes executable graphs.
-const GRAPHS: [u32; 13] = [
+const GRAPHS: [u32; 14] = [
     CBID_CU_GRAPH_INSTANTIATE,
     CBID_CU_GRAPH_INSTANTIATE_V2,
     CBID_CU_GRAPH_INSTANTIATE_WITH_FLAGS,
     CBID_CU_GRAPH_INSTANTIATE_WITH_PARAMS,
     CBID_CU_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ,
     CBID_CU_GRAPH_EXEC_DESTROY,
+    CBID_CU_GRAPH_DESTROY,
     CBID_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS,
     CBID_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2,
     CBID_CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS,
@@ -230,6 +233,12 @@ pub struct GraphNodeSetEnabledParams {
     pub is_enabled: c_uint,
 }
 
+/// `cuGraphDestroy_params`.
+#[repr(C)]
+pub struct GraphDestroyParams {
+    pub h_graph: Handle,
+}
+
 /// `cuGraphExecUpdate(_v2)_params`, and `cuGraphExecDestroy_params` (the exec alone).
 #[repr(C)]
 pub struct GraphExecUpdateParams {
@@ -274,6 +283,11 @@ thread_local! {
     static HELD: Cell<bool> = const { Cell::new(false) };
     /// This thread's launch is one of a kernel being confirmed.
     static CONFIRM_LAUNCH: Cell<bool> = const { Cell::new(false) };
+    /// This thread is making the interposer's own driver calls (a graph
+    /// run in parts): their callbacks are not the program's.
+    static OWN_CALLS: Cell<bool> = const { Cell::new(false) };
+    /// The program's graph launch on this thread runs one part of three ([`graph_parts`]).
+    static PARTS: RefCell<Option<graph_parts::Running>> = const { RefCell::new(None) };
 }
 
 /// One launch call at a time across the program's threads.
@@ -288,6 +302,11 @@ fn execs() -> &'static Mutex<Execs> {
 }
 /// The graph and capture queries (CUDA 12.3+; None: graphs are not followed).
 static GRAPH_API: OnceLock<Option<GraphApi>> = OnceLock::new();
+/// What runs a graph in parts (None: graphs are not run so).
+static PARTS_API: OnceLock<Option<PartsApi>> = OnceLock::new();
+/// Each exec's source graph (whose node handles name the exec's nodes),
+/// while that graph lives: a graph is run in parts only then.
+static SOURCES: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 static CAPTURE_API: OnceLock<Option<CaptureApi>> = OnceLock::new();
 /// The symbols the plan names: a graph's planned kernels keep their arguments.
 static PLANNED: OnceLock<HashSet<String>> = OnceLock::new();
@@ -297,6 +316,7 @@ const CAPTURING: &str = "ran unmeasured: a CUDA graph was being captured meanwhi
 const GRAPH_NOT_COMPARED: &str =
     "measured in a CUDA graph with other work after or beside it: the program's own bytes are not compared with plain's";
 const GRAPH_ANOTHER: &str = "ran unmeasured: another kernel of its CUDA graph was measured at that launch";
+const GRAPH_IN_PARTS: &str = "measured in a CUDA graph after other work: the graph ran in three parts at these launches (the kernel's ancestors, then the kernel alone, measured as a plain launch, then the rest)";
 
 /// Called by the CUDA driver during `cuInit` when `CUDA_INJECTION64_PATH`
 /// names this library. Returns 1 (success) even when measuring is off, so
@@ -347,6 +367,7 @@ fn initialize() {
     let lib = Library::open(&["libcuda.so.1", "libcuda.so"]).ok();
     let _ = GRAPH_API.set(lib.as_ref().and_then(|l| GraphApi::load(l).ok()));
     let _ = CAPTURE_API.set(lib.as_ref().and_then(|l| CaptureApi::load(l).ok()));
+    let _ = PARTS_API.set(lib.as_ref().and_then(|l| PartsApi::load(l).ok()));
     // The driver stays loaded for the life of the process (a Library never closes).
     for cbid in LAUNCHES.into_iter().chain(CAPTURES).chain(GRAPHS) {
         // SAFETY: a live subscriber and documented ids.
@@ -564,6 +585,10 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: c_int, cbid: u32
     if domain != CUPTI_CB_DOMAIN_DRIVER_API || data.is_null() {
         return;
     }
+    if OWN_CALLS.get() {
+        // The interposer's own cuGraphLaunch and cuGraphNodeSetEnabled: not the program's.
+        return;
+    }
     // SAFETY: for the driver domain CUPTI passes a CUpti_CallbackData.
     let data = unsafe { &*(data as *const CallbackData) };
     if track::CBIDS.contains(&cbid) {
@@ -632,6 +657,9 @@ fn finish(data: &CallbackData) {
             }
         }
     }
+    if let Some(running) = PARTS.with(|p| p.borrow_mut().take()) {
+        finish_parts(running, succeeded(data));
+    }
     if CONFIRM_LAUNCH.replace(false) {
         if let Ok(mut s) = state().lock() {
             if let Some(s) = s.as_mut() {
@@ -640,6 +668,22 @@ fn finish(data: &CallbackData) {
         }
     }
     leave_gate();
+}
+
+/// The program's launch of a graph run in parts is done: its last part.
+fn finish_parts(running: graph_parts::Running, ran: bool) {
+    let Some(Some(api)) = PARTS_API.get() else { return };
+    OWN_CALLS.set(true);
+    // SAFETY: started at this launch's entry, on the program's exec and stream.
+    let finished = unsafe { graph_parts::finish(api, running, ran) };
+    OWN_CALLS.set(false);
+    if let Err(why) = finished {
+        if let Ok(mut s) = state().lock() {
+            if let Some(s) = s.as_mut() {
+                s.interposer.note("cuGraphLaunch", &format!("a CUDA graph run in parts: {why}"));
+            }
+        }
+    }
 }
 
 /// Kernel records on, and the choice's launches to come.
@@ -908,7 +952,25 @@ unsafe fn on_graph_launch(exec: Handle, stream: Handle) {
         }
         return;
     }
-    let mut chosen: Option<(usize, String, NodeLaunch, Vec<graph::Memset>)> = None;
+    // How the chosen node's memory is told: memsets done on the copy
+    // taken at the launch, or the graph run in parts.
+    enum How {
+        Memsets(Vec<graph::Memset>),
+        Parts(graph::Parts),
+    }
+    let sourced = SOURCES.lock().is_ok_and(|sources| sources.iter().any(|&(e, _)| e == exec as usize));
+    let in_parts = |i: usize| -> Result<graph::Parts, String> {
+        if !matches!(PARTS_API.get(), Some(Some(_))) {
+            return Err("and the graph cannot be run in parts (the driver has no cuGraphNodeSetEnabled)".into());
+        }
+        if !sourced {
+            return Err(
+                "and the graph cannot be run in parts: the graph it was instantiated from was destroyed (its nodes cannot be named)".into(),
+            );
+        }
+        graph.parts(i)
+    };
+    let mut chosen: Option<(usize, String, NodeLaunch, How)> = None;
     for (i, node) in graph.nodes.iter().enumerate() {
         let Work::Kernel { symbol, launch } = &node.work else { continue };
         if !node.enabled || s.interposer.wants(symbol).is_none() {
@@ -924,12 +986,15 @@ unsafe fn on_graph_launch(exec: Handle, stream: Handle) {
                 continue;
             }
         };
-        let memsets = match graph.prefix(i) {
-            Ok(m) => m,
-            Err(why) => {
-                s.interposer.note(symbol, &why);
-                continue;
-            }
+        let how = match graph.prefix(i).map(How::Memsets) {
+            Ok(how) => how,
+            Err(why) => match in_parts(i) {
+                Ok(parts) => How::Parts(parts),
+                Err(not) => {
+                    s.interposer.note(symbol, &format!("{why}, {not}"));
+                    continue;
+                }
+            },
         };
         if chosen.is_some() {
             s.interposer.note(symbol, GRAPH_ANOTHER);
@@ -939,9 +1004,9 @@ unsafe fn on_graph_launch(exec: Handle, stream: Handle) {
             s.interposer.note(symbol, why);
             continue;
         }
-        chosen = Some((i, symbol.clone(), launch.clone(), memsets));
+        chosen = Some((i, symbol.clone(), launch.clone(), how));
     }
-    let Some((i, symbol, node, memsets)) = chosen else { return };
+    let Some((i, symbol, node, how)) = chosen else { return };
     let f = node.function as Handle;
     // SAFETY: the node's kernel handle, in the program's context.
     let Some(params) = (unsafe { checked_params(s, &symbol, f) }) else { return };
@@ -949,7 +1014,28 @@ unsafe fn on_graph_launch(exec: Handle, stream: Handle) {
         let why = "ran unmeasured in a CUDA graph: the driver gave its parameters differently at instantiation and launch";
         return s.interposer.note(&symbol, why);
     }
-    let compare = graph.last_alone(i);
+    let (memsets, compare) = match how {
+        How::Memsets(memsets) => (memsets, graph.last_alone(i)),
+        How::Parts(parts) => {
+            let Some(Some(api)) = PARTS_API.get() else { return };
+            OWN_CALLS.set(true);
+            // SAFETY: the program's exec, read as `graph`, its source graph alive; the launch's stream.
+            let started = unsafe { graph_parts::start(api, exec, stream, &graph, &parts) };
+            OWN_CALLS.set(false);
+            match started {
+                Ok(running) => {
+                    let alone = running.alone();
+                    PARTS.with(|p| *p.borrow_mut() = Some(running));
+                    s.interposer.note(&symbol, GRAPH_IN_PARTS);
+                    (vec![], alone)
+                }
+                Err(why) => {
+                    let why = format!("ran unmeasured in a CUDA graph: running the graph in parts failed ({why}); it ran whole");
+                    return s.interposer.note(&symbol, &why);
+                }
+            }
+        }
+    };
     if !compare {
         s.interposer.note(&symbol, GRAPH_NOT_COMPARED);
     }
@@ -1047,6 +1133,20 @@ unsafe fn on_graph(cbid: u32, data: &CallbackData) {
             if let Ok(mut e) = execs().lock() {
                 e.remove(&exec);
             }
+            if let Ok(mut sources) = SOURCES.lock() {
+                sources.retain(|&(e, _)| e != exec);
+            }
+        }
+        return;
+    }
+    if cbid == CBID_CU_GRAPH_DESTROY {
+        if data.callback_site == CUPTI_API_ENTER {
+            // Its nodes no longer name the nodes of execs made from it.
+            // SAFETY: for this id CUPTI passes a cuGraphDestroy_params.
+            let graph = unsafe { (*(params as *const GraphDestroyParams)).h_graph } as usize;
+            if let Ok(mut sources) = SOURCES.lock() {
+                sources.retain(|&(_, g)| g != graph);
+            }
         }
         return;
     }
@@ -1071,6 +1171,10 @@ unsafe fn on_graph(cbid: u32, data: &CallbackData) {
             let graph = unsafe { read_graph(p.h_graph) };
             if let Ok(mut e) = execs().lock() {
                 e.insert(exec, graph.map(Arc::new));
+            }
+            if let Ok(mut sources) = SOURCES.lock() {
+                sources.retain(|&(e, _)| e != exec);
+                sources.push((exec, p.h_graph as usize));
             }
         }
         CBID_CU_GRAPH_EXEC_UPDATE | CBID_CU_GRAPH_EXEC_UPDATE_V2 => {
