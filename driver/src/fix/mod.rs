@@ -1,7 +1,7 @@
 //! `regtune fix`: the db's decisions as a reviewable source patch, so any
 //! compiler (ROCm's hipcc, nvcc) builds the tuned kernel without regtune.
 //!
-//! Per translation unit (plan.rs): the decisions current for its build
+//! Per translation unit (unit_patch.rs): the decisions current for its build
 //! (input hash, as the wrapper computes it), the files it reads and which
 //! of them are the project's (files.rs), where the decisions apply in the
 //! source (locate.rs: the plugin run on an IR with line tables; ast.rs:
@@ -39,12 +39,12 @@ pub(crate) mod instances;
 pub(crate) mod locate;
 pub(crate) mod nvcc;
 pub(crate) mod overlay;
-pub(crate) mod plan;
 pub(crate) mod pow2;
 pub(crate) mod restrict;
 pub(crate) mod shared;
 pub(crate) mod sink;
 pub(crate) mod spell;
+pub(crate) mod unit_patch;
 pub(crate) mod unroll;
 pub(crate) mod unrolled;
 pub(crate) mod verify;
@@ -65,8 +65,8 @@ use ast::Node;
 use edit::Edit;
 use files::{Files, Project};
 use overlay::Overlay;
-use plan::{Fixing, Planned};
 use shared::Group;
+use unit_patch::{Fixing, Planned};
 use verify::{Build, Promise};
 
 /// What `regtune fix` was asked to do.
@@ -443,7 +443,7 @@ pub(crate) fn run_with(ctx: &Context, inputs: &[PathBuf], options: &Options, db:
     // Each file takes a few compiles (locate, AST, verify): say so on a terminal.
     let bar = crate::progress::Progress::new(inputs.len() as u64, "patching");
     for input in inputs {
-        match plan::plan(&fixing, input, &mut files) {
+        match unit_patch::plan(&fixing, input, &mut files) {
             Ok(p) => units.push(p),
             Err(f) => failures.push(f),
         }

@@ -36,7 +36,7 @@ use crate::toolchain::nvcc::Nvcc;
 
 use super::copy;
 use super::files::Files;
-use super::plan::Planned;
+use super::unit_patch::Planned;
 
 /// nvcc flags in clang's spelling (include paths, macros, the standard,
 /// and what changes the code): what clang's AST of the unit reads.

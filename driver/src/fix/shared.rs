@@ -16,7 +16,7 @@ use regtune_decisions::Transforms;
 use crate::gpu::Arch;
 use crate::names;
 
-use super::plan::Planned;
+use super::unit_patch::Planned;
 
 /// Kernels of one definition that decided differently.
 #[derive(Debug)]

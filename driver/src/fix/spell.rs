@@ -1,6 +1,6 @@
 //! tune's nvcc builds of source rewrites: a variant's sink, pow2, unroll
 //! caps and noalias written in the source exactly as `regtune fix` writes
-//! them (plan.rs's edits for that decision, nothing else), the unit's
+//! them (unit_patch.rs's edits for that decision, nothing else), the unit's
 //! directory mirrored with the patched files (nvcc.rs, `#line` directives
 //! naming the originals), and that mirror built by nvcc with the user's
 //! flags. The session edits the entries of this build's PTX for the
@@ -41,7 +41,7 @@ use super::edit;
 use super::files::{Files, Project};
 use super::locate::{self, Lines};
 use super::nvcc::{self, Mirror};
-use super::plan::{self, Fixing, Planned, Reader};
+use super::unit_patch::{self, Fixing, Planned, Reader};
 use super::{Decision, Notes, Options};
 
 /// One file on one target, built by nvcc: its rewrites as fix writes them.
@@ -159,7 +159,7 @@ impl Speller {
             options: &self.options,
             project: &self.project,
         };
-        let planned = plan::plan_edits(&fixing, self, &self.source, &self.files, planned, Notes::new(&self.source), BTreeMap::new())
+        let planned = unit_patch::plan_edits(&fixing, self, &self.source, &self.files, planned, Notes::new(&self.source), BTreeMap::new())
             .map_err(|f| unwritable(rewrites, format!("it cannot read {}: {}", self.source.display(), f.message)))?;
         for (symbol, t) in rewrites {
             unwritten(&planned, symbol, t)?;

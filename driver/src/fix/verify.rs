@@ -25,7 +25,7 @@ use crate::toolchain::Toolchain;
 use super::files::Files;
 use super::nvcc;
 use super::overlay::Overlay;
-use super::plan::Planned;
+use super::unit_patch::Planned;
 use super::Decision;
 
 /// How the units build.
