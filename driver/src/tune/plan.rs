@@ -156,6 +156,7 @@ pub(super) fn plan_kernel(
         noalias: if noalias_apply { ranked.clone() } else { confirmed.noalias.clone() },
         noalias_all: if noalias_apply { every_pointer.clone() } else { vec![] },
         launch_bounds: options.block_size.stated().or(confirmed.launch_bounds),
+        occupancy: gpu::of(session.arch).occupancy_field(),
         ..Space::default()
     };
     // What may be applied without asking: the classes a GPU has shown
@@ -166,7 +167,7 @@ pub(super) fn plan_kernel(
         pow2: allowed_rewrites.pow2 && (proven(Class::Pow2) || confirmed.pow2),
         sink: allowed_rewrites.sink && (proven(Class::Sink) || confirmed.sink),
         unroll_caps: confirmed.unroll_cap.filter(|_| !caps.is_empty()).into_iter().collect(),
-        waves: if proven(Class::OccupancyTarget) { waves } else { confirmed.waves_per_eu.into_iter().collect() },
+        waves: if proven(Class::OccupancyTarget) { waves } else { confirmed.occupancy().into_iter().collect() },
         ..allowed_rewrites.clone()
     };
     let log: Mutex<Vec<Measurement>> = Mutex::new(Vec::new());
@@ -231,8 +232,8 @@ pub(super) fn plan_kernel(
     // register cap does; the model adds the spills ptxas reports
     // (cost::estimate), which on an H100 is what made such targets slower.
     let mut held_target = None;
-    if let Some(w) = outcome.transforms.waves_per_eu.filter(|w| confirmed.waves_per_eu != Some(*w)) {
-        let without = Transforms { waves_per_eu: None, ..outcome.transforms.clone() };
+    if let Some(w) = outcome.transforms.occupancy().filter(|w| confirmed.occupancy() != Some(*w)) {
+        let without = outcome.transforms.without_occupancy();
         if let Some(time_ratio) = predicted_time_ratio(session, base, (&outcome.transforms, &outcome.usage), &without, &eval) {
             if let Verdict::Hold(_) = verdict::occupancy_target(Basis::Predicted { time_ratio }) {
                 held_target = Some((w, time_ratio));
@@ -258,6 +259,7 @@ pub(super) fn plan_kernel(
         noalias_all: if noalias_suggest { every_pointer } else { allowed.noalias_all.clone() },
         launch_bounds: allowed.launch_bounds.or(inferred_block),
         waves: occupancy_targets(session.arch, base),
+        occupancy: allowed.occupancy,
     };
     let mut suggestion = None;
     if wider != allowed {
@@ -277,7 +279,7 @@ pub(super) fn plan_kernel(
                     session.arch,
                     &options.evidence,
                 );
-                if let Some((w, ratio)) = held_target.filter(|(w, _)| held.waves_per_eu == Some(*w)) {
+                if let Some((w, ratio)) = held_target.filter(|(w, _)| held.occupancy() == Some(*w)) {
                     message.push_str(&format!(
                         "; {} alone was predicted {:.2}× as fast (its schedule keeps fewer loads in flight)",
                         gpu::of(session.arch).occupancy_label(w),
@@ -309,6 +311,7 @@ pub(super) fn plan_kernel(
         let steps = target.occupancy_steps(base, launched);
         let pool = candidates::Pool {
             steps: steps.all,
+            occupancy: target.occupancy_field(),
             own_step: steps.own,
             rewrites: search::best_rewrites(&allowed_rewrites, &rule, &eval),
             unroll_caps: caps.clone(),
@@ -325,7 +328,8 @@ pub(super) fn plan_kernel(
         // cap alone at that step spills enough for it to pay, and kept only
         // where it spills less (ptxas declines where the kernel uses dynamic
         // shared memory: the spills stay).
-        let cap_alone = |t: &Transforms| eval(&Transforms { waves_per_eu: t.waves_per_eu, ..Default::default() });
+        let cap_alone =
+            |t: &Transforms| eval(&Transforms { waves_per_eu: t.waves_per_eu, warps_per_sm: t.warps_per_sm, ..Default::default() });
         let build = |t: &Transforms| {
             // Where the backend spills to shared memory itself, its spilling
             // beat regtune's LDS spill at 16 of 17 steps where a cap spilled
@@ -441,7 +445,7 @@ fn launched_spills(
     let target = gpu::of(session.arch);
     let mut spilling_caps: Vec<&regtune_decisions::Candidate> = kept
         .iter()
-        .filter(|c| c.usage.vgpr_spills > 0 && c.transforms == Transforms { waves_per_eu: c.transforms.waves_per_eu, ..Default::default() })
+        .filter(|c| c.usage.vgpr_spills > 0 && c.transforms.without_occupancy().is_empty())
         .filter(|c| !target.backend_spills_to_shared() || target.shared_spill_pays(&c.usage))
         .collect();
     // The twin of the cap the GPU keeps is the one that can beat the
@@ -499,6 +503,7 @@ pub(super) fn held_part(t: &Transforms, allowed: &Space) -> Transforms {
         noalias: t.noalias.iter().filter(|p| !allowed_noalias(p)).cloned().collect(),
         launch_bounds: t.launch_bounds.filter(|_| allowed.launch_bounds.is_none()),
         waves_per_eu: t.waves_per_eu.filter(|w| !allowed.waves.contains(w)),
+        warps_per_sm: t.warps_per_sm.filter(|w| !allowed.waves.contains(w)),
         ..Default::default()
     }
 }
@@ -547,7 +552,7 @@ pub(super) fn at_best(rule: &Rule, max_waves: u32) -> bool {
 /// The transforms a kernel's PTX entry carries alone (nvcc's builds): no
 /// rewrite of the source, no file-wide `-maxrregcount` (an nvcc build).
 fn nvcc_entry_only(t: &Transforms) -> bool {
-    Transforms { waves_per_eu: None, launch_bounds: None, spill_to_shared: false, ..t.clone() }.is_empty()
+    Transforms { launch_bounds: None, spill_to_shared: false, ..t.without_occupancy() }.is_empty()
 }
 
 /// nvcc's file-wide `-maxrregcount` alone.
