@@ -655,7 +655,7 @@ fn launch_bounds_in_the_source_take_the_occupancy_target() {
     let entries = db_entries(&db);
     assert_eq!(entries.len(), 5, "{entries:?}");
     for e in &entries {
-        assert!(e["transforms"]["waves_per_eu"].is_u64() && e["transforms"]["launch_bounds"].is_null(), "{e}");
+        assert!(e["transforms"]["warps_per_sm"].is_u64() && e["transforms"]["launch_bounds"].is_null(), "{e}");
     }
     let out = regtune(dir.path()).args(["fix", "--offload-arch", "sm_90", "--db"]).arg(&db).arg("k.cu").output().unwrap();
     ok(&out, "regtune fix");

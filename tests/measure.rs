@@ -26,7 +26,7 @@ fn regtune() -> Command {
 /// A candidate's name as `regtune measure` gives it on sm_90: its labels,
 /// occupancy targets in warps per SM.
 fn sm_90_name(t: &Transforms) -> String {
-    t.labels().iter().map(|l| l.replace("waves-per-eu=", "warps-per-sm=")).collect::<Vec<_>>().join(" + ")
+    t.labels().join(" + ")
 }
 
 fn tools_dir() -> PathBuf {
@@ -195,14 +195,14 @@ fn the_measured_search_keeps_every_occupancy_step_once_and_measure_plans_each() 
     assert!(kept <= 16 && (entry.left_out.is_empty() || kept == 16), "{names:?}, left out {:?}", entry.left_out);
     // The kernel's own step (64 registers: the cap of 32 warps) first, then the lowest (255).
     assert_eq!(names[..2], ["warps-per-sm=32", "warps-per-sm=8"], "{names:?}");
-    let steps: Vec<&regtune_decisions::Candidate> = entry.candidates.iter().filter(|c| c.transforms.waves_per_eu.is_some()).collect();
+    let steps: Vec<&regtune_decisions::Candidate> = entry.candidates.iter().filter(|c| c.transforms.warps_per_sm.is_some()).collect();
     assert!(steps.len() >= 3, "several occupancy steps: {names:?}");
     assert!(steps.iter().any(|c| c.usage.occupancy > before.occupancy), "a step above the plain build's occupancy: {steps:?}");
     assert!(
         steps.iter().any(|c| c.usage.vgpr_spills > 0 && c.usage.local_accesses > 0),
         "a step that spills is still a candidate: {steps:?}"
     );
-    assert!(steps.iter().any(|c| c.transforms.waves_per_eu == Some(64)), "the highest step: {names:?}");
+    assert!(steps.iter().any(|c| c.transforms.warps_per_sm == Some(64)), "the highest step: {names:?}");
     assert!(entry.candidates.iter().any(|c| c.transforms.unroll_cap.is_some()), "unroll caps: {names:?}");
 
     // Every build is stored once, and no two are the same code.
@@ -440,7 +440,7 @@ fn a_block_size_only_measure_saw_makes_spilling_to_shared_a_suggestion() {
     let spills: Vec<&regtune_decisions::Suggestion> = entry.suggested.iter().filter(|s| s.transforms.spill_to_shared).collect();
     assert_eq!(spills.len(), 2, "{:?}", entry.suggested);
     // At the two caps that spill most.
-    let cap_alone = |t: &Transforms| Transforms { waves_per_eu: t.waves_per_eu, ..Default::default() };
+    let cap_alone = |t: &Transforms| Transforms { warps_per_sm: t.warps_per_sm, ..Default::default() };
     let mut most: Vec<u32> =
         entry.candidates.iter().filter(|c| c.transforms == cap_alone(&c.transforms)).map(|c| c.usage.vgpr_spills).collect();
     most.sort_unstable_by(|a, b| b.cmp(a));
@@ -450,11 +450,11 @@ fn a_block_size_only_measure_saw_makes_spilling_to_shared_a_suggestion() {
         .collect();
     assert_eq!(chosen, most[..2], "{:?}", entry.candidates);
     for s in &spills {
-        let step = s.transforms.waves_per_eu;
-        assert_eq!(s.transforms, Transforms { waves_per_eu: step, launch_bounds: Some(256), spill_to_shared: true, ..Default::default() });
+        let step = s.transforms.warps_per_sm;
+        assert_eq!(s.transforms, Transforms { warps_per_sm: step, launch_bounds: Some(256), spill_to_shared: true, ..Default::default() });
         assert_eq!(s.reasons, [regtune_decisions::Reason::AssumesCaller]);
         assert!(s.message.contains("__launch_bounds__(256)") && s.message.contains("--block-size 256"), "{}", s.message);
-        let cap = entry.candidates.iter().find(|c| c.transforms == Transforms { waves_per_eu: step, ..Default::default() }).unwrap();
+        let cap = entry.candidates.iter().find(|c| c.transforms == Transforms { warps_per_sm: step, ..Default::default() }).unwrap();
         assert!(cap.usage.vgpr_spills > 0, "the cap alone spills: {cap:?}");
         assert!(s.usage.vgpr_spills < cap.usage.vgpr_spills && s.usage.lds_bytes > 0, "{:?} against {:?}", s.usage, cap.usage);
     }
@@ -486,8 +486,8 @@ fn a_block_size_only_measure_saw_makes_spilling_to_shared_a_suggestion() {
     timed.save(&timed_path).unwrap();
     tune(&timed_path);
     let steps =
-        |e: &Entry| e.suggested.iter().filter(|s| s.transforms.spill_to_shared).map(|s| s.transforms.waves_per_eu).collect::<Vec<_>>();
-    let fastest: Vec<Option<u32>> = caps[..2].iter().map(|c| c.transforms.waves_per_eu).collect();
+        |e: &Entry| e.suggested.iter().filter(|s| s.transforms.spill_to_shared).map(|s| s.transforms.warps_per_sm).collect::<Vec<_>>();
+    let fastest: Vec<Option<u32>> = caps[..2].iter().map(|c| c.transforms.warps_per_sm).collect();
     assert_eq!(steps(&laplacian(&timed_path)), fastest);
     assert_ne!(steps(&entry), fastest, "the test tells the two orders apart");
 

@@ -90,9 +90,9 @@ fn tune_and_decide_a_cap(dir: &Path, name: &str) -> Value {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|c| c["transforms"].as_object().unwrap().keys().eq(["waves_per_eu"]))
+        .filter(|c| c["transforms"].as_object().unwrap().keys().eq(["warps_per_sm"]))
         .filter(|c| c["usage"]["vgpr"].as_u64().unwrap() < plain)
-        .max_by_key(|c| c["transforms"]["waves_per_eu"].as_u64().unwrap())
+        .max_by_key(|c| c["transforms"]["warps_per_sm"].as_u64().unwrap())
         .unwrap_or_else(|| panic!("no register cap below plain's {plain} registers among the candidates: {e}"))
         .clone();
     e["transforms"] = cap["transforms"].clone();
@@ -175,7 +175,7 @@ fn fix_for_nvcc_writes_a_guarded_maxnreg_that_nvcc_builds_to_the_measured_cubin_
     // `__maxnreg__` (clang ignores the attribute), HIP's do not.
     let clang_before = ["sm_90", "gfx90a"].map(|arch| clang_report(dir.path(), name, arch));
     let entry = tune_and_decide_a_cap(dir.path(), name);
-    let warps = entry["transforms"]["waves_per_eu"].as_u64().unwrap() as u32;
+    let warps = entry["transforms"]["warps_per_sm"].as_u64().unwrap() as u32;
     // The cap that lets W warps share an SM's register file: floor(64 / ceil(W / 4)) * 8, at most 255.
     let cap = ((64 / warps.div_ceil(4)) * 8).min(255);
     let patch = fix(dir.path(), name);
@@ -333,9 +333,9 @@ fn a_sink_candidate_with_a_register_cap_is_what_nvcc_builds_of_fixs_patch() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|c| c["transforms"].as_object().unwrap().keys().eq(["sink", "waves_per_eu"]))
+        .filter(|c| c["transforms"].as_object().unwrap().keys().eq(["sink", "warps_per_sm"]))
         .filter(|c| c["usage"]["vgpr_spills"].as_u64() == Some(0))
-        .max_by_key(|c| c["transforms"]["waves_per_eu"].as_u64().unwrap())
+        .max_by_key(|c| c["transforms"]["warps_per_sm"].as_u64().unwrap())
         .unwrap_or_else(|| panic!("no sink + register cap candidate: {entry}"))
         .clone();
     let patch = patched_build_is_the_candidate(dir.path(), name, &sunk);
@@ -356,7 +356,7 @@ fn a_rewrite_fix_cannot_write_is_not_built_and_tune_goes_on() {
     assert!(!candidates.iter().any(|c| c["transforms"].get("unroll_cap").is_some()), "{entry}");
     assert!(!entry["suggested"].as_array().is_some_and(|s| s.iter().any(|s| s["transforms"].get("unroll_cap").is_some())), "{entry}");
     // The register caps are built all the same.
-    assert!(candidates.iter().filter(|c| c["transforms"].as_object().unwrap().keys().eq(["waves_per_eu"])).count() >= 4, "{entry}");
+    assert!(candidates.iter().filter(|c| c["transforms"].as_object().unwrap().keys().eq(["warps_per_sm"])).count() >= 4, "{entry}");
 }
 
 /// nvcc's own cubin of `name` in `dir` for sm_90 with `extra` flags (the
@@ -410,7 +410,7 @@ fn a_file_wide_maxrregcount_candidate_is_what_nvcc_maxrregcount_builds() {
     let (_, entry) = tune(dir.path(), name, &[]);
     let symbol = entry["symbol"].as_str().unwrap().to_string();
     let candidates = entry["candidates"].as_array().unwrap();
-    let cap_at = |warps: u64| candidate(&entry, &serde_json::json!({ "waves_per_eu": warps }));
+    let cap_at = |warps: u64| candidate(&entry, &serde_json::json!({ "warps_per_sm": warps }));
     let wide = |r: u64| candidate(&entry, &serde_json::json!({ "maxrregcount": r }));
     // ptxas 13.5 on sm_90: at R = 255 the kernel's own cap (.maxnreg 255,
     // 8 warps per SM) takes 88 registers, nvcc -maxrregcount=255 (cicc's
@@ -604,7 +604,7 @@ fn decide_caps(dir: &Path, tuned: &str, caps: &[(&str, u64)]) -> Vec<(String, Va
     for e in doc["kernels"].as_object_mut().unwrap().values_mut() {
         assert!(e["transforms"].as_object().unwrap().is_empty(), "tune left it plain: {e}");
         let Some((_, warps)) = caps.iter().find(|(s, _)| e["symbol"] == *s) else { continue };
-        let c = candidate(e, &serde_json::json!({ "waves_per_eu": warps })).unwrap_or_else(|| panic!("no cap at {warps} warps: {e}"));
+        let c = candidate(e, &serde_json::json!({ "warps_per_sm": warps })).unwrap_or_else(|| panic!("no cap at {warps} warps: {e}"));
         e["transforms"] = c["transforms"].clone();
         e["after"] = c["usage"].clone();
         e.as_object_mut().unwrap().remove("reason");

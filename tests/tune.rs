@@ -597,7 +597,8 @@ fn one_kernel_variants_measure_as_the_whole_file_does() {
                 // The next occupancy step, if any: a wave per SIMD, or a 256-thread block of warps.
                 let (step, top) = if arch.is_nvptx() { (8, 64) } else { (1, 8) };
                 if base.usage.occupancy < top {
-                    variants.push(Transforms { waves_per_eu: Some(base.usage.occupancy + step), ..Default::default() });
+                    let unit = regtune_decisions::Occupancy::of_arch(name);
+                    variants.push(Transforms::occupancy_step(unit, base.usage.occupancy + step));
                 }
                 for t in variants {
                     let one = session.measure_kernel(&base.symbol, &t, None).unwrap();

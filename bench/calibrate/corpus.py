@@ -484,6 +484,14 @@ def tune_program(regtune, entry, db, arch, predict=True):
     return paths
 
 
+def db_spelling(t, arch):
+    """predict's `spec` as the db spells it for `arch`: NVIDIA's step is
+    `warps_per_sm` in the db, `waves_per_eu` in predict's output."""
+    if arch.startswith("sm_"):
+        return {("warps_per_sm" if k == "waves_per_eu" else k): v for k, v in t.items()}
+    return t
+
+
 def every_candidate_measured(db_path, predict_path):
     """`regtune measure` times a kernel's plain build, decision and
     suggestions. For calibration every candidate predict estimated becomes
@@ -497,8 +505,9 @@ def every_candidate_measured(db_path, predict_path):
     for entry in db["kernels"].values():
         have = [s["transforms"] for s in entry.get("suggested", [])] + [entry["transforms"]]
         for c in by_symbol.get(entry["symbol"], []):
-            if c["spec"] not in have:
-                entry.setdefault("suggested", []).append({"transforms": c["spec"], "usage": c["usage"],
+            spec = db_spelling(c["spec"], entry["arch"])
+            if spec not in have:
+                entry.setdefault("suggested", []).append({"transforms": spec, "usage": c["usage"],
                                                           "message": "calibration candidate", "reasons": [], "confirmed": False})
     json.dump(db, open(db_path, "w"), indent=1)
 

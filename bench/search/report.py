@@ -146,8 +146,9 @@ def c_labels(t):
         out.append("sink")
     if t.get("unroll_cap"):
         out.append(f"unroll-cap={t['unroll_cap']}")
-    if t.get("waves_per_eu"):
-        out.append(f"warps-per-sm={t['waves_per_eu']}")
+    # Older dbs kept NVIDIA's step as waves_per_eu.
+    if t.get("warps_per_sm") or t.get("waves_per_eu"):
+        out.append(f"warps-per-sm={t.get('warps_per_sm') or t['waves_per_eu']}")
     if t.get("launch_bounds"):
         out.append(f"launch-bounds={t['launch_bounds']}")
     if t.get("spill_to_shared"):

@@ -70,8 +70,15 @@ pub struct Transforms {
     pub unroll_cap: Option<u32>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub noalias: Vec<Param>,
+    /// AMDGPU's occupancy step: at least W waves per EU (SIMD), the
+    /// backend's `amdgpu-waves-per-eu`. Set on AMDGPU entries only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waves_per_eu: Option<u32>,
+    /// NVPTX's occupancy step: W warps per SM, a register cap (`.maxnreg`).
+    /// Set on NVIDIA entries (arch `sm_*`) only; older dbs kept it as
+    /// `waves_per_eu`, which [`Db::load`] reads as this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warps_per_sm: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub launch_bounds: Option<u32>,
     /// Spill registers to shared memory (LDS) before local memory (scratch).
@@ -97,20 +104,84 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+/// Which occupancy step a target's entries hold: the unit of
+/// [`Transforms::occupancy`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Occupancy {
+    /// AMDGPU: waves per EU ([`Transforms::waves_per_eu`]).
+    #[default]
+    WavesPerEu,
+    /// NVPTX: warps per SM ([`Transforms::warps_per_sm`]).
+    WarpsPerSm,
+}
+
+impl Occupancy {
+    /// The unit of an entry's arch: warps per SM for NVIDIA's ("sm_90").
+    pub fn of_arch(arch: &str) -> Occupancy {
+        if arch.starts_with("sm_") {
+            Occupancy::WarpsPerSm
+        } else {
+            Occupancy::WavesPerEu
+        }
+    }
+}
+
 impl Transforms {
     pub fn is_empty(&self) -> bool {
         *self == Transforms::default()
     }
 
+    /// The occupancy step, in its target's unit (waves per EU, warps per
+    /// SM): whichever of the two is set.
+    pub fn occupancy(&self) -> Option<u32> {
+        self.waves_per_eu.or(self.warps_per_sm)
+    }
+
+    /// Set the occupancy step to `step` in `unit` (None: no step); the
+    /// other unit's is cleared.
+    pub fn set_occupancy(&mut self, unit: Occupancy, step: Option<u32>) {
+        let (waves, warps) = match unit {
+            Occupancy::WavesPerEu => (step, None),
+            Occupancy::WarpsPerSm => (None, step),
+        };
+        (self.waves_per_eu, self.warps_per_sm) = (waves, warps);
+    }
+
+    /// This build with the occupancy step `step` in `unit` instead of its own.
+    pub fn with_occupancy(&self, unit: Occupancy, step: Option<u32>) -> Transforms {
+        let mut t = self.clone();
+        t.set_occupancy(unit, step);
+        t
+    }
+
+    /// An occupancy step alone: `w` in `unit`.
+    pub fn occupancy_step(unit: Occupancy, w: u32) -> Transforms {
+        Transforms::default().with_occupancy(unit, Some(w))
+    }
+
+    /// This build without its occupancy step.
+    pub fn without_occupancy(&self) -> Transforms {
+        Transforms { waves_per_eu: None, warps_per_sm: None, ..self.clone() }
+    }
+
+    /// The same build as dbs spelled it before [`Transforms::warps_per_sm`]:
+    /// the step in `waves_per_eu` whatever the target. What names a
+    /// candidate's code file (so an older tune's files are found), and what
+    /// outputs other than the db (predict's `spec`, batch's variant lines)
+    /// keep showing.
+    pub fn older_spelling(&self) -> Transforms {
+        Transforms { waves_per_eu: self.occupancy(), warps_per_sm: None, ..self.clone() }
+    }
+
     /// The occupancy step of a register cap alone (no launch bounds, no
     /// spilling, no rewrite): None for any other build.
     pub fn cap_alone(&self) -> Option<u32> {
-        self.waves_per_eu.filter(|&w| *self == Transforms { waves_per_eu: Some(w), ..Default::default() })
+        self.occupancy().filter(|_| self.without_occupancy().is_empty())
     }
 
     /// User-facing labels: "pow2" (or "pow2=inexact"), "sink",
-    /// "unroll-cap=4", "noalias=g14", "waves-per-eu=5", "launch-bounds=256",
-    /// "maxrregcount=64".
+    /// "unroll-cap=4", "noalias=g14", "waves-per-eu=5" (AMDGPU) or
+    /// "warps-per-sm=48" (NVPTX), "launch-bounds=256", "maxrregcount=64".
     pub fn labels(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.pow2 {
@@ -125,6 +196,9 @@ impl Transforms {
         out.extend(self.noalias.iter().map(|p| format!("noalias={p}")));
         if let Some(w) = self.waves_per_eu {
             out.push(format!("waves-per-eu={w}"));
+        }
+        if let Some(w) = self.warps_per_sm {
+            out.push(format!("warps-per-sm={w}"));
         }
         if let Some(b) = self.launch_bounds {
             out.push(format!("launch-bounds={b}"));
@@ -364,6 +438,42 @@ impl Entry {
         }
     }
 
+    /// Apply `f` to every build the entry holds: the decision, the
+    /// suggestions, the search's candidates, and what a measurement timed
+    /// (its candidates, earlier ones, the program's choice).
+    fn each_transforms(&mut self, f: &mut dyn FnMut(&mut Transforms)) {
+        f(&mut self.transforms);
+        self.suggested.iter_mut().for_each(|s| f(&mut s.transforms));
+        self.candidates.iter_mut().for_each(|c| f(&mut c.transforms));
+        if let Some(m) = &mut self.measured {
+            m.candidates.iter_mut().chain(&mut m.earlier).for_each(|c| f(&mut c.transforms));
+            if let Some(p) = &mut m.program {
+                f(&mut p.transforms);
+            }
+        }
+    }
+
+    /// NVIDIA's step where older dbs kept it (`waves_per_eu` on an `sm_*`
+    /// entry) moved to [`Transforms::warps_per_sm`]: the same build.
+    fn read_older_spelling(&mut self) {
+        if Occupancy::of_arch(&self.arch) == Occupancy::WarpsPerSm {
+            self.each_transforms(&mut |t| {
+                if let Some(w) = t.waves_per_eu.take() {
+                    t.warps_per_sm = t.warps_per_sm.or(Some(w));
+                }
+            });
+        }
+    }
+
+    /// The entry as dbs spelled it before [`Transforms::warps_per_sm`]
+    /// ([`Transforms::older_spelling`]): what digests of entries hash, so
+    /// that they stay as older runs recorded them.
+    pub fn older_spelling(&self) -> Entry {
+        let mut e = self.clone();
+        e.each_transforms(&mut |t| *t = t.older_spelling());
+        e
+    }
+
     /// The decided transforms plus any suggestion the user confirmed in the
     /// db, before any GPU measurement.
     pub fn tuned(&self) -> Transforms {
@@ -375,6 +485,7 @@ impl Entry {
             t.sink |= c.sink;
             t.unroll_cap = c.unroll_cap.or(t.unroll_cap);
             t.waves_per_eu = c.waves_per_eu.or(t.waves_per_eu);
+            t.warps_per_sm = c.warps_per_sm.or(t.warps_per_sm);
             t.launch_bounds = c.launch_bounds.or(t.launch_bounds);
             t.spill_to_shared |= c.spill_to_shared;
             t.lds_spill = c.lds_spill.or(t.lds_spill);
@@ -431,6 +542,8 @@ impl Db {
         if db.version != FORMAT_VERSION {
             return Err(DbError::Version { path: path.into(), found: db.version });
         }
+        // NVIDIA's step, which older dbs kept as `waves_per_eu`.
+        db.kernels.values_mut().for_each(Entry::read_older_spelling);
         // Dbs measured before the rule was kept read as they are built.
         db.settle_file_wide();
         Ok(db)
@@ -608,6 +721,7 @@ mod tests {
             unroll_cap: Some(4),
             noalias: vec![Param { index: 13, name: "g14".into() }, Param { index: 2, name: String::new() }],
             waves_per_eu: Some(5),
+            warps_per_sm: None,
             launch_bounds: Some(256),
             spill_to_shared: true,
             lds_spill: Some(8),
@@ -665,6 +779,74 @@ mod tests {
         assert!(e.effective_per_kernel().is_empty());
         e.transforms = cap.clone();
         assert_eq!(e.effective_per_kernel(), cap);
+    }
+
+    #[test]
+    fn each_targets_occupancy_step_is_labelled_from_its_own_field() {
+        let nvidia = Transforms::occupancy_step(Occupancy::WarpsPerSm, 48);
+        assert_eq!(nvidia, Transforms { warps_per_sm: Some(48), ..Default::default() });
+        assert_eq!(nvidia.labels(), ["warps-per-sm=48"]);
+        assert_eq!(Transforms { sink: true, ..nvidia.clone() }.labels(), ["sink", "warps-per-sm=48"]);
+        let amd = Transforms::occupancy_step(Occupancy::WavesPerEu, 5);
+        assert_eq!(amd.labels(), ["waves-per-eu=5"]);
+        assert_eq!((nvidia.occupancy(), amd.occupancy(), nvidia.cap_alone()), (Some(48), Some(5), Some(48)));
+        // Setting a step in one unit clears the other's.
+        assert_eq!(nvidia.with_occupancy(Occupancy::WavesPerEu, Some(5)), amd);
+        assert!(nvidia.without_occupancy().is_empty());
+        assert_eq!(nvidia.older_spelling(), Transforms { waves_per_eu: Some(48), ..Default::default() });
+        assert_eq!((Occupancy::of_arch("sm_90"), Occupancy::of_arch("gfx90a:xnack-")), (Occupancy::WarpsPerSm, Occupancy::WavesPerEu));
+    }
+
+    #[test]
+    fn an_older_db_s_nvidia_steps_read_as_warps_per_sm_and_amdgpu_s_stay() {
+        let usage =
+            r#"{"vgpr":40,"agpr":0,"sgpr":0,"scratch_bytes":0,"vgpr_spills":0,"sgpr_spills":0,"lds_bytes":0,"occupancy":8,"code_bytes":4}"#;
+        let timed = |t: &str, ms: f64| format!(r#"{{"transforms":{t},"time":{{"median_ms":{ms},"spread_ms":0.01}},"identical":true}}"#);
+        let entry = |arch: &str, step: &str| {
+            let (plain, cap, sunk) = ("{}".to_string(), format!("{{{step}:32}}"), format!("{{\"sink\":true,{step}:40}}"));
+            format!(
+                r#""{arch}/_Z1kv/h":{{"symbol":"_Z1kv","arch":"{arch}","input_hash":"h","transforms":{sunk},
+                "suggested":[{{"transforms":{cap},"usage":{usage},"message":"m","reasons":["trades-ilp"]}}],
+                "candidates":[{{"transforms":{cap},"usage":{usage}}},{{"transforms":{{"unroll_cap":1}},"usage":{usage}}}],
+                "measured":{{"device":"gpu","launches":1,"runs":10,"deterministic":true,
+                "candidates":[{t0},{t1},{t2}],"earlier":[{t3}]}}}}"#,
+                t0 = timed(&plain, 1.0),
+                t1 = timed(&sunk, 0.9),
+                t2 = timed(&cap, 0.7),
+                t3 = timed(&format!("{{{step}:24}}"), 0.8),
+            )
+        };
+        let db = |step: &str| format!(r#"{{"version":1,"kernels":{{{},{}}}}}"#, entry("sm_90", step), entry("gfx90a", r#""waves_per_eu""#));
+        let old = Db::parse(&db(r#""waves_per_eu""#), Path::new("old.json")).unwrap();
+        let new = Db::parse(&db(r#""warps_per_sm""#), Path::new("new.json")).unwrap();
+        assert_eq!(old, new, "the older spelling means the same");
+        let step = |unit, w| Transforms::occupancy_step(unit, w);
+        let nvidia = &old.kernels["sm_90/_Z1kv/h"];
+        assert_eq!(nvidia.transforms, Transforms { sink: true, ..step(Occupancy::WarpsPerSm, 40) });
+        assert_eq!(nvidia.suggested[0].transforms, step(Occupancy::WarpsPerSm, 32));
+        assert_eq!(nvidia.candidates[0].transforms, step(Occupancy::WarpsPerSm, 32));
+        let m = nvidia.measured.as_ref().unwrap();
+        assert_eq!(m.candidates[2].transforms, step(Occupancy::WarpsPerSm, 32));
+        assert_eq!(m.earlier[0].transforms, step(Occupancy::WarpsPerSm, 24));
+        assert_eq!(nvidia.effective(), step(Occupancy::WarpsPerSm, 32), "the fastest allowed build, in the new spelling");
+        assert_eq!(nvidia.effective(), new.kernels["sm_90/_Z1kv/h"].effective());
+        // AMDGPU's step is waves per EU, as it was.
+        let amd = &old.kernels["gfx90a/_Z1kv/h"];
+        assert_eq!(amd.effective(), step(Occupancy::WavesPerEu, 32));
+        assert_eq!(amd.measured.as_ref().unwrap().earlier[0].transforms, step(Occupancy::WavesPerEu, 24));
+        // Written back: NVIDIA's step as warps_per_sm, AMDGPU's as waves_per_eu.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.json");
+        old.save(&path).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        let written: Db = serde_json::from_str(&text).unwrap();
+        let spelled = |key: &str| serde_json::to_string(&written.kernels[key]).unwrap();
+        assert!(!spelled("sm_90/_Z1kv/h").contains("waves_per_eu"), "{text}");
+        assert_eq!(spelled("sm_90/_Z1kv/h").matches(r#""warps_per_sm""#).count(), 6, "{text}");
+        assert!(!spelled("gfx90a/_Z1kv/h").contains("warps_per_sm"), "{text}");
+        assert_eq!(Db::load(&path).unwrap(), old);
+        // The older spelling, where digests and code files still use it.
+        assert_eq!(serde_json::to_string(&nvidia.older_spelling()).unwrap().replace("sm_90", "gfx90a"), spelled("gfx90a/_Z1kv/h"));
     }
 
     #[test]
@@ -779,7 +961,7 @@ mod tests {
     #[test]
     fn a_file_wide_cap_stands_only_where_the_files_other_kernels_decide_it_or_nothing() {
         let wide = Transforms { maxrregcount: Some(128), ..Default::default() };
-        let step = |w| Transforms { waves_per_eu: Some(w), ..Default::default() };
+        let step = |w| Transforms { warps_per_sm: Some(w), ..Default::default() };
         let a = measured_entry("_Z1av", "f", &[(&wide, 0.80), (&step(32), 0.90)]);
         let mut db = Db::default();
         db.insert(a.clone());

@@ -553,8 +553,8 @@ mod tests {
         // md_lj_force_kick on the H100: sink 1.395x, sink + warps-per-sm=32
         // 1.392x in one run and the other way round in the next.
         let sink = t(None, true);
-        let both = Transforms { waves_per_eu: Some(32), ..sink.clone() };
-        let cap = Transforms { waves_per_eu: Some(32), ..Default::default() };
+        let both = Transforms { warps_per_sm: Some(32), ..sink.clone() };
+        let cap = Transforms { warps_per_sm: Some(32), ..Default::default() };
         let mut m = measured(vec![
             cand(t(None, false), 0.6165, 0.002, true),
             cand(both.clone(), 0.4420, 0.002, true),

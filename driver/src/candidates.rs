@@ -10,13 +10,15 @@
 //! rounding change they did not accept). Builds whose code is byte-for-byte
 //! one already kept are kept once; past the limit the rest are listed.
 
-use regtune_decisions::{Candidate, Transforms, Usage};
+use regtune_decisions::{Candidate, Occupancy, Transforms, Usage};
 
 /// What the candidates are made of.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Pool {
     /// Occupancy steps, lowest first.
     pub steps: Vec<u32>,
+    /// Their unit, the target's: which field they set.
+    pub occupancy: Occupancy,
     /// The plain build's own step (NVPTX: the lowest cap that keeps every
     /// register it uses), tried first.
     pub own_step: Option<u32>,
@@ -48,7 +50,7 @@ pub(crate) const LDS_SLOTS: u32 = 8;
 pub(crate) fn proposals(pool: &Pool) -> Vec<Transforms> {
     let at = |w: u32, with_rewrites: bool| {
         let base = if with_rewrites { pool.rewrites.clone() } else { Transforms::default() };
-        Transforms { waves_per_eu: Some(w), ..base }
+        base.with_occupancy(pool.occupancy, Some(w))
     };
     let mut out = Vec::new();
     if !pool.rewrites.is_empty() {
@@ -62,10 +64,10 @@ pub(crate) fn proposals(pool: &Pool) -> Vec<Transforms> {
     for (i, &w) in steps.iter().enumerate() {
         out.push(at(w, false));
         if let Some(extra) = &pool.spill_to_shared {
-            out.push(Transforms { waves_per_eu: Some(w), spill_to_shared: true, ..extra.clone() });
+            out.push(Transforms { spill_to_shared: true, ..extra.with_occupancy(pool.occupancy, Some(w)) });
         }
         if let Some(extra) = &pool.lds_spill {
-            out.push(Transforms { waves_per_eu: Some(w), ..extra.clone() });
+            out.push(extra.with_occupancy(pool.occupancy, Some(w)));
         }
         if !pool.rewrites.is_empty() {
             out.push(at(w, true));
@@ -196,9 +198,16 @@ mod tests {
             ]
         );
         let lds = Transforms { lds_spill: Some(LDS_SLOTS), ..Default::default() };
-        let shared = Pool { steps: vec![40], spill_to_shared: Some(Transforms::default()), lds_spill: Some(lds), ..Default::default() };
+        // NVPTX's steps, in warps per SM.
+        let shared = Pool {
+            steps: vec![40],
+            occupancy: Occupancy::WarpsPerSm,
+            spill_to_shared: Some(Transforms::default()),
+            lds_spill: Some(lds),
+            ..Default::default()
+        };
         let labels: Vec<String> = proposals(&shared).iter().map(|t| t.labels().join("+")).collect();
-        assert_eq!(labels, ["waves-per-eu=40", "waves-per-eu=40+spill-to-shared", "waves-per-eu=40+lds-spill=8"]);
+        assert_eq!(labels, ["warps-per-sm=40", "warps-per-sm=40+spill-to-shared", "warps-per-sm=40+lds-spill=8"]);
         let caps_only = Pool { unroll_caps: vec![4], ..Default::default() };
         assert_eq!(proposals(&caps_only), [Transforms { unroll_cap: Some(4), ..Default::default() }]);
         let one_step = Pool { steps: vec![7], unroll_caps: vec![8], ..Default::default() };

@@ -91,7 +91,7 @@ mod tests {
     #[test]
     fn a_suggestion_is_confirmed_by_the_name_measure_gives_it() {
         let cap = Transforms { unroll_cap: Some(1), ..Default::default() };
-        let shared = Transforms { waves_per_eu: Some(40), launch_bounds: Some(256), spill_to_shared: true, ..Default::default() };
+        let shared = Transforms { warps_per_sm: Some(40), launch_bounds: Some(256), spill_to_shared: true, ..Default::default() };
         let mut two = db(&[cap.clone(), shared]);
         let lines = confirm(&mut two, "step", Some("suggested-2")).unwrap();
         assert_eq!(lines, ["confirmed suggested-2 of step on sm_90: warps-per-sm=40 + launch-bounds=256 + spill-to-shared"]);

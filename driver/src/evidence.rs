@@ -78,7 +78,7 @@ impl Class {
             v.push(Class::UnrollCap);
         }
         // nvcc's file-wide -maxrregcount is a register cap too.
-        if t.waves_per_eu.is_some() || t.maxrregcount.is_some() {
+        if t.occupancy().is_some() || t.maxrregcount.is_some() {
             v.push(Class::OccupancyTarget);
         }
         if t.spill_to_shared {

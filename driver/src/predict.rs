@@ -39,7 +39,9 @@ pub struct Candidate {
     pub estimate: Estimate,
     /// Plain time over this variant's time: above 1.0, predicted faster.
     pub predicted_speedup: f64,
-    /// The transforms as the db spells them.
+    /// The transforms as dbs spelled them before `warps_per_sm`
+    /// ([`Transforms::older_spelling`]: NVIDIA's step as `waves_per_eu`), as
+    /// this output always has.
     pub spec: Transforms,
     /// The candidate's code object (the whole file, this kernel built with
     /// `spec`), with `--code-dir`.
@@ -88,7 +90,7 @@ pub(crate) fn unit(ctx: &Context, file: &Path, arch: &Arch, options: &Options, c
                 predicted_speedup: cost::speedup(&plain, &estimate),
                 profile,
                 estimate,
-                spec: t,
+                spec: t.older_spelling(),
                 code,
             });
         }

@@ -9,7 +9,7 @@
 use std::cmp::Ordering;
 
 use rayon::prelude::*;
-use regtune_decisions::{Param, Transforms, Usage};
+use regtune_decisions::{Occupancy, Param, Transforms, Usage};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -126,6 +126,8 @@ pub(crate) struct Space {
     pub noalias_all: Vec<Param>,
     /// Occupancy targets to try (waves per SIMD above the plain compile).
     pub waves: Vec<u32>,
+    /// The target's unit of those steps: which field they set.
+    pub occupancy: Occupancy,
     pub launch_bounds: Option<u32>,
 }
 
@@ -151,7 +153,7 @@ impl Space {
         if !self.noalias_all.is_empty() {
             v.push(one(&|t| t.noalias = self.noalias_all.clone()));
         }
-        v.extend(self.waves.iter().map(|&w| one(&|t| t.waves_per_eu = Some(w))));
+        v.extend(self.waves.iter().map(|&w| Transforms::occupancy_step(self.occupancy, w)));
         if let Some(b) = self.launch_bounds {
             v.push(one(&|t| t.launch_bounds = Some(b)));
         }
@@ -176,6 +178,7 @@ fn union(a: &Transforms, b: &Transforms) -> Option<Transforms> {
         unroll_cap: pick(a.unroll_cap, b.unroll_cap).ok()?,
         noalias,
         waves_per_eu: pick(a.waves_per_eu, b.waves_per_eu).ok()?,
+        warps_per_sm: pick(a.warps_per_sm, b.warps_per_sm).ok()?,
         launch_bounds: pick(a.launch_bounds, b.launch_bounds).ok()?,
         spill_to_shared: a.spill_to_shared || b.spill_to_shared,
         lds_spill: pick(a.lds_spill, b.lds_spill).ok()?,
@@ -211,8 +214,8 @@ fn without_each(t: &Transforms, space: &Space) -> Vec<Transforms> {
             push(&|c| c.noalias.retain(|q| q != p));
         }
     }
-    if t.waves_per_eu.is_some() {
-        push(&|c| c.waves_per_eu = None);
+    if t.occupancy().is_some() {
+        push(&|c| *c = c.without_occupancy());
     }
     if t.launch_bounds.is_some() {
         push(&|c| c.launch_bounds = None);
@@ -301,12 +304,12 @@ where
 
     // 3. Occupancy targets on top of the best rewrite: the rewrite may have
     //    brought the next step within the register allocator's reach.
-    if best.0.waves_per_eu.is_none() {
+    if best.0.occupancy().is_none() {
         let cands: Vec<Transforms> = space
             .waves
             .iter()
             .filter(|&&w| w > best.1.occupancy)
-            .filter_map(|&w| union(&best.0, &Transforms { waves_per_eu: Some(w), ..Default::default() }))
+            .filter_map(|&w| union(&best.0, &Transforms::occupancy_step(space.occupancy, w)))
             .collect();
         for (t, u) in measure_all(cands, &mut tried) {
             if rule.compare(&u, &best.1) == Ordering::Greater {
@@ -318,13 +321,13 @@ where
     // 3b. The next step may be one small rewrite away: when the hint on top
     //     of the best rewrite still spills, add each other transform to it.
     let next_step = space.waves.iter().copied().filter(|&w| w > best.1.occupancy).min();
-    if let (None, Some(w)) = (best.0.waves_per_eu, next_step) {
-        let hint = Transforms { waves_per_eu: Some(w), ..Default::default() };
+    if let (None, Some(w)) = (best.0.occupancy(), next_step) {
+        let hint = Transforms::occupancy_step(space.occupancy, w);
         if let Some(hinted) = union(&best.0, &hint) {
             let cands: Vec<Transforms> = space
                 .singles()
                 .iter()
-                .filter(|t| t.waves_per_eu.is_none())
+                .filter(|t| t.occupancy().is_none())
                 .filter_map(|t| union(&hinted, t))
                 .filter(|t| *t != hinted)
                 .collect();

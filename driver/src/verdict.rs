@@ -81,7 +81,7 @@ pub(crate) fn held_reasons(held: &Transforms) -> Vec<Reason> {
     if held.pow2_inexact {
         reasons.push(Reason::ChangesRounding);
     }
-    if held.unroll_cap.is_some() || held.waves_per_eu.is_some() {
+    if held.unroll_cap.is_some() || held.occupancy().is_some() {
         reasons.push(Reason::TradesIlp);
     }
     if !held.noalias.is_empty() || held.launch_bounds.is_some() {

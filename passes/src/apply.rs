@@ -104,7 +104,7 @@ fn apply_early<'ctx>(module: &Module<'ctx>, db: &Db, input_hash: Option<&str>) -
         }
     }
     for (kernel, t) in plan.decided() {
-        let occ = Occupancy { waves_per_eu: t.waves_per_eu, max_block: t.launch_bounds };
+        let occ = Occupancy { waves_per_eu: t.occupancy(), max_block: t.launch_bounds };
         if occ != Occupancy::default() {
             changed |= noted("occupancy", &[kernel], occupancy::apply(kernel, &occ));
         }
@@ -305,6 +305,10 @@ fn valid(mut t: Transforms, symbol: &str) -> Transforms {
     if let Some(w) = t.waves_per_eu.filter(|w| *w == 0) {
         drop("waves-per-eu", w);
         t.waves_per_eu = None;
+    }
+    if let Some(w) = t.warps_per_sm.filter(|w| *w == 0) {
+        drop("warps-per-sm", w);
+        t.warps_per_sm = None;
     }
     if let Some(b) = t.launch_bounds.filter(|b| *b == 0 || *b > MAX_BLOCK) {
         drop("launch-bounds", b);

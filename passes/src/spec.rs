@@ -44,7 +44,8 @@ pub enum PassSpec {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Occupancy {
     /// `"amdgpu-waves-per-eu"="W"`; on NVPTX W warps per SM, as the
-    /// register cap `"nvvm.maxnreg"` that reaches them.
+    /// register cap `"nvvm.maxnreg"` that reaches them (the db's
+    /// `waves_per_eu` or `warps_per_sm`: [`regtune_decisions::Transforms::occupancy`]).
     pub waves_per_eu: Option<u32>,
     /// `"amdgpu-flat-work-group-size"="1,N"`; on NVPTX `"nvvm.maxntid"="N"`.
     pub max_block: Option<u32>,

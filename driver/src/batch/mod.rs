@@ -578,8 +578,10 @@ struct VariantLine<'a> {
     name: &'a str,
     target: &'a str,
     input_hash: &'a str,
+    /// Labels and transforms as these lines always spelled them (NVIDIA's
+    /// step as `waves-per-eu`, `waves_per_eu`: [`regtune_decisions::Transforms::older_spelling`]).
     transforms: Vec<String>,
-    spec: &'a regtune_decisions::Transforms,
+    spec: regtune_decisions::Transforms,
     /// None: the variant did not build (see `status`).
     usage: Option<Usage>,
     /// "ok", "failed", "timed out" or "budget reached".
@@ -598,8 +600,8 @@ fn record_variants(recorder: &Mutex<BufWriter<File>>, unit: &str, input_hash: &s
                 name: &k.report.name,
                 target: &k.report.arch,
                 input_hash,
-                transforms: m.transforms.labels(),
-                spec: &m.transforms,
+                transforms: m.transforms.older_spelling().labels(),
+                spec: m.transforms.older_spelling(),
                 usage: m.usage,
                 status: m.status,
                 baseline: k.before,

@@ -125,7 +125,8 @@ fn arch_processor(arch: &str) -> &str {
 /// suggestion) is tuned again. A GPU measurement (`regtune measure`) is no
 /// edit: it is left out.
 pub(crate) fn entries_digest(entries: &[&Entry]) -> String {
-    hash::of_parts(entries.iter().map(|e| serde_json::to_vec(&Entry { measured: None, ..(*e).clone() }).expect("entry serializes")))
+    // As dbs spelled them before `warps_per_sm`: an older run's records still match.
+    hash::of_parts(entries.iter().map(|e| serde_json::to_vec(&Entry { measured: None, ..e.older_spelling() }).expect("entry serializes")))
 }
 
 /// Record a finished unit: its decisions into the db, then its record

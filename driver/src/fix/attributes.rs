@@ -47,7 +47,7 @@ fn attributes_edit(kernel: &Kernel<'_>, decisions: &[&Decision], compiler: Sourc
     let mut per_arch: Vec<(&Arch, String)> = Vec::new();
     for d in decisions {
         let t = &d.transforms;
-        let parts = match crate::gpu::of(&d.arch).source_attributes(t.launch_bounds, t.waves_per_eu, compiler) {
+        let parts = match crate::gpu::of(&d.arch).source_attributes(t.launch_bounds, t.occupancy(), compiler) {
             // nvcc's file-wide -maxrregcount=R, as the kernel's own cap.
             Ok(_) if d.file_wide.is_some() => d.file_wide.iter().map(|f| f.attribute()).collect(),
             Ok(parts) => parts,
@@ -133,7 +133,7 @@ fn extend_launch_bounds(kernel: &Kernel<'_>, decisions: &[&Decision], notes: &mu
     let bounds = launch_bounds_in_source(kernel)?;
     let mut args = Vec::new();
     for d in decisions {
-        let (None, Some(w)) = (d.transforms.launch_bounds, d.transforms.waves_per_eu) else { return None };
+        let (None, Some(w)) = (d.transforms.launch_bounds, d.transforms.occupancy()) else { return None };
         match crate::gpu::of(&d.arch).min_blocks_argument(w, &bounds.threads)? {
             Ok(a) => args.push(a),
             Err(why) => {

@@ -260,8 +260,8 @@ fn template(
             let cap = match &d.file_wide {
                 // nvcc's file-wide -maxrregcount=R, as the instantiation's own cap.
                 Some(f) => Some(f.cap()),
-                None if !(regtune_decisions::Transforms { waves_per_eu: None, ..t.clone() }).is_empty() => return Ok(None),
-                None => t.waves_per_eu.map(nvidia::register_cap_for_warps),
+                None if !t.without_occupancy().is_empty() => return Ok(None),
+                None => t.occupancy().map(nvidia::register_cap_for_warps),
             };
             per_arch.push(cap);
             plain.push(d.before.map(|u| u.vgpr).filter(|r| *r > 0));

@@ -405,8 +405,8 @@ impl Kernel<'_> {
 /// the target's words: `warps-per-sm=44` on NVPTX).
 pub(crate) fn labels(t: &Transforms, arch: &Arch) -> Vec<String> {
     let target = crate::gpu::of(arch);
-    let mut out = Transforms { waves_per_eu: None, launch_bounds: None, ..t.clone() }.labels();
-    out.extend(t.waves_per_eu.map(|w| target.occupancy_label(w)));
+    let mut out = Transforms { launch_bounds: None, ..t.without_occupancy() }.labels();
+    out.extend(t.occupancy().map(|w| target.occupancy_label(w)));
     out.extend(t.launch_bounds.map(|n| format!("launch-bounds={n}")));
     out
 }

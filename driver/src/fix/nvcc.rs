@@ -406,7 +406,7 @@ mod tests {
 
     #[test]
     fn only_what_tune_builds_with_nvcc_and_fix_spells_is_patched_for_nvcc() {
-        let cap = Transforms { waves_per_eu: Some(32), ..Default::default() };
+        let cap = Transforms { warps_per_sm: Some(32), ..Default::default() };
         let unit = Path::new("src/k.cu");
         assert_eq!(refused(&cap, unit, true), None);
         assert_eq!(refused(&Transforms { launch_bounds: Some(256), ..cap.clone() }, unit, true), None);
@@ -434,12 +434,12 @@ mod tests {
     #[test]
     fn a_file_wide_cap_tries_r_then_tunes_own_caps_at_the_candidates_numbers_then_its_register_count() {
         let at = |vgpr, spills, occupancy| Usage { vgpr, vgpr_spills: spills, occupancy, ..Default::default() };
-        let cap = |w| Transforms { waves_per_eu: Some(w), ..Default::default() };
+        let cap = |w| Transforms { warps_per_sm: Some(w), ..Default::default() };
         // miniBUDE's fasten_main<4> on sm_90 as tune measured it: -maxrregcount=128 gave 112 registers.
         let candidates = [
             (cap(8), at(110, 0, 16)),
             (cap(20), at(96, 0, 16)),
-            (Transforms { sink: true, waves_per_eu: Some(12), ..Default::default() }, at(112, 0, 16)),
+            (Transforms { sink: true, warps_per_sm: Some(12), ..Default::default() }, at(112, 0, 16)),
             (Transforms { maxrregcount: Some(255), ..Default::default() }, at(112, 0, 16)),
             (cap(12), at(112, 0, 16)),
         ];

@@ -111,7 +111,7 @@ impl Group {
 /// What of a decision lands in the text the group shares.
 fn shared_part(what: &str, t: &Transforms) -> Transforms {
     match what {
-        "macro" => Transforms { waves_per_eu: None, launch_bounds: None, ..t.clone() },
+        "macro" => Transforms { launch_bounds: None, ..t.without_occupancy() },
         _ => t.clone(),
     }
 }
@@ -120,7 +120,7 @@ fn shared_part(what: &str, t: &Transforms) -> Transforms {
 pub(crate) fn patched_with(group: &Group, donor: &Transforms, own: &Transforms) -> Transforms {
     let mut t = shared_part(group.what, donor);
     if group.what == "macro" {
-        (t.waves_per_eu, t.launch_bounds) = (own.waves_per_eu, own.launch_bounds);
+        (t.waves_per_eu, t.warps_per_sm, t.launch_bounds) = (own.waves_per_eu, own.warps_per_sm, own.launch_bounds);
     }
     t
 }

@@ -38,7 +38,7 @@ pub use arch::*;
 /// [`OccupancyModel::limiter_name`]).
 pub(crate) use resources::Limiter;
 
-use regtune_decisions::{Param, Transforms, Usage};
+use regtune_decisions::{Occupancy, Param, Transforms, Usage};
 
 use crate::toolchain::{Toolchain, ToolchainError};
 use compile::{CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
@@ -230,8 +230,15 @@ pub trait OccupancyModel: Identity {
     /// What limits occupancy, as a table names it in the vendor's words.
     fn limiter_name(&self, limiter: Limiter) -> String;
 
-    /// An occupancy target as labels and messages name it.
-    fn occupancy_label(&self, occupancy: u32) -> String;
+    /// Which of the db's occupancy steps the target's entries hold
+    /// (AMDGPU: waves per EU, NVPTX: warps per SM).
+    fn occupancy_field(&self) -> Occupancy;
+
+    /// An occupancy target as labels and messages name it:
+    /// "waves-per-eu=6", "warps-per-sm=48".
+    fn occupancy_label(&self, occupancy: u32) -> String {
+        Transforms::occupancy_step(self.occupancy_field(), occupancy).labels().concat()
+    }
 
     fn waves(&self, occupancy: u32) -> f64;
 }
@@ -295,24 +302,17 @@ pub struct Steps {
     pub own: Option<u32>,
 }
 
-/// Transform labels as the target names them: on NVPTX an occupancy target
-/// is in warps per SM ("warps-per-sm=48"; the db keeps it as `waves_per_eu`).
+/// Transform labels as the target names them ([`Transforms::labels`]: on
+/// NVPTX an occupancy target is in warps per SM, "warps-per-sm=48");
 /// noalias on every pointer parameter reads `noalias=all`.
-pub(crate) fn labels(t: &Transforms, arch: &Arch, every_pointer: &[Param]) -> Vec<String> {
+pub(crate) fn labels(t: &Transforms, _arch: &Arch, every_pointer: &[Param]) -> Vec<String> {
     let mut labels = t.labels();
     if !every_pointer.is_empty() && t.noalias == every_pointer {
         let first = labels.iter().position(|l| l.starts_with("noalias=")).unwrap_or(labels.len());
         labels.retain(|l| !l.starts_with("noalias="));
         labels.insert(first, "noalias=all".to_string());
     }
-    let target = of(arch);
     labels
-        .into_iter()
-        .map(|l| match l.strip_prefix("waves-per-eu=").and_then(|n| n.parse().ok()) {
-            Some(n) => target.occupancy_label(n),
-            None => l,
-        })
-        .collect()
 }
 
 /// The toolchain `archs` need: HIP's where one of them compiles HIP.
@@ -436,8 +436,14 @@ mod tests {
         let all: Vec<Param> = (0..3).map(|i| Param { index: i, name: format!("p{i}") }).collect();
         let restrict = Transforms { noalias: all.clone(), ..Default::default() };
         assert_eq!(labels(&restrict, &arch("gfx90a"), &all), ["noalias=all"]);
-        let with_target = Transforms { waves_per_eu: Some(48), ..restrict };
+        let with_target = restrict.with_occupancy(of(&arch("sm_90")).occupancy_field(), Some(48));
         assert_eq!(labels(&with_target, &arch("sm_90"), &all), ["noalias=all", "warps-per-sm=48"]);
+        let with_target = restrict.with_occupancy(of(&arch("gfx90a")).occupancy_field(), Some(6));
+        assert_eq!(labels(&with_target, &arch("gfx90a"), &all), ["noalias=all", "waves-per-eu=6"]);
+        assert_eq!(
+            (of(&arch("sm_90")).occupancy_label(48), of(&arch("gfx1100")).occupancy_label(6)),
+            ("warps-per-sm=48".into(), "waves-per-eu=6".into())
+        );
     }
 
     #[test]

@@ -44,7 +44,8 @@ pub(crate) fn path(dir: &Path, entry: &Entry, t: &Transforms) -> PathBuf {
     let name = if t.is_empty() {
         "plain".to_string()
     } else {
-        let spec = serde_json::to_string(t).expect("transforms serialize");
+        // As dbs spelled it before `warps_per_sm`: an older tune's files are found.
+        let spec = serde_json::to_string(&t.older_spelling()).expect("transforms serialize");
         hash::of_parts([entry.symbol.as_bytes(), spec.as_bytes()])[..16].to_string()
     };
     dir.join(&entry.input_hash).join(format!("{name}.{}", extension(&entry.arch)))
@@ -251,6 +252,17 @@ mod tests {
         assert!(c[1].2.extension().unwrap() == "cubin" && c[1].2 != c[2].2);
         assert_eq!(candidates(Path::new("d"), &entry("sm_90")), c, "the same names every time");
         assert_eq!(candidates(Path::new("d"), &entry("gfx90a"))[0].2, Path::new("d/abc/plain.hsaco"));
+    }
+
+    #[test]
+    fn a_step_s_file_keeps_the_name_an_older_tune_gave_it() {
+        // Tunes before `warps_per_sm` named NVIDIA's step by its `waves_per_eu` spelling.
+        let e = entry("sm_90");
+        let older = hash::of_parts([e.symbol.as_bytes(), br#"{"sink":true,"waves_per_eu":32}"#.as_slice()]);
+        let step = Transforms { sink: true, warps_per_sm: Some(32), ..Default::default() };
+        assert_eq!(path(Path::new("d"), &e, &step), Path::new("d/abc").join(format!("{}.cubin", &older[..16])));
+        // The label, though, is NVIDIA's.
+        assert_eq!(label(&e, &step), "sink + warps-per-sm=32");
     }
 
     #[test]

@@ -447,7 +447,7 @@ mod tests {
     #[test]
     fn a_file_wide_cap_another_kernel_of_the_file_does_not_share_is_named() {
         let wide = Transforms { maxrregcount: Some(128), ..Default::default() };
-        let step = |w| Transforms { waves_per_eu: Some(w), ..Default::default() };
+        let step = |w| Transforms { warps_per_sm: Some(w), ..Default::default() };
         // a: the cap 1.25x, its own step 1.111x; b: a step of its own.
         let measured = |builds: &[(&Transforms, f64)]| {
             let c = |t: &Transforms, ms: f64| serde_json::json!({"transforms": t, "time": {"median_ms": ms, "spread_ms": 0.001}, "identical": true});
@@ -484,7 +484,7 @@ mod tests {
     #[test]
     fn a_kept_build_the_program_never_launched_again_is_named() {
         let mut db = Db::default();
-        db.kernels.insert("k".into(), plan::tests::entry("_Z1kv", Transforms { waves_per_eu: Some(32), ..Default::default() }));
+        db.kernels.insert("k".into(), plan::tests::entry("_Z1kv", Transforms { warps_per_sm: Some(32), ..Default::default() }));
         db.kernels.insert("p".into(), plan::tests::entry("_Z1pv", Transforms::default()));
         let measured: Measured =
             serde_json::from_value(serde_json::json!({"device": "d", "launches": 1, "runs": 3, "deterministic": true, "candidates": []}))

@@ -614,7 +614,7 @@ mod tests {
         let decided = [1.8, 2.2, 1.8, 2.2, 2.0, 2.0];
         let events = [result("k", &[("plain", &plain, true), ("decided", &decided, true)], true, Some(true))];
         let m = &collect(&events, &names()).measured["k"];
-        let cap = Transforms { waves_per_eu: Some(32), ..Default::default() };
+        let cap = Transforms { warps_per_sm: Some(32), ..Default::default() };
         let entry = super::super::plan::tests::entry("_Z1kPd", cap);
         let row = &rows(&entry, m, &[])[1];
         // Quartiles 1.85 and 2.15: 2.576 * 1.2533 / 1.349 * 0.3 / sqrt(6) = 0.2931 on the ratio 2.
@@ -717,7 +717,7 @@ mod tests {
         assert_eq!(verdict(&template), "faster: `regtune confirm _Z4stepILi8EEvPd suggested` to use it");
 
         // Slower than the build's own choice: confirming it would change nothing.
-        let shared = Transforms { waves_per_eu: Some(40), launch_bounds: Some(256), spill_to_shared: true, ..Default::default() };
+        let shared = Transforms { warps_per_sm: Some(40), launch_bounds: Some(256), spill_to_shared: true, ..Default::default() };
         let mut planned = names();
         planned.get_mut("k").unwrap().push(PlannedCandidate {
             name: "suggested".into(),

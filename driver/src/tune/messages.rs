@@ -66,7 +66,7 @@ pub(super) fn suggestion_message(
     if let Some(n) = held.unroll_cap {
         what.push(format!("capping unrolling at {n}"));
     }
-    if let Some(w) = held.waves_per_eu {
+    if let Some(w) = held.occupancy() {
         let target = gpu::of(arch).occupancy_label(w);
         what.push(format!("the occupancy target {target}"));
     }
@@ -98,7 +98,7 @@ pub(super) fn suggestion_message(
         checks.push(format!("every launch in this file uses {n} threads; confirm no other caller uses more"));
     }
     let mut message = format!("{} {effect} — {}", what.join(" and "), checks.join("; "));
-    if held.unroll_cap.is_some() || held.waves_per_eu.is_some() || held.sink || (held.pow2 && !held.pow2_inexact) {
+    if held.unroll_cap.is_some() || held.occupancy().is_some() || held.sink || (held.pow2 && !held.pow2_inexact) {
         // Held for speed alone, the GPU decides; else the user's word first.
         message.push_str(if Reason::measure_decides(&verdict::held_reasons(held)) {
             "; `regtune measure -- PROGRAM ARGS` times it inside your program and keeps it only if faster with the same results"

@@ -281,6 +281,7 @@ fn spaces(tuning: &Tuning<'_>, base: &Measured, inspection: Option<&Inspection>,
         noalias: if noalias_apply { ranked.clone() } else { confirmed.noalias.clone() },
         noalias_all: if noalias_apply { every_pointer.clone() } else { vec![] },
         launch_bounds: options.block_size.stated().or(confirmed.launch_bounds),
+        occupancy: gpu::of(session.arch).occupancy_field(),
         ..Space::default()
     };
     let proven = |c| options.evidence.never_loses(c);
@@ -291,7 +292,7 @@ fn spaces(tuning: &Tuning<'_>, base: &Measured, inspection: Option<&Inspection>,
         waves: if proven(Class::OccupancyTarget) {
             occupancy_targets(session.arch, base)
         } else {
-            confirmed.waves_per_eu.into_iter().collect()
+            confirmed.occupancy().into_iter().collect()
         },
         ..allowed_rewrites.clone()
     };
@@ -336,8 +337,8 @@ fn decide(tuning: &Tuning<'_>, base: &Measured, s: &Spaces, rule: &Rule, v: &Var
     // register cap does; the model adds the spills ptxas reports
     // (cost::estimate), which on an H100 is what made such targets slower.
     let mut held_target = None;
-    if let Some(w) = outcome.transforms.waves_per_eu.filter(|w| s.confirmed.waves_per_eu != Some(*w)) {
-        let without = Transforms { waves_per_eu: None, ..outcome.transforms.clone() };
+    if let Some(w) = outcome.transforms.occupancy().filter(|w| s.confirmed.occupancy() != Some(*w)) {
+        let without = outcome.transforms.without_occupancy();
         if let Some(time_ratio) = predicted_time_ratio(session, base, (&outcome.transforms, &outcome.usage), &without, &eval) {
             if let Verdict::Hold(_) = verdict::occupancy_target(Basis::Predicted { time_ratio }) {
                 held_target = Some((w, time_ratio));
@@ -378,6 +379,7 @@ fn suggest(
         noalias_all: if noalias_suggest { s.every_pointer.clone() } else { allowed.noalias_all.clone() },
         launch_bounds: allowed.launch_bounds.or(inferred_block),
         waves: occupancy_targets(session.arch, base),
+        occupancy: allowed.occupancy,
     };
     if wider == *allowed {
         return None;
@@ -396,7 +398,7 @@ fn suggest(
     let target = gpu::of(session.arch);
     let mut message =
         suggestion_message(&held, &better.transforms, &outcome.usage, &better.usage, &s.every_pointer, session.arch, &options.evidence);
-    if let Some((w, ratio)) = decided.held_target.filter(|(w, _)| held.waves_per_eu == Some(*w)) {
+    if let Some((w, ratio)) = decided.held_target.filter(|(w, _)| held.occupancy() == Some(*w)) {
         message.push_str(&format!(
             "; {} alone was predicted {:.2}× as fast (its schedule keeps fewer loads in flight)",
             target.occupancy_label(w),
@@ -446,6 +448,7 @@ fn measured_search(
     let steps = target.occupancy_steps(base, launched);
     let pool = candidates::Pool {
         steps: steps.all,
+        occupancy: target.occupancy_field(),
         own_step: steps.own,
         rewrites: search::best_rewrites(&s.allowed_rewrites, rule, &eval),
         unroll_caps: s.caps.clone(),
@@ -462,7 +465,7 @@ fn measured_search(
     // cap alone at that step spills enough for it to pay, and kept only
     // where it spills less (ptxas declines where the kernel uses dynamic
     // shared memory: the spills stay).
-    let cap_alone = |t: &Transforms| eval(&Transforms { waves_per_eu: t.waves_per_eu, ..Default::default() });
+    let cap_alone = |t: &Transforms| eval(&Transforms { waves_per_eu: t.waves_per_eu, warps_per_sm: t.warps_per_sm, ..Default::default() });
     let build = |t: &Transforms| {
         // Where the backend spills to shared memory itself, its spilling
         // beat regtune's LDS spill at 16 of 17 steps where a cap spilled
@@ -569,7 +572,7 @@ fn launched_spills(
     let target = gpu::of(session.arch);
     let mut spilling_caps: Vec<&regtune_decisions::Candidate> = kept
         .iter()
-        .filter(|c| c.usage.vgpr_spills > 0 && c.transforms == Transforms { waves_per_eu: c.transforms.waves_per_eu, ..Default::default() })
+        .filter(|c| c.usage.vgpr_spills > 0 && c.transforms.without_occupancy().is_empty())
         .filter(|c| !target.backend_spills_to_shared() || target.shared_spill_pays(&c.usage))
         .collect();
     // The twin of the cap the GPU keeps is the one that can beat the
@@ -627,6 +630,7 @@ pub(super) fn held_part(t: &Transforms, allowed: &Space) -> Transforms {
         noalias: t.noalias.iter().filter(|p| !allowed_noalias(p)).cloned().collect(),
         launch_bounds: t.launch_bounds.filter(|_| allowed.launch_bounds.is_none()),
         waves_per_eu: t.waves_per_eu.filter(|w| !allowed.waves.contains(w)),
+        warps_per_sm: t.warps_per_sm.filter(|w| !allowed.waves.contains(w)),
         ..Default::default()
     }
 }
@@ -675,7 +679,7 @@ pub(super) fn at_best(rule: &Rule, max_waves: u32) -> bool {
 /// The transforms a kernel's PTX entry carries alone (nvcc's builds): no
 /// rewrite of the source, no file-wide `-maxrregcount` (an nvcc build).
 fn nvcc_entry_only(t: &Transforms) -> bool {
-    Transforms { waves_per_eu: None, launch_bounds: None, spill_to_shared: false, ..t.clone() }.is_empty()
+    Transforms { launch_bounds: None, spill_to_shared: false, ..t.without_occupancy() }.is_empty()
 }
 
 /// nvcc's file-wide `-maxrregcount` alone.

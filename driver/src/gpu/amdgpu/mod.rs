@@ -18,7 +18,7 @@ use crate::gpu::compile::{self, CompileError, Compiled, Emit, Location, Temps, U
 use crate::gpu::listing::{Listing, Machine};
 use crate::gpu::resources::{self, MeasureError, Measured};
 use crate::toolchain::{Toolchain, ToolchainError};
-use regtune_decisions::Usage;
+use regtune_decisions::{Occupancy, Usage};
 
 #[derive(Debug)]
 pub(crate) struct Amdgpu {
@@ -202,8 +202,8 @@ impl OccupancyModel for Amdgpu {
         limiter.to_string()
     }
 
-    fn occupancy_label(&self, waves: u32) -> String {
-        format!("waves-per-eu={waves}")
+    fn occupancy_field(&self) -> Occupancy {
+        Occupancy::WavesPerEu
     }
 
     /// The target's maximum waves per SIMD.

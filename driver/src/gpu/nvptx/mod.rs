@@ -18,7 +18,7 @@ use crate::gpu::compile::{self, CompileError, Compiled, Location, Temps, Unit, V
 use crate::gpu::listing::{Listing, Machine};
 use crate::gpu::resources::{self, MeasureError, Measured, NvidiaUsage};
 use crate::toolchain::{Toolchain, ToolchainError};
-use regtune_decisions::Usage;
+use regtune_decisions::{Occupancy, Usage};
 
 /// The register cap a source patch for nvcc writes: `REGTUNE_MAXNREG(R)`.
 pub(crate) const MAXNREG_MACRO: &str = "REGTUNE_MAXNREG";
@@ -228,9 +228,9 @@ impl OccupancyModel for Nvptx {
         .to_string()
     }
 
-    /// Warps per SM (the db keeps it as `waves_per_eu`).
-    fn occupancy_label(&self, warps: u32) -> String {
-        format!("warps-per-sm={warps}")
+    /// Warps per SM (the db's `warps_per_sm`).
+    fn occupancy_field(&self) -> Occupancy {
+        Occupancy::WarpsPerSm
     }
 
     /// The warps per SM that the kernel's block size, shared memory and

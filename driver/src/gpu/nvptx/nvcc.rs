@@ -376,12 +376,12 @@ fn canonical_file_line(line: &str) -> String {
 /// neither: it is the whole file's build ([`file_wide`]).
 pub(crate) fn split(t: &Transforms) -> (Transforms, Transforms) {
     let entry = Transforms {
-        waves_per_eu: t.waves_per_eu,
+        warps_per_sm: t.warps_per_sm,
         launch_bounds: t.launch_bounds,
         spill_to_shared: t.spill_to_shared,
         ..Default::default()
     };
-    let rewrites = Transforms { waves_per_eu: None, launch_bounds: None, spill_to_shared: false, maxrregcount: None, ..t.clone() };
+    let rewrites = Transforms { warps_per_sm: None, launch_bounds: None, spill_to_shared: false, maxrregcount: None, ..t.clone() };
     (entry, rewrites)
 }
 
@@ -486,7 +486,7 @@ impl Entry {
             ));
         }
         Ok(Entry {
-            maxnreg: t.waves_per_eu.map(nvidia::register_cap_for_warps),
+            maxnreg: t.warps_per_sm.map(nvidia::register_cap_for_warps),
             maxntid: t.launch_bounds,
             smem_spilling: t.spill_to_shared,
         })
@@ -620,9 +620,9 @@ mod tests {
 
     #[test]
     fn a_variant_splits_into_its_entry_edits_and_its_rewrites() {
-        let t = Transforms { sink: true, unroll_cap: Some(2), waves_per_eu: Some(32), launch_bounds: Some(256), ..Default::default() };
+        let t = Transforms { sink: true, unroll_cap: Some(2), warps_per_sm: Some(32), launch_bounds: Some(256), ..Default::default() };
         let (entry, rewrites) = split(&t);
-        assert_eq!(entry, Transforms { waves_per_eu: Some(32), launch_bounds: Some(256), ..Default::default() });
+        assert_eq!(entry, Transforms { warps_per_sm: Some(32), launch_bounds: Some(256), ..Default::default() });
         assert_eq!(rewrites, Transforms { sink: true, unroll_cap: Some(2), ..Default::default() });
         assert!(Entry::of(&entry).is_ok());
     }
@@ -634,7 +634,7 @@ mod tests {
         assert!(entry.is_empty() && rewrites.is_empty(), "{entry:?} {rewrites:?}");
         assert!(Entry::of(&wide).unwrap_err().contains("-maxrregcount=64 is nvcc's flag for the whole file"));
         assert_eq!(file_wide_cap(32), wide, "the .maxnreg step's registers");
-        let k = |s: &str, r: Option<u32>| (s.to_string(), Transforms { maxrregcount: r, waves_per_eu: Some(8), ..Default::default() });
+        let k = |s: &str, r: Option<u32>| (s.to_string(), Transforms { maxrregcount: r, warps_per_sm: Some(8), ..Default::default() });
         assert_eq!(file_wide(&[k("_Z1av", None)]), Ok(None));
         assert_eq!(file_wide(&[k("_Z1av", Some(64)), k("_Z1bv", None), k("_Z1cv", Some(64))]), Ok(Some(64)));
         let e = file_wide(&[k("_Z1av", Some(64)), k("_Z1bv", Some(48))]).unwrap_err();
@@ -662,9 +662,9 @@ mod tests {
 
     #[test]
     fn rewrites_of_the_source_are_named_not_built() {
-        let e = Entry::of(&Transforms { sink: true, waves_per_eu: Some(32), ..Default::default() }).unwrap_err();
+        let e = Entry::of(&Transforms { sink: true, warps_per_sm: Some(32), ..Default::default() }).unwrap_err();
         assert!(e.starts_with("sink rewrite the source"), "{e}");
-        assert_eq!(Entry::of(&Transforms { waves_per_eu: Some(32), ..Default::default() }).unwrap().maxnreg, Some(64));
+        assert_eq!(Entry::of(&Transforms { warps_per_sm: Some(32), ..Default::default() }).unwrap().maxnreg, Some(64));
         assert!(edit_entry(PTX, "_Z1nope", &Entry::default()).unwrap_err().contains("no entry _Z1nope"));
     }
 
