@@ -3,15 +3,16 @@
 //! helps, verify the kept sets together, and record them in the decisions db.
 //!
 //! One job a file: `run.rs` fans the files out, checks each file's kept
-//! sets together and writes the db; `plan.rs` is the per-kernel policy
+//! sets together and writes the db; `kernel.rs` is the per-kernel policy
 //! (what is searched, applied, suggested, and the measured search's
-//! candidates); `messages.rs` says why, and what a suggestion would reach;
+//! candidates); `messages.rs` says why; `suggestion.rs` what a suggestion would reach;
 //! `diff.rs` the listings (`--diff`, and the cost model's).
 
 mod diff;
+mod kernel;
 mod messages;
-mod plan;
 mod run;
+mod suggestion;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -8,8 +8,8 @@ use rayon::prelude::*;
 use regtune_decisions::{Db, Entry, Suggestion, Transforms};
 
 use super::diff::diff_listings;
+use super::kernel::{plan_kernel, Plan, Tuning};
 use super::messages;
-use super::plan::{plan_kernel, Plan, Tuning};
 use super::{KernelTuning, Options, VariantStatus};
 use crate::context::Context;
 use crate::fix::spell::Speller;

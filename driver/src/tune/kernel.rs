@@ -10,7 +10,7 @@ use regtune_decisions::plugin::Inspection;
 use regtune_decisions::{Entry, Param, Reason, Transforms, Usage};
 
 use super::diff::profile;
-use super::messages::suggestion_message;
+use super::suggestion::suggestion_message;
 use super::{BlockSize, Measurement, Noalias, Options, Pow2, VariantStatus};
 use crate::evidence::Class;
 use crate::gpu::resources::Measured;
