@@ -483,8 +483,7 @@ fn frontend_only_flags_do_not_reach_the_compile_of_the_ir() {
 #[test]
 fn a_plugin_build_with_the_db_gives_exactly_the_promised_usage_on_sm_90() {
     let (dir, rows) = tuned();
-    let plugin = repo().join("target/debug/libregtune_passes.so");
-    assert!(plugin.is_file(), "build the workspace first: {}", plugin.display());
+    let plugin = common::plugin();
     let db = dir.path().join("db.json");
     for file in examples() {
         let plugin_arg = format!("-fpass-plugin={}", plugin.display());
@@ -962,8 +961,7 @@ fn clangs_caps_are_the_plugins_builds_and_every_step_is_built() {
     for w in [20, 24, 32, 40, 48, 64] {
         assert!(steps.contains(&w), "the step at {w} warps is built: {steps:?}");
     }
-    let plugin = repo().join("target/debug/libregtune_passes.so");
-    assert!(plugin.is_file(), "build the workspace first: {}", plugin.display());
+    let plugin = common::plugin();
     for (warps, path) in &caps {
         let one = dir.path().join(format!("cap{warps}.json"));
         let mut d = doc.clone();

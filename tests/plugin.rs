@@ -13,14 +13,8 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{hip_device_compile, hip_device_compile_with, repo};
+use common::{hip_device_compile, hip_device_compile_with, plugin, repo};
 use serde_json::{json, Value};
-
-fn plugin() -> std::path::PathBuf {
-    let p = repo().join("target/debug/libregtune_passes.so");
-    assert!(p.is_file(), "build the workspace first: {}", p.display());
-    p
-}
 
 /// Kernel symbols of an example, from `regtune report`.
 fn kernel_symbols(file: &Path) -> Vec<String> {

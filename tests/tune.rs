@@ -427,8 +427,7 @@ fn decisions_db_round_trips_what_tune_printed() {
 
 #[test]
 fn a_plugin_build_with_the_db_gives_exactly_the_promised_usage() {
-    let plugin = repo().join("target/debug/libregtune_passes.so");
-    assert!(plugin.is_file(), "build the workspace first: {}", plugin.display());
+    let plugin = common::plugin();
     for arch in ["gfx90a", "gfx1100"] {
         for file in all_examples() {
             let dir = tempfile::tempdir().unwrap();

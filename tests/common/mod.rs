@@ -58,6 +58,14 @@ fn device_libs() -> &'static Path {
     .path()
 }
 
+/// The pass plugin for LLVM 22, beside the regtune binary the tests run
+/// (cargo's target dir, wherever `CARGO_TARGET_DIR` puts it).
+pub fn plugin() -> PathBuf {
+    let p = assert_cmd::cargo::cargo_bin("regtune").with_file_name("libregtune_passes.so");
+    assert!(p.is_file(), "build the workspace first: {}", p.display());
+    p
+}
+
 /// The pass plugin built for LLVM 19 (ci/test.sh builds it before the
 /// tests: `cargo build -p regtune-passes --no-default-features --features
 /// llvm19 --target-dir target/llvm19`). Elsewhere a test without it says
