@@ -135,18 +135,7 @@ impl Speller {
                 file_wide: None,
             })
             .collect();
-        let planned = Planned {
-            path: self.source.clone(),
-            decisions,
-            reads: self.reads.clone(),
-            edits: vec![],
-            skipped: BTreeMap::new(),
-            spans: BTreeMap::new(),
-            bodies: BTreeMap::new(),
-            capped: vec![],
-            retries: BTreeMap::new(),
-            notes: Notes::new(&self.source),
-        };
+        let planned = Planned::new(&self.source, decisions, self.reads.clone());
         let fixing = Fixing {
             toolchain: &self.toolchain,
             plugin: &self.plugin,

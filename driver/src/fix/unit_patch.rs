@@ -69,6 +69,22 @@ pub(crate) struct Planned {
 }
 
 impl Planned {
+    /// A unit's plan before any edit: its decisions and the files it reads.
+    pub(crate) fn new(path: &Path, decisions: Vec<Decision>, reads: BTreeSet<Arc<str>>) -> Planned {
+        Planned {
+            path: path.to_path_buf(),
+            decisions,
+            reads,
+            edits: vec![],
+            skipped: BTreeMap::new(),
+            spans: BTreeMap::new(),
+            bodies: BTreeMap::new(),
+            capped: vec![],
+            retries: BTreeMap::new(),
+            notes: Notes::new(path),
+        }
+    }
+
     pub(crate) fn active(&self) -> impl Iterator<Item = &Decision> {
         self.decisions.iter().filter(|d| !d.transforms.is_empty())
     }
@@ -78,18 +94,7 @@ impl Planned {
 pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<Planned, Failure> {
     std::fs::File::open(path).map_err(|e| Failure::new(format!("cannot read {}: {e}", path.display())))?;
     let mut notes = Notes::new(path);
-    let mut planned = Planned {
-        path: path.to_path_buf(),
-        decisions: vec![],
-        reads: BTreeSet::new(),
-        edits: vec![],
-        skipped: BTreeMap::new(),
-        spans: BTreeMap::new(),
-        bodies: BTreeMap::new(),
-        capped: vec![],
-        retries: BTreeMap::new(),
-        notes: Notes::new(path),
-    };
+    let mut planned = Planned::new(path, vec![], BTreeSet::new());
 
     // The decisions current for this build, per target.
     let code_dir = crate::measure::code::dir(&ctx.options.db);
