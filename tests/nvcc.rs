@@ -434,6 +434,8 @@ fn a_file_wide_maxrregcount_candidate_is_what_nvcc_maxrregcount_builds() {
     let cap = kept_cubin(dir.path(), &entry, &cap_at(32).unwrap()["transforms"]);
     let code = |cubin: &[u8]| regtune::gpu::nvptx::cubin::kernel_code(cubin, &symbol).unwrap();
     assert!(code(&sweep) == code(&cap), "-maxrregcount=64 gives the kernel the code of .maxnreg 64");
+    // The db says so, for the file's choice of one R to count this kernel at 64.
+    assert_eq!(entry["file_wide_same_as"]["64"], serde_json::json!({ "warps_per_sm": 32 }), "{entry}");
 
     // Decided (as a measurement that chose it would): regtune-nvcc builds
     // nvcc -maxrregcount=255's cubin, the file's only kernel agreeing.

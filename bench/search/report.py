@@ -224,6 +224,44 @@ def head_to_head(out):
     return found
 
 
+def file_wide_lines(table):
+    """nvcc's -maxrregcount is one flag per file: a hand sweep can give a
+    file one R (or none), not each kernel its own. Per file (the kernels
+    whose sweep builds share a unit), the R of least total time over its
+    measured kernels (plain's time each, over that build's speedup), against
+    regtune's kept builds' total: the peer a user can build."""
+    files = {}
+    for t in table:
+        units = {name.rsplit("-", 1)[1] for name in t["sweep_all"]}
+        if len(units) == 1:
+            files.setdefault((t["program"], units.pop()), []).append(t)
+    if not files:
+        return []
+    out = ["", "Per file, nvcc's one flag (the sweep's best -maxrregcount for the whole file, by its measured kernels' total time):", "",
+           "| program | kernels | plain ms | sweep's best for the file | its total speedup | regtune kept, total speedup | regtune over the sweep |",
+           "|---|---:|---:|---|---:|---:|---:|"]
+    ratios = []
+    for (prog, unit), ts in sorted(files.items()):
+        plain = sum(t["plain_ms"] for t in ts)
+        best, best_total = "plain", plain
+        for name in sorted({n for t in ts for n in t["sweep_all"]}):
+            if name.startswith(("rplain", "clang")):
+                continue
+            speedups = [t["sweep_all"].get(name) for t in ts]
+            if any(x is None for x in speedups):
+                continue
+            total = sum(t["plain_ms"] / x for t, x in zip(ts, speedups))
+            if total < best_total:
+                best, best_total = name.rsplit("-", 1)[0], total
+        kept = sum(t["plain_ms"] / (t["kept_speedup"] or 1.0) for t in ts)
+        ratios.append(best_total / kept)
+        out.append(f"| {prog} | {len(ts)} | {plain:.4f} | {best} | {plain / best_total:.3f}× | {plain / kept:.3f}× | {best_total / kept:.3f}× |")
+    out += ["", f"files: {len(ratios)}; regtune's total at or above the sweep's best for the file: {sum(r >= 1.0 for r in ratios)}, "
+            f"within 1%: {sum(r >= 0.99 for r in ratios)}, within 2%: {sum(r >= 0.98 for r in ratios)}; "
+            f"geomean of regtune over the sweep's file-wide best: {geomean(ratios):.3f}×"]
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("out")
@@ -265,6 +303,8 @@ def main():
             "sweep_best": best_sweep["candidate"].split(":", 1)[1].split("-")[0] if best_sweep else "-",
             "sweep_speedup": best_sweep["speedup"] if best_sweep else None,
             "candidates": len(ours), "sweep_builds": len(sweep),
+            # Each sweep build's speedup, by its name (r<R>-<unit>): one file's kernels share a unit.
+            "sweep_all": {r["candidate"].split(":", 1)[1]: (r["speedup"] if r["identical"] else None) for r in sweep if r.get("speedup")},
             "control": control.get("speedup") if control else None,
             "clang": (clang.get("speedup"), clang["identical"]) if clang and clang.get("speedup") else None,
             "other": (other["candidate"], other.get("speedup"), other["identical"]) if other and other.get("speedup") else None,
@@ -320,6 +360,7 @@ def main():
               f"within 2%: {len(at_least)} of {len(table)}; "
               f"sweep's per-kernel best, geomean over all: {geomean([sweep_best(t) for t in table]):.3f}×, "
               f"regtune's: {geomean([t['kept_speedup'] for t in table]):.3f}×"]
+    lines += file_wide_lines(table)
     if with_clang:
         cl = [t for t in table if t["clang"]]
         faster = [t for t in cl if t["clang"][0] > max(1.0, t["kept_speedup"]) * 1.01]

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 
+mod file_wide;
 pub mod hash;
 pub mod measured;
 pub mod plugin;
@@ -341,6 +342,13 @@ pub struct Entry {
     /// label; those a GPU already timed are in `measured.earlier` instead.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
+    /// nvcc's file-wide `-maxrregcount=R` builds (by R) whose code for this
+    /// kernel is byte for byte an earlier build's (that one): not built
+    /// again for `regtune measure`, whose figure for that build is R's when
+    /// the file's choice weighs one R for all its kernels
+    /// ([`Db::settle_file_wide`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub file_wide_same_as: BTreeMap<u32, Transforms>,
     /// Times and identity on a GPU, from `regtune measure`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,
@@ -372,9 +380,12 @@ impl Entry {
 
     /// The transforms a build applies: what the user allows ([`Entry::tuned`]),
     /// unless a GPU measurement rejected it; then the fastest allowed build
-    /// measured identical and faster than plain, else plain.
+    /// measured identical and faster than plain, else plain; nvcc's
+    /// file-wide `-maxrregcount` where its file takes one
+    /// ([`Db::settle_file_wide`]).
     pub fn effective(&self) -> Transforms {
         match &self.measured {
+            Some(Measured { file_takes: Some(r), .. }) => Transforms { maxrregcount: Some(*r), ..Default::default() },
             Some(m) if m.file_wide_declined_for.is_some() => self.effective_per_kernel(),
             _ => self.effective_alone(),
         }
@@ -413,7 +424,28 @@ impl Entry {
             return self.after;
         }
         let suggested = self.suggested.iter().find(|s| &s.transforms == t).map(|s| s.usage);
-        suggested.or_else(|| self.candidates.iter().find(|c| &c.transforms == t).map(|c| c.usage))
+        let found = suggested.or_else(|| self.candidates.iter().find(|c| &c.transforms == t).map(|c| c.usage));
+        found.or_else(|| self.same_code_as(t).and_then(|same| self.usage_of(same)))
+    }
+
+    /// The build whose code `t` (a file-wide `-maxrregcount` alone) gives
+    /// this kernel byte for byte, where tune found one.
+    fn same_code_as(&self, t: &Transforms) -> Option<&Transforms> {
+        let r = t.maxrregcount?;
+        (*t == Transforms { maxrregcount: Some(r), ..Default::default() }).then(|| self.file_wide_same_as.get(&r)).flatten()
+    }
+
+    /// What the GPU measured of build `t`: its own figures, or those of the
+    /// build whose code it is ([`Entry::file_wide_same_as`]).
+    pub fn measured_candidate(&self, t: &Transforms) -> Option<&measured::Candidate> {
+        let m = self.measured.as_ref()?;
+        m.candidate(t).or_else(|| m.candidate(self.same_code_as(t)?))
+    }
+
+    /// The build a measurement timed for `t`: `t`, or the one whose code
+    /// it is.
+    pub fn measured_as(&self, t: &Transforms) -> Transforms {
+        self.measured_candidate(t).map_or_else(|| t.clone(), |c| c.transforms.clone())
     }
 
     /// [`Entry::effective`] among the builds a kernel's own code carries:
@@ -549,34 +581,6 @@ impl Db {
         Ok(db)
     }
 
-    /// One build of a file takes one `-maxrregcount`: a kernel whose
-    /// measurement chose nvcc's file-wide cap R keeps it only where every
-    /// other kernel of its file (same arch and input) decided R too or
-    /// nothing; otherwise it is built as its own best, its measurement
-    /// naming the kernel that decided otherwise
-    /// ([`Measured::file_wide_declined_for`]). Where a kernel that decided
-    /// nothing compiles differently under R, the build finds out from the
-    /// bytes and builds each such kernel its own best too.
-    pub fn settle_file_wide(&mut self) {
-        let chosen: Vec<(String, Transforms)> = self.kernels.iter().map(|(k, e)| (k.clone(), e.effective_alone())).collect();
-        let mut declined: Vec<(String, Option<String>)> = Vec::new();
-        for (key, t) in &chosen {
-            let e = &self.kernels[key];
-            let other = t.maxrregcount.and_then(|r| {
-                chosen.iter().find(|(k, o)| {
-                    let s = &self.kernels[k];
-                    k != key && s.arch == e.arch && s.input_hash == e.input_hash && !o.is_empty() && o.maxrregcount != Some(r)
-                })
-            });
-            declined.push((key.clone(), other.map(|(k, _)| self.kernels[k].name_or_symbol().to_string())));
-        }
-        for (key, other) in declined {
-            if let Some(m) = self.kernels.get_mut(&key).and_then(|e| e.measured.as_mut()) {
-                m.file_wide_declined_for = other;
-            }
-        }
-    }
-
     /// The entries for a kernel on a target, newest input first is not
     /// knowable, so a hash narrows it when the caller has one.
     pub fn lookup<'a>(&'a self, symbol: &'a str, arch: &'a str, input_hash: Option<&'a str>) -> impl Iterator<Item = &'a Entry> + 'a {
@@ -708,6 +712,7 @@ mod tests {
             after: Some(Usage { vgpr: 96, occupancy: 5, ..Default::default() }),
             candidates: vec![],
             left_out: vec![],
+            file_wide_same_as: Default::default(),
             measured: None,
         }
     }
@@ -943,6 +948,7 @@ mod tests {
             earlier: vec![],
             program: None,
             file_wide_declined_for: None,
+            file_takes: None,
         }
     }
 
@@ -987,12 +993,53 @@ mod tests {
         db.insert(elsewhere);
         db.settle_file_wide();
         assert_eq!(db.kernels[&a.key()].effective(), wide);
-        // Two caps in one file: neither stands; an older db reads the same way.
+        // Two caps in one file: b's time at 128 is unknown and its own best
+        // plain (the build checks its code), a's at 96 unknown and its own
+        // best a step: the file takes 128; a db read settles the same way.
         db.insert(measured_entry("_Z1bv", "f", &[(&Transforms { maxrregcount: Some(96), ..Default::default() }, 0.7)]));
         let text = serde_json::to_string(&db).unwrap();
         let read = Db::parse(&text, Path::new("db.json")).unwrap();
-        assert_eq!(read.kernels[&a.key()].effective(), step(32));
-        assert!(read.kernels[&Db::key("_Z1bv", "sm_90", "f")].effective().is_empty(), "its cap alone: plain");
+        assert_eq!(read.kernels[&a.key()].effective(), wide);
+        let b = &read.kernels[&Db::key("_Z1bv", "sm_90", "f")];
+        assert!(b.effective().is_empty(), "its cap alone: plain");
+        assert_eq!(b.measured.as_ref().unwrap().file_wide_declined_for.as_deref(), Some("_Z1av"));
+    }
+
+    #[test]
+    fn a_file_takes_the_cap_whose_total_time_beats_its_kernels_own_bests() {
+        let wide = Transforms { maxrregcount: Some(128), ..Default::default() };
+        let step = |w| Transforms { warps_per_sm: Some(w), ..Default::default() };
+        let a = measured_entry("_Z1av", "f", &[(&wide, 0.80), (&step(32), 0.90)]);
+        let settled = |b: Entry| {
+            let mut db = Db::default();
+            db.insert(a.clone());
+            let key = b.key();
+            db.insert(b);
+            db.settle_file_wide();
+            (db.kernels[&a.key()].clone(), db.kernels[&key].clone())
+        };
+        // b is a little slower at 128 than at its own step: 0.80 + 0.97 beats 0.90 + 0.95.
+        let (a_now, b_now) = settled(measured_entry("_Z1bv", "f", &[(&step(24), 0.95), (&wide, 0.97)]));
+        assert_eq!(b_now.effective_alone(), step(24));
+        assert_eq!((a_now.effective(), b_now.effective()), (wide.clone(), wide.clone()));
+        assert_eq!(b_now.measured.as_ref().unwrap().file_takes, Some(128));
+        // Much slower at 128: each kernel keeps its own best, a naming b.
+        let (a_now, b_now) = settled(measured_entry("_Z1bv", "f", &[(&step(24), 0.95), (&wide, 1.5)]));
+        assert_eq!((a_now.effective(), b_now.effective()), (step(32), step(24)));
+        assert_eq!(a_now.measured.as_ref().unwrap().file_wide_declined_for.as_deref(), Some("_Z1bv"));
+        // 128 gives b its step's code: that build's time is 128's.
+        let mut b = measured_entry("_Z1bv", "f", &[(&step(24), 0.95)]);
+        b.file_wide_same_as.insert(128, step(24));
+        let (a_now, b_now) = settled(b);
+        assert_eq!((a_now.effective(), b_now.effective()), (wide.clone(), wide.clone()));
+        assert_eq!(b_now.measured_as(&wide), step(24));
+        assert_eq!(b_now.measured_candidate(&wide).map(|c| c.transforms.clone()), Some(step(24)));
+        // Within the least gain of the own bests: not worth a flag for the file.
+        let (a_now, _) = settled(measured_entry("_Z1bv", "f", &[(&step(24), 0.80), (&wide, 0.89)]));
+        assert_eq!(a_now.effective(), step(32));
+        // b's time at 128 unknown and its own best a step: 128 is not taken.
+        let (a_now, b_now) = settled(measured_entry("_Z1bv", "f", &[(&step(24), 0.95)]));
+        assert_eq!((a_now.effective(), b_now.effective()), (step(32), step(24)));
     }
 
     #[test]

@@ -61,6 +61,11 @@ pub struct Measured {
     /// (set by [`crate::Db::settle_file_wide`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_wide_declined_for: Option<String>,
+    /// The kernel's file builds with nvcc's `-maxrregcount=R`, chosen for
+    /// all of its kernels by their total time (set by
+    /// [`crate::Db::settle_file_wide`]): the kernel's build is R's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_takes: Option<u32>,
 }
 
 /// The replay's choice swapped into the program on alternate launches of
@@ -401,6 +406,7 @@ mod tests {
             earlier: vec![],
             program: None,
             file_wide_declined_for: None,
+            file_takes: None,
         }
     }
 

@@ -590,6 +590,7 @@ impl<'a> Session<'a> {
                 after: None,
                 candidates: vec![],
                 left_out: vec![],
+                file_wide_same_as: Default::default(),
                 measured: None,
             });
         }

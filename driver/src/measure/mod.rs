@@ -343,20 +343,36 @@ fn unconfirmed(db: &Db, collected: &results::Collected) -> Vec<String> {
     notes
 }
 
-/// One line per kernel whose measurement chose nvcc's file-wide
-/// `-maxrregcount=R` while another kernel of its file decided otherwise
-/// ([`Db::settle_file_wide`]): the file takes one flag, so the kernel keeps
-/// its own best, and says what R would have given.
+/// One line per kernel whose build nvcc's file-wide `-maxrregcount`
+/// decides against its own choice ([`Db::settle_file_wide`]): the file
+/// takes one flag, so a kernel that chose R alone keeps its own best where
+/// its file decided otherwise, and one that did not builds with the R its
+/// file takes. Each line gives both figures.
 fn file_wide<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String> {
     let mut notes = vec![];
     for e in keys.filter_map(|k| db.kernels.get(k)) {
         let Some(m) = &e.measured else { continue };
+        let figure = |t: &Transforms| e.measured_candidate(t).and_then(|c| m.speedup(c)).map(|s| format!(" ({s:.3}×)")).unwrap_or_default();
+        let text = |t: &Transforms| if t.is_empty() { "plain".to_string() } else { format!("`{}`{}", code::label(e, t), figure(t)) };
+        let (alone, kept) = (e.effective_alone(), e.effective());
+        let name = crate::names::short_name(&e.name);
+        if let Some(r) = m.file_takes.filter(|_| alone != kept) {
+            let same = e.measured_as(&kept);
+            let same = match (same == kept, same.is_empty()) {
+                (true, _) => String::new(),
+                (false, true) => ", the same code as plain here".to_string(),
+                (false, false) => format!(", the same code as `{}` here", code::label(e, &same)),
+            };
+            notes.push(format!(
+                "{name}: kept -maxrregcount={r}{}{same}, the flag its file takes for all of its kernels (their total time beats their own \
+                 bests'), over its own best {}",
+                figure(&kept),
+                text(&alone),
+            ));
+            continue;
+        }
         let Some(other) = &m.file_wide_declined_for else { continue };
-        let alone = e.effective_alone();
         let Some(r) = alone.maxrregcount else { continue };
-        let figure = |t: &Transforms| m.candidate(t).and_then(|c| m.speedup(c)).map(|s| format!(" ({s:.3}×)")).unwrap_or_default();
-        let kept = e.effective();
-        let kept_text = if kept.is_empty() { "plain".to_string() } else { format!("`{}`{}", code::label(e, &kept), figure(&kept)) };
         let decided = db
             .kernels
             .values()
@@ -364,8 +380,8 @@ fn file_wide<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String>
             .map(|o| format!(" `{}`", code::label(o, &o.effective())))
             .unwrap_or_default();
         notes.push(format!(
-            "{}: kept {kept_text}, its own best: -maxrregcount={r}{} is nvcc's flag for the whole file, and {} in the same file decided{decided}",
-            crate::names::short_name(&e.name),
+            "{name}: kept {}, its own best: -maxrregcount={r}{} is nvcc's flag for the whole file, and {} in the same file decided{decided}",
+            text(&kept),
             figure(&alone),
             crate::names::short_name(other),
         ));
@@ -479,6 +495,15 @@ mod tests {
         db.kernels.insert("b".into(), with("_Z1bv", &[(&wide, 0.8)]));
         db.settle_file_wide();
         assert!(file_wide(&db, keys.iter()).is_empty());
+        // Where the file's total time takes the cap, the kernel that chose otherwise says so.
+        db.kernels.insert("b".into(), with("_Z1bv", &[(&step(24), 0.95), (&wide, 0.97)]));
+        db.settle_file_wide();
+        let keys = ["a".to_string(), "b".to_string()];
+        assert_eq!(
+            file_wide(&db, keys.iter()),
+            ["_Z1bv: kept -maxrregcount=128 (1.031×), the flag its file takes for all of its kernels (their total time beats their own \
+              bests'), over its own best `warps-per-sm=24` (1.053×)"]
+        );
     }
 
     #[test]

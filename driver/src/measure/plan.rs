@@ -199,6 +199,7 @@ pub(super) mod tests {
             after: None,
             candidates: vec![],
             left_out: vec![],
+            file_wide_same_as: Default::default(),
             measured: None,
         }
     }

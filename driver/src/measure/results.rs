@@ -145,6 +145,7 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
             earlier: vec![],
             program: None,
             file_wide_declined_for: None,
+            file_takes: None,
         };
         let mut m = m;
         if let Some(c) = confirmed.get(key) {
@@ -308,7 +309,8 @@ pub(crate) struct Row {
 /// The rows of one measured entry, plain first, then the user's own
 /// builds (`--compare`).
 pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]) -> Vec<Row> {
-    let built = entry.effective();
+    // A file-wide cap whose code is another build's is built as that one.
+    let built = entry.measured_as(&entry.effective());
     let allowed = entry.allowed();
     // What every row of this kernel shares; each row fills in the rest.
     let row = |candidate: String, verdict: String| Row {

@@ -519,6 +519,7 @@ fn measured_search(
                 kept: caps.kept.into_iter().chain(rest.kept).collect(),
                 left_out: caps.left_out.into_iter().chain(rest.left_out).collect(),
                 codes: rest.codes,
+                file_wide_same_as: Default::default(),
             }
         }
         true => candidates::select(proposals, wanted.saturating_sub(taken), &known, build, spent),
@@ -531,13 +532,27 @@ fn measured_search(
             let (entry, rewriting): (Vec<Transforms>, Vec<Transforms>) = proposals.into_iter().partition(nvcc_entry_only);
             let caps = candidates::select(entry, wanted.saturating_sub(taken), &known, build, || false);
             let room = wanted.saturating_sub(taken + caps.kept.len());
-            let wide = candidates::select(file_wide, room, &caps.codes, build, || false);
+            let wide = candidates::select(file_wide.clone(), room, &caps.codes, build, || false);
+            // The file's choice of one R weighs every kernel's time at R:
+            // where R's code is an earlier build's, that one's time is R's.
+            let earlier: Vec<&Transforms> = known_builds.iter().chain(caps.kept.iter().chain(&wide.kept).map(|c| &c.transforms)).collect();
+            let code = |t: &Transforms| session.kernel_code_hash(&base.symbol, t).ok();
+            let same_as = file_wide
+                .iter()
+                .filter(|t| !wide.kept.iter().any(|c| &c.transforms == *t) && !wide.left_out.contains(t))
+                .filter_map(|t| {
+                    let mine = code(t)?;
+                    let same = earlier.iter().find(|b| code(b).as_ref() == Some(&mine))?;
+                    Some((t.maxrregcount?, (*same).clone()))
+                })
+                .collect();
             let room = room.saturating_sub(wide.kept.len());
             let rewrites = candidates::select(rewriting, room, &wide.codes, build, spent);
             candidates::Selection {
                 kept: caps.kept.into_iter().chain(wide.kept).chain(rewrites.kept).collect(),
                 left_out: caps.left_out.into_iter().chain(wide.left_out).chain(rewrites.left_out).collect(),
                 codes: rewrites.codes,
+                file_wide_same_as: same_as,
             }
         }
     };

@@ -366,6 +366,7 @@ pub(super) fn finish(
         after: Some(after_u),
         candidates: plan.search.kept.clone(),
         left_out: plan.search.left_out.iter().map(|t| gpu::labels(t, arch, &plan.every_pointer).join(" + ")).collect(),
+        file_wide_same_as: plan.search.file_wide_same_as.clone(),
         measured: None,
     };
     KernelTuning {
