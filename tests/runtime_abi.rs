@@ -270,6 +270,8 @@ fn graph_capture_and_cooperative_declarations_match_the_headers() {
         ("cuGraphNodeSetEnabled", cupti::CBID_CU_GRAPH_NODE_SET_ENABLED),
         ("cuGraphExecUpdate", cupti::CBID_CU_GRAPH_EXEC_UPDATE),
         ("cuGraphExecUpdate_v2", cupti::CBID_CU_GRAPH_EXEC_UPDATE_V2),
+        ("cuGetProcAddress", cupti::CBID_CU_GET_PROC_ADDRESS),
+        ("cuGetProcAddress_v2", cupti::CBID_CU_GET_PROC_ADDRESS_V2),
     ] {
         check(&format!("cbid_{name}"), &format!("CUPTI_DRIVER_TRACE_CBID_{name}"), cbid as u64);
     }
@@ -322,6 +324,11 @@ fn graph_capture_and_cooperative_declarations_match_the_headers() {
     check("destroy_exec", "offsetof(cuGraphExecDestroy_params, hGraphExec)", offset_of!(Gu, h_graph_exec) as u64);
     check("destroy_graph_size", "sizeof(cuGraphDestroy_params)", size_of::<cupti::GraphDestroyParams>() as u64);
     check("destroy_graph", "offsetof(cuGraphDestroy_params, hGraph)", offset_of!(cupti::GraphDestroyParams, h_graph) as u64);
+    type Gp = cupti::GetProcAddressParams;
+    for p in ["cuGetProcAddress_params", "cuGetProcAddress_v2_params"] {
+        check(&format!("{p}_symbol"), &format!("offsetof({p}, symbol)"), offset_of!(Gp, symbol) as u64);
+        check(&format!("{p}_pfn"), &format!("offsetof({p}, pfn)"), offset_of!(Gp, pfn) as u64);
+    }
     for p in [
         "cuStreamBeginCapture_params",
         "cuStreamBeginCapture_ptsz_params",

@@ -314,12 +314,7 @@ impl Graph {
     /// the graph cannot be run so (a node the driver cannot switch off,
     /// which would run in all three).
     pub fn parts(&self, i: usize) -> Result<Parts, String> {
-        for node in self.nodes.iter().filter(|n| n.enabled) {
-            let what = match &node.work {
-                Work::Event => "an event record or wait",
-                Work::Other(what) if !node.work.switchable() => what,
-                _ => continue,
-            };
+        if let Some(what) = self.unswitchable() {
             return Err(format!(
                 "and the graph cannot be run in parts: it has {what} (only graphs of kernels, memsets, copies and empty nodes can)"
             ));
@@ -329,6 +324,24 @@ impl Graph {
         let first: Vec<usize> = before.iter().copied().filter(switched).collect();
         let rest: Vec<usize> = (0..self.nodes.len()).filter(|n| *n != i && !before.contains(n)).filter(switched).collect();
         Ok(Parts { first, node: i, rest })
+    }
+
+    /// A node that runs and that the driver cannot switch off, by what it is.
+    fn unswitchable(&self) -> Option<&'static str> {
+        self.nodes.iter().filter(|n| n.enabled).find_map(|node| match &node.work {
+            Work::Event => Some("an event record or wait"),
+            Work::Other(what) if !node.work.switchable() => Some(*what),
+            _ => None,
+        })
+    }
+
+    /// Some node for which `planned` holds would be run in parts
+    /// ([`Graph::parts`]): it is after other work, and the graph can be.
+    pub fn wants_parts(&self, planned: impl Fn(&str) -> bool) -> bool {
+        self.unswitchable().is_none()
+            && self.nodes.iter().enumerate().any(|(i, n)| {
+                n.enabled && matches!(&n.work, Work::Kernel { symbol, launch: Ok(_) } if planned(symbol)) && self.prefix(i).is_err()
+            })
     }
 
     /// Every other node runs before node `i`: what the graph leaves is what `i` left.
@@ -604,6 +617,29 @@ mod tests {
         let mut g = graph(vec![kernel("k1"), kernel("k2"), kernel("k3")], &[(0, 1), (1, 2)]);
         g.nodes[2].enabled = false;
         assert_eq!(g.parts(1), Ok(Parts { first: vec![0], node: 1, rest: vec![] }));
+    }
+
+    #[test]
+    fn a_graph_wants_parts_only_for_a_planned_kernel_after_other_work_in_a_switchable_graph() {
+        let planned = |grid| Work::Kernel {
+            symbol: "k".into(),
+            launch: Ok(NodeLaunch {
+                function: 1,
+                config: LaunchConfig { grid: [grid, 1, 1], block: [32, 1, 1], shared_bytes: 0, cooperative: false },
+                args: vec![],
+                params: vec![],
+            }),
+        };
+        let is_k = |s: &str| s == "k";
+        // A root (after a memset) is measured whole: no parts needed.
+        assert!(!graph(vec![Work::Memset(memset(0, 0, 1, 1)), planned(1)], &[(0, 1)]).wants_parts(is_k));
+        // After another kernel: parts.
+        assert!(graph(vec![kernel("a"), planned(1)], &[(0, 1)]).wants_parts(is_k));
+        // Not planned, or its launch unknown: no.
+        assert!(!graph(vec![kernel("a"), kernel("k")], &[(0, 1)]).wants_parts(is_k));
+        assert!(!graph(vec![kernel("a"), planned(1)], &[(0, 1)]).wants_parts(|_: &str| false));
+        // A host function anywhere: the graph cannot be run in parts.
+        assert!(!graph(vec![kernel("a"), planned(1), Work::Other(other_kind(NODE_HOST))], &[(0, 1)]).wants_parts(is_k));
     }
 
     #[test]

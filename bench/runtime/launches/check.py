@@ -12,6 +12,16 @@ what the case is about:
                     g_after not measured: g_root was measured at both launches (a note says so)
     explicit-later  the same, one launch measured per kernel: g_root at the first, g_after (after a
                     kernel) at the second, the graph run in three parts: compared and identical
+    destroyed-driver
+                    explicit-later with the graph destroyed right after its instantiation, through the
+                    cuGraphDestroy the driver's cuGetProcAddress gives after the runtime started: the
+                    destroy held back until the exec's, and so g_after measured as in explicit-later
+                    (a note says the source was held back)
+    destroyed-entry the same through cudaGetDriverEntryPoint's cuGraphDestroy, and
+    destroyed-runtime
+                    through cudaGraphDestroy: g_root measured; g_after either measured so, or (where
+                    the program's destroy does not go through an entry regtune looked up) not
+                    measured, with the note saying why; which of the two is said
     update          g_update measured at each of 3 launches with the params it ran: 64, 128, 192
                     blocks (exec kernel node and memset node set, then the exec updated), each identical
     coop            c_coop (grid.sync) measured at both launches (cudaLaunchCooperativeKernel,
@@ -40,6 +50,8 @@ SYMBOLS = {
     "t": "_Z8t_kernelPdPKdid",
 }
 COOP_TOO_LARGE = "cannot launch cooperatively at this occupancy"
+HELD_BACK = "held back by regtune until the exec is destroyed"
+NOT_HELD_BACK = "through a cuGraphDestroy regtune could not hold back"
 
 
 def read(path, default=""):
@@ -160,6 +172,22 @@ def check(out, name):
         c.program(c.launches(SYMBOLS["root"], 1, exactly=1), None)
         c.program(c.launches(SYMBOLS["after"], 1, exactly=1), True)
         c.need(any("ran in three parts" in n["message"] for n in notes(c.ev, SYMBOLS["after"])), "no note that g_after's graph ran in parts")
+    elif name == "destroyed-driver":
+        c.program(c.launches(SYMBOLS["root"], 1, exactly=1), None)
+        c.program(c.launches(SYMBOLS["after"], 1, exactly=1), True)
+        after = notes(c.ev, SYMBOLS["after"])
+        c.need(any("ran in three parts" in n["message"] for n in after), "no note that g_after's graph ran in parts")
+        c.need(any(HELD_BACK in n["message"] for n in after), "no note that the destroyed source graph was held back")
+    elif name in ("destroyed-entry", "destroyed-runtime"):
+        c.program(c.launches(SYMBOLS["root"], 1, exactly=1), None)
+        after = notes(c.ev, SYMBOLS["after"])
+        if measured(c.ev, SYMBOLS["after"]):
+            c.program(c.launches(SYMBOLS["after"], 1, exactly=1), True)
+            c.need(any(HELD_BACK in n["message"] for n in after), "g_after measured but no note that the source was held back")
+            c.facts.append("the destroy held back: g_after measured in parts")
+        else:
+            c.need(any(NOT_HELD_BACK in n["message"] for n in after), "g_after not measured and no note saying why")
+            c.facts.append("the destroy not held back: g_after ran whole, unmeasured, with its note")
     elif name == "update":
         m = c.launches(SYMBOLS["update"], 3, exactly=3)
         c.program(m, True)
@@ -205,7 +233,7 @@ def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
     print(read(os.path.join(out, "date.txt")).strip(), read(os.path.join(out, "gpu.txt")).strip().replace("\n", " | "))
     fails = 0
-    for name in ["capture", "explicit", "explicit-later", "update", "coop", "coop-fat", "threads", "capture-beside", "device1", "devices"]:
+    for name in ["capture", "explicit", "explicit-later", "destroyed-driver", "destroyed-entry", "destroyed-runtime", "update", "coop", "coop-fat", "threads", "capture-beside", "device1", "devices"]:
         v = check(out, name)
         if v is None:
             continue

@@ -5,6 +5,11 @@
 //                    memset: measured, and the program's bytes compared
 //   graph explicit   cudaGraphAddKernelNode: g_root -> g_after, launched twice: g_root (a root)
 //                    measured, not compared (g_after runs after it); g_after (after a kernel) not measured
+//   graph destroyed HOW
+//                    as explicit, but the graph destroyed right after its instantiation, through
+//                    cudaGraphDestroy (HOW = runtime), through the cuGraphDestroy that
+//                    cudaGetDriverEntryPoint gives (entry), or through the one the driver's
+//                    cuGetProcAddress gives (driver), both looked up after the runtime started
 //   graph update     [memset -> g_update] on buffers A (64 blocks); then the exec's kernel node set to
 //                    buffers B (128 blocks) and its memset moved to B; then the exec updated from a
 //                    new graph on buffers C (192 blocks): each launch measured with the params it ran
@@ -12,6 +17,8 @@
 // Each prints one line per launch (a checksum of the output, and whether it matches the host's
 // reference); exit status 1 when a result is wrong.
 #include "common.cuh"
+
+#include <dlfcn.h>
 
 __global__ void g_capture(double* __restrict__ out, const double* __restrict__ in, int n, double s)
 {
@@ -106,7 +113,34 @@ static cudaMemsetParams memset_params(double* dst, int n)
     return m;
 }
 
-static void explicit_graph()
+// How the explicit graph is destroyed: at the end (keep), or right after its instantiation.
+enum class Destroy { Keep, Runtime, Entry, Driver };
+
+typedef int (*GraphDestroyFn)(cudaGraph_t);
+
+// cuGraphDestroy as the program looks it up after the runtime started.
+static GraphDestroyFn driver_graph_destroy(Destroy how)
+{
+    void* f = nullptr;
+    if (how == Destroy::Entry) {
+        cudaDriverEntryPointQueryResult q;
+        CHECK(cudaGetDriverEntryPoint("cuGraphDestroy", &f, cudaEnableDefault, &q));
+    } else {
+        void* lib = dlopen("libcuda.so.1", RTLD_NOW);
+        typedef int (*GetProc)(const char*, void**, int, unsigned long long, int*);
+        GetProc get = lib ? (GetProc)dlsym(lib, "cuGetProcAddress_v2") : nullptr;
+        int status = -1;
+        if (!get || get("cuGraphDestroy", &f, 12000, 0, &status) != 0)
+            f = nullptr;
+    }
+    if (!f) {
+        fprintf(stderr, "cannot look cuGraphDestroy up\n");
+        exit(1);
+    }
+    return (GraphDestroyFn)f;
+}
+
+static void explicit_graph(Destroy how)
 {
     const int n = 192 * BLOCK;
     std::vector<double> x = inputs(n, 3);
@@ -124,6 +158,12 @@ static void explicit_graph()
     kernel_node(g, &root, 1, (void*)g_after, n / BLOCK, after_args);
     cudaGraphExec_t exec;
     CHECK(cudaGraphInstantiate(&exec, g, 0));
+    if (how == Destroy::Runtime)
+        CHECK(cudaGraphDestroy(g));
+    else if (how != Destroy::Keep && driver_graph_destroy(how)(g) != 0) {
+        fprintf(stderr, "cuGraphDestroy failed\n");
+        exit(1);
+    }
     std::vector<double> m(n), want(n);
     for (int i = 0; i < n; ++i)
         m[i] = mix(x.data(), i, n) * s1;
@@ -137,7 +177,8 @@ static void explicit_graph()
         report(what, download(out, n), want);
     }
     CHECK(cudaGraphExecDestroy(exec));
-    CHECK(cudaGraphDestroy(g));
+    if (how == Destroy::Keep)
+        CHECK(cudaGraphDestroy(g));
 }
 
 struct Buffers {
@@ -222,11 +263,17 @@ int main(int argc, char** argv)
     if (!strcmp(mode, "capture"))
         capture();
     else if (!strcmp(mode, "explicit"))
-        explicit_graph();
+        explicit_graph(Destroy::Keep);
+    else if (!strcmp(mode, "destroyed") && argc > 2 && !strcmp(argv[2], "runtime"))
+        explicit_graph(Destroy::Runtime);
+    else if (!strcmp(mode, "destroyed") && argc > 2 && !strcmp(argv[2], "entry"))
+        explicit_graph(Destroy::Entry);
+    else if (!strcmp(mode, "destroyed") && argc > 2 && !strcmp(argv[2], "driver"))
+        explicit_graph(Destroy::Driver);
     else if (!strcmp(mode, "update"))
         update();
     else {
-        fprintf(stderr, "usage: graph capture|explicit|update\n");
+        fprintf(stderr, "usage: graph capture|explicit|update|destroyed runtime|entry|driver\n");
         return 2;
     }
     return failures ? 1 : 0;

@@ -55,6 +55,9 @@ if [ "$WHICH" != two ]; then
   case_ explicit db 2 "$B/graph" explicit
   case_ explicit-later db 1 "$B/graph" explicit
   case_ update db 3 "$B/graph" update
+  case_ destroyed-driver db 1 "$B/graph" destroyed driver
+  case_ destroyed-entry db 1 "$B/graph" destroyed entry
+  case_ destroyed-runtime db 1 "$B/graph" destroyed runtime
 fi
 if [ "$WHICH" = one ] || [ "$WHICH" = all ]; then
   case_ coop db 2 "$B/coop"

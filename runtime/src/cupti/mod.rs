@@ -27,11 +27,13 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::ThreadId;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::capture;
 use crate::confirm::{self, Confirmation, BOOK};
-use crate::cuda::{self, Cuda, Handle, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END};
+use crate::cuda::{
+    self, CuResult, Cuda, Handle, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END,
+};
 use crate::dl::{api, Library};
 use crate::gate::{self, Gate};
 use crate::graph::{self, CaptureApi, Graph, GraphApi, KernelNodeParams, LaunchAttribute, MemsetParams, NodeLaunch, NodeParams, Work};
@@ -75,6 +77,13 @@ pub const CBID_CU_GRAPH_EXEC_NODE_SET_PARAMS: u32 = 714;
 pub const CBID_CU_GRAPH_NODE_SET_ENABLED: u32 = 650;
 pub const CBID_CU_GRAPH_EXEC_UPDATE: u32 = 561;
 pub const CBID_CU_GRAPH_EXEC_UPDATE_V2: u32 = 696;
+pub const CBID_CU_GET_PROC_ADDRESS: u32 = 626;
+/// `CUDA_ERROR_UNKNOWN`.
+const CUDA_ERROR_UNKNOWN: CuResult = 999;
+pub const CBID_CU_GET_PROC_ADDRESS_V2: u32 = 677;
+
+/// Entry-point lookups: where a caller may get regtune's cuGraphDestroy ([`graph_destroy`]).
+const LOOKUPS: [u32; 2] = [CBID_CU_GET_PROC_ADDRESS, CBID_CU_GET_PROC_ADDRESS_V2];
 
 /// The launch calls: a kernel's, and a graph's.
 const LAUNCHES: [u32; 8] = [
@@ -246,6 +255,13 @@ pub struct GraphExecUpdateParams {
     pub h_graph: Handle,
 }
 
+/// How `cuGetProcAddress_params` and `cuGetProcAddress_v2_params` begin.
+#[repr(C)]
+pub struct GetProcAddressParams {
+    pub symbol: *const c_char,
+    pub pfn: *mut *mut c_void,
+}
+
 /// How every `cuStreamBeginCapture*_params` and `cuStreamEndCapture_params` begins.
 #[repr(C)]
 pub struct StreamCaptureParams {
@@ -308,6 +324,12 @@ static PARTS_API: OnceLock<Option<PartsApi>> = OnceLock::new();
 /// while that graph lives: a graph is run in parts only then.
 static SOURCES: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 static CAPTURE_API: OnceLock<Option<CaptureApi>> = OnceLock::new();
+/// The driver's cuGraphDestroy, as a lookup handed it out before regtune's
+/// [`graph_destroy`] took its place (0: none has).
+static DRIVER_GRAPH_DESTROY: AtomicUsize = AtomicUsize::new(0);
+/// Graphs the program destroyed that regtune holds back: each is the
+/// source of a live exec that runs in parts, whose nodes it names.
+static HELD_BACK: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 /// The symbols the plan names: a graph's planned kernels keep their arguments.
 static PLANNED: OnceLock<HashSet<String>> = OnceLock::new();
 
@@ -316,6 +338,8 @@ const CAPTURING: &str = "ran unmeasured: a CUDA graph was being captured meanwhi
 const GRAPH_NOT_COMPARED: &str =
     "measured in a CUDA graph with other work after or beside it: the program's own bytes are not compared with plain's";
 const GRAPH_ANOTHER: &str = "ran unmeasured: another kernel of its CUDA graph was measured at that launch";
+const NOT_HELD_BACK: &str = "and the graph cannot be run in parts: the graph it was instantiated from was destroyed (its nodes cannot be named), through a cuGraphDestroy regtune could not hold back (one the program resolved before regtune was loaded, as the CUDA runtime does for its own)";
+const GRAPH_HELD_BACK: &str = "its CUDA graph's source graph, which the program destroyed, is held back by regtune until the exec is destroyed (its nodes name the exec's)";
 const GRAPH_IN_PARTS: &str = "measured in a CUDA graph after other work: the graph ran in three parts at these launches (the kernel's ancestors, then the kernel alone, measured as a plain launch, then the rest)";
 
 /// Called by the CUDA driver during `cuInit` when `CUDA_INJECTION64_PATH`
@@ -369,7 +393,7 @@ fn initialize() {
     let _ = CAPTURE_API.set(lib.as_ref().and_then(|l| CaptureApi::load(l).ok()));
     let _ = PARTS_API.set(lib.as_ref().and_then(|l| PartsApi::load(l).ok()));
     // The driver stays loaded for the life of the process (a Library never closes).
-    for cbid in LAUNCHES.into_iter().chain(CAPTURES).chain(GRAPHS) {
+    for cbid in LAUNCHES.into_iter().chain(CAPTURES).chain(GRAPHS).chain(LOOKUPS) {
         // SAFETY: a live subscriber and documented ids.
         unsafe { (api.enable_callback)(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) };
     }
@@ -594,6 +618,11 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: c_int, cbid: u32
     if track::CBIDS.contains(&cbid) {
         // SAFETY: CUPTI's data for this allocation call.
         let _ = std::panic::catch_unwind(|| unsafe { track::on_call(cbid, data) });
+        return;
+    }
+    if LOOKUPS.contains(&cbid) {
+        // SAFETY: CUPTI's data for this lookup.
+        let _ = std::panic::catch_unwind(|| unsafe { on_lookup(data) });
         return;
     }
     // Never unwind into the driver.
@@ -964,9 +993,7 @@ unsafe fn on_graph_launch(exec: Handle, stream: Handle) {
             return Err("and the graph cannot be run in parts (the driver has no cuGraphNodeSetEnabled)".into());
         }
         if !sourced {
-            return Err(
-                "and the graph cannot be run in parts: the graph it was instantiated from was destroyed (its nodes cannot be named)".into(),
-            );
+            return Err(NOT_HELD_BACK.into());
         }
         graph.parts(i)
     };
@@ -1027,6 +1054,9 @@ unsafe fn on_graph_launch(exec: Handle, stream: Handle) {
                     let alone = running.alone();
                     PARTS.with(|p| *p.borrow_mut() = Some(running));
                     s.interposer.note(&symbol, GRAPH_IN_PARTS);
+                    if held_back(exec as usize) {
+                        s.interposer.note(&symbol, GRAPH_HELD_BACK);
+                    }
                     (vec![], alone)
                 }
                 Err(why) => {
@@ -1136,6 +1166,7 @@ unsafe fn on_graph(cbid: u32, data: &CallbackData) {
             if let Ok(mut sources) = SOURCES.lock() {
                 sources.retain(|&(e, _)| e != exec);
             }
+            release_held_back();
         }
         return;
     }
@@ -1208,6 +1239,112 @@ unsafe fn on_graph(cbid: u32, data: &CallbackData) {
             unsafe { set_node(api, cbid, node, p.params) };
         }
     }
+}
+
+/// An entry-point lookup's exit: a caller that asks the driver for
+/// cuGraphDestroy gets [`graph_destroy`], which forwards to the driver's.
+/// A CUPTI callback cannot keep a call from running, so this is where a
+/// program's destroy of a graph can be held back. The CUDA runtime looks
+/// its functions up before cuInit loads regtune: its cudaGraphDestroy is
+/// not held back (such graphs run whole, with a note).
+///
+/// # Safety
+/// `data` is CUPTI's data for a cuGetProcAddress(_v2) call.
+unsafe fn on_lookup(data: &CallbackData) {
+    if data.callback_site != CUPTI_API_EXIT || !succeeded(data) || data.function_params.is_null() {
+        return;
+    }
+    // SAFETY: both lookups' parameters begin with the symbol and the out-pointer.
+    let p = unsafe { &*(data.function_params as *const GetProcAddressParams) };
+    // SAFETY: the caller's NUL-terminated name.
+    if p.symbol.is_null() || p.pfn.is_null() || unsafe { CStr::from_ptr(p.symbol) }.to_bytes() != b"cuGraphDestroy" {
+        return;
+    }
+    // SAFETY: the call succeeded: the driver wrote the caller's out-pointer.
+    let found = unsafe { *p.pfn } as usize;
+    let ours = graph_destroy as *const () as usize;
+    if found == 0 || found == ours {
+        return;
+    }
+    // One driver function forwarded to: a lookup that finds another keeps it.
+    if let Err(known) = DRIVER_GRAPH_DESTROY.compare_exchange(0, found, Ordering::SeqCst, Ordering::SeqCst) {
+        if known != found {
+            return;
+        }
+    }
+    // SAFETY: the caller's out-pointer; what it reads after the call returns.
+    unsafe { *p.pfn = ours as *mut c_void };
+}
+
+/// cuGraphDestroy as [`on_lookup`] hands it out. A graph that is the source
+/// of a live exec run in parts is held back, not destroyed:
+/// cuGraphNodeSetEnabled names an exec's nodes by its source graph's, which
+/// must not be gone. It is destroyed when its last exec is
+/// ([`release_held_back`]), so it never outlives what needed it; one whose
+/// exec is never destroyed goes with the process, as the exec does.
+unsafe extern "C" fn graph_destroy(graph: Handle) -> CuResult {
+    if std::panic::catch_unwind(|| hold_back(graph as usize)).unwrap_or(false) {
+        return CUDA_SUCCESS;
+    }
+    let driver = DRIVER_GRAPH_DESTROY.load(Ordering::SeqCst);
+    if driver == 0 {
+        // Not reached: this is handed out only after the driver's is known.
+        return CUDA_ERROR_UNKNOWN;
+    }
+    // SAFETY: the driver's cuGraphDestroy, as its lookup returned it.
+    let destroy: unsafe extern "C" fn(Handle) -> CuResult = unsafe { std::mem::transmute(driver) };
+    // SAFETY: the program's call, passed on as it was made.
+    unsafe { destroy(graph) }
+}
+
+/// Hold `graph` back from the program's destroy: true when some live exec
+/// made from it would run in parts.
+fn hold_back(graph: usize) -> bool {
+    let planned = |s: &str| PLANNED.get().is_some_and(|p| p.contains(s));
+    let Ok(sources) = SOURCES.lock() else { return false };
+    let wanted = sources
+        .iter()
+        .filter(|&&(_, g)| g == graph)
+        .any(|&(exec, _)| execs().lock().is_ok_and(|e| matches!(e.get(&exec), Some(Ok(g)) if g.wants_parts(planned))));
+    if !wanted {
+        return false;
+    }
+    let Ok(mut held) = HELD_BACK.lock() else { return false };
+    if !held.contains(&graph) {
+        held.push(graph);
+    }
+    true
+}
+
+/// The exec's source graph is held back (the program destroyed it).
+fn held_back(exec: usize) -> bool {
+    let Ok(sources) = SOURCES.lock() else { return false };
+    let Some(&(_, graph)) = sources.iter().find(|&&(e, _)| e == exec) else { return false };
+    HELD_BACK.lock().is_ok_and(|h| h.contains(&graph))
+}
+
+/// Destroy each held-back graph no live exec was made from (after an exec's
+/// destroy): the destroy the program asked for, done once nothing needs it.
+fn release_held_back() {
+    let free: Vec<usize> = {
+        let Ok(sources) = SOURCES.lock() else { return };
+        let Ok(mut held) = HELD_BACK.lock() else { return };
+        let free = held.iter().copied().filter(|g| !sources.iter().any(|&(_, s)| s == *g)).collect::<Vec<_>>();
+        held.retain(|g| !free.contains(g));
+        free
+    };
+    let driver = DRIVER_GRAPH_DESTROY.load(Ordering::SeqCst);
+    if driver == 0 {
+        return;
+    }
+    // SAFETY: the driver's cuGraphDestroy, as its lookup returned it.
+    let destroy: unsafe extern "C" fn(Handle) -> CuResult = unsafe { std::mem::transmute(driver) };
+    OWN_CALLS.set(true);
+    for graph in free {
+        // SAFETY: a graph the program made and destroyed, held back alive until now.
+        unsafe { destroy(graph as Handle) };
+    }
+    OWN_CALLS.set(false);
 }
 
 /// One node of an exec changed (`cuGraphExec*SetParams`).
