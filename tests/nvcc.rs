@@ -581,6 +581,34 @@ fn the_wrapper_applies_a_file_wide_maxrregcount_only_where_every_kernel_of_the_f
     assert!(built("proven.cubin") == sweep, "the small kernel's code is unchanged: the file built with -maxrregcount=64");
 }
 
+#[test]
+fn tune_records_what_each_file_wide_cap_does_to_a_kernel_it_did_not_search() {
+    let dir = two_kernels();
+    let out = regtune(dir.path())
+        .env("REGTUNE_EVIDENCE", evidence_none())
+        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--time-budget", "600", "--db", DB, "two.cu", "--"])
+        .args(NVCC_FLAGS)
+        .output()
+        .unwrap();
+    ok(&out, "regtune tune --compiler nvcc");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(DB)).unwrap()).unwrap();
+    let entry = |part: &str| doc["kernels"].as_object().unwrap().values().find(|e| e["symbol"].as_str().unwrap().contains(part)).unwrap();
+    let (lbm, small) = (entry("lbm_d3q19_collide_stream"), entry("scale_field"));
+    // The LBM kernel's search holds nvcc's file-wide caps; the small kernel
+    // (at full occupancy: nothing to search) has every one of them recorded.
+    let caps: Vec<u64> = lbm["candidates"].as_array().unwrap().iter().filter_map(|c| c["transforms"]["maxrregcount"].as_u64()).collect();
+    assert!(!caps.is_empty() && small["candidates"].as_array().is_none_or(Vec::is_empty), "{doc}");
+    let recorded = small["file_wide_same_as"].as_object().unwrap_or_else(|| panic!("{doc}"));
+    let plain = nvcc_cubin_with(dir.path(), "two.cu", &[]);
+    let code = |cubin: &[u8]| regtune::gpu::nvptx::cubin::kernel_code(cubin, "_Z11scale_fieldPddi").unwrap();
+    for r in &caps {
+        // As the build finds out: nvcc -maxrregcount=R's code of the small kernel against plain's.
+        let unchanged = code(&nvcc_cubin_with(dir.path(), "two.cu", &[&format!("-maxrregcount={r}")])) == code(&plain);
+        let expected = if unchanged { serde_json::json!({}) } else { Value::Null };
+        assert_eq!(recorded[&r.to_string()], expected, "-maxrregcount={r}: {doc}");
+    }
+}
+
 /// The kernel template of tests/fixtures (three instantiations) and its symbols.
 const TEMPLATE: &str = "template_caps.cu";
 const DOUBLE6: &str = "_Z6smoothIdLm6EEvPKT_PS0_i";

@@ -32,7 +32,7 @@ impl Db {
             return;
         }
         let mut files: BTreeMap<(&str, &str), Vec<(&String, &Entry)>> = BTreeMap::new();
-        for (key, e) in self.kernels.iter().filter(|(_, e)| e.measured.is_some()) {
+        for (key, e) in &self.kernels {
             files.entry((&e.arch, &e.input_hash)).or_default().push((key, e));
         }
         let settled: Vec<(String, Settled)> = files.values().flat_map(|kernels| settle(kernels)).collect();
@@ -73,11 +73,13 @@ impl Kernel<'_> {
         (!m.program_rejects(&c.transforms)).then_some((1.0 / speedup, c))
     }
 
-    /// Its time at `r` where known; plain's where not known and its own
-    /// best is plain (the build proves its code unchanged).
+    /// Its time at `r` where known; plain's where not known, its own best
+    /// is plain and tune did not find that R changes its code (the build
+    /// proves its code unchanged, or builds each kernel its own best).
     fn counted_at(&self, r: u32) -> Option<f64> {
         match self.at(r) {
             Some((ratio, _)) => Some(ratio),
+            None if self.entry.file_wide_same_as.get(&r) == Some(&None) => None,
             None => (self.own == 1.0 && self.entry.effective_per_kernel().is_empty()).then_some(1.0),
         }
     }
@@ -87,16 +89,29 @@ fn cap(r: u32) -> Transforms {
     Transforms { maxrregcount: Some(r), ..Default::default() }
 }
 
-/// The file's choice for each of `kernels`, by key.
-fn settle(kernels: &[(&String, &Entry)]) -> Vec<(String, Settled)> {
-    let kernels: Vec<Kernel<'_>> = kernels.iter().map(|&(key, e)| kernel(key, e)).collect();
+/// A kernel of the file that no measurement timed (not launched, or
+/// nothing to time) allows `r` where its code under R is the build it gets
+/// (tune built it), or where tune built no file-wide cap of it at all (an
+/// older db: the build compares its code with R and without).
+fn unmeasured_allows(e: &Entry, r: u32) -> bool {
+    match e.file_wide_same_as.get(&r) {
+        Some(same) => same.as_ref() == Some(&e.effective()),
+        None => e.file_wide_same_as.is_empty() && !e.candidates.iter().any(|c| c.transforms.maxrregcount.is_some()),
+    }
+}
+
+/// The file's choice for each of its measured `kernels`, by key.
+fn settle(entries: &[(&String, &Entry)]) -> Vec<(String, Settled)> {
+    let kernels: Vec<Kernel<'_>> = entries.iter().filter(|(_, e)| e.measured.is_some()).map(|&(key, e)| kernel(key, e)).collect();
+    let unmeasured: Vec<&Entry> = entries.iter().filter(|(_, e)| e.measured.is_none()).map(|&(_, e)| e).collect();
     let mut caps: Vec<u32> = kernels
         .iter()
         .flat_map(|k| k.entry.candidates.iter().filter_map(|c| c.transforms.maxrregcount).chain(k.entry.file_wide_same_as.keys().copied()))
         .collect();
     caps.sort_unstable();
     caps.dedup();
-    let takes = unanimous(&kernels).or_else(|| fastest(&kernels, &caps));
+    caps.retain(|&r| unmeasured.iter().all(|e| unmeasured_allows(e, r)));
+    let takes = unanimous(&kernels).filter(|r| caps.contains(r)).or_else(|| fastest(&kernels, &caps));
     kernels
         .iter()
         .map(|k| {

@@ -342,13 +342,13 @@ pub struct Entry {
     /// label; those a GPU already timed are in `measured.earlier` instead.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
-    /// nvcc's file-wide `-maxrregcount=R` builds (by R) whose code for this
-    /// kernel is byte for byte an earlier build's (that one): not built
-    /// again for `regtune measure`, whose figure for that build is R's when
-    /// the file's choice weighs one R for all its kernels
-    /// ([`Db::settle_file_wide`]).
+    /// nvcc's file-wide `-maxrregcount=R` builds (by R) not among the
+    /// candidates: the earlier build whose code for this kernel R's is byte
+    /// for byte, whose figure is then R's when the file's choice weighs one
+    /// R for all its kernels ([`Db::settle_file_wide`]); or null, for a
+    /// kernel tune did not search, where R changes its code.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub file_wide_same_as: BTreeMap<u32, Transforms>,
+    pub file_wide_same_as: BTreeMap<u32, Option<Transforms>>,
     /// Times and identity on a GPU, from `regtune measure`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,
@@ -432,7 +432,7 @@ impl Entry {
     /// this kernel byte for byte, where tune found one.
     fn same_code_as(&self, t: &Transforms) -> Option<&Transforms> {
         let r = t.maxrregcount?;
-        (*t == Transforms { maxrregcount: Some(r), ..Default::default() }).then(|| self.file_wide_same_as.get(&r)).flatten()
+        (*t == Transforms { maxrregcount: Some(r), ..Default::default() }).then(|| self.file_wide_same_as.get(&r)?.as_ref()).flatten()
     }
 
     /// What the GPU measured of build `t`: its own figures, or those of the
@@ -1029,7 +1029,7 @@ mod tests {
         assert_eq!(a_now.measured.as_ref().unwrap().file_wide_declined_for.as_deref(), Some("_Z1bv"));
         // 128 gives b its step's code: that build's time is 128's.
         let mut b = measured_entry("_Z1bv", "f", &[(&step(24), 0.95)]);
-        b.file_wide_same_as.insert(128, step(24));
+        b.file_wide_same_as.insert(128, Some(step(24)));
         let (a_now, b_now) = settled(b);
         assert_eq!((a_now.effective(), b_now.effective()), (wide.clone(), wide.clone()));
         assert_eq!(b_now.measured_as(&wide), step(24));
@@ -1040,6 +1040,21 @@ mod tests {
         // b's time at 128 unknown and its own best a step: 128 is not taken.
         let (a_now, b_now) = settled(measured_entry("_Z1bv", "f", &[(&step(24), 0.95)]));
         assert_eq!((a_now.effective(), b_now.effective()), (step(32), step(24)));
+        // A kernel of the file no measurement timed, whose code 128 changes
+        // (tune built it): the build would not take 128, so neither does the db.
+        let mut c = entry("_Z1cv", "f");
+        (c.arch, c.transforms) = ("sm_90".into(), Transforms::default());
+        let with_c = |same: Option<Transforms>| {
+            let mut db = Db::default();
+            db.insert(a.clone());
+            let mut c = c.clone();
+            c.file_wide_same_as.insert(128, same);
+            db.insert(c);
+            db.settle_file_wide();
+            db.kernels[&a.key()].effective()
+        };
+        assert_eq!(with_c(None), step(32));
+        assert_eq!(with_c(Some(Transforms::default())), wide, "128 leaves its code plain's");
     }
 
     #[test]

@@ -128,9 +128,9 @@ pub(crate) struct Selection {
     /// The codes of `known` and of every kept build: what a later proposal
     /// must differ from.
     pub codes: Vec<String>,
-    /// nvcc's file-wide caps whose code for the kernel is an earlier
-    /// build's, by R: that build (see `Entry::file_wide_same_as`).
-    pub file_wide_same_as: std::collections::BTreeMap<u32, Transforms>,
+    /// nvcc's file-wide caps not kept, by R: the earlier build whose code
+    /// for the kernel R's is, or None (see `Entry::file_wide_same_as`).
+    pub file_wide_same_as: std::collections::BTreeMap<u32, Option<Transforms>>,
 }
 
 /// The first `limit` proposals that build and whose code differs from

@@ -356,7 +356,8 @@ fn file_wide<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String>
         let text = |t: &Transforms| if t.is_empty() { "plain".to_string() } else { format!("`{}`{}", code::label(e, t), figure(t)) };
         let (alone, kept) = (e.effective_alone(), e.effective());
         let name = crate::names::short_name(&e.name);
-        if let Some(r) = m.file_takes.filter(|_| alone != kept) {
+        // Nothing to say where R gives the kernel its own best's code.
+        if let Some(r) = m.file_takes.filter(|_| alone != kept && e.measured_as(&kept) != alone) {
             let same = e.measured_as(&kept);
             let same = match (same == kept, same.is_empty()) {
                 (true, _) => String::new(),
@@ -377,7 +378,16 @@ fn file_wide<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String>
             .kernels
             .values()
             .find(|o| o.arch == e.arch && o.input_hash == e.input_hash && o.name_or_symbol() == other)
-            .map(|o| format!(" `{}`", code::label(o, &o.effective())))
+            .map(|o| {
+                let at_r = Transforms { maxrregcount: Some(r), ..Default::default() };
+                let there = match (o.measured_candidate(&at_r), &o.measured) {
+                    (Some(c), Some(om)) => om.speedup(c).map_or(String::new(), |s| format!(", {s:.3}× at -maxrregcount={r}")),
+                    _ => format!(", not timed at -maxrregcount={r}"),
+                };
+                let kept = o.effective();
+                let kept = if kept.is_empty() { "plain".to_string() } else { format!("`{}`", code::label(o, &kept)) };
+                format!(" {kept}{there}")
+            })
             .unwrap_or_default();
         notes.push(format!(
             "{name}: kept {}, its own best: -maxrregcount={r}{} is nvcc's flag for the whole file, and {} in the same file decided{decided}",
@@ -489,7 +499,7 @@ mod tests {
         assert_eq!(
             file_wide(&db, keys.iter()),
             ["_Z1av: kept `warps-per-sm=32` (1.111×), its own best: -maxrregcount=128 (1.250×) is nvcc's flag for the whole file, \
-              and _Z1bv in the same file decided `warps-per-sm=24`"]
+              and _Z1bv in the same file decided `warps-per-sm=24`, not timed at -maxrregcount=128"]
         );
         // Where the other kernel agrees, nothing is said.
         db.kernels.insert("b".into(), with("_Z1bv", &[(&wide, 0.8)]));

@@ -543,7 +543,7 @@ fn measured_search(
                 .filter_map(|t| {
                     let mine = code(t)?;
                     let same = earlier.iter().find(|b| code(b).as_ref() == Some(&mine))?;
-                    Some((t.maxrregcount?, (*same).clone()))
+                    Some((t.maxrregcount?, Some((*same).clone())))
                 })
                 .collect();
             let room = room.saturating_sub(wide.kept.len());
@@ -689,6 +689,34 @@ pub(super) fn at_best(rule: &Rule, max_waves: u32) -> bool {
     let b = &rule.baseline;
     let clean = b.vgpr_spills + b.sgpr_spills == 0 && (rule.allow_scratch || b.scratch_bytes == 0);
     b.occupancy >= max_waves && (rule.objective == Objective::Occupancy || clean)
+}
+
+/// nvcc's file-wide caps at which the file's other kernels were searched,
+/// for each kernel tune did not search (nothing to gain): whether R leaves
+/// its code plain's (`Some(plain)`) or changes it (`None`), so that the
+/// file's choice of one R knows what it does to every kernel, as the build
+/// will find out from the bytes. A ptxas run per R on R's PTX of the file,
+/// which the searched kernels' builds already made.
+pub(super) fn file_wide_unsearched(session: &Session<'_>, plans: &mut [Plan]) {
+    let ladder: std::collections::BTreeSet<u32> = plans
+        .iter()
+        .flat_map(|p| {
+            let kept = p.search.kept.iter().filter(|c| file_wide_only(&c.transforms)).filter_map(|c| c.transforms.maxrregcount);
+            kept.chain(p.search.file_wide_same_as.keys().copied()).collect::<Vec<u32>>()
+        })
+        .collect();
+    if ladder.is_empty() || session.runs_plugin() {
+        return;
+    }
+    let code = |symbol: &str, r: Option<u32>| session.kernel_code_hash(symbol, &Transforms { maxrregcount: r, ..Default::default() }).ok();
+    for p in plans.iter_mut().filter(|p| p.search.kept.is_empty() && p.search.file_wide_same_as.is_empty()) {
+        let Some(plain) = code(&p.symbol, None) else { continue };
+        for &r in &ladder {
+            if let Some(at_r) = code(&p.symbol, Some(r)) {
+                p.search.file_wide_same_as.insert(r, (at_r == plain).then(Transforms::default));
+            }
+        }
+    }
 }
 
 /// The transforms a kernel's PTX entry carries alone (nvcc's builds): no
