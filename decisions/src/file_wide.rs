@@ -110,14 +110,17 @@ fn settle(entries: &[(&String, &Entry)]) -> Vec<(String, Settled)> {
         .collect();
     caps.sort_unstable();
     caps.dedup();
-    caps.retain(|&r| unmeasured.iter().all(|e| unmeasured_allows(e, r)));
+    let blocked_by = |r: u32| unmeasured.iter().find(|e| !unmeasured_allows(e, r));
+    caps.retain(|&r| blocked_by(r).is_none());
     let takes = unanimous(&kernels).filter(|r| caps.contains(r)).or_else(|| fastest(&kernels, &caps));
     kernels
         .iter()
         .map(|k| {
             let takes = takes.filter(|&r| k.at(r).is_some());
             let declined_for = match k.alone.maxrregcount {
-                Some(r) if takes != Some(r) => Some(decider(&kernels, k, takes, r)),
+                Some(r) if takes != Some(r) => {
+                    Some(blocked_by(r).map_or_else(|| decider(&kernels, k, takes, r), |e| e.name_or_symbol().to_string()))
+                }
                 _ => None,
             };
             (k.key.clone(), Settled { takes, declined_for })

@@ -374,10 +374,18 @@ fn file_wide<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String>
         }
         let Some(other) = &m.file_wide_declined_for else { continue };
         let Some(r) = alone.maxrregcount else { continue };
-        let decided = db
-            .kernels
-            .values()
-            .find(|o| o.arch == e.arch && o.input_hash == e.input_hash && o.name_or_symbol() == other)
+        let other_entry = db.kernels.values().find(|o| o.arch == e.arch && o.input_hash == e.input_hash && o.name_or_symbol() == other);
+        if other_entry.is_some_and(|o| o.measured.is_none()) {
+            notes.push(format!(
+                "{name}: kept {}, its own best: -maxrregcount={r}{} is nvcc's flag for the whole file, and it changes the code of {}, \
+                 which no measurement timed under it",
+                text(&kept),
+                figure(&alone),
+                crate::names::short_name(other),
+            ));
+            continue;
+        }
+        let decided = other_entry
             .map(|o| {
                 let at_r = Transforms { maxrregcount: Some(r), ..Default::default() };
                 let there = match (o.measured_candidate(&at_r), &o.measured) {
