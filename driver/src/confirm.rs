@@ -29,10 +29,10 @@ pub fn confirm(db: &mut Db, kernel: &str, which: Option<&str>) -> Result<Vec<Str
         };
         let Some(i) = chosen else {
             let listed = e.suggested.iter().enumerate();
-            offered.extend(listed.map(|(i, s)| format!("{} ({})", code::suggestion_name(i), code::label(e, &s.transforms))));
+            offered.extend(listed.map(|(i, s)| format!("{} ({})", code::suggestion_name(i), code::label(&s.transforms))));
             continue;
         };
-        let label = code::label(e, &e.suggested[i].transforms);
+        let label = code::label(&e.suggested[i].transforms);
         e.suggested[i].confirmed = true;
         lines.push(format!("confirmed {} of {} on {}: {label}", code::suggestion_name(i), names::short_name(&e.name), e.arch));
     }

@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::context::Context;
 use crate::cost::{self, Estimate, Profile};
 use crate::gpu::listing::Machine;
-use crate::gpu::{self, Arch};
+use crate::gpu::Arch;
 use crate::measure::code;
 use crate::names;
 use crate::output::Failure;
@@ -84,7 +84,7 @@ pub(crate) fn unit(ctx: &Context, file: &Path, arch: &Arch, options: &Options, c
                 kernel: names::short_name(&row.report.name).to_string(),
                 symbol: row.report.symbol.clone(),
                 arch: arch.processor().to_string(),
-                transforms: gpu::labels(&t, arch, &[]),
+                transforms: t.labels(),
                 decision,
                 usage,
                 predicted_speedup: cost::speedup(&plain, &estimate),

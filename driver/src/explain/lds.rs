@@ -70,9 +70,8 @@ impl<'a> Notes<'a> {
 pub(crate) fn diagnostic(notes: &Notes<'_>, symbol: &str, tuned: &Tuned, place: Place<'_>) -> Option<Result<Diagnostic, String>> {
     let Tuned::Current(entry) = tuned else { return None };
     let (transforms, used) = lds_build(entry)?;
-    let arch = notes.arch;
     Some(notes.lines(symbol, &transforms).map(|lines| {
-        let label = crate::gpu::labels(&transforms, arch, &[]).join(" + ");
+        let label = transforms.labels().join(" + ");
         // `regtune: lds-spill<N> SYMBOL: what it did`
         let said = lines
             .iter()

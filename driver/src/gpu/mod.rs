@@ -302,10 +302,10 @@ pub struct Steps {
     pub own: Option<u32>,
 }
 
-/// Transform labels as the target names them ([`Transforms::labels`]: on
-/// NVPTX an occupancy target is in warps per SM, "warps-per-sm=48");
-/// noalias on every pointer parameter reads `noalias=all`.
-pub(crate) fn labels(t: &Transforms, _arch: &Arch, every_pointer: &[Param]) -> Vec<String> {
+/// Transform labels ([`Transforms::labels`]: on NVPTX an occupancy target
+/// is in warps per SM, "warps-per-sm=48"), where noalias on every pointer
+/// parameter reads `noalias=all`.
+pub(crate) fn labels(t: &Transforms, every_pointer: &[Param]) -> Vec<String> {
     let mut labels = t.labels();
     if !every_pointer.is_empty() && t.noalias == every_pointer {
         let first = labels.iter().position(|l| l.starts_with("noalias=")).unwrap_or(labels.len());
@@ -435,11 +435,11 @@ mod tests {
     fn labels_are_in_the_targets_words() {
         let all: Vec<Param> = (0..3).map(|i| Param { index: i, name: format!("p{i}") }).collect();
         let restrict = Transforms { noalias: all.clone(), ..Default::default() };
-        assert_eq!(labels(&restrict, &arch("gfx90a"), &all), ["noalias=all"]);
+        assert_eq!(labels(&restrict, &all), ["noalias=all"]);
         let with_target = restrict.with_occupancy(of(&arch("sm_90")).occupancy_field(), Some(48));
-        assert_eq!(labels(&with_target, &arch("sm_90"), &all), ["noalias=all", "warps-per-sm=48"]);
+        assert_eq!(labels(&with_target, &all), ["noalias=all", "warps-per-sm=48"]);
         let with_target = restrict.with_occupancy(of(&arch("gfx90a")).occupancy_field(), Some(6));
-        assert_eq!(labels(&with_target, &arch("gfx90a"), &all), ["noalias=all", "waves-per-eu=6"]);
+        assert_eq!(labels(&with_target, &all), ["noalias=all", "waves-per-eu=6"]);
         assert_eq!(
             (of(&arch("sm_90")).occupancy_label(48), of(&arch("gfx1100")).occupancy_label(6)),
             ("warps-per-sm=48".into(), "waves-per-eu=6".into())

@@ -66,7 +66,7 @@ pub fn candidates(dir: &Path, entry: &Entry) -> Vec<(String, Transforms, PathBuf
     }
     for c in &entry.candidates {
         if !out.iter().any(|(_, t)| t == &c.transforms) {
-            out.push((label(entry, &c.transforms), c.transforms.clone()));
+            out.push((label(&c.transforms), c.transforms.clone()));
         }
     }
     out.into_iter().map(|(n, t)| (n, t.clone(), path(dir, entry, &t))).collect()
@@ -87,18 +87,9 @@ pub(crate) fn has_candidates(entry: &Entry) -> bool {
     !entry.transforms.is_empty() || !entry.suggested.is_empty() || !entry.candidates.is_empty()
 }
 
-/// As tune labels the transforms (NVPTX occupancy targets in warps per
-/// SM); an arch this build cannot parse keeps the db's own labels.
-pub(crate) fn labels(entry: &Entry, t: &Transforms) -> Vec<String> {
-    match crate::gpu::Arch::parse(&entry.arch) {
-        Ok(arch) => crate::gpu::labels(t, &arch, &[]),
-        Err(_) => t.labels(),
-    }
-}
-
-/// [`labels`] as one name: "sink + warps-per-sm=40".
-pub(crate) fn label(entry: &Entry, t: &Transforms) -> String {
-    labels(entry, t).join(" + ")
+/// A build's name, as tune labels it: "sink + warps-per-sm=40".
+pub(crate) fn label(t: &Transforms) -> String {
+    t.labels().join(" + ")
 }
 
 /// A hash of a code object's bytes (None: unreadable): a measurement of
@@ -263,7 +254,7 @@ mod tests {
         let step = Transforms { sink: true, warps_per_sm: Some(32), ..Default::default() };
         assert_eq!(path(Path::new("d"), &e, &step), Path::new("d/abc").join(format!("{}.cubin", &older[..16])));
         // The label, though, is NVIDIA's.
-        assert_eq!(label(&e, &step), "sink + warps-per-sm=32");
+        assert_eq!(label(&step), "sink + warps-per-sm=32");
     }
 
     #[test]

@@ -311,8 +311,8 @@ fn left_out<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String> 
             .earlier
             .iter()
             .map(|c| match m.speedup(c) {
-                Some(s) => format!("{} {s:.3}×", code::label(e, &c.transforms)),
-                None => format!("{} (failed)", code::label(e, &c.transforms)),
+                Some(s) => format!("{} {s:.3}×", code::label(&c.transforms)),
+                None => format!("{} (failed)", code::label(&c.transforms)),
             })
             .collect();
         let builds = if timed.len() == 1 { "build" } else { "builds" };
@@ -337,7 +337,7 @@ fn unconfirmed(db: &Db, collected: &results::Collected) -> Vec<String> {
         notes.push(format!(
             "{}: `{}` not confirmed: no launch after {replayed} replayed; the replay's figure decides",
             crate::names::short_name(&e.name),
-            code::label(e, &kept)
+            code::label(&kept)
         ));
     }
     notes
@@ -353,7 +353,7 @@ fn file_wide<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String>
     for e in keys.filter_map(|k| db.kernels.get(k)) {
         let Some(m) = &e.measured else { continue };
         let figure = |t: &Transforms| e.measured_candidate(t).and_then(|c| m.speedup(c)).map(|s| format!(" ({s:.3}×)")).unwrap_or_default();
-        let text = |t: &Transforms| if t.is_empty() { "plain".to_string() } else { format!("`{}`{}", code::label(e, t), figure(t)) };
+        let text = |t: &Transforms| if t.is_empty() { "plain".to_string() } else { format!("`{}`{}", code::label(t), figure(t)) };
         let (alone, kept) = (e.effective_alone(), e.effective());
         let name = crate::names::short_name(&e.name);
         // Nothing to say where R gives the kernel its own best's code.
@@ -362,7 +362,7 @@ fn file_wide<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String>
             let same = match (same == kept, same.is_empty()) {
                 (true, _) => String::new(),
                 (false, true) => ", the same code as plain here".to_string(),
-                (false, false) => format!(", the same code as `{}` here", code::label(e, &same)),
+                (false, false) => format!(", the same code as `{}` here", code::label(&same)),
             };
             notes.push(format!(
                 "{name}: kept -maxrregcount={r}{}{same}, the flag its file takes for all of its kernels (their total time beats their own \
@@ -393,7 +393,7 @@ fn file_wide<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String>
                     _ => format!(", not timed at -maxrregcount={r}"),
                 };
                 let kept = o.effective();
-                let kept = if kept.is_empty() { "plain".to_string() } else { format!("`{}`", code::label(o, &kept)) };
+                let kept = if kept.is_empty() { "plain".to_string() } else { format!("`{}`", code::label(&kept)) };
                 format!(" {kept}{there}")
             })
             .unwrap_or_default();

@@ -411,9 +411,9 @@ pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]
                     (Verdict::Failed, _) => failed(c),
                 }
             };
-            let candidate = if c.transforms.is_empty() { "plain".into() } else { super::code::label(entry, &c.transforms) };
+            let candidate = if c.transforms.is_empty() { "plain".into() } else { super::code::label(&c.transforms) };
             Row {
-                transforms: super::code::labels(entry, &c.transforms),
+                transforms: c.transforms.labels(),
                 registers: usage.map(|u| u.vgpr),
                 spills: usage.map(|u| u.vgpr_spills + u.sgpr_spills),
                 occupancy: usage.map(|u| u.occupancy),

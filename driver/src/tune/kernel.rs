@@ -129,7 +129,7 @@ pub(super) fn plan_kernel(
         let kernel = Kernel { base, previous, launched };
         (plan.search, plan.launched_spills) = measured_search(tuning, &kernel, &spaces, &rule, &known, &variants);
     }
-    let measured = variants.into_measured(session.arch);
+    let measured = variants.into_measured();
     plan.variants = measured.len();
     plan.reason = verdict::applied_reason(&rule, &base.usage, &decided.outcome.usage);
     plan.outcome = decided.outcome;
@@ -214,9 +214,9 @@ impl<'t, 'a> Variants<'t, 'a> {
 
     /// Every variant compiled, in a fixed order: the searches compile in
     /// parallel and finish in any.
-    fn into_measured(self, arch: &Arch) -> Vec<Measurement> {
+    fn into_measured(self) -> Vec<Measurement> {
         let mut measured = self.log.into_inner().expect("variant log lock");
-        measured.sort_by_cached_key(|m| gpu::labels(&m.transforms, arch, &[]).join(" + "));
+        measured.sort_by_cached_key(|m| m.transforms.labels().join(" + "));
         measured
     }
 }
@@ -621,7 +621,7 @@ fn launched_spills(
             continue;
         }
         seen.push(code);
-        let step = gpu::labels(&cap.transforms, session.arch, &[]).join(" + ");
+        let step = cap.transforms.labels().join(" + ");
         let message = format!(
             "every measured launch used {block} threads per block: with __launch_bounds__({block}) at {step} the {} spill bytes \
              of the cap alone become {} ({} bytes of shared memory a block); `regtune measure` times it, and it applies once you confirm it \

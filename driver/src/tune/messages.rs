@@ -25,7 +25,7 @@ impl Plan {
         };
         Some(format!(
             "no variant {goal} (closest: {}, {} → {} {} at occupancy {}); kept the plain compile",
-            gpu::labels(best.0, arch, &self.every_pointer).join(" + "),
+            gpu::labels(best.0, &self.every_pointer).join(" + "),
             self.rule.baseline.vgpr,
             best.1.vgpr,
             registers_word(arch),
@@ -86,7 +86,7 @@ pub(super) fn why(plan: &Plan, base: &Measured, after_u: &Usage, arch: &Arch, ap
             Some(p) => format!(
                 "suggested, not applied ({}): {} would reach occupancy {} → {}, {registers} {} → {}",
                 p.reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "),
-                gpu::labels(&p.transforms, arch, &plan.every_pointer).join(" + "),
+                gpu::labels(&p.transforms, &plan.every_pointer).join(" + "),
                 before_u.occupancy,
                 p.usage.occupancy,
                 before_u.vgpr,

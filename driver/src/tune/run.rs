@@ -335,13 +335,13 @@ pub(super) fn finish(
     session: &Session<'_>,
     diff: Option<String>,
 ) -> KernelTuning {
-    let applied = gpu::labels(&plan.outcome.transforms, arch, &plan.every_pointer);
+    let applied = gpu::labels(&plan.outcome.transforms, &plan.every_pointer);
     let (before_u, after_u) = (base.usage, after.usage);
     let suggestion_reasons = plan.suggestion.as_ref().map(|p| p.reasons.clone()).unwrap_or_default();
     let (reason, why) = messages::why(&plan, base, &after_u, arch, &applied);
     // The search's suggestion, then the measured launches' spills.
     let proposals = plan.suggestion.iter().chain(&plan.launched_spills);
-    let suggested = plan.suggestion.as_ref().map(|p| gpu::labels(&p.held, arch, &plan.every_pointer)).unwrap_or_default();
+    let suggested = plan.suggestion.as_ref().map(|p| gpu::labels(&p.held, &plan.every_pointer)).unwrap_or_default();
     let suggestions: Vec<String> = proposals.clone().map(|p| p.message.clone()).collect();
     let suggested_entries: Vec<Suggestion> = proposals
         .map(|p| Suggestion {
@@ -366,7 +366,7 @@ pub(super) fn finish(
         before: Some(before_u),
         after: Some(after_u),
         candidates: plan.search.kept.clone(),
-        left_out: plan.search.left_out.iter().map(|t| gpu::labels(t, arch, &plan.every_pointer).join(" + ")).collect(),
+        left_out: plan.search.left_out.iter().map(|t| gpu::labels(t, &plan.every_pointer).join(" + ")).collect(),
         file_wide_same_as: plan.search.file_wide_same_as.clone(),
         measured: None,
     };
@@ -385,10 +385,10 @@ pub(super) fn finish(
             .measured
             .iter()
             .filter(|m| m.status == VariantStatus::TimedOut)
-            .map(|m| gpu::labels(&m.transforms, arch, &plan.every_pointer).join(" + "))
+            .map(|m| gpu::labels(&m.transforms, &plan.every_pointer).join(" + "))
             .collect(),
         budget_reached: plan.budget_reached,
-        candidates: plan.search.kept.iter().map(|c| gpu::labels(&c.transforms, arch, &plan.every_pointer).join(" + ")).collect(),
+        candidates: plan.search.kept.iter().map(|c| gpu::labels(&c.transforms, &plan.every_pointer).join(" + ")).collect(),
         left_out: entry.left_out.clone(),
         diff,
         limiter_before: base.limiter,

@@ -25,8 +25,8 @@ pub(super) fn suggestion_message(
         effect.push_str(&format!(", spills {} → {}", spills(now), spills(then)));
     }
     effect.push(')');
-    let held_labels = gpu::labels(held, arch, every_pointer);
-    let others: Vec<String> = gpu::labels(with, arch, every_pointer)
+    let held_labels = gpu::labels(held, every_pointer);
+    let others: Vec<String> = gpu::labels(with, every_pointer)
         .into_iter()
         .filter(|l| !(held_labels.contains(l) || (l == "pow2=inexact" && held.pow2_inexact)))
         .collect();

@@ -190,12 +190,7 @@ fn edit(nvcc: &Nvcc, db: &Db, steps: &mut Steps, at: usize, line: &build::PtxasL
     let mut decided: Vec<(String, Transforms)> =
         entries.iter().map(|e| (e.symbol.clone(), e.effective())).filter(|(_, t)| !t.is_empty()).collect();
     let label = |(symbol, t): &(String, Transforms)| {
-        format!(
-            "{} on {}: {}",
-            crate::names::short_name(&crate::names::demangle(symbol)),
-            arch,
-            crate::gpu::labels(t, &arch, &[]).join(" + ")
-        )
+        format!("{} on {}: {}", crate::names::short_name(&crate::names::demangle(symbol)), arch, t.labels().join(" + "))
     };
     // A decision that rewrites the source is no PTX edit: that kernel is
     // built plain (its cap alone was never measured), the others as decided.
@@ -212,7 +207,7 @@ fn edit(nvcc: &Nvcc, db: &Db, steps: &mut Steps, at: usize, line: &build::PtxasL
                 let mut instead = Vec::new();
                 for (symbol, t) in decided.iter_mut().filter(|(_, t)| t.maxrregcount.is_some()) {
                     *t = entries.iter().find(|e| &e.symbol == symbol).map(|e| e.effective_per_kernel()).unwrap_or_default();
-                    let labels = crate::gpu::labels(t, &arch, &[]);
+                    let labels = t.labels();
                     let own = if labels.is_empty() { "plain".to_string() } else { labels.join(" + ") };
                     instead.push(format!("{}: {own}", crate::names::short_name(&crate::names::demangle(symbol))));
                 }
