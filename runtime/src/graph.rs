@@ -179,7 +179,10 @@ pub enum Work {
     /// An event record or wait: nothing to memory, but it must run once
     /// (a graph with one is not run in parts, see [`Graph::parts`]).
     Event,
-    /// Anything else, by what it is: "a copy", "a host function", ...
+    /// A copy: what it writes is not followed, but the driver can switch
+    /// it off for a launch.
+    Copy,
+    /// Anything else, by what it is: "a host function", "a child graph", ...
     Other(&'static str),
 }
 
@@ -187,6 +190,7 @@ impl Work {
     fn writes(&self) -> Option<&'static str> {
         match self {
             Work::Kernel { .. } => Some("a kernel"),
+            Work::Copy => Some(other_kind(NODE_MEMCPY)),
             Work::Other(what) => Some(what),
             Work::Memset(_) | Work::Nothing | Work::Event => None,
         }
@@ -196,9 +200,8 @@ impl Work {
     /// (`cuGraphNodeSetEnabled`: kernel, memset and copy nodes only).
     fn switchable(&self) -> bool {
         match self {
-            Work::Kernel { .. } | Work::Memset(_) => true,
-            Work::Other(what) => *what == other_kind(NODE_MEMCPY),
-            Work::Nothing | Work::Event => false,
+            Work::Kernel { .. } | Work::Memset(_) | Work::Copy => true,
+            Work::Nothing | Work::Event | Work::Other(_) => false,
         }
     }
 }
@@ -330,7 +333,7 @@ impl Graph {
     fn unswitchable(&self) -> Option<&'static str> {
         self.nodes.iter().filter(|n| n.enabled).find_map(|node| match &node.work {
             Work::Event => Some("an event record or wait"),
-            Work::Other(what) if !node.work.switchable() => Some(*what),
+            Work::Other(what) => Some(*what),
             _ => None,
         })
     }
@@ -366,6 +369,7 @@ impl Graph {
             Work::Memset(_) => "memset".into(),
             Work::Nothing => "nothing".into(),
             Work::Event => "event".into(),
+            Work::Copy => other_kind(NODE_MEMCPY).into(),
             Work::Other(what) => what.to_string(),
         };
         if other.nodes.len() != self.nodes.len() || sorted(&other.edges) != sorted(&self.edges) {
@@ -474,6 +478,7 @@ pub unsafe fn read(
             }
             NODE_EMPTY => Work::Nothing,
             NODE_WAIT_EVENT | NODE_EVENT_RECORD => Work::Event,
+            NODE_MEMCPY => Work::Copy,
             other => Work::Other(other_kind(other)),
         };
         nodes.push(Node { handle: h as usize, work, enabled: true });
@@ -550,7 +555,7 @@ mod tests {
         assert!(why.contains("a kernel runs before it"), "{why}");
         assert!(g.last_alone(2));
         // A copy before it: not followed.
-        let g = graph(vec![Work::Other(other_kind(NODE_MEMCPY)), kernel("k")], &[(0, 1)]);
+        let g = graph(vec![Work::Copy, kernel("k")], &[(0, 1)]);
         assert!(g.prefix(1).unwrap_err().contains("a copy runs before it"));
         // Alone with its memset: compared.
         let g = graph(vec![Work::Memset(m), kernel("k")], &[(0, 1)]);
@@ -578,7 +583,7 @@ mod tests {
                 kernel("d"),
                 kernel("e"),
                 Work::Memset(memset(0, 0, 1, 1)),
-                Work::Other(other_kind(NODE_MEMCPY)),
+                Work::Copy,
                 Work::Nothing,
                 kernel("off"),
             ],
