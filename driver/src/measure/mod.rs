@@ -95,25 +95,12 @@ fn describe(program: &[OsString]) -> String {
 
 /// Run the program under measurement and report. Errors are one line;
 /// bad input (db, tools, nothing to measure) stops before the program runs.
-pub fn run(o: &Options) -> Result<ExitCode, String> {
-    // The measurements go back into the db: it must be writable before the program runs.
-    let db = Db::load_for_update(&o.db).map_err(|e| e.to_string())?;
-    // A db that is not there loads empty; say so rather than that it has nothing to measure.
-    if !o.db.exists() {
-        return Err(format!("decisions db {} does not exist; run `regtune tune --db {}` first", o.db.display(), o.db.display()));
-    }
-    // A kept run needs none of the tools: nothing runs.
-    let tools = if o.from.is_some() { None } else { Some(Tools::find()?) };
-    let code_dir = code::dir(&o.db);
-    let settings = plan::Settings {
-        launches: o.launches,
-        runs: o.runs,
-        budget_s: o.budget,
-        replayer: tools.as_ref().map(|t| t.replayer.clone()).unwrap_or_default(),
-        compare: o.compare.clone(),
-        capture: o.capture,
-    };
-    let planned = plan::build(&db, &code_dir, &settings);
+/// What to measure in `db`, with `replayer` for the replays; Err where it
+/// holds nothing to measure, or no code objects for it.
+fn planned(o: &Options, db: &Db, code_dir: &Path, replayer: PathBuf) -> Result<plan::Planned, String> {
+    let settings =
+        plan::Settings { launches: o.launches, runs: o.runs, budget_s: o.budget, replayer, compare: o.compare.clone(), capture: o.capture };
+    let planned = plan::build(db, code_dir, &settings);
     if planned.plan.kernels.is_empty() {
         return Err(if planned.missing.is_empty() {
             format!("{} has no kernel with a decision or a suggestion to measure; run `regtune tune` first", o.db.display())
@@ -126,12 +113,24 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
             )
         });
     }
-    let Some(tools) = tools else {
-        return match &o.from {
-            Some(dir) => from_kept(o, dir, &planned, &code_dir, db),
-            None => Err("the interposer and replayer were not looked for".into()),
-        };
-    };
+    Ok(planned)
+}
+
+pub fn run(o: &Options) -> Result<ExitCode, String> {
+    // The measurements go back into the db: it must be writable before the program runs.
+    let db = Db::load_for_update(&o.db).map_err(|e| e.to_string())?;
+    // A db that is not there loads empty; say so rather than that it has nothing to measure.
+    if !o.db.exists() {
+        return Err(format!("decisions db {} does not exist; run `regtune tune --db {}` first", o.db.display(), o.db.display()));
+    }
+    let code_dir = code::dir(&o.db);
+    // A kept run needs none of the tools: nothing runs.
+    if let Some(dir) = &o.from {
+        let planned = planned(o, &db, &code_dir, PathBuf::new())?;
+        return from_kept(o, dir, &planned, &code_dir, db);
+    }
+    let tools = Tools::find()?;
+    let planned = planned(o, &db, &code_dir, tools.replayer.clone())?;
     let program = describe(&o.program);
     let nvidia = planned.plan.kernels.iter().any(|k| k.arch.starts_with("sm_"));
     let amd = planned.plan.kernels.iter().any(|k| k.arch.starts_with("gfx"));
