@@ -55,7 +55,8 @@ pub fn choose(kernel: &PlanKernel, results: &[LaunchResult]) -> Result<Option<St
     if results.is_empty() || kernel.choices.iter().all(|c| c.transforms.is_empty()) {
         return Ok(None);
     }
-    let candidate = |name: &str, transforms: &Transforms| crate::plan::measured_candidate(results, name, &plain.name, transforms, None);
+    let launches = crate::plan::Launches::new(results, &plain.name);
+    let candidate = |name: &str, transforms: &Transforms| launches.candidate(name, transforms, None);
     let mut candidates = vec![candidate(&plain.name, &Transforms::default())];
     candidates.extend(kernel.choices.iter().filter(|c| !c.transforms.is_empty()).map(|c| candidate(&c.name, &c.transforms)));
     let control = kernel.control.as_deref().map(|name| candidate(name, &Transforms::default()));

@@ -246,40 +246,65 @@ pub struct CandidateResult {
     pub error: Option<String>,
 }
 
-/// One build's measurement over a kernel's replayed launches (`results`),
-/// as the db keeps it: its time, the sum of each launch's median and spread
-/// (launches of one kernel can differ in size); its time over plain's (the
-/// build named `plain`) round by round; identical when every launch ran it
-/// and left plain's bytes. An error, its own or `fault`, leaves no time.
-/// The driver's report and the interposer's choice before confirming
+/// A kernel's replayed launches (`results`), read for the db: plain's
+/// rounds (the build named `plain`) once, every build against them. The
+/// driver's report and the interposer's choice before confirming
 /// (`confirm::choose`) both read the launches through it.
-pub fn measured_candidate<R: std::borrow::Borrow<LaunchResult>>(
-    results: &[R],
-    name: &str,
-    plain: &str,
-    transforms: &regtune_decisions::Transforms,
-    fault: Option<String>,
-) -> regtune_decisions::measured::Candidate {
-    use regtune_decisions::measured::{Candidate, Paired, Timing};
-    // Each launch's timed rounds of one build, when every launch ran it.
-    let launches = || results.iter().map(|r| r.borrow());
-    let rounds = |name: &str| -> Option<Vec<Vec<f64>>> {
-        launches().map(|r| r.replayed.candidates.iter().find(|c| c.name == name).map(|c| c.times_ms.clone())).collect()
-    };
-    let mine: Vec<&CandidateResult> = launches().filter_map(|r| r.replayed.candidates.iter().find(|c| c.name == name)).collect();
-    let per_launch: Option<Vec<Timing>> = mine.iter().map(|c| Timing::of(&c.times_ms)).collect();
-    let time = per_launch
-        .filter(|t| !t.is_empty() && t.len() == results.len())
-        .map(|t| Timing { median_ms: t.iter().map(|t| t.median_ms).sum(), spread_ms: t.iter().map(|t| t.spread_ms).sum() });
-    let error = fault.or_else(|| mine.iter().find_map(|c| c.error.clone()));
-    let paired = rounds(plain).zip(rounds(name)).and_then(|(plain, mine)| Paired::of(&mine, &plain));
-    Candidate {
-        transforms: transforms.clone(),
-        time: if error.is_some() { None } else { time },
-        identical: !mine.is_empty() && mine.len() == results.len() && mine.iter().all(|c| c.identical),
-        paired: if error.is_some() { None } else { paired },
-        error,
-        code: None,
+pub struct Launches<'a, R> {
+    results: &'a [R],
+    plain: &'a str,
+    plain_rounds: Option<Vec<Vec<f64>>>,
+}
+
+impl<'a, R: std::borrow::Borrow<LaunchResult>> Launches<'a, R> {
+    pub fn new(results: &'a [R], plain: &'a str) -> Launches<'a, R> {
+        let mut launches = Launches { results, plain, plain_rounds: None };
+        launches.plain_rounds = launches.rounds(plain);
+        launches
+    }
+
+    fn all(&self) -> impl Iterator<Item = &LaunchResult> + '_ {
+        self.results.iter().map(|r| r.borrow())
+    }
+
+    /// Each launch's timed rounds of one build, when every launch ran it.
+    fn rounds(&self, name: &str) -> Option<Vec<Vec<f64>>> {
+        self.all().map(|r| r.replayed.candidates.iter().find(|c| c.name == name).map(|c| c.times_ms.clone())).collect()
+    }
+
+    /// Plain's fewest timed rounds over the launches.
+    pub fn plain_runs(&self) -> u32 {
+        self.all().map(|r| r.replayed.candidates.iter().find(|c| c.name == self.plain).map_or(0, |c| c.times_ms.len())).min().unwrap_or(0)
+            as u32
+    }
+
+    /// One build's measurement, as the db keeps it: its time, the sum of
+    /// each launch's median and spread (launches of one kernel can differ
+    /// in size); its time over plain's round by round; identical when every
+    /// launch ran it and left plain's bytes. An error, its own or `fault`,
+    /// leaves no time.
+    pub fn candidate(
+        &self,
+        name: &str,
+        transforms: &regtune_decisions::Transforms,
+        fault: Option<String>,
+    ) -> regtune_decisions::measured::Candidate {
+        use regtune_decisions::measured::{Candidate, Paired, Timing};
+        let mine: Vec<&CandidateResult> = self.all().filter_map(|r| r.replayed.candidates.iter().find(|c| c.name == name)).collect();
+        let per_launch: Option<Vec<Timing>> = mine.iter().map(|c| Timing::of(&c.times_ms)).collect();
+        let time = per_launch
+            .filter(|t| !t.is_empty() && t.len() == self.results.len())
+            .map(|t| Timing { median_ms: t.iter().map(|t| t.median_ms).sum(), spread_ms: t.iter().map(|t| t.spread_ms).sum() });
+        let error = fault.or_else(|| mine.iter().find_map(|c| c.error.clone()));
+        let paired = self.plain_rounds.as_ref().zip(self.rounds(name)).and_then(|(plain, mine)| Paired::of(&mine, plain));
+        Candidate {
+            transforms: transforms.clone(),
+            time: if error.is_some() { None } else { time },
+            identical: !mine.is_empty() && mine.len() == self.results.len() && mine.iter().all(|c| c.identical),
+            paired: if error.is_some() { None } else { paired },
+            error,
+            code: None,
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use regtune_decisions::measured::{Candidate, Paired, ProgramTiming, Timing, Verdict};
 use regtune_decisions::{Entry, Measured};
 use regtune_runtime::confirm::MIN_PAIRS;
-use regtune_runtime::plan::{measured_candidate, Confirmed, Event, LaunchResult};
+use regtune_runtime::plan::{Confirmed, Event, LaunchResult, Launches};
 use serde::Serialize;
 
 use super::plan::{PlannedCandidate, Role};
@@ -105,11 +105,12 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
             None
         };
         let plain = names.iter().find(|p| p.transforms.is_empty() && p.role == Role::Candidate).map_or("", |p| p.name.as_str());
+        let replayed = Launches::new(results, plain);
         let candidates = names
             .iter()
             .map(|PlannedCandidate { name, transforms, code, .. }| {
                 let fault = fault.filter(|(c, _)| c.as_deref() == Some(name.as_str())).map(|(_, message)| message.clone());
-                Candidate { code: code.clone(), ..measured_candidate(results, name, plain, transforms, fault) }
+                Candidate { code: code.clone(), ..replayed.candidate(name, transforms, fault) }
             })
             .collect::<Vec<Candidate>>();
         let mut control = None;
@@ -129,12 +130,7 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
         let m = Measured {
             device,
             launches: results.len() as u32,
-            // The plain build's fewest timed rounds over the launches.
-            runs: results
-                .iter()
-                .map(|r| r.replayed.candidates.iter().find(|c| c.name == plain).map_or(0, |c| c.times_ms.len()))
-                .min()
-                .unwrap_or(0) as u32,
+            runs: replayed.plain_runs(),
             deterministic: !results.is_empty()
                 && results.iter().all(|r| r.replayed.deterministic)
                 && control.as_ref().is_none_or(|c| c.identical || c.error.is_some()),
