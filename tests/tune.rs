@@ -572,6 +572,28 @@ fn the_time_budget_ends_the_search_with_the_best_result_so_far() {
     assert!(kernels[0]["left_out"].as_array().is_some_and(|l| l.len() >= 8), "{}", kernels[0]);
 }
 
+/// NVIDIA's register caps alone (a ptxas run each) are built until they
+/// have taken the file's time budget; those left out are said on stderr,
+/// since `regtune measure` cannot time them.
+#[test]
+fn nvidia_caps_past_the_budget_are_left_out_and_said() {
+    let (out, kernels) = tune_output(&repo().join("examples/long_lived.hip"), &["--offload-arch", "sm_90", "--time-budget", "0.05"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let caps: Vec<&str> = kernels[0]["left_out"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|l| l.starts_with("warps-per-sm=") && !l.contains('+'))
+        .collect();
+    // 87 registers, 20 warps per SM: the caps of 8 to 64 warps.
+    assert!(caps.len() >= 8, "{}", kernels[0]);
+    let said =
+        stderr.lines().find(|l| l.contains("not built: the kernel's caps took the time budget")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(caps.iter().all(|c| said.contains(&format!(" {c}"))), "{said}: {caps:?}");
+}
+
 /// A kernel's variant compiles that kernel alone (the plugin drops the
 /// other kernels once it has placed the decisions); its numbers must be the
 /// ones a whole-file build with the same decisions gives it.

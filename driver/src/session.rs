@@ -757,13 +757,15 @@ impl<'a> Session<'a> {
     /// options included: the kernel's own code is hashed there
     /// ([`crate::gpu::nvptx::cubin::kernel_code`]), so a file-wide
     /// `-maxrregcount` that gives the kernel the code of its `.maxnreg` cap
-    /// is one build, not two.
+    /// is one build, not two. So is clang's cubin: its caps that give one
+    /// code differ only in the cap ptxas records (LBM at 255, 168 and 128,
+    /// bench/cost/results/redundant-sm90-2026-11-28.txt).
     pub(crate) fn kernel_code_hash(&self, symbol: &str, transforms: &Transforms) -> Result<String, SessionError> {
         self.measure_kernel(symbol, transforms, None)?;
         let key = vec![(symbol.to_string(), transforms.clone())];
         let path = self.objects.lock().expect("objects lock").get(&key).cloned().expect("a measured build keeps its object");
         let bytes = std::fs::read(&path).map_err(|e| SessionError::Io(format!("cannot read {}: {e}", path.display())))?;
-        let own = self.nvcc.as_ref().and_then(|_| crate::gpu::nvptx::cubin::kernel_code(&bytes, symbol));
+        let own = crate::gpu::nvptx::cubin::kernel_code(&bytes, symbol);
         Ok(crate::hash::of_parts([own.as_deref().unwrap_or(&bytes)]))
     }
 

@@ -207,6 +207,14 @@ impl<'t, 'a> Variants<'t, 'a> {
         self.tuning.limits.spent(*self.until.lock().expect("deadline lock"))
     }
 
+    /// Whether the register caps alone built so far (each a ptxas run,
+    /// exempt from the deadlines) took the file's whole time budget.
+    fn caps_spent(&self) -> bool {
+        let log = self.log.lock().expect("variant log lock");
+        let seconds: f64 = log.iter().filter(|m| m.transforms.cap_alone().is_some()).map(|m| m.seconds).sum();
+        seconds >= self.tuning.limits.budget.as_secs_f64()
+    }
+
     /// A build was left out because the budget was spent.
     fn budget_reached(&self) -> bool {
         self.budget_hit.load(Ordering::Relaxed)
@@ -506,14 +514,20 @@ fn measured_search(
     let mut search = match session.runs_plugin() {
         // clang on NVPTX: every step's cap is plain's PTX edited, a
         // ptxas run (Session::caps_from_ptx), so every step is built,
-        // whatever time is left; --candidates bounds the rest (the
-        // rewrites, spilling, unroll caps), which compile the file.
-        // One turn then times what a second turn found: a transport
-        // sweep's best step was among 20 builds left out at 8.
+        // whatever time the searches left, until the kernel's caps have
+        // taken the file's whole budget (said, run.rs): no step's code
+        // is foretold by the builds before it (bench/cost/results/
+        // redundant-sm90-2026-11-28.txt), and the examples' caps take a
+        // small part of it, but 21 steps at ~20 s of ptxas each made
+        // cudaTensorCoreGemm 26.6x its plain compile. --candidates
+        // bounds the rest (the rewrites, spilling, unroll caps), which
+        // compile the file. One turn then times what a second turn
+        // found: a transport sweep's best step was among 20 builds left
+        // out at 8.
         true if session.caps_from_ptx() => {
             let (caps, rest): (Vec<Transforms>, Vec<Transforms>) = proposals.into_iter().partition(|t| t.cap_alone().is_some());
             let every = if options.candidates == 0 { 0 } else { usize::MAX };
-            let caps = candidates::select(caps, every, &known, build, || false);
+            let caps = candidates::select(caps, every, &known, build, || v.caps_spent());
             let rest = candidates::select(rest, wanted.saturating_sub(taken), &caps.codes, build, spent);
             candidates::Selection {
                 kept: caps.kept.into_iter().chain(rest.kept).collect(),

@@ -322,6 +322,30 @@ pub(super) fn say_what_limits_did(progress: &Progress, file: &Path, arch: &Arch,
             limits.budget.as_secs_f64(),
         ));
     }
+    // Register caps alone are left out only where they took the file's
+    // budget (kernel.rs, measured_search): `regtune measure` cannot time them.
+    for plan in plans {
+        let caps: Vec<String> = plan
+            .search
+            .left_out
+            .iter()
+            .filter(|t| t.cap_alone().is_some())
+            .map(|t| gpu::labels(t, arch, &plan.every_pointer).join(" + "))
+            .collect();
+        if !caps.is_empty() {
+            progress.note(&format!(
+                "regtune: {} on {}: {}: {} register cap{} not built: the kernel's caps took the time budget of {:.2} s, so `regtune measure` will not time {}: {} (a larger --time-budget builds them)",
+                file.display(),
+                arch.processor(),
+                names::short_name(&names::demangle(&plan.symbol)),
+                caps.len(),
+                if caps.len() == 1 { "" } else { "s" },
+                limits.budget.as_secs_f64(),
+                if caps.len() == 1 { "it" } else { "them" },
+                caps.join(", "),
+            ));
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
