@@ -330,7 +330,7 @@ pub(super) fn say_what_limits_did(progress: &Progress, file: &Path, arch: &Arch,
             .left_out
             .iter()
             .filter(|t| t.cap_alone().is_some())
-            .map(|t| gpu::labels(t, arch, &plan.every_pointer).join(" + "))
+            .map(|t| gpu::labels(t, &plan.every_pointer).join(" + "))
             .collect();
         if !caps.is_empty() {
             progress.note(&format!(
