@@ -131,6 +131,9 @@ pub(crate) struct Selection {
     /// nvcc's file-wide caps not kept, by R: the earlier build whose code
     /// for the kernel R's is, or None (see `Entry::file_wide_same_as`).
     pub file_wide_same_as: std::collections::BTreeMap<u32, Option<Transforms>>,
+    /// Register caps alone left out because the kernel's caps took the
+    /// file's time budget (clang's NVPTX caps, `tune/kernel.rs`): said.
+    pub caps_past_budget: Vec<Transforms>,
 }
 
 /// The first `limit` proposals that build and whose code differs from

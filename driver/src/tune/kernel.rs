@@ -530,6 +530,7 @@ fn measured_search(
             let caps = candidates::select(caps, every, &known, build, || v.caps_spent());
             let rest = candidates::select(rest, wanted.saturating_sub(taken), &caps.codes, build, spent);
             candidates::Selection {
+                caps_past_budget: if every > 0 { caps.left_out.clone() } else { vec![] },
                 kept: caps.kept.into_iter().chain(rest.kept).collect(),
                 left_out: caps.left_out.into_iter().chain(rest.left_out).collect(),
                 codes: rest.codes,
@@ -567,6 +568,7 @@ fn measured_search(
                 left_out: caps.left_out.into_iter().chain(wide.left_out).chain(rewrites.left_out).collect(),
                 codes: rewrites.codes,
                 file_wide_same_as: same_as,
+                caps_past_budget: vec![],
             }
         }
     };

@@ -325,13 +325,7 @@ pub(super) fn say_what_limits_did(progress: &Progress, file: &Path, arch: &Arch,
     // Register caps alone are left out only where they took the file's
     // budget (kernel.rs, measured_search): `regtune measure` cannot time them.
     for plan in plans {
-        let caps: Vec<String> = plan
-            .search
-            .left_out
-            .iter()
-            .filter(|t| t.cap_alone().is_some())
-            .map(|t| gpu::labels(t, &plan.every_pointer).join(" + "))
-            .collect();
+        let caps: Vec<String> = plan.search.caps_past_budget.iter().map(|t| gpu::labels(t, &plan.every_pointer).join(" + ")).collect();
         if !caps.is_empty() {
             progress.note(&format!(
                 "regtune: {} on {}: {}: {} register cap{} not built: the kernel's caps took the time budget of {:.2} s, so `regtune measure` will not time {}: {} (a larger --time-budget builds them)",
