@@ -41,29 +41,21 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-CUDA = "/opt/regtune-cuda"
-NVCC = "/opt/regtune-nvcc/bin/nvcc"
-PROGRAMS = {
-    "clang": "bench/calibrate/build/corpus/programs.json",
-    "nvcc": "bench/calibrate/build/corpus-nvcc/programs.json",
-}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nvidia import CUDA, NVCC, ROOT  # noqa: E402  the cost bench's toolchain and corpus
+from nvidia import units as corpus_units  # noqa: E402
+
 CAPS = [255, 168, 128, 96, 80, 72, 64, 56, 48, 40, 32]
 EIATTR_MAXREG_COUNT = 0x1B
 
 
 def units(corpus, only):
+    """(program, file, flags) for every unit with kernels: the examples, or a corpus as nvidia.py reads it."""
     if corpus == "examples":
         for f in sorted((ROOT / "examples").glob("*.hip")):
             yield "examples", str(f.relative_to(ROOT)), ["-O3"]
         return
-    doc = json.loads((ROOT / PROGRAMS[corpus]).read_text())
-    for name, prog in doc.items():
-        if only and name not in only:
-            continue
-        for u in prog.get("units", []):
-            if u.get("kernels") and u.get("lang", "cuda") == "cuda":
-                yield name, u["file"], list(u["regtune_args"])
+    yield from corpus_units(corpus, only)
 
 
 def sections(data):

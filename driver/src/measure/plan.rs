@@ -211,6 +211,18 @@ pub(super) mod tests {
         }
     }
 
+    /// A plan's settings for these tests: one launch, ten runs.
+    fn settings() -> Settings {
+        Settings {
+            launches: 1,
+            runs: 10,
+            budget_s: 5.0,
+            replayer: "regtune-replay".into(),
+            compare: vec![],
+            capture: wire::Capture::default(),
+        }
+    }
+
     #[test]
     fn only_entries_with_something_to_measure_and_their_code_objects_are_planned() {
         let dir = tempfile::tempdir().unwrap();
@@ -223,14 +235,7 @@ pub(super) mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, b"cubin").unwrap();
         }
-        let settings = Settings {
-            launches: 1,
-            runs: 10,
-            budget_s: 5.0,
-            replayer: "regtune-replay".into(),
-            compare: vec![],
-            capture: wire::Capture::default(),
-        };
+        let settings = settings();
         let planned = build(&db, dir.path(), &settings);
         let symbols: Vec<&str> = planned.plan.kernels.iter().map(|k| k.symbol.as_str()).collect();
         assert_eq!(symbols, ["_Z4sinkv"]);
@@ -268,14 +273,7 @@ pub(super) mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, b"cubin").unwrap();
         }
-        let settings = Settings {
-            launches: 1,
-            runs: 10,
-            budget_s: 5.0,
-            replayer: "regtune-replay".into(),
-            compare: vec![],
-            capture: wire::Capture::default(),
-        };
+        let settings = settings();
         let choices = |db: &Db| -> Vec<Transforms> {
             let planned = build(db, dir.path(), &settings);
             let k = planned.plan.kernels.iter().find(|k| k.symbol == "_Z1av").unwrap();
