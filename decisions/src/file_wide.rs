@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::measured::{Candidate, Verdict};
-use crate::{Db, Entry, Transforms};
+use crate::{Db, Entry, Measured, Transforms};
 
 impl Db {
     /// One build of a file takes one `-maxrregcount`. A file whose measured
@@ -55,6 +55,7 @@ struct Kernel<'a> {
     /// Its key in the db.
     key: &'a String,
     entry: &'a Entry,
+    measured: &'a Measured,
     /// Its own choice, as if alone in the file.
     alone: Transforms,
     /// Its best build without a file-wide cap, and that build's time over plain's.
@@ -67,9 +68,9 @@ impl Kernel<'_> {
     /// Its time at `-maxrregcount=r` over plain's: its candidate's, or
     /// the build whose code that one's equals. None: not known.
     fn at(&self, r: u32) -> Option<(f64, &Candidate)> {
-        let m = self.entry.measured.as_ref()?;
-        let c = self.entry.measured_candidate(&cap(r))?;
-        let speedup = (m.verdict(c) != Verdict::Failed && m.verdict(c) != Verdict::Differs).then(|| m.speedup(c)).flatten()?;
+        let m = self.measured;
+        let c = self.entry.measured_candidate(&Transforms::file_wide(r))?;
+        let speedup = (!matches!(m.verdict(c), Verdict::Failed | Verdict::Differs)).then(|| m.speedup(c)).flatten()?;
         (!m.program_rejects(&c.transforms)).then_some((1.0 / speedup, c))
     }
 
@@ -85,10 +86,6 @@ impl Kernel<'_> {
     }
 }
 
-fn cap(r: u32) -> Transforms {
-    Transforms { maxrregcount: Some(r), ..Default::default() }
-}
-
 /// A kernel of the file that no measurement timed (not launched, or
 /// nothing to time) allows `r` where its code under R is the build it gets
 /// (tune built it), or where tune built no file-wide cap of it at all (an
@@ -102,7 +99,7 @@ fn unmeasured_allows(e: &Entry, r: u32) -> bool {
 
 /// The file's choice for each of its measured `kernels`, by key.
 fn settle(entries: &[(&String, &Entry)]) -> Vec<(String, Settled)> {
-    let kernels: Vec<Kernel<'_>> = entries.iter().filter(|(_, e)| e.measured.is_some()).map(|&(key, e)| kernel(key, e)).collect();
+    let kernels: Vec<Kernel<'_>> = entries.iter().filter_map(|&(key, e)| Some(kernel(key, e, e.measured.as_ref()?))).collect();
     let unmeasured: Vec<&Entry> = entries.iter().filter(|(_, e)| e.measured.is_none()).map(|&(_, e)| e).collect();
     let mut caps: Vec<u32> = kernels
         .iter()
@@ -128,18 +125,20 @@ fn settle(entries: &[(&String, &Entry)]) -> Vec<(String, Settled)> {
         .collect()
 }
 
-fn kernel<'a>(key: &'a String, entry: &'a Entry) -> Kernel<'a> {
-    let m = entry.measured.as_ref().expect("a measured kernel");
+fn kernel<'a>(key: &'a String, entry: &'a Entry, m: &'a Measured) -> Kernel<'a> {
     let own_build = entry.effective_per_kernel();
-    let own = m.candidate(&own_build).and_then(|c| m.speedup(c)).map_or(1.0, |s| 1.0 / s);
-    let own = if own_build.is_empty() { 1.0 } else { own };
-    Kernel { key, entry, alone: entry.effective_alone(), own, weight: m.plain().and_then(|p| p.time).map(|t| t.median_ms) }
+    let own = match own_build.is_empty() {
+        true => 1.0,
+        false => m.candidate(&own_build).and_then(|c| m.speedup(c)).map_or(1.0, |s| 1.0 / s),
+    };
+    let weight = m.plain().and_then(|p| p.time).map(|t| t.median_ms);
+    Kernel { key, entry, measured: m, alone: entry.effective_alone(), own, weight }
 }
 
 /// The R every kernel of the file chose alone, where they all did.
 fn unanimous(kernels: &[Kernel<'_>]) -> Option<u32> {
     let r = kernels.first()?.alone.maxrregcount?;
-    kernels.iter().all(|k| k.alone == cap(r)).then_some(r)
+    kernels.iter().all(|k| k.alone.file_wide_alone() == Some(r)).then_some(r)
 }
 
 /// The R whose total time beats the kernels' own bests' the most, by at
@@ -149,11 +148,9 @@ fn fastest(kernels: &[Kernel<'_>], caps: &[u32]) -> Option<u32> {
     let weights: Option<Vec<f64>> = kernels.iter().map(|k| k.weight).collect();
     let weights = weights?;
     let own: f64 = kernels.iter().zip(&weights).map(|(k, w)| w * k.own).sum();
-    let gain = kernels.iter().filter_map(|k| k.entry.measured.as_ref()).map(|m| m.least_gain()).fold(crate::measured::MIN_GAIN, f64::max);
+    let gain = kernels.iter().map(|k| k.measured.least_gain()).fold(crate::measured::MIN_GAIN, f64::max);
     caps.iter()
-        .filter(|&&r| {
-            kernels.iter().any(|k| k.at(r).is_some_and(|(_, c)| k.entry.measured.as_ref().is_some_and(|m| m.verdict(c) == Verdict::Faster)))
-        })
+        .filter(|&&r| kernels.iter().any(|k| k.at(r).is_some_and(|(_, c)| k.measured.verdict(c) == Verdict::Faster)))
         .filter_map(|&r| {
             let at: Option<Vec<f64>> = kernels.iter().map(|k| k.counted_at(r)).collect();
             Some((r, at?.iter().zip(&weights).map(|(t, w)| t * w).sum::<f64>()))

@@ -174,6 +174,17 @@ impl Transforms {
         Transforms { waves_per_eu: self.occupancy(), warps_per_sm: None, ..self.clone() }
     }
 
+    /// nvcc's file-wide `-maxrregcount=R` alone.
+    pub fn file_wide(r: u32) -> Transforms {
+        Transforms { maxrregcount: Some(r), ..Default::default() }
+    }
+
+    /// The R of nvcc's file-wide `-maxrregcount` alone (no other
+    /// transform): None for any other build.
+    pub fn file_wide_alone(&self) -> Option<u32> {
+        self.maxrregcount.filter(|&r| *self == Transforms::file_wide(r))
+    }
+
     /// The occupancy step of a register cap alone (no launch bounds, no
     /// spilling, no rewrite): None for any other build.
     pub fn cap_alone(&self) -> Option<u32> {
@@ -385,7 +396,7 @@ impl Entry {
     /// ([`Db::settle_file_wide`]).
     pub fn effective(&self) -> Transforms {
         match &self.measured {
-            Some(Measured { file_takes: Some(r), .. }) => Transforms { maxrregcount: Some(*r), ..Default::default() },
+            Some(Measured { file_takes: Some(r), .. }) => Transforms::file_wide(*r),
             Some(m) if m.file_wide_declined_for.is_some() => self.effective_per_kernel(),
             _ => self.effective_alone(),
         }
@@ -431,8 +442,7 @@ impl Entry {
     /// The build whose code `t` (a file-wide `-maxrregcount` alone) gives
     /// this kernel byte for byte, where tune found one.
     fn same_code_as(&self, t: &Transforms) -> Option<&Transforms> {
-        let r = t.maxrregcount?;
-        (*t == Transforms { maxrregcount: Some(r), ..Default::default() }).then(|| self.file_wide_same_as.get(&r)?.as_ref()).flatten()
+        self.file_wide_same_as.get(&t.file_wide_alone()?)?.as_ref()
     }
 
     /// What the GPU measured of build `t`: its own figures, or those of the

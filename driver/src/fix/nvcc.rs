@@ -92,7 +92,7 @@ fn system_token_marker(line: &str) -> bool {
 /// kernel's own `__maxnreg__` ([`FileWide`]).
 pub(crate) fn refused(t: &Transforms, unit: &Path, spelled: bool) -> Option<String> {
     if let Some(r) = t.maxrregcount {
-        if spelled && *t == (Transforms { maxrregcount: Some(r), ..Default::default() }) {
+        if spelled && t.file_wide_alone().is_some() {
             return None;
         }
         return Some(format!(

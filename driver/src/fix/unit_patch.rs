@@ -144,8 +144,7 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
                     d.code = Some(crate::measure::code::path(&code_dir, e, &d.transforms)).filter(|p| p.is_file());
                 }
                 // nvcc's file-wide -maxrregcount=R alone: the kernel's own __maxnreg__ (nvcc.rs).
-                let alone =
-                    d.transforms.maxrregcount.filter(|&r| d.transforms == Transforms { maxrregcount: Some(r), ..Default::default() });
+                let alone = d.transforms.file_wide_alone();
                 if let (Some(r), SourceCompiler::Nvcc { maxnreg: true }) = (alone, ctx.compiler) {
                     let measured = e.candidates.iter().map(|c| (&c.transforms, &c.usage));
                     d.file_wide = Some(nvcc::FileWide::new(r, d.promised, measured, path));

@@ -355,9 +355,9 @@ fn file_wide<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String>
         let text = |t: &Transforms| if t.is_empty() { "plain".to_string() } else { format!("`{}`{}", code::label(t), figure(t)) };
         let (alone, kept) = (e.effective_alone(), e.effective());
         let name = crate::names::short_name(&e.name);
+        let same = e.measured_as(&kept);
         // Nothing to say where R gives the kernel its own best's code.
-        if let Some(r) = m.file_takes.filter(|_| alone != kept && e.measured_as(&kept) != alone) {
-            let same = e.measured_as(&kept);
+        if let Some(r) = m.file_takes.filter(|_| alone != kept && same != alone) {
             let same = match (same == kept, same.is_empty()) {
                 (true, _) => String::new(),
                 (false, true) => ", the same code as plain here".to_string(),
@@ -386,8 +386,7 @@ fn file_wide<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String>
         }
         let decided = other_entry
             .map(|o| {
-                let at_r = Transforms { maxrregcount: Some(r), ..Default::default() };
-                let there = match (o.measured_candidate(&at_r), &o.measured) {
+                let there = match (o.measured_candidate(&Transforms::file_wide(r)), &o.measured) {
                     (Some(c), Some(om)) => om.speedup(c).map_or(String::new(), |s| format!(", {s:.3}× at -maxrregcount={r}")),
                     _ => format!(", not timed at -maxrregcount={r}"),
                 };

@@ -119,11 +119,11 @@ pub(crate) fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
         // the kernel builds its own best, which is then what is confirmed.
         let allowed = entry.allowed();
         let shared_file = db.kernels.values().any(|o| o.arch == entry.arch && o.input_hash == entry.input_hash && o.symbol != entry.symbol);
-        let file_wide =
-            |t: &Transforms| t.maxrregcount.is_some() && *t == Transforms { maxrregcount: t.maxrregcount, ..Default::default() };
         let choices = planned
             .iter()
-            .filter(|c| c.role == Role::Candidate && allowed.contains(&c.transforms) && !(shared_file && file_wide(&c.transforms)))
+            .filter(|c| {
+                c.role == Role::Candidate && allowed.contains(&c.transforms) && !(shared_file && c.transforms.file_wide_alone().is_some())
+            })
             .map(|c| wire::Choice { name: c.name.clone(), transforms: c.transforms.clone() })
             .collect();
         kernels.push(PlanKernel {

@@ -169,8 +169,8 @@ impl<'t, 'a> Variants<'t, 'a> {
         // once, and its file-wide caps a PTX build per step for the whole
         // file: the budget bounds the builds that rewrite the source.
         // clang's caps alone on NVPTX are a ptxas run each too.
-        let cheap =
-            (!session.runs_plugin() && (nvcc_entry_only(t) || file_wide_only(t))) || (session.caps_from_ptx() && t.cap_alone().is_some());
+        let cheap = (!session.runs_plugin() && (nvcc_entry_only(t) || t.file_wide_alone().is_some()))
+            || (session.caps_from_ptx() && t.cap_alone().is_some());
         if !cheap && limits.spent(until) {
             self.budget_hit.store(true, Ordering::Relaxed);
             return None;
@@ -550,14 +550,15 @@ fn measured_search(
             let wide = candidates::select(file_wide.clone(), room, &caps.codes, build, || false);
             // The file's choice of one R weighs every kernel's time at R:
             // where R's code is an earlier build's, that one's time is R's.
-            let earlier: Vec<&Transforms> = known_builds.iter().chain(caps.kept.iter().chain(&wide.kept).map(|c| &c.transforms)).collect();
             let code = |t: &Transforms| session.kernel_code_hash(&base.symbol, t).ok();
+            let earlier: Vec<(&Transforms, Option<String>)> =
+                known_builds.iter().chain(caps.kept.iter().chain(&wide.kept).map(|c| &c.transforms)).map(|t| (t, code(t))).collect();
             let same_as = file_wide
                 .iter()
                 .filter(|t| !wide.kept.iter().any(|c| &c.transforms == *t) && !wide.left_out.contains(t))
                 .filter_map(|t| {
                     let mine = code(t)?;
-                    let same = earlier.iter().find(|b| code(b).as_ref() == Some(&mine))?;
+                    let (same, _) = earlier.iter().find(|(_, c)| c.as_ref() == Some(&mine))?;
                     Some((t.maxrregcount?, Some((*same).clone())))
                 })
                 .collect();
@@ -717,14 +718,14 @@ pub(super) fn file_wide_unsearched(session: &Session<'_>, plans: &mut [Plan]) {
     let ladder: std::collections::BTreeSet<u32> = plans
         .iter()
         .flat_map(|p| {
-            let kept = p.search.kept.iter().filter(|c| file_wide_only(&c.transforms)).filter_map(|c| c.transforms.maxrregcount);
+            let kept = p.search.kept.iter().filter_map(|c| c.transforms.file_wide_alone());
             kept.chain(p.search.file_wide_same_as.keys().copied()).collect::<Vec<u32>>()
         })
         .collect();
     if ladder.is_empty() || session.runs_plugin() {
         return;
     }
-    let code = |symbol: &str, r: Option<u32>| session.kernel_code_hash(symbol, &Transforms { maxrregcount: r, ..Default::default() }).ok();
+    let code = |symbol: &str, r: Option<u32>| session.kernel_code_hash(symbol, &r.map(Transforms::file_wide).unwrap_or_default()).ok();
     for p in plans.iter_mut().filter(|p| p.search.kept.is_empty() && p.search.file_wide_same_as.is_empty()) {
         let Some(plain) = code(&p.symbol, None) else { continue };
         for &r in &ladder {
@@ -739,9 +740,4 @@ pub(super) fn file_wide_unsearched(session: &Session<'_>, plans: &mut [Plan]) {
 /// rewrite of the source, no file-wide `-maxrregcount` (an nvcc build).
 fn nvcc_entry_only(t: &Transforms) -> bool {
     Transforms { launch_bounds: None, spill_to_shared: false, ..t.without_occupancy() }.is_empty()
-}
-
-/// nvcc's file-wide `-maxrregcount` alone.
-fn file_wide_only(t: &Transforms) -> bool {
-    t.maxrregcount.is_some() && *t == Transforms { maxrregcount: t.maxrregcount, ..Default::default() }
 }

@@ -404,7 +404,7 @@ pub(crate) fn file_wide(variant: &[(String, Transforms)]) -> Result<Option<u32>,
 /// The file-wide candidate at the register cap of `warps` warps per SM:
 /// nvcc's `-maxrregcount` at the `.maxnreg` candidate's registers.
 pub(crate) fn file_wide_cap(warps: u32) -> Transforms {
-    Transforms { maxrregcount: Some(nvidia::register_cap_for_warps(warps)), ..Default::default() }
+    Transforms::file_wide(nvidia::register_cap_for_warps(warps))
 }
 
 /// Whether `a` is nvcc's `-maxrregcount` flag, alone (`-maxrregcount`,
