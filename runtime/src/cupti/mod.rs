@@ -1286,15 +1286,17 @@ unsafe extern "C" fn graph_destroy(graph: Handle) -> CuResult {
     if std::panic::catch_unwind(|| hold_back(graph as usize)).unwrap_or(false) {
         return CUDA_SUCCESS;
     }
-    let driver = DRIVER_GRAPH_DESTROY.load(Ordering::SeqCst);
-    if driver == 0 {
-        // Not reached: this is handed out only after the driver's is known.
-        return CUDA_ERROR_UNKNOWN;
-    }
-    // SAFETY: the driver's cuGraphDestroy, as its lookup returned it.
-    let destroy: unsafe extern "C" fn(Handle) -> CuResult = unsafe { std::mem::transmute(driver) };
+    // Not reached without one: this is handed out only after the driver's is known.
+    let Some(destroy) = driver_graph_destroy() else { return CUDA_ERROR_UNKNOWN };
     // SAFETY: the program's call, passed on as it was made.
     unsafe { destroy(graph) }
+}
+
+/// The driver's cuGraphDestroy, once a lookup has handed it out.
+fn driver_graph_destroy() -> Option<unsafe extern "C" fn(Handle) -> CuResult> {
+    let driver = DRIVER_GRAPH_DESTROY.load(Ordering::SeqCst);
+    // SAFETY: the driver's cuGraphDestroy, as its lookup returned it.
+    (driver != 0).then(|| unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(Handle) -> CuResult>(driver) })
 }
 
 /// Hold `graph` back from the program's destroy: true when some live exec
@@ -1333,12 +1335,7 @@ fn release_held_back() {
         held.retain(|g| !free.contains(g));
         free
     };
-    let driver = DRIVER_GRAPH_DESTROY.load(Ordering::SeqCst);
-    if driver == 0 {
-        return;
-    }
-    // SAFETY: the driver's cuGraphDestroy, as its lookup returned it.
-    let destroy: unsafe extern "C" fn(Handle) -> CuResult = unsafe { std::mem::transmute(driver) };
+    let Some(destroy) = driver_graph_destroy() else { return };
     OWN_CALLS.set(true);
     for graph in free {
         // SAFETY: a graph the program made and destroyed, held back alive until now.
