@@ -49,7 +49,6 @@ fn fake_db(dir: &Path) -> PathBuf {
         after: None,
         candidates: vec![],
         left_out: vec![],
-        file_wide_same_as: Default::default(),
         measured: None,
     };
     for (_, _, path) in code::candidates(&code::dir(&db_path), &entry) {
@@ -315,8 +314,6 @@ fn turns_of_the_loop(arch: &str, name: fn(&Transforms) -> String) {
             control: None,
             earlier: vec![],
             program: None,
-            file_wide_declined_for: None,
-            file_takes: None,
         }
     };
     let save = |e: &Entry, m: regtune_decisions::Measured| {
@@ -427,8 +424,6 @@ fn a_block_size_only_measure_saw_makes_spilling_to_shared_a_suggestion() {
         control: None,
         earlier: vec![],
         program: None,
-        file_wide_declined_for: None,
-        file_takes: None,
     };
     let mut db = Db::load(&db_path).unwrap();
     for e in db.kernels.values_mut() {
@@ -669,8 +664,6 @@ fn the_build_follows_the_measurement() {
         control: None,
         earlier: vec![],
         program: None,
-        file_wide_declined_for: None,
-        file_takes: None,
     };
     for (decided_ms, want) in [(0.3441, plain), (0.30, decided)] {
         Db::update(&db_path, |db| db.kernels.get_mut(&entry.key()).unwrap().measured = Some(measured(decided_ms))).unwrap();
@@ -759,8 +752,6 @@ fn a_retune_keeps_what_the_gpu_timed_however_the_paths_are_spelled() {
         control: None,
         earlier: vec![],
         program: None,
-        file_wide_declined_for: None,
-        file_takes: None,
     };
     Db::update(&db_path, |d| d.kernels.get_mut(&first.key()).unwrap().measured = Some(measured.clone())).unwrap();
     assert_eq!(Db::load(&db_path).unwrap().kernels[&first.key()].effective(), winner);

@@ -31,13 +31,15 @@
 //! the undecided one plain's registers (the default 255, or its plain
 //! count where 255 gives others), and clang still builds the file.
 //!
-//! And nvcc's own `-maxrregcount=R` for the whole file (issue 38): the
-//! candidate is the cubin of `nvcc -maxrregcount=R` byte for byte, kept
-//! where the kernel's code is not its `.maxnreg R` cap's; `regtune-nvcc`
-//! builds it only where every kernel of the file agrees, and `regtune fix`
-//! writes it as the kernel's own `__maxnreg__` where nvcc's build of the
-//! applied patch has the candidate's registers, spills and occupancy (R,
-//! else another cap), and otherwise suggests the flag and patches nothing.
+//! And nvcc's own `-maxrregcount=R` for one kernel (issue 38): the
+//! candidate gives the kernel the code of `nvcc -maxrregcount=R`, byte for
+//! byte, and the file's other kernels their own, kept where the kernel's
+//! code is not its `.maxnreg R` cap's; `regtune-nvcc` builds the candidate
+//! byte for byte, each kernel of a file at its own R (one with a block size
+//! of its own too, and with line information), and `regtune fix` writes it
+//! as the kernel's own `__maxnreg__` where nvcc's build of the applied
+//! patch has the candidate's registers, spills and occupancy (R, else
+//! another cap), and otherwise says how to build it and patches nothing.
 //!
 
 // A test fails by panicking; `unwrap` says where.
@@ -404,7 +406,7 @@ fn wrapper(dir: &Path, args: &[&str]) -> String {
 }
 
 #[test]
-fn a_file_wide_maxrregcount_candidate_is_what_nvcc_maxrregcount_builds() {
+fn a_maxrregcount_candidate_is_the_kernels_code_under_nvcc_maxrregcount() {
     let name = "long_lived.hip";
     let dir = example(name);
     let (_, entry) = tune(dir.path(), name, &[]);
@@ -416,34 +418,32 @@ fn a_file_wide_maxrregcount_candidate_is_what_nvcc_maxrregcount_builds() {
     // 8 warps per SM) takes 88 registers, nvcc -maxrregcount=255 (cicc's
     // -maxreg too) 102: another build, kept.
     let own = cap_at(8).unwrap_or_else(|| panic!("no cap at 8 warps: {entry}"));
-    let file_wide = wide(255).unwrap_or_else(|| panic!("no -maxrregcount=255 candidate: {entry}"));
-    assert_eq!((own["usage"]["vgpr"].as_u64(), file_wide["usage"]["vgpr"].as_u64()), (Some(88), Some(102)));
-    // Each one kept is the hand sweep's cubin, byte for byte, with the registers the db says.
+    let capped = wide(255).unwrap_or_else(|| panic!("no -maxrregcount=255 candidate: {entry}"));
+    assert_eq!((own["usage"]["vgpr"].as_u64(), capped["usage"]["vgpr"].as_u64()), (Some(88), Some(102)));
+    // Each one kept gives the kernel the hand sweep's code, byte for byte, with the registers the db says.
+    let code = |cubin: &[u8]| regtune::gpu::nvptx::cubin::kernel_code(cubin, &symbol).unwrap();
     let kept: Vec<u64> = candidates.iter().filter_map(|c| c["transforms"]["maxrregcount"].as_u64()).collect();
     assert!(kept.len() >= 3, "{kept:?}");
     for r in &kept {
         let flag = format!("-maxrregcount={r}");
         let sweep = nvcc_cubin_with(dir.path(), name, &[&flag]);
         let c = wide(*r).unwrap();
-        assert!(kept_cubin(dir.path(), &entry, &c["transforms"]) == sweep, "the candidate is nvcc {flag}'s cubin, byte for byte");
+        assert!(code(&kept_cubin(dir.path(), &entry, &c["transforms"])) == code(&sweep), "the candidate is nvcc {flag}'s code");
         assert_eq!(u64::from(registers(&sweep, &symbol)), c["usage"]["vgpr"].as_u64().unwrap(), "{flag}");
     }
     // One not kept (R = 64: 32 warps per SM) is the .maxnreg cap's own code.
     assert!(!kept.contains(&64), "{kept:?}");
     let sweep = nvcc_cubin_with(dir.path(), name, &["-maxrregcount=64"]);
     let cap = kept_cubin(dir.path(), &entry, &cap_at(32).unwrap()["transforms"]);
-    let code = |cubin: &[u8]| regtune::gpu::nvptx::cubin::kernel_code(cubin, &symbol).unwrap();
     assert!(code(&sweep) == code(&cap), "-maxrregcount=64 gives the kernel the code of .maxnreg 64");
-    // The db says so, for the file's choice of one R to count this kernel at 64.
-    assert_eq!(entry["file_wide_same_as"]["64"], serde_json::json!({ "warps_per_sm": 32 }), "{entry}");
 
     // Decided (as a measurement that chose it would): regtune-nvcc builds
-    // nvcc -maxrregcount=255's cubin, the file's only kernel agreeing.
-    decide(dir.path(), &file_wide);
+    // the candidate's cubin, byte for byte.
+    let entry = decide(dir.path(), &capped);
     let said = wrapper(dir.path(), &["-cubin", name, "-o", "wrapped.cubin"]);
     assert!(said.contains("md_lj_force_kick on sm_90: maxrregcount=255") && !said.contains("warning"), "{said}");
-    let sweep = nvcc_cubin_with(dir.path(), name, &["-maxrregcount=255"]);
-    assert!(std::fs::read(dir.path().join("wrapped.cubin")).unwrap() == sweep, "the wrapper builds nvcc -maxrregcount=255's cubin");
+    let wrapped = std::fs::read(dir.path().join("wrapped.cubin")).unwrap();
+    assert!(wrapped == kept_cubin(dir.path(), &entry, &capped["transforms"]), "the wrapper builds the measured candidate");
     // fix writes it as the kernel's own __maxnreg__ only where nvcc's build
     // of that reaches the candidate's registers, spills and occupancy: no
     // cap gives the kernel the 102 registers of cicc's -maxreg 255 PTX
@@ -457,10 +457,10 @@ fn a_file_wide_maxrregcount_candidate_is_what_nvcc_maxrregcount_builds() {
     assert_eq!(out.status.code(), Some(1), "{said}");
     let refused = "long_lived.hip: md_lj_force_kick (sm_90): maxrregcount=255: not in the patch: no __maxnreg__ reaches the \
                    registers, spills and occupancy of nvcc's -maxrregcount=255 (__maxnreg__(255) gives registers 88 where the \
-                   candidate has 102; __maxnreg__(102) gives registers 88 where the candidate has 102): add -maxrregcount=255 to this \
-                   file's nvcc flags (CMake: set_source_files_properties(long_lived.hip PROPERTIES COMPILE_OPTIONS \
-                   -maxrregcount=255)), where every kernel of the file is built with it, or build through regtune-nvcc, which \
-                   applies it where every kernel agrees; not patched\n";
+                   candidate has 102; __maxnreg__(102) gives registers 88 where the candidate has 102): build through \
+                   regtune-nvcc, which gives it to this kernel alone, or add -maxrregcount=255 to this file's nvcc flags (CMake: \
+                   set_source_files_properties(long_lived.hip PROPERTIES COMPILE_OPTIONS -maxrregcount=255)), which gives it to every \
+                   kernel of the file; not patched\n";
     assert!(said.contains(refused), "{refused}\nnot in\n{said}");
     assert!(said.contains("regtune fix: 1 of 1 decision(s) could not be expressed"), "{said}");
     assert!(!std::fs::read_to_string(dir.path().join("fix.patch")).unwrap().contains("+++"), "nothing patched");
@@ -472,8 +472,7 @@ fn a_file_wide_maxrregcount_candidate_is_what_nvcc_maxrregcount_builds() {
     let entry = decide(dir.path(), &capped);
     let patch = fix(dir.path(), name);
     let line = "long_lived.hip: md_lj_force_kick (sm_90): maxrregcount=48 written as __maxnreg__(48) (nvcc's -maxrregcount=48 also \
-                gives cicc -maxreg 48, which no source spelling carries: -maxrregcount=48 in this file's nvcc flags builds the \
-                candidate byte for byte); verified by nvcc's build: registers 74 → 48, spill stores 0 → 100 bytes, occupancy 24 → \
+                gives cicc -maxreg 48, which no source spelling carries: regtune-nvcc builds the candidate byte for byte); verified by nvcc's build: registers 74 → 48, spill stores 0 → 100 bytes, occupancy 24 → \
                 40; registers, spills and occupancy are the measured candidate's (its cubin sections .nv.info, .text differ)\n";
     assert!(patch.contains(line), "{line}\nnot in\n{patch}");
     assert!(patch.contains("\n \n+REGTUNE_MAXNREG(48)\n __global__ void md_lj_force_kick(\n"), "{patch}");
@@ -486,7 +485,7 @@ fn a_file_wide_maxrregcount_candidate_is_what_nvcc_maxrregcount_builds() {
     assert_eq!(three(&usage), three(&capped["usage"]), "the candidate's registers, spills and occupancy: {usage}");
     assert_eq!(three(&usage), [48, 100, 40]);
     let candidate = kept_cubin(dir.path(), &entry, &capped["transforms"]);
-    assert!(candidate == nvcc_cubin_with(dir.path(), name, &["-maxrregcount=48"]), "the flag builds the candidate");
+    assert!(code(&candidate) == code(&nvcc_cubin_with(dir.path(), name, &["-maxrregcount=48"])), "the flag builds its code");
     assert!(built != candidate, "__maxnreg__(48) is another build than -maxrregcount=48");
 
     // Where __maxnreg__(R) misses the promise, the next cap: a db edited by
@@ -500,8 +499,7 @@ fn a_file_wide_maxrregcount_candidate_is_what_nvcc_maxrregcount_builds() {
     let line = "long_lived.hip: md_lj_force_kick (sm_90): maxrregcount=64 written as __maxnreg__(56) (__maxnreg__(64) gives registers \
                 64 where the candidate has 56, spills 72 where the candidate has 136; 56: tune's .maxnreg 56 build (warps-per-sm=36) \
                 measured the candidate's registers, spills and occupancy; nvcc's -maxrregcount=64 also gives cicc -maxreg 64, which \
-                no source spelling carries: -maxrregcount=64 in this file's nvcc flags builds the candidate byte for byte); verified \
-                by nvcc's build: registers 74 → 56, spill stores 0 → 68 bytes, occupancy 24 → 32; ";
+                no source spelling carries: regtune-nvcc builds the candidate byte for byte); verified by nvcc's build: registers 74 → 56, spill stores 0 → 68 bytes, occupancy 24 → 32; ";
     assert!(patch.contains(line), "{line}\nnot in\n{patch}");
     assert!(
         patch.contains("\n+REGTUNE_MAXNREG(56)\n __global__ void md_lj_force_kick(\n") && !patch.contains("REGTUNE_MAXNREG(64)"),
@@ -511,102 +509,112 @@ fn a_file_wide_maxrregcount_candidate_is_what_nvcc_maxrregcount_builds() {
     assert_eq!(registers(&built, &symbol), 56, "nvcc's build of the applied patch");
 }
 
-/// The LBM example with a second kernel, small enough that no register
-/// cap changes its code.
-fn two_kernels() -> tempfile::TempDir {
-    project("two.cu", |s| {
-        let second = "__global__ void scale_field(double* f, double a, int n)\n{\n    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n)\n        f[i] *= a;\n}\n\n";
+/// The LBM example with two more kernels: a small one, and one that
+/// states its block size (ptxas's own cap does not reach it).
+fn three_kernels() -> tempfile::TempDir {
+    project("three.cu", |s| {
+        let more = "__global__ void scale_field(double* f, double a, int n)\n{\n    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n)\n        f[i] *= a;\n}\n\n\
+__global__ void __launch_bounds__(128) mix_field(double* f, const double* g, int n)\n{\n    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n    double s[12];\n    for (int k = 0; k < 12; k++)\n        s[k] = g[(i + k) % n];\n    double t = 0;\n    for (int j = 0; j < n; j++)\n        for (int k = 0; k < 12; k++)\n            t += s[k] * s[(k + j) % 12] * g[j];\n    if (i < n)\n        f[i] = t;\n}\n\n";
         let at = s.find("#define HIP_CHECK").unwrap();
-        format!("{}{second}{}", &s[..at], &s[at..])
+        format!("{}{more}{}", &s[..at], &s[at..])
     })
 }
 
+const LBM: &str = "_Z24lbm_d3q19_collide_streamPKiPdS1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_PKdS3_S3_S3_iiiii";
+const SCALE: &str = "_Z11scale_fieldPddi";
+const MIX: &str = "_Z9mix_fieldPdPKdi";
+
 #[test]
-fn the_wrapper_applies_a_file_wide_maxrregcount_only_where_every_kernel_of_the_file_agrees() {
-    let dir = two_kernels();
-    let name = "two.cu";
-    // The db's entries for both kernels (their input hash); then each case decided by hand.
+fn the_wrapper_gives_each_kernel_of_a_file_its_own_maxrregcount() {
+    let dir = three_kernels();
+    let name = "three.cu";
+    // With line information, whose tables the spliced entries must keep right.
+    let flags = ["-lineinfo"];
     let out = regtune(dir.path())
         .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--candidates", "0", "--db", DB, name, "--"])
         .args(NVCC_FLAGS)
+        .args(flags)
         .output()
         .unwrap();
     ok(&out, "regtune tune --compiler nvcc");
-    let decide_each = |lbm: Value, scale: Value| {
+    let decide_each = |each: &[(&str, Value)]| {
         let db = dir.path().join(DB);
         let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
         let entries = doc["kernels"].as_object_mut().unwrap();
-        assert_eq!(entries.len(), 2, "{entries:?}");
+        assert_eq!(entries.len(), 3, "{entries:?}");
         for e in entries.values_mut() {
-            let lbm_kernel = e["symbol"].as_str().unwrap().contains("lbm_d3q19_collide_stream");
-            e["transforms"] = if lbm_kernel { lbm.clone() } else { scale.clone() };
+            let symbol = e["symbol"].as_str().unwrap().to_string();
+            e["transforms"] = each.iter().find(|(s, _)| *s == symbol).map_or(serde_json::json!({}), |(_, t)| t.clone());
         }
         std::fs::write(&db, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     };
-    let plain = nvcc_cubin_with(dir.path(), name, &[]);
-    let sweep = nvcc_cubin_with(dir.path(), name, &["-maxrregcount=64"]);
-    let lbm = "_Z24lbm_d3q19_collide_streamPKiPdS1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_PKdS3_S3_S3_iiiii";
+    let sweep = |r: Option<u32>| {
+        let flag = r.map(|r| format!("-maxrregcount={r}"));
+        nvcc_cubin_with(dir.path(), name, &flags.iter().copied().chain(flag.as_deref()).collect::<Vec<_>>())
+    };
+    let code = |cubin: &[u8], symbol: &str| regtune::gpu::nvptx::cubin::kernel_code(cubin, symbol).unwrap();
+    let (plain, at64, at32) = (sweep(None), sweep(Some(64)), sweep(Some(32)));
     // ptxas 13.5: the LBM kernel takes 80 registers plain, 64 under -maxrregcount=64.
-    assert_eq!((registers(&plain, lbm), registers(&sweep, lbm)), (80, 64));
-    let built = |out: &str| std::fs::read(dir.path().join(out)).unwrap();
-    let (cap, none) = (serde_json::json!({ "maxrregcount": 64 }), serde_json::json!({}));
-
-    // Both kernels chose -maxrregcount=64: nvcc -maxrregcount=64's cubin, byte for byte.
-    decide_each(cap.clone(), cap.clone());
-    let said = wrapper(dir.path(), &["-cubin", name, "-o", "both.cubin"]);
-    assert!(!said.contains("warning") && said.matches("maxrregcount=64").count() == 2, "{said}");
-    assert!(built("both.cubin") == sweep, "both agree: the file built with -maxrregcount=64");
-
-    // They disagree: one build of the file cannot give both; each kernel
-    // gets its own build instead (no measurement: plain), said in one line.
-    decide_each(cap.clone(), serde_json::json!({ "maxrregcount": 48 }));
-    let said = wrapper(dir.path(), &["-cubin", name, "-o", "disagree.cubin"]);
-    assert_eq!(said.matches("regtune: warning: ").count(), 1, "{said}");
-    assert!(said.contains("file-wide -maxrregcount not applied on sm_90: scale_field asks for -maxrregcount=48"), "{said}");
-    assert!(said.contains("lbm_d3q19_collide_stream for -maxrregcount=64"), "{said}");
-    assert!(built("disagree.cubin") == plain, "not applied: nvcc's own cubin");
-
-    // Only the small kernel chose it, and it would change the LBM kernel's code: not applied.
-    decide_each(none.clone(), cap.clone());
-    let said = wrapper(dir.path(), &["-cubin", name, "-o", "other.cubin"]);
-    assert_eq!(said.matches("regtune: warning: ").count(), 1, "{said}");
-    assert!(said.contains("-maxrregcount=64 changes the code of lbm_d3q19_collide_stream, which did not choose it"), "{said}");
-    assert!(built("other.cubin") == plain, "not applied: nvcc's own cubin");
-
-    // Only the LBM kernel chose it, and the small kernel's code is the same
-    // under it (built both ways and compared): applied.
-    decide_each(cap.clone(), none);
-    let said = wrapper(dir.path(), &["-cubin", name, "-o", "proven.cubin"]);
-    assert!(!said.contains("warning") && said.contains("lbm_d3q19_collide_stream on sm_90: maxrregcount=64"), "{said}");
-    assert!(built("proven.cubin") == sweep, "the small kernel's code is unchanged: the file built with -maxrregcount=64");
+    assert_eq!((registers(&plain, LBM), registers(&at64, LBM)), (80, 64));
+    // ptxas's cap does not reach the kernel that states its block size.
+    assert_eq!(registers(&at32, MIX), registers(&plain, MIX));
+    assert!(registers(&plain, MIX) > 32, "{}", registers(&plain, MIX));
+    let r = |r: u32| serde_json::json!({ "maxrregcount": r });
+    let mut i = 0;
+    let mut built = |each: &[(&str, Value)]| {
+        decide_each(each);
+        i += 1;
+        let out = format!("{i}.cubin");
+        let said = wrapper(dir.path(), &["-lineinfo", "-cubin", name, "-o", &out]);
+        assert!(!said.contains("warning"), "{said}");
+        assert_eq!(said.matches("maxrregcount=").count(), each.len(), "{said}");
+        std::fs::read(dir.path().join(out)).unwrap()
+    };
+    // Each kernel its own R, or none: each one's code is the hand sweep's at its R.
+    let cases: [&[(&str, Value)]; 3] = [&[(LBM, r(64)), (SCALE, r(32)), (MIX, r(32))], &[(LBM, r(32)), (MIX, r(64))], &[(SCALE, r(64))]];
+    for each in cases {
+        let cubin = built(each);
+        for (symbol, sweeps) in [(LBM, [&plain, &at64, &at32]), (SCALE, [&plain, &at64, &at32]), (MIX, [&plain, &at64, &at32])] {
+            let at = each.iter().find(|(s, _)| *s == symbol).map(|(_, t)| t["maxrregcount"].as_u64().unwrap());
+            let expected = match at {
+                None => sweeps[0],
+                Some(64) => sweeps[1],
+                _ => sweeps[2],
+            };
+            assert!(code(&cubin, symbol) == code(expected, symbol), "{symbol} at {at:?}: {each:?}");
+        }
+    }
 }
 
 #[test]
-fn tune_records_what_each_file_wide_cap_does_to_a_kernel_it_did_not_search() {
-    let dir = two_kernels();
+fn each_kernels_maxrregcount_candidate_is_its_code_under_nvccs_flag_and_the_others_plain() {
+    let dir = three_kernels();
+    let name = "three.cu";
     let out = regtune(dir.path())
         .env("REGTUNE_EVIDENCE", evidence_none())
-        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--time-budget", "600", "--db", DB, "two.cu", "--"])
+        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--time-budget", "600", "--db", DB, name, "--"])
         .args(NVCC_FLAGS)
         .output()
         .unwrap();
     ok(&out, "regtune tune --compiler nvcc");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(DB)).unwrap()).unwrap();
-    let entry = |part: &str| doc["kernels"].as_object().unwrap().values().find(|e| e["symbol"].as_str().unwrap().contains(part)).unwrap();
-    let (lbm, small) = (entry("lbm_d3q19_collide_stream"), entry("scale_field"));
-    // The LBM kernel's search holds nvcc's file-wide caps; the small kernel
-    // (at full occupancy: nothing to search) has every one of them recorded.
-    let caps: Vec<u64> = lbm["candidates"].as_array().unwrap().iter().filter_map(|c| c["transforms"]["maxrregcount"].as_u64()).collect();
-    assert!(!caps.is_empty() && small["candidates"].as_array().is_none_or(Vec::is_empty), "{doc}");
-    let recorded = small["file_wide_same_as"].as_object().unwrap_or_else(|| panic!("{doc}"));
-    let plain = nvcc_cubin_with(dir.path(), "two.cu", &[]);
-    let code = |cubin: &[u8]| regtune::gpu::nvptx::cubin::kernel_code(cubin, "_Z11scale_fieldPddi").unwrap();
-    for r in &caps {
-        // As the build finds out: nvcc -maxrregcount=R's code of the small kernel against plain's.
-        let unchanged = code(&nvcc_cubin_with(dir.path(), "two.cu", &[&format!("-maxrregcount={r}")])) == code(&plain);
-        let expected = if unchanged { serde_json::json!({}) } else { Value::Null };
-        assert_eq!(recorded[&r.to_string()], expected, "-maxrregcount={r}: {doc}");
+    let plain = nvcc_cubin_with(dir.path(), name, &[]);
+    let code = |cubin: &[u8], symbol: &str| regtune::gpu::nvptx::cubin::kernel_code(cubin, symbol).unwrap();
+    let mut checked = 0;
+    for entry in doc["kernels"].as_object().unwrap().values() {
+        let symbol = entry["symbol"].as_str().unwrap();
+        for c in entry["candidates"].as_array().into_iter().flatten().filter(|c| c["transforms"]["maxrregcount"].is_u64()) {
+            let r = c["transforms"]["maxrregcount"].as_u64().unwrap();
+            let candidate = kept_cubin(dir.path(), entry, &c["transforms"]);
+            let sweep = nvcc_cubin_with(dir.path(), name, &[&format!("-maxrregcount={r}")]);
+            assert!(code(&candidate, symbol) == code(&sweep, symbol), "{symbol} at {r}");
+            for other in [LBM, SCALE, MIX].into_iter().filter(|o| *o != symbol) {
+                assert!(code(&candidate, other) == code(&plain, other), "{other} beside {symbol} at {r}");
+            }
+            checked += 1;
+        }
     }
+    assert!(checked >= 3, "{doc}");
 }
 
 /// The kernel template of tests/fixtures (three instantiations) and its symbols.

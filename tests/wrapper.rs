@@ -965,8 +965,6 @@ fn cmake_measured_loop_builds_what_the_gpu_kept() {
         control: None,
         earlier: vec![],
         program: None,
-        file_wide_declined_for: None,
-        file_takes: None,
     };
     Db::update(&db, |d| d.kernels.get_mut(&entry.key()).unwrap().measured = Some(measured)).unwrap();
     assert_eq!(md(&Db::load(&db).unwrap()).effective(), sink);

@@ -54,18 +54,6 @@ pub struct Measured {
     /// not faster there beyond the noise is not kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<ProgramTiming>,
-    /// The kernel chose nvcc's file-wide `-maxrregcount` and another
-    /// kernel of its file (this one, by name) decided otherwise: one build
-    /// of a file takes one flag, so the build is the kernel's own best
-    /// ([`crate::Entry::effective_per_kernel`]), and so are its figures
-    /// (set by [`crate::Db::settle_file_wide`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file_wide_declined_for: Option<String>,
-    /// The kernel's file builds with nvcc's `-maxrregcount=R`, chosen for
-    /// all of its kernels by their total time (set by
-    /// [`crate::Db::settle_file_wide`]): the kernel's build is R's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file_takes: Option<u32>,
 }
 
 /// The replay's choice swapped into the program on alternate launches of
@@ -405,8 +393,6 @@ mod tests {
             control: None,
             earlier: vec![],
             program: None,
-            file_wide_declined_for: None,
-            file_takes: None,
         }
     }
 

@@ -128,9 +128,6 @@ pub(crate) struct Selection {
     /// The codes of `known` and of every kept build: what a later proposal
     /// must differ from.
     pub codes: Vec<String>,
-    /// nvcc's file-wide caps not kept, by R: the earlier build whose code
-    /// for the kernel R's is, or None (see `Entry::file_wide_same_as`).
-    pub file_wide_same_as: std::collections::BTreeMap<u32, Option<Transforms>>,
     /// Register caps alone left out because the kernel's caps took the
     /// file's time budget (clang's NVPTX caps, `tune/kernel.rs`): said.
     pub caps_past_budget: Vec<Transforms>,

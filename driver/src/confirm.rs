@@ -79,7 +79,6 @@ mod tests {
             after: None,
             candidates: vec![],
             left_out: vec![],
-            file_wide_same_as: Default::default(),
             measured: None,
         });
         db

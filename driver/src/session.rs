@@ -14,11 +14,12 @@
 //! (sink, pow2, unroll caps, noalias) is the source as `regtune fix` writes
 //! those rewrites, built by nvcc once per distinct set of rewrites (a
 //! [`Rewriter`], which tune gives the session), and its entries edited on
-//! that build's PTX: a cap on top of a rewrite is one more ptxas run. A
-//! file-wide `-maxrregcount=R` is nvcc's PTX of the file with that flag
-//! (once per R) through the ptxas line with it: one build per R that every
-//! kernel of the file shares, as every nvcc build with the same PTX and
-//! edits is made once.
+//! that build's PTX: a cap on top of a rewrite is one more ptxas run.
+//! nvcc's `-maxrregcount=R` for one kernel is that kernel's entry from
+//! nvcc's PTX of the file with the flag (made once per R), spliced into
+//! the plain PTX (`gpu/nvptx/splice.rs`); a candidate's build gives every
+//! kernel it can its entry at R, so the file's kernels share one build per
+//! R, as every nvcc build with the same PTX and edits is made once.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -32,7 +33,7 @@ use regtune_decisions::plugin::{Inspection, DECISIONS_ENV, INPUT_HASH_ENV, ONLY_
 use regtune_decisions::{Db, Entry, Transforms};
 
 use crate::gpu::compile::{self, CompileError, Emit, Location, Unit, Variant};
-use crate::gpu::nvptx::nvcc;
+use crate::gpu::nvptx::{nvcc, splice};
 use crate::gpu::resources::{self, Measured};
 use crate::gpu::Arch;
 use crate::rdc;
@@ -96,10 +97,14 @@ type RewriteSlot = Arc<Mutex<Option<Result<Arc<nvcc::Kept>, String>>>>;
 /// One kernel's plain PTX, made once (later askers wait for it).
 type PtxSlot = Arc<Mutex<Option<Result<Arc<String>, String>>>>;
 
+/// Kernels given their code at nvcc's `-maxrregcount=R`: (symbol, R).
+type Capped = Vec<(String, u32)>;
+
 /// What an nvcc build is made of: the rewrites whose build it edits (none:
-/// nvcc's own), the file-wide `-maxrregcount`, the entry edits; and
-/// whether it is assembled exactly as nvcc's build (no `-v`).
-type NvccBuild = (PerKernel, Option<u32>, PerKernel, bool);
+/// nvcc's own), the kernels given their code at nvcc's `-maxrregcount`,
+/// the entry edits; and whether it is assembled exactly as nvcc's build
+/// (no `-v`).
+type NvccBuild = (PerKernel, Capped, PerKernel, bool);
 
 /// One nvcc build, made once (later askers wait for it): what it measured
 /// (nothing for a build as nvcc's) and its cubin.
@@ -162,10 +167,10 @@ pub struct Session<'a> {
     rewritten: Mutex<HashMap<PerKernel, RewriteSlot>>,
     /// What the rewrites could not be given (notes for the user).
     rewrite_notes: Mutex<RewriteNotes>,
-    /// The nvcc that built the file (its file-wide `-maxrregcount` builds).
+    /// The nvcc that built the file (its `-maxrregcount` builds).
     nvcc_tool: Option<Nvcc>,
-    /// nvcc's PTX of the file with each file-wide `-maxrregcount`, by R.
-    file_wide: Mutex<HashMap<u32, RewriteSlot>>,
+    /// nvcc's PTX of the file with each `-maxrregcount=R`, by R.
+    capped_ptx: Mutex<HashMap<u32, PtxSlot>>,
     /// Each distinct nvcc build (the kernels of a file share one).
     nvcc_built: Mutex<HashMap<NvccBuild, BuiltSlot>>,
     /// clang's plain PTX of each NVPTX kernel built alone: its register
@@ -259,7 +264,7 @@ impl<'a> Session<'a> {
             rewritten: Mutex::new(HashMap::new()),
             rewrite_notes: Mutex::new(RewriteNotes::default()),
             nvcc_tool: None,
-            file_wide: Mutex::new(HashMap::new()),
+            capped_ptx: Mutex::new(HashMap::new()),
             nvcc_built: Mutex::new(HashMap::new()),
             kernel_ptx: Mutex::new(HashMap::new()),
         };
@@ -304,7 +309,7 @@ impl<'a> Session<'a> {
             rewritten: Mutex::new(HashMap::new()),
             rewrite_notes: Mutex::new(RewriteNotes::default()),
             nvcc_tool: None,
-            file_wide: Mutex::new(HashMap::new()),
+            capped_ptx: Mutex::new(HashMap::new()),
             nvcc_built: Mutex::new(HashMap::new()),
             kernel_ptx: Mutex::new(HashMap::new()),
         };
@@ -350,7 +355,7 @@ impl<'a> Session<'a> {
             rewritten: Mutex::new(HashMap::new()),
             rewrite_notes: Mutex::new(RewriteNotes::default()),
             nvcc_tool: Some(nvcc.clone()),
-            file_wide: Mutex::new(HashMap::new()),
+            capped_ptx: Mutex::new(HashMap::new()),
             nvcc_built: Mutex::new(HashMap::new()),
             kernel_ptx: Mutex::new(HashMap::new()),
         };
@@ -378,11 +383,11 @@ impl<'a> Session<'a> {
         crate::gpu::of(self.arch).cap_is_an_assembly_directive() && self.link.is_none() && self.nvcc.is_none()
     }
 
-    /// The file-wide `-maxrregcount` candidates at the register caps of
-    /// `steps` (warps per SM), in their order: nvcc's builds only.
-    pub(crate) fn file_wide_caps(&self, steps: &[u32]) -> Vec<Transforms> {
+    /// nvcc's `-maxrregcount` candidates at the register caps of `steps`
+    /// (warps per SM), in their order: nvcc's builds only.
+    pub(crate) fn maxrregcount_caps(&self, steps: &[u32]) -> Vec<Transforms> {
         match self.nvcc {
-            Some(_) => steps.iter().map(|&w| nvcc::file_wide_cap(w)).collect(),
+            Some(_) => steps.iter().map(|&w| nvcc::maxrregcount_at(w)).collect(),
             None => vec![],
         }
     }
@@ -427,11 +432,14 @@ impl<'a> Session<'a> {
 
     /// The nvcc build a variant's entries are edited on: nvcc's own, or,
     /// where the variant rewrites the source, that rewrite's (built once
-    /// per distinct set of rewrites); and the variant's entry edits.
+    /// per distinct set of rewrites); and the variant's entry edits. `alone`:
+    /// the variant's one kernel is measured alone (its cap's build is
+    /// shared, [`Session::capped_build`]).
     fn nvcc_parts(
         &self,
         plain: &Arc<nvcc::Kept>,
         variant: &[(String, Transforms)],
+        alone: bool,
         deadline: Option<Instant>,
     ) -> Result<(Arc<nvcc::Kept>, PerKernel, NvccBuild), SessionError> {
         let (mut rewrites, mut entries) = (Vec::new(), Vec::new());
@@ -445,18 +453,19 @@ impl<'a> Session<'a> {
             }
         }
         rewrites.sort_by(|a, b| a.0.cmp(&b.0));
-        let file_wide = nvcc::file_wide(variant).map_err(|e| SessionError::Compile(CompileError::NotWithNvcc(e)))?;
         let mut id_entries = entries.clone();
         id_entries.sort_by(|a, b| a.0.cmp(&b.0));
-        let id = (rewrites.clone(), file_wide, id_entries, false);
-        if let Some(r) = file_wide {
+        let capped: Capped = variant.iter().filter_map(|(symbol, t)| Some((symbol.clone(), t.maxrregcount?))).collect();
+        if !capped.is_empty() {
             if !rewrites.is_empty() {
                 let labels: Vec<String> = rewrites.iter().flat_map(|(_, t)| t.labels()).collect();
-                let why = format!("-maxrregcount={r} with rewrites of the source ({}) is not built", labels.join(" + "));
+                let why = format!("-maxrregcount with rewrites of the source ({}) is not built", labels.join(" + "));
                 return Err(SessionError::Compile(CompileError::NotWithNvcc(why)));
             }
-            return Ok((self.file_wide_build(plain, r, deadline)?, entries, id));
+            let (kept, capped) = self.capped_build(plain, capped, alone, deadline)?;
+            return Ok((kept, entries, (rewrites, capped, id_entries, false)));
         }
+        let id = (rewrites.clone(), vec![], id_entries, false);
         if rewrites.is_empty() {
             return Ok((plain.clone(), entries, id));
         }
@@ -496,36 +505,73 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// nvcc's build of the file with `-maxrregcount=R` added to the user's
-    /// flags (its PTX alone, [`nvcc::keep_ptx`]: cicc's `-maxreg R`), for
-    /// the ptxas line with it; built once per R (later askers wait for it).
-    fn file_wide_build(&self, plain: &Arc<nvcc::Kept>, r: u32, deadline: Option<Instant>) -> Result<Arc<nvcc::Kept>, SessionError> {
+    /// The plain build with each kernel of `capped` given its code at
+    /// nvcc's `-maxrregcount=R` (symbol, R): its entry from nvcc's PTX of
+    /// the file at R, spliced. A `candidate` (one kernel's cap alone) gives
+    /// every kernel the splice can its entry at R, so that the file's
+    /// kernels share one build per R: each kernel's code in it is its own
+    /// cap's. (The code object kept for `regtune measure` is the exact
+    /// splice, [`Session::save_code_object`]: what regtune-nvcc builds of
+    /// that decision alone.) The kernels spliced, sorted.
+    fn capped_build(
+        &self,
+        plain: &Arc<nvcc::Kept>,
+        mut capped: Capped,
+        candidate: bool,
+        deadline: Option<Instant>,
+    ) -> Result<(Arc<nvcc::Kept>, Capped), SessionError> {
+        let refused = |why: String| SessionError::Compile(CompileError::NotWithNvcc(why));
+        let mut ptxs = std::collections::BTreeMap::new();
+        for &(_, r) in &capped {
+            if let std::collections::btree_map::Entry::Vacant(v) = ptxs.entry(r) {
+                v.insert(self.capped_ptx(plain, r, deadline)?.to_string());
+            }
+        }
+        if let ([(symbol, r)], true) = (capped.as_slice(), candidate) {
+            let (symbol, r) = (symbol.clone(), *r);
+            let all = splice::spliceable(&plain.ptx, &ptxs[&r]).map_err(refused)?;
+            if !all.contains(&symbol) {
+                let why = format!("it calls device functions that nvcc's -maxrregcount={r} compiles differently");
+                self.note(format!("{}: no -maxrregcount={r} candidate: {why}", crate::names::short_name(&crate::names::demangle(&symbol))));
+                return Err(refused(why));
+            }
+            capped = all.into_iter().map(|k| (k, r)).collect();
+        }
+        capped.sort();
+        let ptx = splice::splice(&plain.ptx, &capped, &ptxs).map_err(refused)?;
+        Ok((Arc::new(nvcc::Kept { ptx, ..(**plain).clone() }), capped))
+    }
+
+    /// nvcc's PTX of the file with `-maxrregcount=R` added to the user's
+    /// flags ([`nvcc::keep_ptx`]: cicc's `-maxreg R`), made once per R
+    /// (later askers wait for it); refused where no kernel's entry can be
+    /// taken from it ([`splice::spliceable`]), said once.
+    fn capped_ptx(&self, plain: &Arc<nvcc::Kept>, r: u32, deadline: Option<Instant>) -> Result<Arc<String>, SessionError> {
         let Some(tool) = &self.nvcc_tool else {
             return Err(SessionError::Compile(CompileError::NotWithNvcc(format!("-maxrregcount={r} is built with nvcc alone"))));
         };
-        let slot = self.file_wide.lock().expect("file-wide lock").entry(r).or_default().clone();
-        let mut slot = slot.lock().expect("file-wide build lock");
+        let slot = self.capped_ptx.lock().expect("capped PTX lock").entry(r).or_default().clone();
+        let mut slot = slot.lock().expect("capped PTX slot lock");
         if let Some(done) = slot.as_ref() {
             return done.clone().map_err(SessionError::Rewrite);
         }
         let dir = self.dir.path().join(format!("maxrregcount-{r}"));
         std::fs::create_dir_all(&dir).map_err(|e| SessionError::Io(format!("cannot create {}: {e}", dir.display())))?;
         let args = nvcc::user_args_with_maxrregcount(self.user_args, r);
-        match nvcc::keep_ptx(tool, self.arch, self.source, &args, &dir, deadline, plain) {
-            Ok(kept) => {
-                let kept = Arc::new(plain.with_file_wide(kept.ptx, r));
-                *slot = Some(Ok(kept.clone()));
-                Ok(kept)
-            }
+        let made = match nvcc::keep_ptx(tool, self.arch, self.source, &args, &dir, deadline, plain) {
             // Stopped at its deadline: a later variant may try again.
-            Err(e) if e.timed_out() => Err(SessionError::Compile(e)),
-            Err(e) => {
-                let why = format!("nvcc -maxrregcount={r} failed: {}", e.to_string().lines().next().unwrap_or_default());
-                self.note(why.clone());
-                *slot = Some(Err(why.clone()));
-                Err(SessionError::Rewrite(why))
-            }
+            Err(e) if e.timed_out() => return Err(SessionError::Compile(e)),
+            Err(e) => Err(format!("nvcc -maxrregcount={r} failed: {}", e.to_string().lines().next().unwrap_or_default())),
+            Ok(kept) => match splice::spliceable(&plain.ptx, &kept.ptx) {
+                Err(why) => Err(format!("no -maxrregcount={r} candidate: {why}")),
+                Ok(_) => Ok(Arc::new(kept.ptx)),
+            },
+        };
+        if let Err(why) = &made {
+            self.note(why.clone());
         }
+        *slot = Some(made.clone());
+        made.map_err(SessionError::Rewrite)
     }
 
     /// The slot of one nvcc build ([`NvccBuild`]).
@@ -590,7 +636,6 @@ impl<'a> Session<'a> {
                 after: None,
                 candidates: vec![],
                 left_out: vec![],
-                file_wide_same_as: Default::default(),
                 measured: None,
             });
         }
@@ -637,9 +682,9 @@ impl<'a> Session<'a> {
             return Ok(hit.clone());
         }
         if let Some(plain) = &self.nvcc {
-            let (kept, entries, id) = self.nvcc_parts(plain, &key.1, deadline)?;
+            let (kept, entries, id) = self.nvcc_parts(plain, &key.1, key.0.is_some(), deadline)?;
             // The same PTX with the same edits is built once: the kernels of
-            // a file share its -maxrregcount builds.
+            // a file share its -maxrregcount builds (Session::capped_build).
             let slot = self.nvcc_slot(id);
             let mut slot = slot.lock().expect("nvcc build lock");
             let (measured, obj) = match slot.as_ref() {
@@ -755,9 +800,9 @@ impl<'a> Session<'a> {
     /// (built now if it was not): equal hashes, identical code.
     /// nvcc's builds hold the whole file, the other kernels and ptxas's
     /// options included: the kernel's own code is hashed there
-    /// ([`crate::gpu::nvptx::cubin::kernel_code`]), so a file-wide
-    /// `-maxrregcount` that gives the kernel the code of its `.maxnreg` cap
-    /// is one build, not two. So is clang's cubin: its caps that give one
+    /// ([`crate::gpu::nvptx::cubin::kernel_code`]), so a `-maxrregcount`
+    /// that gives the kernel the code of its `.maxnreg` cap is one build,
+    /// not two. So is clang's cubin: its caps that give one
     /// code differ only in the cap ptxas records (LBM at 255, 168 and 128,
     /// bench/cost/results/redundant-sm90-2026-11-28.txt).
     pub(crate) fn kernel_code_hash(&self, symbol: &str, transforms: &Transforms) -> Result<String, SessionError> {
@@ -775,8 +820,8 @@ impl<'a> Session<'a> {
         let key: Vec<(String, Transforms)> = variant.iter().filter(|(_, t)| !t.is_empty()).cloned().collect();
         if let (Some(plain), false) = (&self.nvcc, key.is_empty()) {
             // What nvcc's build makes of it: the search's cubins carry ptxas's -v in a note.
-            let (kept, entries, (rewrites, file_wide, edits, _)) = self.nvcc_parts(plain, &key, None)?;
-            let slot = self.nvcc_slot((rewrites, file_wide, edits, true));
+            let (kept, entries, (rewrites, capped, edits, _)) = self.nvcc_parts(plain, &key, false, None)?;
+            let slot = self.nvcc_slot((rewrites, capped, edits, true));
             let mut slot = slot.lock().expect("nvcc build lock");
             let built = match slot.as_ref() {
                 Some((_, built)) => built.clone(),
@@ -841,7 +886,7 @@ impl<'a> Session<'a> {
         if let Some(plain) = &self.nvcc {
             return match kind {
                 Listing::Asm => {
-                    let (kept, entries, _) = self.nvcc_parts(plain, variant, None)?;
+                    let (kept, entries, _) = self.nvcc_parts(plain, variant, false, None)?;
                     kept.edited(&entries).map_err(|e| SessionError::Compile(CompileError::NotWithNvcc(e)))
                 }
                 Listing::Ir => Err(SessionError::Io("nvcc's builds have no LLVM IR (cicc is not LLVM's optimizer)".into())),

@@ -72,8 +72,6 @@ pub fn choose(kernel: &PlanKernel, results: &[LaunchResult]) -> Result<Option<St
         control: control.and_then(|c| c.paired),
         earlier: vec![],
         program: None,
-        file_wide_declined_for: None,
-        file_takes: None,
     };
     let allowed: Vec<&Transforms> = kernel.choices.iter().map(|c| &c.transforms).collect();
     let Some(best) = m.choose(allowed).filter(|t| !t.is_empty()) else { return Ok(None) };

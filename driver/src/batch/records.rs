@@ -199,7 +199,6 @@ mod tests {
             after: None,
             candidates: vec![],
             left_out: vec![],
-            file_wide_same_as: Default::default(),
             measured: None,
         };
         let before = entries_digest(&[&e]);
@@ -214,8 +213,6 @@ mod tests {
             control: None,
             earlier: vec![],
             program: None,
-            file_wide_declined_for: None,
-            file_takes: None,
         });
         assert_eq!(entries_digest(&[&e]), before);
         e.suggested[0].confirmed = true;

@@ -747,7 +747,6 @@ mod tests {
             suggested,
             candidates: vec![],
             left_out: vec![],
-            file_wide_same_as: Default::default(),
             measured: None,
             before: Some(Usage { vgpr: 99, sgpr_spills: 16, occupancy: 4, ..Usage::default() }),
             after: Some(Usage { vgpr: 82, occupancy: 5, ..Usage::default() }),

@@ -48,8 +48,8 @@ fn attributes_edit(kernel: &Kernel<'_>, decisions: &[&Decision], compiler: Sourc
     for d in decisions {
         let t = &d.transforms;
         let parts = match crate::gpu::of(&d.arch).source_attributes(t.launch_bounds, t.occupancy(), compiler) {
-            // nvcc's file-wide -maxrregcount=R, as the kernel's own cap.
-            Ok(_) if d.file_wide.is_some() => d.file_wide.iter().map(|f| f.attribute()).collect(),
+            // nvcc's -maxrregcount=R, as the kernel's own cap.
+            Ok(_) if d.as_maxnreg.is_some() => d.as_maxnreg.iter().map(|f| f.attribute()).collect(),
             Ok(parts) => parts,
             Err(why) => {
                 notes.kernel(kernel, why);

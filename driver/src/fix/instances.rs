@@ -138,7 +138,7 @@ impl Capped {
         vec![self.cap.clone(), trait_edit]
     }
 
-    /// The same with `symbol`'s cap on `arch` set to `cap` (a file-wide
+    /// The same with `symbol`'s cap on `arch` set to `cap` (a
     /// `-maxrregcount` decision's next cap to try); None where it has none.
     pub(crate) fn with_cap(&self, symbol: &str, arch: &Arch, cap: u32) -> Option<Capped> {
         let a = self.archs.iter().position(|x| x == arch)?;
@@ -149,7 +149,7 @@ impl Capped {
         Some(next)
     }
 
-    /// The same with `symbol` undecided on `arch` (its file-wide cap reached
+    /// The same with `symbol` undecided on `arch` (its -maxrregcount cap reached
     /// no cap's numbers): held to plain's like the others without one.
     pub(crate) fn without(&self, symbol: &str, arch: &Arch) -> Option<Capped> {
         let a = self.archs.iter().position(|x| x == arch)?;
@@ -257,8 +257,8 @@ fn template(
                 return Err(format!("{} has no decision for {arch} in the db", short(symbol)));
             };
             let t = &d.transforms;
-            let cap = match &d.file_wide {
-                // nvcc's file-wide -maxrregcount=R, as the instantiation's own cap.
+            let cap = match &d.as_maxnreg {
+                // nvcc's -maxrregcount=R, as the instantiation's own cap.
                 Some(f) => Some(f.cap()),
                 None if !t.without_occupancy().is_empty() => return Ok(None),
                 None => t.occupancy().map(nvidia::register_cap_for_warps),

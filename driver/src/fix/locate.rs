@@ -96,7 +96,6 @@ pub(crate) fn changes_in(
             after: None,
             candidates: vec![],
             left_out: vec![],
-            file_wide_same_as: Default::default(),
             measured: None,
         });
     }

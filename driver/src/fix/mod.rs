@@ -23,10 +23,10 @@
 //! none) takes each one's cap from a trait the patch defines, its
 //! undecided instantiations held to plain's registers, spills and
 //! occupancy (instances.rs). tune's nvcc builds of rewrites are this very
-//! spelling (spell.rs). A decision for nvcc's file-wide `-maxrregcount=R`
+//! spelling (spell.rs). A decision for nvcc's `-maxrregcount=R`
 //! is written as the kernel's own cap too, `__maxnreg__(R)` or, where that
 //! misses the candidate's registers, spills and occupancy, another cap that
-//! reaches them (nvcc.rs: `FileWide`); none does: not patched, the flag
+//! reaches them (nvcc.rs: `AsMaxnreg`); none does: not patched, the flag
 //! suggested.
 
 pub(crate) mod ast;
@@ -89,9 +89,9 @@ pub(crate) struct Decision {
     /// The code object tune kept of this candidate (nvcc's builds: the
     /// patched build's cubin is compared with it).
     pub code: Option<PathBuf>,
-    /// nvcc's file-wide `-maxrregcount=R` alone, written as the kernel's
+    /// nvcc's `-maxrregcount=R` alone, written as the kernel's
     /// own `__maxnreg__`: the caps to try and the one written (nvcc.rs).
-    pub file_wide: Option<nvcc::FileWide>,
+    pub as_maxnreg: Option<nvcc::AsMaxnreg>,
 }
 
 /// How one kernel came out.
@@ -122,7 +122,7 @@ pub struct KernelResult {
     pub(crate) nvcc: Option<nvcc::Sameness>,
     /// Its cap is its template's per instantiation: the trait's name.
     pub(crate) through: Option<String>,
-    /// nvcc's file-wide `-maxrregcount=R` written as its own cap: which
+    /// nvcc's `-maxrregcount=R` written as its own cap: which
     /// cap, and why (nvcc.rs).
     pub(crate) spelled: Option<String>,
 }
@@ -478,7 +478,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
     let mut found = verify::Found::default();
     let mut rounds = 0;
     let decided: usize = units.iter().map(|u| u.active().count()).sum();
-    let tries: usize = units.iter().flat_map(|u| u.decisions.iter()).filter_map(|d| d.file_wide.as_ref()).map(|f| f.tries.len()).sum();
+    let tries: usize = units.iter().flat_map(|u| u.decisions.iter()).filter_map(|d| d.as_maxnreg.as_ref()).map(|f| f.tries.len()).sum();
     let (edits, changes) = loop {
         let edits = assemble(&units, files, &groups, &mut dropped);
         let changes = patched_files(files, &edits);
@@ -509,7 +509,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 Promise::NoWorseThan(d.before)
             } else if groups.iter().any(|g| g.donor_for(&d.symbol).is_some()) {
                 Promise::NoWorseThan(d.promised)
-            } else if d.file_wide.is_some() {
+            } else if d.as_maxnreg.is_some() {
                 Promise::Numbers
             } else {
                 Promise::Exact
@@ -533,10 +533,10 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
         let mut switched: Vec<instances::Capped> = Vec::new();
         let mut retried = false;
         for (symbol, why) in &found.wrong {
-            // A file-wide -maxrregcount written as the kernel's own cap that
+            // A -maxrregcount written as the kernel's own cap that
             // missed the candidate's numbers: its next cap, else not patched.
-            let file_wide = units.iter().flat_map(|u| u.decisions.iter()).find(|d| &d.symbol == symbol && d.file_wide.is_some());
-            if let Some((arch, f)) = file_wide.and_then(|d| Some((d.arch.clone(), d.file_wide.clone()?))) {
+            let as_maxnreg = units.iter().flat_map(|u| u.decisions.iter()).find(|d| &d.symbol == symbol && d.as_maxnreg.is_some());
+            if let Some((arch, f)) = as_maxnreg.and_then(|d| Some((d.arch.clone(), d.as_maxnreg.clone()?))) {
                 let gives = why.strip_prefix(&format!("the plain build of the patched files on {arch} gives ")).unwrap_or(why);
                 let next = f.next(gives);
                 let template = capped.iter().position(|c| c.capped.contains(symbol) && in_patch(c));
@@ -566,7 +566,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                         }
                     }
                     for d in units.iter_mut().flat_map(|u| u.decisions.iter_mut()).filter(|d| &d.symbol == symbol && d.arch == arch) {
-                        d.file_wide = next.clone().or(d.file_wide.take());
+                        d.as_maxnreg = next.clone().or(d.as_maxnreg.take());
                     }
                     if next.is_none() {
                         dropped.entry(symbol.clone()).or_insert_with(|| f.refusal(gives));
@@ -692,7 +692,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 elsewhere: if verified { elsewhere } else { vec![] },
                 nvcc: found.nvcc.get(&(d.symbol.clone(), d.arch.to_string())).filter(|_| verified).cloned(),
                 through,
-                spelled: d.file_wide.as_ref().filter(|_| verified && donor.is_none()).map(nvcc::FileWide::spelled),
+                spelled: d.as_maxnreg.as_ref().filter(|_| verified && donor.is_none()).map(nvcc::AsMaxnreg::spelled),
                 instead: donor.zip(group).map(|(o, g)| {
                     let theirs = units_decisions
                         .iter()

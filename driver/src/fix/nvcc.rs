@@ -8,8 +8,8 @@
 //! (sink, pow2, unroll caps as `#pragma unroll N`, noalias as
 //! `__restrict__`: spell.rs); a register cap is nvcc's
 //! `__maxnreg__`, guarded (`gpu/nvptx`: `REGTUNE_MAXNREG`), and so is
-//! nvcc's file-wide `-maxrregcount=R` where a cap's build reaches the
-//! candidate's registers, spills and occupancy ([`FileWide`]); and the
+//! nvcc's `-maxrregcount=R` where a cap's build reaches the
+//! candidate's registers, spills and occupancy ([`AsMaxnreg`]); and the
 //! verifying build is nvcc's, with the user's nvcc flags, of the patched
 //! files in a mirror of the unit's directory (nvcc has no file-system
 //! overlay). Each patched kernel's cubin is compared with the candidate
@@ -85,20 +85,17 @@ fn system_token_marker(line: &str) -> bool {
 /// Why a decision is not patched for nvcc: what tune does not build with
 /// nvcc (regtune's LDS spill, a pass of its plugin, as only a hand-edited
 /// db holds), spilling to shared memory, which fix does not spell in
-/// source, and nvcc's file-wide `-maxrregcount=R`, a build flag of the
-/// whole file `unit` (which no source spells) where `spelled` is false (this
-/// nvcc has no `__maxnreg__`) or it comes with other transforms: its flag
-/// is suggested. Where `spelled`, a `-maxrregcount=R` alone is written as the
-/// kernel's own `__maxnreg__` ([`FileWide`]).
+/// source, and nvcc's `-maxrregcount=R` for the kernel, which no source
+/// spells, where `spelled` is false (this nvcc has no `__maxnreg__`) or it
+/// comes with other transforms: how to build it is suggested ([`flag`]).
+/// Where `spelled`, a `-maxrregcount=R` alone is written as the kernel's
+/// own `__maxnreg__` ([`AsMaxnreg`]).
 pub(crate) fn refused(t: &Transforms, unit: &Path, spelled: bool) -> Option<String> {
     if let Some(r) = t.maxrregcount {
-        if spelled && t.file_wide_alone().is_some() {
+        if spelled && t.maxrregcount_alone().is_some() {
             return None;
         }
-        return Some(format!(
-            "-maxrregcount={r} is nvcc's flag for the whole file, which no source spelling carries: {}; not patched",
-            flag(r, unit)
-        ));
+        return Some(format!("-maxrregcount={r} for this kernel has no source spelling: {}; not patched", flag(r, unit)));
     }
     if t.lds_spill.is_some() {
         return Some("lds-spill is a pass of regtune's plugin, which nvcc does not run; not patched for nvcc".into());
@@ -106,17 +103,18 @@ pub(crate) fn refused(t: &Transforms, unit: &Path, spelled: bool) -> Option<Stri
     t.spill_to_shared.then(|| "spilling to shared memory has no source spelling regtune fix writes (the PTX pragma); not patched".into())
 }
 
-/// The suggestion of nvcc's own flag for `unit`, `-maxrregcount=R`.
+/// How to build a kernel's `-maxrregcount=R` without a source spelling:
+/// regtune-nvcc, or nvcc's own flag for the whole of `unit`.
 fn flag(r: u32, unit: &Path) -> String {
     let name = unit.file_name().map_or_else(|| unit.display().to_string(), |n| n.to_string_lossy().into_owned());
     format!(
-        "add -maxrregcount={r} to this file's nvcc flags (CMake: set_source_files_properties({name} PROPERTIES COMPILE_OPTIONS \
-         -maxrregcount={r})), where every kernel of the file is built with it, or build through regtune-nvcc, which applies it where \
-         every kernel agrees"
+        "build through regtune-nvcc, which gives it to this kernel alone, or add -maxrregcount={r} to this file's nvcc flags \
+         (CMake: set_source_files_properties({name} PROPERTIES COMPILE_OPTIONS -maxrregcount={r})), which gives it to every kernel \
+         of the file"
     )
 }
 
-/// A kernel's file-wide `-maxrregcount=R` decision written as its own
+/// A kernel's `-maxrregcount=R` decision written as its own
 /// register cap, `REGTUNE_MAXNREG(cap)` (nvcc's `__maxnreg__`, guarded).
 /// nvcc's flag also gives cicc `-maxreg R`, which changes the PTX, so
 /// `__maxnreg__(R)` is another build: the patch is held to the candidate's
@@ -125,7 +123,7 @@ fn flag(r: u32, unit: &Path) -> String {
 /// of the kernel that measured the candidate's numbers, then the candidate's
 /// register count. None reaching them: not patched, the flag suggested.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FileWide {
+pub(crate) struct AsMaxnreg {
     /// The decision's R.
     pub r: u32,
     /// The caps to try, in order (R first), each with why it is tried.
@@ -138,7 +136,7 @@ pub(crate) struct FileWide {
     pub unit: PathBuf,
 }
 
-impl FileWide {
+impl AsMaxnreg {
     /// The caps to try for `-maxrregcount=r`, whose candidate measured
     /// `promised`, given the builds tune measured of the kernel
     /// (`candidates`: transforms and usage).
@@ -147,7 +145,7 @@ impl FileWide {
         promised: Option<Usage>,
         candidates: impl Iterator<Item = (&'a Transforms, &'a Usage)>,
         unit: &Path,
-    ) -> FileWide {
+    ) -> AsMaxnreg {
         let mut tries = vec![(r, String::new())];
         if let Some(p) = promised {
             let mut own: Vec<(u32, u32)> = candidates
@@ -167,7 +165,7 @@ impl FileWide {
                 tries.push((p.vgpr, format!("the candidate's own register count, {}", p.vgpr)));
             }
         }
-        FileWide { r, tries, at: 0, missed: vec![], unit: unit.to_path_buf() }
+        AsMaxnreg { r, tries, at: 0, missed: vec![], unit: unit.to_path_buf() }
     }
 
     /// The cap the patch writes now.
@@ -181,9 +179,9 @@ impl FileWide {
     }
 
     /// The cap now written missed (`why`): the next one, if any is left.
-    pub(crate) fn next(&self, why: &str) -> Option<FileWide> {
+    pub(crate) fn next(&self, why: &str) -> Option<AsMaxnreg> {
         let missed = format!("__maxnreg__({}) gives {why}", self.cap());
-        (self.at + 1 < self.tries.len()).then(|| FileWide {
+        (self.at + 1 < self.tries.len()).then(|| AsMaxnreg {
             at: self.at + 1,
             missed: self.missed.iter().cloned().chain(std::iter::once(missed)).collect(),
             ..self.clone()
@@ -199,7 +197,7 @@ impl FileWide {
         };
         format!(
             "written as __maxnreg__({cap}) ({chosen}nvcc's -maxrregcount={r} also gives cicc -maxreg {r}, which no source spelling \
-             carries: -maxrregcount={r} in this file's nvcc flags builds the candidate byte for byte)",
+             carries: regtune-nvcc builds the candidate byte for byte)",
             r = self.r
         )
     }
@@ -423,16 +421,16 @@ mod tests {
         let said = refused(&wide, unit, false).unwrap();
         assert_eq!(
             said,
-            "-maxrregcount=64 is nvcc's flag for the whole file, which no source spelling carries: add -maxrregcount=64 to this file's \
-             nvcc flags (CMake: set_source_files_properties(k.cu PROPERTIES COMPILE_OPTIONS -maxrregcount=64)), where every kernel of \
-             the file is built with it, or build through regtune-nvcc, which applies it where every kernel agrees; not patched"
+            "-maxrregcount=64 for this kernel has no source spelling: build through regtune-nvcc, which gives it to this kernel alone, \
+             or add -maxrregcount=64 to this file's nvcc flags (CMake: set_source_files_properties(k.cu PROPERTIES COMPILE_OPTIONS \
+             -maxrregcount=64)), which gives it to every kernel of the file; not patched"
         );
-        // With another transform: one build of the file, the flag suggested.
-        assert!(refused(&Transforms { sink: true, ..wide }, unit, true).unwrap().starts_with("-maxrregcount=64 is nvcc's flag"));
+        // With another transform: not written, how to build it suggested.
+        assert!(refused(&Transforms { sink: true, ..wide }, unit, true).unwrap().starts_with("-maxrregcount=64 for this kernel has no"));
     }
 
     #[test]
-    fn a_file_wide_cap_tries_r_then_tunes_own_caps_at_the_candidates_numbers_then_its_register_count() {
+    fn a_maxrregcount_cap_tries_r_then_tunes_own_caps_at_the_candidates_numbers_then_its_register_count() {
         let at = |vgpr, spills, occupancy| Usage { vgpr, vgpr_spills: spills, occupancy, ..Default::default() };
         let cap = |w| Transforms { warps_per_sm: Some(w), ..Default::default() };
         // miniBUDE's fasten_main<4> on sm_90 as tune measured it: -maxrregcount=128 gave 112 registers.
@@ -444,7 +442,7 @@ mod tests {
             (cap(12), at(112, 0, 16)),
         ];
         let unit = Path::new("src/k.cu");
-        let f = FileWide::new(128, Some(at(112, 0, 16)), candidates.iter().map(|(t, u)| (t, u)), unit);
+        let f = AsMaxnreg::new(128, Some(at(112, 0, 16)), candidates.iter().map(|(t, u)| (t, u)), unit);
         let caps: Vec<u32> = f.tries.iter().map(|(c, _)| *c).collect();
         // R, then the .maxnreg 168 build (12 warps) that measured 112 registers, then 112.
         assert_eq!(caps, [128, 168, 112]);
@@ -452,7 +450,7 @@ mod tests {
         assert_eq!(
             f.spelled(),
             "written as __maxnreg__(128) (nvcc's -maxrregcount=128 also gives cicc -maxreg 128, which no source spelling carries: \
-             -maxrregcount=128 in this file's nvcc flags builds the candidate byte for byte)"
+             regtune-nvcc builds the candidate byte for byte)"
         );
         let second = f.next("registers 110 where the candidate has 112").unwrap();
         assert_eq!(second.attribute(), "REGTUNE_MAXNREG(168)");
@@ -464,8 +462,8 @@ mod tests {
         assert_eq!(last.cap(), 112);
         assert!(last.next("registers 110 where the candidate has 112").is_none());
         let why = last.refusal("registers 110 where the candidate has 112");
-        assert!(why.starts_with("no __maxnreg__ reaches the registers, spills and occupancy of nvcc's -maxrregcount=128 (__maxnreg__(128) gives registers 110 where the candidate has 112; __maxnreg__(168) gives registers 114 where the candidate has 112; __maxnreg__(112) gives registers 110 where the candidate has 112): add -maxrregcount=128 to this file's nvcc flags"), "{why}");
-        assert!(why.ends_with("where every kernel agrees; not patched"), "{why}");
+        assert!(why.starts_with("no __maxnreg__ reaches the registers, spills and occupancy of nvcc's -maxrregcount=128 (__maxnreg__(128) gives registers 110 where the candidate has 112; __maxnreg__(168) gives registers 114 where the candidate has 112; __maxnreg__(112) gives registers 110 where the candidate has 112): build through regtune-nvcc"), "{why}");
+        assert!(why.ends_with("which gives it to every kernel of the file; not patched"), "{why}");
     }
 
     #[test]

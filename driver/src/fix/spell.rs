@@ -132,7 +132,7 @@ impl Speller {
                 promised: Some(Usage::default()),
                 before: None,
                 code: None,
-                file_wide: None,
+                as_maxnreg: None,
             })
             .collect();
         let planned = Planned::new(&self.source, decisions, self.reads.clone());

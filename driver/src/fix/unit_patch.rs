@@ -62,7 +62,7 @@ pub(crate) struct Planned {
     /// nvcc: kernel templates whose instantiations take register caps of
     /// their own (instances.rs); theirs take no other edit.
     pub capped: Vec<instances::Capped>,
-    /// nvcc: a kernel's file-wide `-maxrregcount` decision as its own cap,
+    /// nvcc: a kernel's `-maxrregcount` decision as its own cap,
     /// the edits of each further cap to try (by symbol and cap).
     pub retries: BTreeMap<(String, u32), Vec<Edit>>,
     pub notes: Notes,
@@ -131,7 +131,7 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
                     promised,
                     before: e.before,
                     code: None,
-                    file_wide: None,
+                    as_maxnreg: None,
                 };
                 if ctx.options.with_suggestions {
                     if let Some(s) = e.suggested.iter().find(|s| !s.confirmed) {
@@ -143,11 +143,11 @@ pub(crate) fn plan(ctx: &Fixing<'_>, path: &Path, files: &mut Files) -> Result<P
                 if ctx.nvcc.is_some() && !d.transforms.is_empty() {
                     d.code = Some(crate::measure::code::path(&code_dir, e, &d.transforms)).filter(|p| p.is_file());
                 }
-                // nvcc's file-wide -maxrregcount=R alone: the kernel's own __maxnreg__ (nvcc.rs).
-                let alone = d.transforms.file_wide_alone();
+                // nvcc's -maxrregcount=R alone: the kernel's own __maxnreg__ (nvcc.rs).
+                let alone = d.transforms.maxrregcount_alone();
                 if let (Some(r), SourceCompiler::Nvcc { maxnreg: true }) = (alone, ctx.compiler) {
                     let measured = e.candidates.iter().map(|c| (&c.transforms, &c.usage));
-                    d.file_wide = Some(nvcc::FileWide::new(r, d.promised, measured, path));
+                    d.as_maxnreg = Some(nvcc::AsMaxnreg::new(r, d.promised, measured, path));
                 }
                 d
             })
@@ -298,15 +298,15 @@ pub(crate) fn plan_edits(
             planned.bodies.insert(symbol.clone(), ((at.file.clone(), at.offset), what));
         }
         edits.extend(attributes::edit(&kernel, ds, ctx.compiler, &mut notes));
-        // A file-wide -maxrregcount as the kernel's own cap: the edit of each further cap to try.
-        for f in ds.iter().filter_map(|d| d.file_wide.as_ref()) {
+        // A -maxrregcount as the kernel's own cap: the edit of each further cap to try.
+        for f in ds.iter().filter_map(|d| d.as_maxnreg.as_ref()) {
             for &(cap, _) in &f.tries[1..] {
                 let retried: Vec<Decision> = ds
                     .iter()
-                    .map(|d| match &d.file_wide {
+                    .map(|d| match &d.as_maxnreg {
                         Some(g) if g == f => {
-                            let file_wide = nvcc::FileWide { tries: vec![(cap, String::new())], at: 0, ..f.clone() };
-                            Decision { file_wide: Some(file_wide), ..(*d).clone() }
+                            let as_maxnreg = nvcc::AsMaxnreg { tries: vec![(cap, String::new())], at: 0, ..f.clone() };
+                            Decision { as_maxnreg: Some(as_maxnreg), ..(*d).clone() }
                         }
                         _ => (*d).clone(),
                     })

@@ -46,7 +46,7 @@ pub(crate) enum Promise {
     /// definition): nothing worse than this.
     NoWorseThan(Option<Usage>),
     /// Its decision is in the patch as another build than tune measured
-    /// (nvcc's file-wide `-maxrregcount=R` as the kernel's own cap, whose
+    /// (nvcc's `-maxrregcount=R` as the kernel's own cap, whose
     /// code differs): the measured registers, spills and occupancy, exactly.
     Numbers,
     /// No decision, yet an edit it shares gives it an attribute (a kernel

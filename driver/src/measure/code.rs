@@ -224,7 +224,6 @@ mod tests {
             after: None,
             candidates: vec![],
             left_out: vec![],
-            file_wide_same_as: Default::default(),
             measured: None,
         }
     }
@@ -298,8 +297,6 @@ mod tests {
             control: None,
             earlier: vec![timed(Transforms { unroll_cap: Some(1), ..Default::default() }, Some("y".into()))],
             program: None,
-            file_wide_declined_for: None,
-            file_takes: None,
         };
         // The same plain code: the build no longer offered joins the earlier one.
         let kept = still_measured(tmp.path(), &e, &old(hash_of(&plain_path))).unwrap();

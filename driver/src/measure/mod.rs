@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus};
 use std::time::Instant;
 
-use regtune_decisions::{Db, Transforms};
+use regtune_decisions::Db;
 use regtune_runtime::plan as wire;
 
 use crate::output::{self, Format};
@@ -246,7 +246,6 @@ fn decide(o: &Options, planned: &plan::Planned, code_dir: &Path, db: Db, events:
     let mut notes = collected.notes.clone();
     notes.extend(left_out(&db, collected.measured.keys()));
     notes.extend(unconfirmed(&db, &collected));
-    notes.extend(file_wide(&db, collected.measured.keys()));
     if !collected.unplanned.is_empty() {
         let names: Vec<String> =
             collected.unplanned.iter().map(|s| crate::names::short_name(&crate::names::demangle(s)).to_string()).collect();
@@ -342,69 +341,6 @@ fn unconfirmed(db: &Db, collected: &results::Collected) -> Vec<String> {
     notes
 }
 
-/// One line per kernel whose build nvcc's file-wide `-maxrregcount`
-/// decides against its own choice ([`Db::settle_file_wide`]): the file
-/// takes one flag, so a kernel that chose R alone keeps its own best where
-/// its file decided otherwise, and one that did not builds with the R its
-/// file takes. Each line gives both figures.
-fn file_wide<'a>(db: &Db, keys: impl Iterator<Item = &'a String>) -> Vec<String> {
-    let mut notes = vec![];
-    for e in keys.filter_map(|k| db.kernels.get(k)) {
-        let Some(m) = &e.measured else { continue };
-        let figure = |t: &Transforms| e.measured_candidate(t).and_then(|c| m.speedup(c)).map(|s| format!(" ({s:.3}×)")).unwrap_or_default();
-        let text = |t: &Transforms| if t.is_empty() { "plain".to_string() } else { format!("`{}`{}", code::label(t), figure(t)) };
-        let (alone, kept) = (e.effective_alone(), e.effective());
-        let name = crate::names::short_name(&e.name);
-        let same = e.measured_as(&kept);
-        // Nothing to say where R gives the kernel its own best's code.
-        if let Some(r) = m.file_takes.filter(|_| alone != kept && same != alone) {
-            let same = match (same == kept, same.is_empty()) {
-                (true, _) => String::new(),
-                (false, true) => ", the same code as plain here".to_string(),
-                (false, false) => format!(", the same code as `{}` here", code::label(&same)),
-            };
-            notes.push(format!(
-                "{name}: kept -maxrregcount={r}{}{same}, the flag its file takes for all of its kernels (their total time beats their own \
-                 bests'), over its own best {}",
-                figure(&kept),
-                text(&alone),
-            ));
-            continue;
-        }
-        let Some(other) = &m.file_wide_declined_for else { continue };
-        let Some(r) = alone.maxrregcount else { continue };
-        let other_entry = db.kernels.values().find(|o| o.arch == e.arch && o.input_hash == e.input_hash && o.name_or_symbol() == other);
-        if other_entry.is_some_and(|o| o.measured.is_none()) {
-            notes.push(format!(
-                "{name}: kept {}, its own best: -maxrregcount={r}{} is nvcc's flag for the whole file, and it changes the code of {}, \
-                 which no measurement timed under it",
-                text(&kept),
-                figure(&alone),
-                crate::names::short_name(other),
-            ));
-            continue;
-        }
-        let decided = other_entry
-            .map(|o| {
-                let there = match (o.measured_candidate(&Transforms::file_wide(r)), &o.measured) {
-                    (Some(c), Some(om)) => om.speedup(c).map_or(String::new(), |s| format!(", {s:.3}× at -maxrregcount={r}")),
-                    _ => format!(", not timed at -maxrregcount={r}"),
-                };
-                let kept = o.effective();
-                let kept = if kept.is_empty() { "plain".to_string() } else { format!("`{}`", code::label(&kept)) };
-                format!(" {kept}{there}")
-            })
-            .unwrap_or_default();
-        notes.push(format!(
-            "{name}: kept {}, its own best: -maxrregcount={r}{} is nvcc's flag for the whole file, and {} in the same file decided{decided}",
-            text(&kept),
-            figure(&alone),
-            crate::names::short_name(other),
-        ));
-    }
-    notes
-}
-
 /// Write the measurements into the db under its lock; an entry that a
 /// tune changed meanwhile (other candidates) keeps no stale measurement.
 fn merge(path: &Path, code_dir: &Path, planned: &plan::Planned, collected: &results::Collected) -> Result<Db, String> {
@@ -426,7 +362,6 @@ fn merge(path: &Path, code_dir: &Path, planned: &plan::Planned, collected: &resu
                 entry.measured = Some(m.clone().with_earlier(entry.measured.as_ref()));
             }
         }
-        db.settle_file_wide();
         db.clone()
     })
     .map_err(|e| e.to_string())
@@ -475,52 +410,7 @@ fn emit(rows: &[results::Row], notes: &[String], o: &Options) -> Result<(), Stri
 mod tests {
     use super::*;
     use regtune_decisions::measured::Measured;
-
-    #[test]
-    fn a_file_wide_cap_another_kernel_of_the_file_does_not_share_is_named() {
-        let wide = Transforms { maxrregcount: Some(128), ..Default::default() };
-        let step = |w| Transforms { warps_per_sm: Some(w), ..Default::default() };
-        // a: the cap 1.25x, its own step 1.111x; b: a step of its own.
-        let measured = |builds: &[(&Transforms, f64)]| {
-            let c = |t: &Transforms, ms: f64| serde_json::json!({"transforms": t, "time": {"median_ms": ms, "spread_ms": 0.001}, "identical": true});
-            let mut all = vec![c(&Transforms::default(), 1.0)];
-            all.extend(builds.iter().map(|(t, ms)| c(t, *ms)));
-            serde_json::from_value::<Measured>(
-                serde_json::json!({"device": "d", "launches": 1, "runs": 3, "deterministic": true, "candidates": all}),
-            )
-            .unwrap()
-        };
-        let with = |symbol: &str, builds: &[(&Transforms, f64)]| {
-            let mut e = plan::tests::entry(symbol, Transforms::default());
-            e.candidates =
-                builds.iter().map(|(t, _)| regtune_decisions::Candidate { transforms: (*t).clone(), usage: Default::default() }).collect();
-            e.measured = Some(measured(builds));
-            e
-        };
-        let mut db = Db::default();
-        db.kernels.insert("a".into(), with("_Z1av", &[(&wide, 0.8), (&step(32), 0.9)]));
-        db.kernels.insert("b".into(), with("_Z1bv", &[(&step(24), 0.8)]));
-        db.settle_file_wide();
-        let keys = ["a".to_string()];
-        assert_eq!(
-            file_wide(&db, keys.iter()),
-            ["_Z1av: kept `warps-per-sm=32` (1.111×), its own best: -maxrregcount=128 (1.250×) is nvcc's flag for the whole file, \
-              and _Z1bv in the same file decided `warps-per-sm=24`, not timed at -maxrregcount=128"]
-        );
-        // Where the other kernel agrees, nothing is said.
-        db.kernels.insert("b".into(), with("_Z1bv", &[(&wide, 0.8)]));
-        db.settle_file_wide();
-        assert!(file_wide(&db, keys.iter()).is_empty());
-        // Where the file's total time takes the cap, the kernel that chose otherwise says so.
-        db.kernels.insert("b".into(), with("_Z1bv", &[(&step(24), 0.95), (&wide, 0.97)]));
-        db.settle_file_wide();
-        let keys = ["a".to_string(), "b".to_string()];
-        assert_eq!(
-            file_wide(&db, keys.iter()),
-            ["_Z1bv: kept -maxrregcount=128 (1.031×), the flag its file takes for all of its kernels (their total time beats their own \
-              bests'), over its own best `warps-per-sm=24` (1.053×)"]
-        );
-    }
+    use regtune_decisions::Transforms;
 
     #[test]
     fn a_kept_build_the_program_never_launched_again_is_named() {

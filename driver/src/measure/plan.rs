@@ -113,17 +113,11 @@ pub(crate) fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
         }
         // The builds the measurement may choose: the interposer chooses among
         // them after the replay and confirms the choice on the program's
-        // launches. nvcc's file-wide cap alone where the file has other
-        // kernels is not among them: whether the file takes it is settled
-        // over all of them after the run (Db::settle_file_wide), and else
-        // the kernel builds its own best, which is then what is confirmed.
+        // launches.
         let allowed = entry.allowed();
-        let shared_file = db.kernels.values().any(|o| o.arch == entry.arch && o.input_hash == entry.input_hash && o.symbol != entry.symbol);
         let choices = planned
             .iter()
-            .filter(|c| {
-                c.role == Role::Candidate && allowed.contains(&c.transforms) && !(shared_file && c.transforms.file_wide_alone().is_some())
-            })
+            .filter(|c| c.role == Role::Candidate && allowed.contains(&c.transforms))
             .map(|c| wire::Choice { name: c.name.clone(), transforms: c.transforms.clone() })
             .collect();
         kernels.push(PlanKernel {
@@ -206,7 +200,6 @@ pub(super) mod tests {
             after: None,
             candidates: vec![],
             left_out: vec![],
-            file_wide_same_as: Default::default(),
             measured: None,
         }
     }
@@ -259,32 +252,5 @@ pub(super) mod tests {
             ]
         );
         assert!(planned.candidates["sm_90/_Z4sinkv/h"].iter().all(|c| c.code.is_some()));
-    }
-
-    #[test]
-    fn a_file_wide_cap_is_confirmed_only_where_its_kernel_is_alone_in_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let wide = Transforms { maxrregcount: Some(128), ..Default::default() };
-        let step = Transforms { warps_per_sm: Some(32), ..Default::default() };
-        let mut a = entry("_Z1av", Transforms::default());
-        a.candidates =
-            [&wide, &step].iter().map(|t| regtune_decisions::Candidate { transforms: (*t).clone(), usage: Default::default() }).collect();
-        for (_, _, p) in code::candidates(dir.path(), &a) {
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, b"cubin").unwrap();
-        }
-        let settings = settings();
-        let choices = |db: &Db| -> Vec<Transforms> {
-            let planned = build(db, dir.path(), &settings);
-            let k = planned.plan.kernels.iter().find(|k| k.symbol == "_Z1av").unwrap();
-            k.choices.iter().map(|c| c.transforms.clone()).collect()
-        };
-        let mut db = Db::default();
-        db.insert(a);
-        let plain = Transforms::default();
-        assert_eq!(choices(&db), [plain.clone(), wide, step.clone()]);
-        // Another kernel of the file: whether the file takes 128 is settled after the run.
-        db.insert(entry("_Z1bv", Transforms::default()));
-        assert_eq!(choices(&db), [plain, step]);
     }
 }

@@ -140,8 +140,6 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
             candidates: ours,
             earlier: vec![],
             program: None,
-            file_wide_declined_for: None,
-            file_takes: None,
         };
         let mut m = m;
         if let Some(c) = confirmed.get(key) {
@@ -305,8 +303,7 @@ pub(crate) struct Row {
 /// The rows of one measured entry, plain first, then the user's own
 /// builds (`--compare`).
 pub(crate) fn rows(entry: &Entry, m: &Measured, compared: &[(String, Candidate)]) -> Vec<Row> {
-    // A file-wide cap whose code is another build's is built as that one.
-    let built = entry.measured_as(&entry.effective());
+    let built = entry.effective();
     let allowed = entry.allowed();
     // What every row of this kernel shares; each row fills in the rest.
     let row = |candidate: String, verdict: String| Row {

@@ -166,10 +166,10 @@ impl<'t, 'a> Variants<'t, 'a> {
         }
         let until = *self.until.lock().expect("deadline lock");
         // nvcc's entry edits alone are a ptxas run each on a PTX built
-        // once, and its file-wide caps a PTX build per step for the whole
-        // file: the budget bounds the builds that rewrite the source.
+        // once, and its -maxrregcount caps a PTX build per step for the
+        // whole file: the budget bounds the builds that rewrite the source.
         // clang's caps alone on NVPTX are a ptxas run each too.
-        let cheap = (!session.runs_plugin() && (nvcc_entry_only(t) || t.file_wide_alone().is_some()))
+        let cheap = (!session.runs_plugin() && (nvcc_entry_only(t) || t.maxrregcount_alone().is_some()))
             || (session.caps_from_ptx() && t.cap_alone().is_some());
         if !cheap && limits.spent(until) {
             self.budget_hit.store(true, Ordering::Relaxed);
@@ -501,15 +501,15 @@ fn measured_search(
     // sweep's best, bench/nvcc/results), and so is every proposal with a
     // rewrite (one nvcc build per rewrite, a ptxas run per cap on it).
     // So is nvcc's own -maxrregcount at each step's registers, the hand
-    // sweep's build (its cicc's PTX once per R for the whole file; the
-    // kernel's code from it): on an H200 generatePaths<double> ran
-    // 1.021× plain at -maxrregcount=96, which no .maxnreg cap reaches.
+    // sweep's build of the kernel (its cicc's PTX once per R for the whole
+    // file; the kernel's entry from it): on an H200 generatePaths<double>
+    // ran 1.021× plain at -maxrregcount=96, which no .maxnreg cap reaches.
     let rewriting = proposals.iter().filter(|t| !nvcc_entry_only(t)).count();
     let steps: Vec<u32> = proposals.iter().filter_map(Transforms::cap_alone).collect();
-    let file_wide = candidates::untimed_first(session.file_wide_caps(&steps), lost);
+    let capped = candidates::untimed_first(session.maxrregcount_caps(&steps), lost);
     let wanted = match session.runs_plugin() || options.candidates == 0 {
         true => options.candidates,
-        false => options.candidates.max(pool.steps.len() + taken + rewriting + file_wide.len()),
+        false => options.candidates.max(pool.steps.len() + taken + rewriting + capped.len()),
     };
     let mut search = match session.runs_plugin() {
         // clang on NVPTX: every step's cap is plain's PTX edited, a
@@ -534,41 +534,25 @@ fn measured_search(
                 kept: caps.kept.into_iter().chain(rest.kept).collect(),
                 left_out: caps.left_out.into_iter().chain(rest.left_out).collect(),
                 codes: rest.codes,
-                file_wide_same_as: Default::default(),
             }
         }
         true => candidates::select(proposals, wanted.saturating_sub(taken), &known, build, spent),
-        // nvcc: every step's cap (a ptxas run) and file-wide cap (an
-        // nvcc PTX build per R, shared by the file's kernels), whatever
-        // time is left, then the rewrites (an nvcc build each) while
-        // time is left. A file-wide cap whose code for this kernel is
-        // its .maxnreg cap's (or any build's before it) is not kept.
+        // nvcc: every step's cap (a ptxas run) and -maxrregcount cap
+        // (an nvcc PTX build per R, shared by the file's kernels), whatever
+        // time is left, then the rewrites (an nvcc build each) while time
+        // is left. A -maxrregcount cap whose code for this kernel is its
+        // .maxnreg cap's (or any build's before it) is not kept.
         false => {
             let (entry, rewriting): (Vec<Transforms>, Vec<Transforms>) = proposals.into_iter().partition(nvcc_entry_only);
             let caps = candidates::select(entry, wanted.saturating_sub(taken), &known, build, || false);
             let room = wanted.saturating_sub(taken + caps.kept.len());
-            let wide = candidates::select(file_wide.clone(), room, &caps.codes, build, || false);
-            // The file's choice of one R weighs every kernel's time at R:
-            // where R's code is an earlier build's, that one's time is R's.
-            let code = |t: &Transforms| session.kernel_code_hash(&base.symbol, t).ok();
-            let earlier: Vec<(&Transforms, Option<String>)> =
-                known_builds.iter().chain(caps.kept.iter().chain(&wide.kept).map(|c| &c.transforms)).map(|t| (t, code(t))).collect();
-            let same_as = file_wide
-                .iter()
-                .filter(|t| !wide.kept.iter().any(|c| &c.transforms == *t) && !wide.left_out.contains(t))
-                .filter_map(|t| {
-                    let mine = code(t)?;
-                    let (same, _) = earlier.iter().find(|(_, c)| c.as_ref() == Some(&mine))?;
-                    Some((t.maxrregcount?, Some((*same).clone())))
-                })
-                .collect();
-            let room = room.saturating_sub(wide.kept.len());
-            let rewrites = candidates::select(rewriting, room, &wide.codes, build, spent);
+            let nvccs = candidates::select(capped, room, &caps.codes, build, || false);
+            let room = room.saturating_sub(nvccs.kept.len());
+            let rewrites = candidates::select(rewriting, room, &nvccs.codes, build, spent);
             candidates::Selection {
-                kept: caps.kept.into_iter().chain(wide.kept).chain(rewrites.kept).collect(),
-                left_out: caps.left_out.into_iter().chain(wide.left_out).chain(rewrites.left_out).collect(),
+                kept: caps.kept.into_iter().chain(nvccs.kept).chain(rewrites.kept).collect(),
+                left_out: caps.left_out.into_iter().chain(nvccs.left_out).chain(rewrites.left_out).collect(),
                 codes: rewrites.codes,
-                file_wide_same_as: same_as,
                 caps_past_budget: vec![],
             }
         }
@@ -708,36 +692,8 @@ pub(super) fn at_best(rule: &Rule, max_waves: u32) -> bool {
     b.occupancy >= max_waves && (rule.objective == Objective::Occupancy || clean)
 }
 
-/// nvcc's file-wide caps at which the file's other kernels were searched,
-/// for each kernel tune did not search (nothing to gain): whether R leaves
-/// its code plain's (`Some(plain)`) or changes it (`None`), so that the
-/// file's choice of one R knows what it does to every kernel, as the build
-/// will find out from the bytes. A ptxas run per R on R's PTX of the file,
-/// which the searched kernels' builds already made.
-pub(super) fn file_wide_unsearched(session: &Session<'_>, plans: &mut [Plan]) {
-    let ladder: std::collections::BTreeSet<u32> = plans
-        .iter()
-        .flat_map(|p| {
-            let kept = p.search.kept.iter().filter_map(|c| c.transforms.file_wide_alone());
-            kept.chain(p.search.file_wide_same_as.keys().copied()).collect::<Vec<u32>>()
-        })
-        .collect();
-    if ladder.is_empty() || session.runs_plugin() {
-        return;
-    }
-    let code = |symbol: &str, r: Option<u32>| session.kernel_code_hash(symbol, &r.map(Transforms::file_wide).unwrap_or_default()).ok();
-    for p in plans.iter_mut().filter(|p| p.search.kept.is_empty() && p.search.file_wide_same_as.is_empty()) {
-        let Some(plain) = code(&p.symbol, None) else { continue };
-        for &r in &ladder {
-            if let Some(at_r) = code(&p.symbol, Some(r)) {
-                p.search.file_wide_same_as.insert(r, (at_r == plain).then(Transforms::default));
-            }
-        }
-    }
-}
-
 /// The transforms a kernel's PTX entry carries alone (nvcc's builds): no
-/// rewrite of the source, no file-wide `-maxrregcount` (an nvcc build).
+/// rewrite of the source, no `-maxrregcount` (another PTX's entry).
 fn nvcc_entry_only(t: &Transforms) -> bool {
     Transforms { launch_bounds: None, spill_to_shared: false, ..t.without_occupancy() }.is_empty()
 }

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use regtune_decisions::{Db, Entry, Suggestion, Transforms};
 
 use super::diff::diff_listings;
-use super::kernel::{file_wide_unsearched, plan_kernel, Plan, Tuning};
+use super::kernel::{plan_kernel, Plan, Tuning};
 use super::messages;
 use super::{KernelTuning, Options, VariantStatus};
 use crate::context::Context;
@@ -232,7 +232,6 @@ pub(super) fn tune_session(
     plans.par_extend(later.par_iter().map(plan));
     // Rows in the file's order, whichever tier planned them.
     plans.sort_by_key(|p| baseline.iter().position(|b| b.symbol == p.symbol));
-    file_wide_unsearched(session, &mut plans);
     say_what_limits_did(progress, file, arch, &limits, &plans);
 
     // The kept sets together, as the build will apply them (the whole file):
@@ -385,7 +384,6 @@ pub(super) fn finish(
         after: Some(after_u),
         candidates: plan.search.kept.clone(),
         left_out: plan.search.left_out.iter().map(|t| gpu::labels(t, &plan.every_pointer).join(" + ")).collect(),
-        file_wide_same_as: plan.search.file_wide_same_as.clone(),
         measured: None,
     };
     KernelTuning {

@@ -13,17 +13,14 @@
 //! timed, and a source, flag or compiler change leaves the hash unmatched
 //! and the build plain.
 //!
-//! A file-wide `-maxrregcount=R` (`Transforms::maxrregcount`: nvcc's own
-//! flag, which changes every kernel of the file) is applied to a PTX only
-//! where the db and the build prove it for every kernel of that PTX: every
-//! kernel that has a decision chose that same R, and each other kernel's
-//! code under it is byte for byte what it gets without it (built both
-//! ways here and compared). Then nvcc's cicc step for that PTX runs again
-//! with `-maxreg R` (into a file of the wrapper's own: nvcc's files stay
-//! as they were) and its ptxas step reads that PTX with `-maxrregcount=R`,
-//! which is what `nvcc -maxrregcount=R` builds. Otherwise each of those
-//! kernels gets its own measured best instead (a `.maxnreg` cap, or
-//! plain: `Entry::effective_per_kernel`), said in one warning line.
+//! A kernel's `-maxrregcount=R` (`Transforms::maxrregcount`: its code as
+//! nvcc's own flag builds it) is its entry from nvcc's PTX of the file at
+//! R: nvcc's cicc step for that PTX runs again with `-maxreg R` (into a
+//! file of the wrapper's own: nvcc's files stay as they were), once per R,
+//! and the kernels that chose R take their entries from it
+//! (`gpu/nvptx/splice.rs`); the other kernels keep theirs, and ptxas's line
+//! is nvcc's. Where an entry cannot be taken from it (tune found it could),
+//! that kernel is built plain, said in one warning line.
 //!
 //! Never breaking a build: the steps' output is held until they all
 //! succeed; anything regtune cannot do (a db it cannot read, a step that
@@ -37,8 +34,8 @@ use std::process::Command;
 
 use regtune_decisions::{Db, Entry, Transforms};
 
-use crate::gpu::nvptx::cubin;
 use crate::gpu::nvptx::nvcc::{self as build, Kept};
+use crate::gpu::nvptx::splice;
 use crate::gpu::Arch;
 use crate::toolchain::nvcc::Nvcc;
 
@@ -53,8 +50,7 @@ pub(crate) enum Built {
     Plain,
     /// nvcc's steps ran with these kernels' entries edited, and succeeded;
     /// what they printed; the decisions left plain (they rewrite the
-    /// source); why a file-wide `-maxrregcount` was not applied (one line
-    /// per PTX).
+    /// source); why a `-maxrregcount` was not applied (one line per PTX).
     Edited { stdout: Vec<u8>, stderr: Vec<u8>, applied: Vec<String>, left_plain: Vec<String>, warnings: Vec<String> },
 }
 
@@ -86,7 +82,7 @@ pub(crate) fn build(nvcc: &Path, args: &[String], db: &Path) -> Result<Built, St
     if !out.status.success() {
         return Err(format!("`nvcc --dryrun` failed ({})", out.status));
     }
-    let mut steps = Steps::read(&String::from_utf8_lossy(&out.stderr));
+    let steps = Steps::read(&String::from_utf8_lossy(&out.stderr));
     if steps.ptxas.is_empty() {
         return Ok(Built::Plain);
     }
@@ -107,7 +103,7 @@ pub(crate) fn build(nvcc: &Path, args: &[String], db: &Path) -> Result<Built, St
         }
         done = at;
         if let Some(line) = line {
-            let got = edit(&nvcc, &db, &mut steps, at, &line, dir.path())?;
+            let got = edit(&nvcc, &db, &steps, at, &line, dir.path())?;
             applied.extend(got.applied);
             left_plain.extend(got.left_plain);
             warnings.extend(got.warning);
@@ -173,10 +169,10 @@ fn compiles_device_code(args: &[String]) -> bool {
 }
 
 /// Edit the PTX a `ptxas` step (`steps.commands[at]`) is about to read
-/// for the db's decisions; the labels applied, per kernel. A file-wide
-/// `-maxrregcount` rewrites the step itself ([`file_wide`]); `dir` holds
-/// what the wrapper builds of its own.
-fn edit(nvcc: &Nvcc, db: &Db, steps: &mut Steps, at: usize, line: &build::PtxasLine, dir: &Path) -> Result<Applied, String> {
+/// for the db's decisions; the labels applied, per kernel. A kernel's
+/// `-maxrregcount=R` takes its entry from cicc's PTX at R ([`capped`]);
+/// `dir` holds what the wrapper builds of its own.
+fn edit(nvcc: &Nvcc, db: &Db, steps: &Steps, at: usize, line: &build::PtxasLine, dir: &Path) -> Result<Applied, String> {
     let Ok(arch) = Arch::parse(&line.arch) else { return Ok(Applied::default()) };
     let ptx_path = PathBuf::from(&line.input);
     let ptx = std::fs::read_to_string(&ptx_path).map_err(|e| format!("cannot read {}: {e}", ptx_path.display()))?;
@@ -195,39 +191,26 @@ fn edit(nvcc: &Nvcc, db: &Db, steps: &mut Steps, at: usize, line: &build::PtxasL
     // A decision that rewrites the source is no PTX edit: that kernel is
     // built plain (its cap alone was never measured), the others as decided.
     let rewrites_source = |t: &Transforms| !build::split(t).1.is_empty();
-    let mut left_plain: Vec<String> = decided.iter().filter(|(_, t)| rewrites_source(t)).map(label).collect();
+    let left_plain: Vec<String> = decided.iter().filter(|(_, t)| rewrites_source(t)).map(label).collect();
     decided.retain(|(_, t)| !rewrites_source(t));
-    let mut warning = None;
-    let mut wide = None;
-    if decided.iter().any(|(_, t)| t.maxrregcount.is_some()) {
-        match file_wide(FileWide { steps: &*steps, at, line, kept: &kept, arch: &arch, decided: &decided, dir }) {
-            Ok(built) => wide = Some(built),
+    let wanted: Vec<(String, u32)> = decided.iter().filter_map(|(symbol, t)| Some((symbol.clone(), t.maxrregcount?))).collect();
+    let (mut ptx, mut warning) = (kept.ptx.clone(), None);
+    if !wanted.is_empty() {
+        match capped(Capped { steps, at, line, ptx: &kept.ptx, wanted: &wanted, dir }) {
+            Ok(spliced) => ptx = spliced,
             Err(why) => {
-                // Each of those kernels' own measured best instead.
-                let mut instead = Vec::new();
-                for (symbol, t) in decided.iter_mut().filter(|(_, t)| t.maxrregcount.is_some()) {
-                    *t = entries.iter().find(|e| &e.symbol == symbol).map(|e| e.effective_per_kernel()).unwrap_or_default();
-                    let labels = t.labels();
-                    let own = if labels.is_empty() { "plain".to_string() } else { labels.join(" + ") };
-                    instead.push(format!("{}: {own}", crate::names::short_name(&crate::names::demangle(symbol))));
-                }
-                left_plain.extend(decided.iter().filter(|(_, t)| rewrites_source(t)).map(label));
-                decided.retain(|(_, t)| !t.is_empty() && !rewrites_source(t));
-                warning = Some(format!(
-                    "file-wide -maxrregcount not applied on {arch}: {why}; those kernels are built as their own best instead ({})",
-                    instead.join("; ")
-                ));
+                let names: Vec<String> =
+                    wanted.iter().map(|(s, _)| crate::names::short_name(&crate::names::demangle(s)).to_string()).collect();
+                warning = Some(format!("-maxrregcount not applied on {arch}: {why}; built plain: {}", names.join(", ")));
+                decided.retain(|(_, t)| t.maxrregcount.is_none());
             }
         }
     }
     let applied: Vec<String> = decided.iter().map(label).collect();
-    match wide {
-        Some(command) => steps.commands[at] = command,
-        None if !decided.is_empty() => {
-            let edited = kept.edited(&decided)?;
-            std::fs::write(&ptx_path, edited).map_err(|e| format!("cannot write {}: {e}", ptx_path.display()))?;
-        }
-        None => {}
+    if !decided.is_empty() {
+        let others: Vec<(String, Transforms)> = decided.into_iter().filter(|(_, t)| t.maxrregcount.is_none()).collect();
+        let edited = Kept { ptx, ..kept }.edited(&others)?;
+        std::fs::write(&ptx_path, edited).map_err(|e| format!("cannot write {}: {e}", ptx_path.display()))?;
     }
     Ok(Applied { applied, left_plain, warning })
 }
@@ -254,75 +237,44 @@ fn stale(db: &Db, ptx: &str, arch: &Arch) -> Option<String> {
     })
 }
 
-/// What [`file_wide`] works on: the ptxas step `steps.commands[at]`
-/// (`line`), its PTX as nvcc made it (`kept`), the decisions on it that are
-/// PTX edits or a file-wide cap (`decided`).
-struct FileWide<'a> {
+/// What [`capped`] works on: the ptxas step `steps.commands[at]`
+/// (`line`), its PTX as nvcc made it, the kernels that chose a
+/// `-maxrregcount` (symbol, R).
+struct Capped<'a> {
     steps: &'a Steps,
     at: usize,
     line: &'a build::PtxasLine,
-    kept: &'a Kept,
-    arch: &'a Arch,
-    decided: &'a [(String, Transforms)],
+    ptx: &'a str,
+    wanted: &'a [(String, u32)],
     dir: &'a Path,
 }
 
-/// The ptxas step that builds `w.line`'s PTX with the decided file-wide
-/// `-maxrregcount=R`: nvcc's cicc step again with `-maxreg R` (its PTX in
-/// `w.dir`), the other kernels' entries edited on it, read by ptxas with
-/// `-maxrregcount=R`. Err: why it is not applied (the kernels ask for
-/// different caps, or another kernel's code changes under it).
-fn file_wide(w: FileWide<'_>) -> Result<String, String> {
-    let short = |s: &str| crate::names::short_name(&crate::names::demangle(s)).to_string();
-    let r = build::file_wide(w.decided)?.expect("a file-wide decision");
-    let others: Vec<(String, Transforms)> = w.decided.iter().filter(|(_, t)| t.maxrregcount.is_none()).cloned().collect();
-    // Every kernel of the PTX: those without the cap keep their own code, or it is not applied.
-    let undecided: Vec<String> = build::entry_names(&w.kept.ptx)
-        .into_iter()
-        .filter(|k| !w.decided.iter().any(|(s, t)| s == k && t.maxrregcount == Some(r)))
-        .collect();
-    let Some(cicc) = w.steps.cicc_writing(w.at, &w.line.input) else {
-        return Err(format!("nvcc's steps show no cicc run that writes {}", w.line.input));
+/// The PTX with each kernel of `c.wanted` given its entry at its R: nvcc's
+/// cicc step again with `-maxreg R` (its PTX in `c.dir`), once per R, the
+/// entries spliced. Err: why not (no cicc step, cicc failed, an entry that
+/// cannot be taken).
+fn capped(c: Capped<'_>) -> Result<String, String> {
+    let Some(cicc) = c.steps.cicc_writing(c.at, &c.line.input) else {
+        return Err(format!("nvcc's steps show no cicc run that writes {}", c.line.input));
     };
-    let scratch = w.dir.join(format!("maxrregcount-{r}-{}", w.at));
-    std::fs::create_dir_all(&scratch).map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
-    let ptx_r = scratch.join("file-wide.ptx");
-    let command = cicc_with_maxreg(&w.steps.commands[cicc], r, &w.line.input, &ptx_r, &scratch)
-        .ok_or_else(|| format!("cannot read nvcc's cicc step for {}", w.line.input))?;
-    let out = w.steps.run_script(&[command])?;
-    if !out.status.success() {
-        let said = String::from_utf8_lossy(&out.stderr);
-        return Err(format!("cicc -maxreg {r} failed ({}: {})", out.status, said.lines().next().unwrap_or_default().trim()));
-    }
-    let ptx = std::fs::read_to_string(&ptx_r).map_err(|e| format!("cannot read {}: {e}", ptx_r.display()))?;
-    let wide = w.kept.with_file_wide(ptx, r);
-    let edited = scratch.join(format!("file-wide.{}.ptx", w.arch.processor()));
-    std::fs::write(&edited, wide.edited(&others)?).map_err(|e| format!("cannot write {}: {e}", edited.display()))?;
-    if !undecided.is_empty() {
-        // Proven by the bytes: each such kernel's code with the cap and without it.
-        let (with, without) = (scratch.join("with.cubin"), scratch.join("without.cubin"));
-        let assemble = |k: &Kept, ptx: &Path, out: &Path| k.assemble_as_nvcc(w.arch, ptx, out, None).map_err(|e| e.to_string());
-        assemble(&wide, &edited, &with)?;
-        let plain_ptx = scratch.join("own.ptx");
-        std::fs::write(&plain_ptx, w.kept.edited(&others)?).map_err(|e| format!("cannot write {}: {e}", plain_ptx.display()))?;
-        assemble(w.kept, &plain_ptx, &without)?;
-        let (with, without) = (std::fs::read(&with).unwrap_or_default(), std::fs::read(&without).unwrap_or_default());
-        let changed: Vec<String> = undecided
-            .iter()
-            .filter(|k| cubin::kernel_code(&with, k).is_none_or(|c| Some(c) != cubin::kernel_code(&without, k)))
-            .map(|k| short(k))
-            .collect();
-        if !changed.is_empty() {
-            return Err(format!("-maxrregcount={r} changes the code of {}, which did not choose it", changed.join(", ")));
+    let mut ptxs = std::collections::BTreeMap::new();
+    for &(_, r) in c.wanted {
+        if ptxs.contains_key(&r) {
+            continue;
         }
+        let scratch = c.dir.join(format!("maxrregcount-{r}-{}", c.at));
+        std::fs::create_dir_all(&scratch).map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
+        let ptx_r = scratch.join("capped.ptx");
+        let command = cicc_with_maxreg(&c.steps.commands[cicc], r, &c.line.input, &ptx_r, &scratch)
+            .ok_or_else(|| format!("cannot read nvcc's cicc step for {}", c.line.input))?;
+        let out = c.steps.run_script(&[command])?;
+        if !out.status.success() {
+            let said = String::from_utf8_lossy(&out.stderr);
+            return Err(format!("cicc -maxreg {r} failed ({}: {})", out.status, said.lines().next().unwrap_or_default().trim()));
+        }
+        ptxs.insert(r, std::fs::read_to_string(&ptx_r).map_err(|e| format!("cannot read {}: {e}", ptx_r.display()))?);
     }
-    let quote = |a: &str| shlex::try_quote(a).map(|q| q.into_owned()).map_err(|e| format!("cannot quote {a}: {e}"));
-    let mut words = vec![quote(&w.line.tool)?];
-    for a in &wide.ptxas_args {
-        words.push(quote(a)?);
-    }
-    words.extend([quote(&edited.display().to_string())?, "-o".to_string(), quote(&w.line.output)?]);
-    Ok(words.join(" "))
+    splice::splice(c.ptx, c.wanted, &ptxs)
 }
 
 /// nvcc's cicc step (`command`, as `--dryrun` printed it) with `-maxreg R`

@@ -7,6 +7,7 @@ pub(crate) mod nvcc;
 pub mod nvidia;
 pub(crate) mod ptxas;
 pub(crate) mod sass;
+pub(crate) mod splice;
 pub(crate) mod usage;
 
 use std::ffi::OsString;

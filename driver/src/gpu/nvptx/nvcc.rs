@@ -27,13 +27,11 @@
 //! session builds the source as `regtune fix` rewrites it with nvcc, and
 //! edits that build's entries ([`split`]).
 //!
-//! nvcc's own `-maxrregcount=R` is another build: nvcc hands it to cicc
-//! (`-maxreg R`, which changes the PTX) and to ptxas (`-maxrregcount=R`),
-//! for every kernel of the file. Its code is not the `.maxnreg R` entry's
-//! (cuda-samples' `generatePaths<double>` on sm_90: 44 registers against 46
-//! at R = 64). Such a candidate ([`Transforms::maxrregcount`]) is nvcc's
-//! PTX of the file with `-maxrregcount=R` ([`keep_ptx`], once per R) and
-//! the ptxas line with it ([`with_maxrregcount`]).
+//! nvcc's own `-maxrregcount=R` is more than a `.maxnreg`: nvcc hands it
+//! to cicc too (`-maxreg R`, which changes the PTX), for every kernel of
+//! the file. For one kernel ([`Transforms::maxrregcount`]) it is that
+//! kernel's entry from nvcc's PTX of the file at R ([`keep_ptx`], once per
+//! R), spliced into the plain PTX (`splice.rs`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -332,12 +330,6 @@ impl Kept {
         Ok(())
     }
 
-    /// The same build with `-maxrregcount=R` on its ptxas line, its PTX
-    /// `ptx` (nvcc's PTX of the file with that flag, cicc's `-maxreg R`).
-    pub(crate) fn with_file_wide(&self, ptx: String, r: u32) -> Kept {
-        Kept { ptx, ptxas_args: with_maxrregcount(&self.ptxas_args, r), cubin: PathBuf::new(), report: String::new(), ..self.clone() }
-    }
-
     /// The PTX with each kernel's entry edited for its transforms.
     pub(crate) fn edited(&self, variant: &[(String, Transforms)]) -> Result<String, String> {
         let mut ptx = self.ptx.clone();
@@ -371,9 +363,8 @@ fn canonical_file_line(line: &str) -> String {
 }
 
 /// A variant's transforms as (what the kernel's PTX entry carries, what
-/// rewrites the source).
-/// The file-wide `-maxrregcount` ([`Transforms::maxrregcount`]) is
-/// neither: it is the whole file's build ([`file_wide`]).
+/// rewrites the source). nvcc's `-maxrregcount` ([`Transforms::maxrregcount`])
+/// is neither: the kernel's entry is another PTX's (`splice.rs`).
 pub(crate) fn split(t: &Transforms) -> (Transforms, Transforms) {
     let entry = Transforms {
         warps_per_sm: t.warps_per_sm,
@@ -385,26 +376,10 @@ pub(crate) fn split(t: &Transforms) -> (Transforms, Transforms) {
     (entry, rewrites)
 }
 
-/// The one `-maxrregcount=R` a variant's kernels build the file with
-/// (None: nvcc's own flags); an error names the kernels that ask for
-/// different ones (one build of the file cannot give both).
-pub(crate) fn file_wide(variant: &[(String, Transforms)]) -> Result<Option<u32>, String> {
-    let mut asked = variant.iter().filter_map(|(symbol, t)| Some((symbol, t.maxrregcount?)));
-    let Some((first, r)) = asked.next() else { return Ok(None) };
-    match asked.find(|(_, other)| *other != r) {
-        None => Ok(Some(r)),
-        Some((symbol, other)) => Err(format!(
-            "{} asks for -maxrregcount={r} and {} for -maxrregcount={other}: one build of the file takes one",
-            crate::names::short_name(&crate::names::demangle(first)),
-            crate::names::short_name(&crate::names::demangle(symbol))
-        )),
-    }
-}
-
-/// The file-wide candidate at the register cap of `warps` warps per SM:
-/// nvcc's `-maxrregcount` at the `.maxnreg` candidate's registers.
-pub(crate) fn file_wide_cap(warps: u32) -> Transforms {
-    Transforms::file_wide(nvidia::register_cap_for_warps(warps))
+/// The `-maxrregcount` candidate at the register cap of `warps` warps per
+/// SM: nvcc's flag at the `.maxnreg` candidate's registers.
+pub(crate) fn maxrregcount_at(warps: u32) -> Transforms {
+    Transforms::with_maxrregcount(nvidia::register_cap_for_warps(warps))
 }
 
 /// Whether `a` is nvcc's `-maxrregcount` flag, alone (`-maxrregcount`,
@@ -431,38 +406,6 @@ pub(crate) fn user_args_with_maxrregcount(user_args: &[String], r: u32) -> Vec<S
     out
 }
 
-/// A ptxas line's arguments with `-maxrregcount=R`: in place of the one
-/// there, else where nvcc puts it (after `-m64`, or after the arch).
-pub(crate) fn with_maxrregcount(ptxas_args: &[String], r: u32) -> Vec<String> {
-    let flag = format!("-maxrregcount={r}");
-    let mut out: Vec<String> = Vec::with_capacity(ptxas_args.len() + 1);
-    let mut args = ptxas_args.iter().peekable();
-    let mut placed = false;
-    while let Some(a) = args.next() {
-        match is_maxrregcount(a) {
-            Some(joined) => {
-                if !joined {
-                    args.next();
-                }
-                if !placed {
-                    out.push(flag.clone());
-                    placed = true;
-                }
-            }
-            None => out.push(a.clone()),
-        }
-    }
-    if !placed {
-        let at = out
-            .iter()
-            .position(|a| a == "-m64")
-            .or_else(|| out.iter().position(|a| a.starts_with("-arch=") || a.starts_with("--gpu-name=")))
-            .map_or(0, |i| i + 1);
-        out.insert(at, flag);
-    }
-    out
-}
-
 /// What a kernel's entry is given.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -476,7 +419,9 @@ impl Entry {
     /// PTX cannot carry.
     pub(crate) fn of(t: &Transforms) -> Result<Entry, String> {
         if let Some(r) = t.maxrregcount {
-            return Err(format!("-maxrregcount={r} is nvcc's flag for the whole file, which no PTX entry carries"));
+            return Err(format!(
+                "-maxrregcount={r} takes the kernel's entry from nvcc's PTX at that flag, which no edit of this one gives"
+            ));
         }
         let (_, rewrites) = split(t);
         if !rewrites.is_empty() {
@@ -628,32 +573,13 @@ mod tests {
     }
 
     #[test]
-    fn the_file_wide_cap_is_the_files_build_not_an_entry_edit() {
-        let wide = Transforms { maxrregcount: Some(64), ..Default::default() };
-        let (entry, rewrites) = split(&wide);
+    fn nvccs_maxrregcount_is_no_entry_edit_and_replaces_the_users_flag() {
+        let capped = Transforms { maxrregcount: Some(64), ..Default::default() };
+        let (entry, rewrites) = split(&capped);
         assert!(entry.is_empty() && rewrites.is_empty(), "{entry:?} {rewrites:?}");
-        assert!(Entry::of(&wide).unwrap_err().contains("-maxrregcount=64 is nvcc's flag for the whole file"));
-        assert_eq!(file_wide_cap(32), wide, "the .maxnreg step's registers");
-        let k = |s: &str, r: Option<u32>| (s.to_string(), Transforms { maxrregcount: r, warps_per_sm: Some(8), ..Default::default() });
-        assert_eq!(file_wide(&[k("_Z1av", None)]), Ok(None));
-        assert_eq!(file_wide(&[k("_Z1av", Some(64)), k("_Z1bv", None), k("_Z1cv", Some(64))]), Ok(Some(64)));
-        let e = file_wide(&[k("_Z1av", Some(64)), k("_Z1bv", Some(48))]).unwrap_err();
-        assert_eq!(e, "a asks for -maxrregcount=64 and b for -maxrregcount=48: one build of the file takes one");
-    }
-
-    #[test]
-    fn maxrregcount_goes_where_nvcc_puts_it_or_replaces_the_users() {
+        assert!(Entry::of(&capped).unwrap_err().contains("-maxrregcount=64 takes the kernel's entry from nvcc's PTX"));
+        assert_eq!(maxrregcount_at(32), capped, "the .maxnreg step's registers");
         let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            with_maxrregcount(&v(&["-arch=sm_90", "-m64", "--generate-line-info"]), 64),
-            ["-arch=sm_90", "-m64", "-maxrregcount=64", "--generate-line-info"]
-        );
-        assert_eq!(
-            with_maxrregcount(&v(&["-arch=sm_90", "-m64", "-maxrregcount=32", "-O3"]), 48),
-            ["-arch=sm_90", "-m64", "-maxrregcount=48", "-O3"]
-        );
-        assert_eq!(with_maxrregcount(&v(&["-arch", "sm_90", "--maxrregcount", "32"]), 48), ["-arch", "sm_90", "-maxrregcount=48"]);
-        assert_eq!(with_maxrregcount(&v(&["-arch=sm_90"]), 40), ["-arch=sm_90", "-maxrregcount=40"]);
         assert_eq!(
             user_args_with_maxrregcount(&v(&["-O3", "-maxrregcount", "32", "--maxrregcount=40", "-Iinc"]), 64),
             ["-O3", "-Iinc", "-maxrregcount=64"]
