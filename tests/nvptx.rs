@@ -660,8 +660,9 @@ fn nvcc_cubin(file: &Path, flags: &[&str]) -> Vec<u8> {
 /// `regtune tune --compiler nvcc`: the plain candidate is nvcc's own cubin
 /// byte for byte, a register cap's candidate is the cubin nvcc builds
 /// from the source with `__maxnreg__` (what `regtune fix` writes), with at
-/// most the cap's registers, and a file-wide cap's is the cubin of
-/// `nvcc -maxrregcount=R` (the hand sweep's build), byte for byte.
+/// most the cap's registers, and nvcc's `-maxrregcount=R` candidate gives
+/// the kernel the code of `nvcc -maxrregcount=R` (the hand sweep's build),
+/// byte for byte.
 #[test]
 fn nvcc_candidates_are_the_cubins_nvcc_builds() {
     let (dir, file) = lbm_copy();
@@ -686,7 +687,7 @@ fn nvcc_candidates_are_the_cubins_nvcc_builds() {
     // (12 and 16 warps) give another step's code (88 registers; only the
     // cap ptxas records it was asked for differs): kept once.
     assert!(caps.len() >= 9, "{caps:?}");
-    // nvcc's own -maxrregcount=R: the hand sweep's cubin, byte for byte,
+    // nvcc's own -maxrregcount=R: the hand sweep's code, byte for byte,
     // with at most R registers; kept where the kernel's code is not its
     // .maxnreg R cap's (ptxas 13.5: from R = 64 down, at the same
     // registers and spills).
@@ -704,7 +705,8 @@ fn nvcc_candidates_are_the_cubins_nvcc_builds() {
         let (_, _, kept) = kept.iter().find(|(_, t, _)| *t == transforms).unwrap();
         let flag = format!("-maxrregcount={r}");
         let sweep = nvcc_cubin(&file, &[&flags[..], &[flag.as_str()]].concat());
-        assert!(std::fs::read(kept).unwrap() == sweep, "the candidate is nvcc {flag}'s cubin");
+        let code = |cubin: &[u8]| regtune::gpu::nvptx::cubin::kernel_code(cubin, entry["symbol"].as_str().unwrap()).unwrap();
+        assert!(code(&std::fs::read(kept).unwrap()) == code(&sweep), "the candidate is nvcc {flag}'s code");
         assert!(c["usage"]["vgpr"].as_u64().unwrap() <= *r, "{c}");
     }
     // The cap of 32 warps, spelled in the source as `regtune fix` spells it.
