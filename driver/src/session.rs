@@ -102,9 +102,11 @@ type Capped = Vec<(String, u32)>;
 
 /// What an nvcc build is made of: the rewrites whose build it edits (none:
 /// nvcc's own), the kernels given their code at nvcc's `-maxrregcount`,
-/// the entry edits; and whether it is assembled exactly as nvcc's build
-/// (no `-v`).
-type NvccBuild = (PerKernel, Capped, PerKernel, bool);
+/// the entry edits; whether it is assembled exactly as nvcc's build (no
+/// `-v`); and the one kernel ptxas builds, where it builds one alone
+/// (`ptxas -e`: a kernel's candidates cost a ptxas run of that kernel, not
+/// of every kernel of the file).
+type NvccBuild = (PerKernel, Capped, PerKernel, bool, Option<String>);
 
 /// One nvcc build, made once (later askers wait for it): what it measured
 /// (nothing for a build as nvcc's) and its cubin.
@@ -432,16 +434,16 @@ impl<'a> Session<'a> {
 
     /// The nvcc build a variant's entries are edited on: nvcc's own, or,
     /// where the variant rewrites the source, that rewrite's (built once
-    /// per distinct set of rewrites); and the variant's entry edits. `alone`:
-    /// the variant's one kernel is measured alone (its cap's build is
-    /// shared, [`Session::capped_build`]).
+    /// per distinct set of rewrites); and the variant's entry edits.
+    /// `alone`: the one kernel built alone.
     fn nvcc_parts(
         &self,
         plain: &Arc<nvcc::Kept>,
         variant: &[(String, Transforms)],
-        alone: bool,
+        alone: Option<&str>,
         deadline: Option<Instant>,
     ) -> Result<(Arc<nvcc::Kept>, PerKernel, NvccBuild), SessionError> {
+        let alone = alone.map(str::to_string);
         let (mut rewrites, mut entries) = (Vec::new(), Vec::new());
         for (symbol, t) in variant {
             let (entry, rewrite) = nvcc::split(t);
@@ -462,10 +464,10 @@ impl<'a> Session<'a> {
                 let why = format!("-maxrregcount with rewrites of the source ({}) is not built", labels.join(" + "));
                 return Err(SessionError::Compile(CompileError::NotWithNvcc(why)));
             }
-            let (kept, capped) = self.capped_build(plain, capped, alone, deadline)?;
-            return Ok((kept, entries, (rewrites, capped, id_entries, false)));
+            let kept = self.capped_build(plain, &capped, deadline)?;
+            return Ok((kept, entries, (rewrites, capped, id_entries, false, alone)));
         }
-        let id = (rewrites.clone(), vec![], id_entries, false);
+        let id = (rewrites.clone(), vec![], id_entries, false, alone);
         if rewrites.is_empty() {
             return Ok((plain.clone(), entries, id));
         }
@@ -507,39 +509,21 @@ impl<'a> Session<'a> {
 
     /// The plain build with each kernel of `capped` given its code at
     /// nvcc's `-maxrregcount=R` (symbol, R): its entry from nvcc's PTX of
-    /// the file at R, spliced. A `candidate` (one kernel's cap alone) gives
-    /// every kernel the splice can its entry at R, so that the file's
-    /// kernels share one build per R: each kernel's code in it is its own
-    /// cap's. (The code object kept for `regtune measure` is the exact
-    /// splice, [`Session::save_code_object`]: what regtune-nvcc builds of
-    /// that decision alone.) The kernels spliced, sorted.
-    fn capped_build(
-        &self,
-        plain: &Arc<nvcc::Kept>,
-        mut capped: Capped,
-        candidate: bool,
-        deadline: Option<Instant>,
-    ) -> Result<(Arc<nvcc::Kept>, Capped), SessionError> {
-        let refused = |why: String| SessionError::Compile(CompileError::NotWithNvcc(why));
+    /// the file at R, spliced ([`splice::splice`]).
+    fn capped_build(&self, plain: &Arc<nvcc::Kept>, capped: &Capped, deadline: Option<Instant>) -> Result<Arc<nvcc::Kept>, SessionError> {
         let mut ptxs = std::collections::BTreeMap::new();
-        for &(_, r) in &capped {
+        for &(_, r) in capped {
             if let std::collections::btree_map::Entry::Vacant(v) = ptxs.entry(r) {
                 v.insert(self.capped_ptx(plain, r, deadline)?.to_string());
             }
         }
-        if let ([(symbol, r)], true) = (capped.as_slice(), candidate) {
-            let (symbol, r) = (symbol.clone(), *r);
-            let all = splice::spliceable(&plain.ptx, &ptxs[&r]).map_err(refused)?;
-            if !all.contains(&symbol) {
-                let why = format!("it calls device functions that nvcc's -maxrregcount={r} compiles differently");
-                self.note(format!("{}: no -maxrregcount={r} candidate: {why}", crate::names::short_name(&crate::names::demangle(&symbol))));
-                return Err(refused(why));
+        match splice::splice(&plain.ptx, capped, &ptxs) {
+            Ok(ptx) => Ok(Arc::new(nvcc::Kept { ptx, ..(**plain).clone() })),
+            Err(why) => {
+                self.note(why.clone());
+                Err(SessionError::Compile(CompileError::NotWithNvcc(why)))
             }
-            capped = all.into_iter().map(|k| (k, r)).collect();
         }
-        capped.sort();
-        let ptx = splice::splice(&plain.ptx, &capped, &ptxs).map_err(refused)?;
-        Ok((Arc::new(nvcc::Kept { ptx, ..(**plain).clone() }), capped))
     }
 
     /// nvcc's PTX of the file with `-maxrregcount=R` added to the user's
@@ -580,19 +564,22 @@ impl<'a> Session<'a> {
     }
 
     /// nvcc's PTX with `variant`'s entries edited, assembled into `out`;
-    /// ptxas's report.
-    /// With `as_built`, exactly as nvcc's build would (no report).
+    /// ptxas's report. `(as_built, alone)`: exactly as nvcc's build would
+    /// (no report); only that kernel (`ptxas -e`), whose code is what the
+    /// whole file's build gives it (ptxas builds each entry on its own).
     fn assemble_nvcc(
         &self,
         kept: &nvcc::Kept,
         variant: &[(String, Transforms)],
         out: &Path,
-        as_built: bool,
+        (as_built, alone): (bool, Option<&str>),
         deadline: Option<Instant>,
     ) -> Result<String, SessionError> {
         let ptx = kept.edited(variant).map_err(|e| SessionError::Compile(CompileError::NotWithNvcc(e)))?;
         let path = self.scratch_path("ptx");
         std::fs::write(&path, ptx).map_err(|e| SessionError::Io(format!("cannot write {}: {e}", path.display())))?;
+        let alone = alone.map(|symbol| kept.alone(symbol));
+        let kept = alone.as_ref().unwrap_or(kept);
         let report = match as_built {
             true => kept.assemble_as_nvcc(self.arch, &path, out, deadline).map(|()| String::new()),
             false => kept.assemble(self.arch, &path, out, deadline),
@@ -682,16 +669,15 @@ impl<'a> Session<'a> {
             return Ok(hit.clone());
         }
         if let Some(plain) = &self.nvcc {
-            let (kept, entries, id) = self.nvcc_parts(plain, &key.1, key.0.is_some(), deadline)?;
-            // The same PTX with the same edits is built once: the kernels of
-            // a file share its -maxrregcount builds (Session::capped_build).
+            let (kept, entries, id) = self.nvcc_parts(plain, &key.1, key.0.as_deref(), deadline)?;
+            // The same PTX with the same edits is built once.
             let slot = self.nvcc_slot(id);
             let mut slot = slot.lock().expect("nvcc build lock");
             let (measured, obj) = match slot.as_ref() {
                 Some(done) => done.clone(),
                 None => {
                     let obj = self.scratch_path("cubin");
-                    let report = self.assemble_nvcc(&kept, &entries, &obj, false, deadline)?;
+                    let report = self.assemble_nvcc(&kept, &entries, &obj, (false, key.0.as_deref()), deadline)?;
                     let measured = resources::object_file_with(&obj, self.arch, &report, &self.options)?;
                     *slot = Some((measured.clone(), obj.clone()));
                     (measured, obj)
@@ -819,15 +805,20 @@ impl<'a> Session<'a> {
     pub(crate) fn save_code_object(&self, variant: &[(String, Transforms)], dest: &Path) -> Result<(), SessionError> {
         let key: Vec<(String, Transforms)> = variant.iter().filter(|(_, t)| !t.is_empty()).cloned().collect();
         if let (Some(plain), false) = (&self.nvcc, key.is_empty()) {
-            // What nvcc's build makes of it: the search's cubins carry ptxas's -v in a note.
-            let (kept, entries, (rewrites, capped, edits, _)) = self.nvcc_parts(plain, &key, false, None)?;
-            let slot = self.nvcc_slot((rewrites, capped, edits, true));
+            // What nvcc's build makes of it: the search's cubins carry ptxas's
+            // -v in a note. One kernel's build holds that kernel alone.
+            let alone = match key.as_slice() {
+                [(symbol, _)] => Some(symbol.as_str()),
+                _ => None,
+            };
+            let (kept, entries, (rewrites, capped, edits, _, alone_id)) = self.nvcc_parts(plain, &key, alone, None)?;
+            let slot = self.nvcc_slot((rewrites, capped, edits, true, alone_id));
             let mut slot = slot.lock().expect("nvcc build lock");
             let built = match slot.as_ref() {
                 Some((_, built)) => built.clone(),
                 None => {
                     let built = self.scratch_path("built.cubin");
-                    self.assemble_nvcc(&kept, &entries, &built, true, None)?;
+                    self.assemble_nvcc(&kept, &entries, &built, (true, alone), None)?;
                     *slot = Some((vec![], built.clone()));
                     built
                 }
@@ -886,7 +877,7 @@ impl<'a> Session<'a> {
         if let Some(plain) = &self.nvcc {
             return match kind {
                 Listing::Asm => {
-                    let (kept, entries, _) = self.nvcc_parts(plain, variant, false, None)?;
+                    let (kept, entries, _) = self.nvcc_parts(plain, variant, None, None)?;
                     kept.edited(&entries).map_err(|e| SessionError::Compile(CompileError::NotWithNvcc(e)))
                 }
                 Listing::Ir => Err(SessionError::Io("nvcc's builds have no LLVM IR (cicc is not LLVM's optimizer)".into())),

@@ -20,15 +20,13 @@
 //! clang (its AST), run with the nvcc flags that mean the same to it
 //! ([`clang_args`]).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use object::{Object, ObjectSection};
 use regtune_decisions::{Transforms, Usage};
 
 use crate::gpu::compile::compile_failure;
-use crate::gpu::nvptx::{nvcc, nvidia, MAXNREG_MACRO};
+use crate::gpu::nvptx::{cubin, nvcc, nvidia, MAXNREG_MACRO};
 use crate::gpu::resources::{self, Measured};
 use crate::gpu::Arch;
 use crate::output::Failure;
@@ -197,7 +195,7 @@ impl AsMaxnreg {
         };
         format!(
             "written as __maxnreg__({cap}) ({chosen}nvcc's -maxrregcount={r} also gives cicc -maxreg {r}, which no source spelling \
-             carries: regtune-nvcc builds the candidate byte for byte)",
+             carries: regtune-nvcc builds the candidate's code)",
             r = self.r
         )
     }
@@ -229,7 +227,10 @@ pub(crate) enum Sameness {
     /// The unit's cubin is the candidate's, byte for byte.
     Cubin,
     /// The kernel's own sections (code, `.nv.info`, constants) are the
-    /// candidate's, byte for byte; the other kernels' decisions differ.
+    /// candidate's, byte for byte but the symbols they name (by index,
+    /// which differ where the candidate is the kernel built alone):
+    /// the other kernels' decisions differ, or the candidate holds the
+    /// kernel alone.
     Kernel,
     /// Only its registers, spills and occupancy are the candidate's: why.
     Usage(String),
@@ -240,7 +241,10 @@ impl Sameness {
     pub(crate) fn phrase(&self) -> String {
         match self {
             Sameness::Cubin => "nvcc's cubin is the measured candidate's, byte for byte".into(),
-            Sameness::Kernel => "the kernel's code in nvcc's cubin is the measured candidate's, byte for byte".into(),
+            Sameness::Kernel => {
+                "the kernel's code in nvcc's cubin is the measured candidate's (its sections byte for byte, the symbols they name by name)"
+                    .into()
+            }
             Sameness::Usage(why) => format!("registers, spills and occupancy are the measured candidate's ({why})"),
         }
     }
@@ -253,7 +257,7 @@ pub(crate) fn compare(cubin: &[u8], candidate: Option<&Path>, symbol: &str) -> S
     if cubin == theirs.as_slice() {
         return Sameness::Cubin;
     }
-    match (kernel_sections(cubin, symbol), kernel_sections(&theirs, symbol)) {
+    match (cubin::own_sections(cubin, symbol), cubin::own_sections(&theirs, symbol)) {
         (Some(ours), Some(candidate)) if !ours.is_empty() && ours == candidate => Sameness::Kernel,
         (Some(ours), Some(candidate)) => {
             let differ: Vec<&str> = ours
@@ -268,21 +272,6 @@ pub(crate) fn compare(cubin: &[u8], candidate: Option<&Path>, symbol: &str) -> S
         }
         _ => Sameness::Usage("a cubin cannot be read".into()),
     }
-}
-
-/// A kernel's own sections of a cubin (`.text.SYMBOL`, `.nv.info.SYMBOL`,
-/// `.nv.constant0.SYMBOL`, ...), by name.
-fn kernel_sections(cubin: &[u8], symbol: &str) -> Option<BTreeMap<String, Vec<u8>>> {
-    let file = object::File::parse(cubin).ok()?;
-    let suffix = format!(".{symbol}");
-    let mut out = BTreeMap::new();
-    for s in file.sections() {
-        let name = s.name().ok()?;
-        if name.ends_with(&suffix) {
-            out.insert(name.to_string(), s.uncompressed_data().ok()?.into_owned());
-        }
-    }
-    Some(out)
 }
 
 /// What nvcc's build of a patched unit gives.
@@ -450,7 +439,7 @@ mod tests {
         assert_eq!(
             f.spelled(),
             "written as __maxnreg__(128) (nvcc's -maxrregcount=128 also gives cicc -maxreg 128, which no source spelling carries: \
-             regtune-nvcc builds the candidate byte for byte)"
+             regtune-nvcc builds the candidate's code)"
         );
         let second = f.next("registers 110 where the candidate has 112").unwrap();
         assert_eq!(second.attribute(), "REGTUNE_MAXNREG(168)");

@@ -24,6 +24,10 @@ const EIATTR_FRAME_SIZE: u8 = 0x11;
 const EIATTR_REGCOUNT: u8 = 0x2f;
 /// The register cap the kernel was built under (`.maxnreg`, `-maxrregcount`).
 const EIATTR_MAXREG_COUNT: u8 = 0x1b;
+/// The kernel's parameter bank: [its `.nv.constant0` section's symbol index, offset and size].
+const EIATTR_PARAM_CBANK: u8 = 0x0a;
+/// The external functions it calls (`vprintf`, ...): their symbol indices.
+const EIATTR_EXTERNS: u8 = 0x0f;
 /// Record formats: no value, byte, half-word, sized payload.
 const EIFMT_NVAL: u8 = 0x01;
 const EIFMT_SVAL: u8 = 0x04;
@@ -122,29 +126,90 @@ pub fn read(bytes: &[u8]) -> Result<Vec<CubinKernel>, CubinError> {
 /// cap it was built under (`EIATTR_MAXREG_COUNT`: `.maxnreg 255` and
 /// `.maxnreg 168` that give the same code differ only there, as do the
 /// kernels of a file built with `-maxrregcount=64` whose code the cap does
-/// not change), its registers and stack frame (the module's `.nv.info`),
-/// and the code of the functions that are no kernel (what it may call);
-/// not the other kernels, nor ptxas's options (`.note.nv.tkinfo`). None:
-/// not a cubin, or it has no such kernel.
+/// not change), the symbols they name by name rather than by index
+/// (`EIATTR_PARAM_CBANK`, `EIATTR_EXTERNS`: a cubin of the kernel alone,
+/// `ptxas -e`, numbers its symbols otherwise), its registers and stack
+/// frame (the module's `.nv.info`), and the code of the functions that are
+/// no kernel (what it may call); not the other kernels, nor ptxas's
+/// options (`.note.nv.tkinfo`). None: not a cubin, or it has no such kernel.
 pub fn kernel_code(bytes: &[u8], symbol: &str) -> Option<Vec<u8>> {
     let kernels = read(bytes).ok()?;
     let own = kernels.iter().find(|k| k.name == symbol)?;
+    let mut out = format!("{} registers, {} bytes of frame\n", own.registers, own.stack_frame_bytes).into_bytes();
+    let info = format!(".nv.info.{symbol}");
+    let sections = sections_named(bytes, |name| {
+        name == info || name.strip_prefix(".text.").is_some_and(|f| f == symbol || !kernels.iter().any(|k| k.name == f))
+    })?;
+    for (name, data) in sections {
+        let data = if name == info { without_attribute(&data, EIATTR_MAXREG_COUNT) } else { data };
+        out.extend(format!("{name} {}\n", data.len()).bytes());
+        out.extend(data);
+    }
+    Some(out)
+}
+
+/// A kernel's own sections (`.text.SYMBOL`, `.nv.info.SYMBOL`,
+/// `.nv.constant0.SYMBOL`, ...) by name, its `.nv.info` naming symbols by
+/// name as [`kernel_code`] does.
+pub(crate) fn own_sections(bytes: &[u8], symbol: &str) -> Option<std::collections::BTreeMap<String, Vec<u8>>> {
+    let suffix = format!(".{symbol}");
+    Some(sections_named(bytes, |name| name.ends_with(&suffix))?.into_iter().collect())
+}
+
+/// The sections whose names `wanted` takes, in the file's order, each
+/// `.nv.info.*` with the symbols its records name by index written by
+/// name ([`by_name`]); None: not a cubin.
+fn sections_named(bytes: &[u8], wanted: impl Fn(&str) -> bool) -> Option<Vec<(String, Vec<u8>)>> {
     let header = elf::FileHeader64::<LE>::parse(bytes).ok()?;
     let endian = header.endian().ok()?;
     let sections = header.sections(endian, bytes).ok()?;
-    let mut out = format!("{} registers, {} bytes of frame\n", own.registers, own.stack_frame_bytes).into_bytes();
+    let symbols = sections.symbols(endian, bytes, elf::SHT_SYMTAB).ok()?;
+    let symbol_name = |index: u32| -> Option<Vec<u8>> {
+        let sym = symbols.symbol(object::SymbolIndex(index as usize)).ok()?;
+        Some(sym.name(endian, symbols.strings()).ok()?.to_vec())
+    };
+    let mut out = Vec::new();
     for section in sections.iter() {
         let name = String::from_utf8_lossy(sections.section_name(endian, section).ok()?).into_owned();
-        let data = section.data(endian, bytes).ok()?;
-        if name.strip_prefix(".nv.info.") == Some(symbol) {
-            let kept = without_attribute(data, EIATTR_MAXREG_COUNT);
-            out.extend(format!("{name} {}\n", kept.len()).bytes());
-            out.extend(kept);
-        } else if name.strip_prefix(".text.").is_some_and(|f| f == symbol || !kernels.iter().any(|k| k.name == f)) {
-            out.extend(format!("{name} {}\n", data.len()).bytes());
-            out.extend_from_slice(data);
+        if !wanted(&name) {
+            continue;
         }
+        let data = section.data(endian, bytes).ok()?;
+        let data = if name.starts_with(".nv.info.") { by_name(data, &symbol_name)? } else { data.to_vec() };
+        out.push((name, data));
     }
+    Some(out)
+}
+
+/// An `.nv.info` section's records with the symbol indices of
+/// `EIATTR_PARAM_CBANK` (its first word) and `EIATTR_EXTERNS` (every word)
+/// written as the symbols' names; None where one names no symbol.
+fn by_name(data: &[u8], name: &dyn Fn(u32) -> Option<Vec<u8>>) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(data.len());
+    let mut p = 0;
+    while p + 2 <= data.len() {
+        let (format, attr) = (data[p], data[p + 1]);
+        let len = match format {
+            EIFMT_NVAL => 2,
+            EIFMT_SVAL => 4 + data.get(p + 2..p + 4).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]) as usize),
+            _ => 4,
+        };
+        let record = &data[p..(p + len).min(data.len())];
+        let named = match (format, attr) {
+            (EIFMT_SVAL, EIATTR_PARAM_CBANK) => 1,
+            (EIFMT_SVAL, EIATTR_EXTERNS) => (record.len() - 4) / 4,
+            _ => 0,
+        };
+        out.extend_from_slice(&record[..4.min(record.len())]);
+        for i in 0..named {
+            let at = 4 + 4 * i;
+            out.extend(name(u32::from_le_bytes(record.get(at..at + 4)?.try_into().ok()?))?);
+            out.push(0);
+        }
+        out.extend_from_slice(record.get(4 + 4 * named..).unwrap_or_default());
+        p += len;
+    }
+    out.extend_from_slice(&data[p.min(data.len())..]);
     Some(out)
 }
 

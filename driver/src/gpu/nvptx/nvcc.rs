@@ -330,6 +330,19 @@ impl Kept {
         Ok(())
     }
 
+    /// The same ptxas line building `symbol` alone (`-e`, ptxas's own
+    /// choice of entries): the kernel's code as the whole file's build
+    /// gives it, for a ptxas run of one kernel. A PTX of that one kernel
+    /// is built as it is (ptxas records its options in the cubin).
+    pub(crate) fn alone(&self, symbol: &str) -> Kept {
+        if entry_names(&self.ptx) == [symbol] {
+            return self.clone();
+        }
+        let mut ptxas_args = self.ptxas_args.clone();
+        ptxas_args.extend(["-e".to_string(), symbol.to_string()]);
+        Kept { ptxas_args, ..self.clone() }
+    }
+
     /// The PTX with each kernel's entry edited for its transforms.
     pub(crate) fn edited(&self, variant: &[(String, Transforms)]) -> Result<String, String> {
         let mut ptx = self.ptx.clone();

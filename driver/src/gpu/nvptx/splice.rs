@@ -213,10 +213,11 @@ pub(crate) fn splice(plain: &str, kernels: &[(String, u32)], capped: &BTreeMap<u
     let mut ptx = plain.to_string();
     for (symbol, r) in kernels {
         let from = capped.get(r).ok_or_else(|| format!("no PTX at -maxrregcount={r}"))?;
-        let can = spliceable(&ptx, from).map_err(|why| format!("{symbol} at -maxrregcount={r}: {why}"))?;
+        let name = crate::names::short_name(&crate::names::demangle(symbol)).to_string();
+        let can = spliceable(&ptx, from).map_err(|why| format!("{name}: no -maxrregcount={r} candidate: {why}"))?;
         if !can.contains(symbol) {
             return Err(format!(
-                "{symbol} at -maxrregcount={r}: it calls device functions that nvcc's -maxrregcount compiles differently, or no such kernel"
+                "{name}: no -maxrregcount={r} candidate: it calls device functions that nvcc's -maxrregcount compiles differently"
             ));
         }
         ptx = splice_one(&ptx, from, symbol, *r);
@@ -368,7 +369,7 @@ mod tests {
         let capped = PLAIN.replace("{\n\tret;\n\n}\n\t// .globl\t_Z1kPf", "{\n\tmov.u32 %r1, 0;\n\tret;\n\n}\n\t// .globl\t_Z1kPf");
         assert_eq!(spliceable(PLAIN, &capped).unwrap(), ["_Z1kPf"], "_Z1jv calls _Z1fi");
         let e = splice(PLAIN, &[("_Z1jv".into(), 48)], &BTreeMap::from([(48, capped)])).unwrap_err();
-        assert!(e.starts_with("_Z1jv at -maxrregcount=48: it calls device functions"), "{e}");
+        assert!(e.starts_with("j: no -maxrregcount=48 candidate: it calls device functions"), "{e}");
         let globals = PLAIN.replace("table[8]", "table[16]");
         assert!(spliceable(PLAIN, &globals).unwrap_err().contains("outside its functions"));
         let debug = PLAIN.replace("\t.section\t.debug_str", "\t.section\t.debug_info\n\t{\n\t}\n\t.section\t.debug_str");
