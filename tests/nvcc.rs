@@ -630,6 +630,39 @@ fn each_kernels_candidates_are_that_kernel_alone_and_a_maxrregcount_one_its_code
     assert!(code(&alone, LBM) == code(&whole, LBM) && code(&whole, LBM) != code(&plain, LBM));
 }
 
+#[test]
+fn a_kernel_that_calls_printf_is_built_with_the_whole_file() {
+    // vprintf's address sits where the file's layout puts it: ptxas's build
+    // of the LBM kernel alone gives it other bytes, so its candidates are
+    // builds of the whole file; the other kernels' are built alone.
+    let dir = three_kernels();
+    let name = "three.cu";
+    let source = std::fs::read_to_string(dir.path().join(name)).unwrap();
+    let at = "    if (flags[cell] != FLUID)\n        return;\n";
+    assert!(source.contains(at));
+    std::fs::write(
+        dir.path().join(name),
+        source.replacen(at, &format!("{at}    if (cell == -7)\n        printf(\"cell %d\\n\", cell);\n"), 1),
+    )
+    .unwrap();
+    let out = regtune(dir.path())
+        .env("REGTUNE_EVIDENCE", evidence_none())
+        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--time-budget", "600", "--db", DB, name, "--"])
+        .args(NVCC_FLAGS)
+        .output()
+        .unwrap();
+    ok(&out, "regtune tune --compiler nvcc");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(DB)).unwrap()).unwrap();
+    let entry = |symbol: &str| doc["kernels"].as_object().unwrap().values().find(|e| e["symbol"] == symbol).unwrap().clone();
+    let kernels_in = |e: &Value| -> Vec<usize> {
+        let held = |c: &Value| regtune::gpu::nvptx::cubin::read(&kept_cubin(dir.path(), e, &c["transforms"])).unwrap().len();
+        e["candidates"].as_array().into_iter().flatten().map(held).collect()
+    };
+    let (lbm, mix) = (kernels_in(&entry(LBM)), kernels_in(&entry(MIX)));
+    assert!(!lbm.is_empty() && lbm.iter().all(|&n| n == 3), "{lbm:?}");
+    assert!(!mix.is_empty() && mix.iter().all(|&n| n == 1), "{mix:?}");
+}
+
 /// The kernel template of tests/fixtures (three instantiations) and its symbols.
 const TEMPLATE: &str = "template_caps.cu";
 const DOUBLE6: &str = "_Z6smoothIdLm6EEvPKT_PS0_i";

@@ -9,7 +9,8 @@ own timings beside the replay's speedups.
 With --compiler nvcc (the corpus bench/nvcc/corpus.py built): each CUDA
 file through `regtune cc -- nvcc ...` with the measured db (REGTUNE_DB),
 linked by nvcc; then each changed kernel's code in the rebuilt object
-(.text and .nv.info of the cubin nvcc embedded) is checked against the
+(.text and .nv.info, its symbols by name, of the cubin nvcc embedded:
+bench/cubin.py's kernel_code) is checked against the
 candidate measure kept, and the count printed ("delivered").
 
     python3 bench/search/rebuild.py MEASURED_DIR [--db-name default] [--plugin target/release/libregtune_passes.so]
@@ -40,7 +41,7 @@ OUT = os.path.join(HERE, "build", "rebuilt")
 sys.path.insert(0, os.path.join(REPO, "bench", "runtime"))
 from build import cuda_root  # noqa: E402
 sys.path.insert(0, os.path.join(REPO, "bench"))
-from cubin import sections as cubin_sections  # noqa: E402
+from cubin import kernel_code, sections as cubin_sections  # noqa: E402
 
 
 def changed(db):
@@ -77,13 +78,6 @@ def cubins(blob):
             out.append(blob[at:end])
         at = blob.find(b"\x7fELF\x02", at + 4)
     return out
-
-
-def kernel_code(cubin, symbol):
-    """.text.<symbol> + .nv.info.<symbol> (runtime/src/code.rs's rule)."""
-    parts = {name: body for name, _, _, body in cubin_sections(cubin)}
-    want = [f".text.{symbol}", f".nv.info.{symbol}"]
-    return b"".join(parts[w] for w in want) if all(w in parts for w in want) else None
 
 
 def code_hash(data):

@@ -178,6 +178,9 @@ pub struct Session<'a> {
     /// clang's plain PTX of each NVPTX kernel built alone: its register
     /// caps are this PTX with the entry's `.maxnreg` edited.
     kernel_ptx: Mutex<HashMap<String, PtxSlot>>,
+    /// nvcc's builds: whether ptxas's build of each kernel alone gives it
+    /// the code nvcc's build of the whole file does ([`Session::builds_alone`]).
+    alone_same: Mutex<HashMap<String, bool>>,
 }
 
 /// What rewrites of the source nvcc's builds could not be given.
@@ -269,6 +272,7 @@ impl<'a> Session<'a> {
             capped_ptx: Mutex::new(HashMap::new()),
             nvcc_built: Mutex::new(HashMap::new()),
             kernel_ptx: Mutex::new(HashMap::new()),
+            alone_same: Mutex::new(HashMap::new()),
         };
         let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
         let locations = crate::gpu::of(arch).locations(source, &temps.stderr, &symbols);
@@ -314,6 +318,7 @@ impl<'a> Session<'a> {
             capped_ptx: Mutex::new(HashMap::new()),
             nvcc_built: Mutex::new(HashMap::new()),
             kernel_ptx: Mutex::new(HashMap::new()),
+            alone_same: Mutex::new(HashMap::new()),
         };
         Ok((session, plain.measured, plain.locations))
     }
@@ -360,6 +365,7 @@ impl<'a> Session<'a> {
             capped_ptx: Mutex::new(HashMap::new()),
             nvcc_built: Mutex::new(HashMap::new()),
             kernel_ptx: Mutex::new(HashMap::new()),
+            alone_same: Mutex::new(HashMap::new()),
         };
         let symbols: Vec<String> = baseline.iter().map(|m| m.symbol.clone()).collect();
         let locations = crate::gpu::of(arch).locations(source, "", &symbols);
@@ -563,6 +569,26 @@ impl<'a> Session<'a> {
         self.nvcc_built.lock().expect("nvcc builds lock").entry(id).or_default().clone()
     }
 
+    /// Whether `symbol`'s candidates are built alone (`ptxas -e`): where
+    /// ptxas's build of the kernel alone gives it the code nvcc's build of
+    /// the whole file does. Most kernels' code does not depend on the
+    /// others'; one that calls `vprintf` reaches it through an address
+    /// the file's layout places (bytes of its code differ), and is built
+    /// with the whole file. Checked once per kernel, on plain's PTX.
+    fn builds_alone(&self, plain: &nvcc::Kept, symbol: &str) -> bool {
+        if let Some(&same) = self.alone_same.lock().expect("alone lock").get(symbol) {
+            return same;
+        }
+        let out = self.scratch_path("alone.cubin");
+        let same = self.assemble_nvcc(plain, &[], &out, (true, Some(symbol)), None).is_ok() && {
+            let code = |path: &Path| std::fs::read(path).ok().and_then(|b| crate::gpu::nvptx::cubin::kernel_code(&b, symbol));
+            code(&out).is_some() && code(&out) == code(&self.plain_object)
+        };
+        let _ = std::fs::remove_file(&out);
+        self.alone_same.lock().expect("alone lock").insert(symbol.to_string(), same);
+        same
+    }
+
     /// nvcc's PTX with `variant`'s entries edited, assembled into `out`;
     /// ptxas's report. `(as_built, alone)`: exactly as nvcc's build would
     /// (no report); only that kernel (`ptxas -e`), whose code is what the
@@ -669,7 +695,8 @@ impl<'a> Session<'a> {
             return Ok(hit.clone());
         }
         if let Some(plain) = &self.nvcc {
-            let (kept, entries, id) = self.nvcc_parts(plain, &key.1, key.0.as_deref(), deadline)?;
+            let alone = key.0.as_deref().filter(|symbol| self.builds_alone(plain, symbol));
+            let (kept, entries, id) = self.nvcc_parts(plain, &key.1, alone, deadline)?;
             // The same PTX with the same edits is built once.
             let slot = self.nvcc_slot(id);
             let mut slot = slot.lock().expect("nvcc build lock");
@@ -677,7 +704,7 @@ impl<'a> Session<'a> {
                 Some(done) => done.clone(),
                 None => {
                     let obj = self.scratch_path("cubin");
-                    let report = self.assemble_nvcc(&kept, &entries, &obj, (false, key.0.as_deref()), deadline)?;
+                    let report = self.assemble_nvcc(&kept, &entries, &obj, (false, alone), deadline)?;
                     let measured = resources::object_file_with(&obj, self.arch, &report, &self.options)?;
                     *slot = Some((measured.clone(), obj.clone()));
                     (measured, obj)
@@ -808,7 +835,7 @@ impl<'a> Session<'a> {
             // What nvcc's build makes of it: the search's cubins carry ptxas's
             // -v in a note. One kernel's build holds that kernel alone.
             let alone = match key.as_slice() {
-                [(symbol, _)] => Some(symbol.as_str()),
+                [(symbol, _)] => Some(symbol.as_str()).filter(|symbol| self.builds_alone(plain, symbol)),
                 _ => None,
             };
             let (kept, entries, (rewrites, capped, edits, _, alone_id)) = self.nvcc_parts(plain, &key, alone, None)?;
