@@ -60,14 +60,22 @@ impl<'a> Module<'a> {
             let trimmed = line.trim_start();
             if let Some((name, entry)) = function_head(line) {
                 let start = i;
-                // A declaration ends at its `;`; a definition at the `}` that closes its body.
-                let mut body = false;
+                // A declaration ends at its `;`; a definition at the `}` that
+                // closes its body (inline assembly opens scopes of its own,
+                // closed in column 0 too, and operands hold `{%r1, %r2}`).
+                let (mut body, mut depth) = (false, 0i64);
                 while i < lines.len() {
-                    let l = lines[i].trim();
-                    if !body && l == "{" {
+                    let code = lines[i].split("//").next().unwrap_or_default();
+                    if !body && code.trim() == "{" {
                         body = true;
-                    } else if body && lines[i].starts_with('}') || !body && l.ends_with(';') {
+                    } else if !body && code.trim().ends_with(';') {
                         break;
+                    }
+                    if body {
+                        depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+                        if depth <= 0 {
+                            break;
+                        }
                     }
                     i += 1;
                 }
@@ -374,6 +382,16 @@ mod tests {
         assert!(spliceable(PLAIN, &globals).unwrap_err().contains("outside its functions"));
         let debug = PLAIN.replace("\t.section\t.debug_str", "\t.section\t.debug_info\n\t{\n\t}\n\t.section\t.debug_str");
         assert!(spliceable(PLAIN, &debug).unwrap_err().contains("-G"));
+    }
+
+    #[test]
+    fn a_body_ends_where_its_braces_balance_not_at_an_inline_asm_scope() {
+        // CUB's inline assembly closes its scope in column 0.
+        let asm = PLAIN.replace("\tmul.wide.u32 %rd1, %r1, 8;", "\t{\n    .reg .pred p;\n    mov.b64 {%r1, %r2}, %rd1;\n}\n\tmul.wide.u32 %rd1, %r1, 8;");
+        let m = Module::read(&asm);
+        let k = m.function("_Z1kPf").unwrap();
+        assert!(m.text(k).last().unwrap().starts_with('}') && m.text(k).iter().any(|l| l.contains("mul.wide")), "{:?}", m.text(k));
+        assert_eq!(spliceable(&asm, &asm).unwrap(), ["_Z1kPf", "_Z1jv"]);
     }
 
     #[test]
