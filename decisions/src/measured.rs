@@ -338,12 +338,15 @@ impl Measured {
 
     /// The build to use among `allowed` (what the user allows: the decision
     /// and confirmed suggestions): of those measured identical and faster
-    /// than plain beyond the noise, the one with the fewest transforms
-    /// within the least gain of the fastest (builds that close swap places
-    /// from run to run; the simpler one is the steadier choice), else plain.
+    /// than plain beyond the noise, within the least gain of the fastest
+    /// (builds that close swap places from run to run), one a source patch
+    /// can spell (not nvcc's `-maxrregcount`, which `regtune-nvcc` alone
+    /// builds for one kernel) with the fewest transforms (the simpler one
+    /// is the steadier choice), else plain.
     /// None when none of `allowed` was measured (the measurement predates
     /// them).
     pub fn choose<'a>(&self, allowed: impl IntoIterator<Item = &'a Transforms>) -> Option<Transforms> {
+        let simplest = |t: &Transforms| (t.maxrregcount.is_some(), t.labels().len());
         let measured: Vec<&Candidate> = allowed.into_iter().filter_map(|t| self.candidate(t)).collect();
         if measured.is_empty() {
             return None;
@@ -355,7 +358,7 @@ impl Measured {
             .into_iter()
             .filter(|(_, s)| s * (1.0 + self.least_gain()) >= fastest)
             // The first of equals, in the candidates' order.
-            .min_by(|(a, sa), (b, sb)| a.transforms.labels().len().cmp(&b.transforms.labels().len()).then(sb.total_cmp(sa)));
+            .min_by(|(a, sa), (b, sb)| simplest(&a.transforms).cmp(&simplest(&b.transforms)).then(sb.total_cmp(sa)));
         let best = best.map(|(c, _)| c.transforms.clone()).unwrap_or_default();
         // The program's own launches have the last word on the choice they timed.
         Some(if self.program_rejects(&best) { Transforms::default() } else { best })
@@ -560,6 +563,26 @@ mod tests {
         // More than MIN_GAIN apart, the faster one wins however many transforms it has.
         m.candidates[1].paired = Some(Paired { lower: 0.68, median: 1.0 / 1.45, upper: 0.70, rounds: 0 });
         assert_eq!(m.choose([&both, &sink, &cap]), Some(both));
+    }
+
+    #[test]
+    fn within_min_gain_of_the_fastest_a_build_a_source_spells_wins_over_nvccs_maxrregcount() {
+        // dmmaTensorCoreGemm's compute_dgemm_async_copy on an H200 (nvcc):
+        // -maxrregcount=80 1.019x, warps-per-sm=24 1.016x.
+        let wide = Transforms::with_maxrregcount(80);
+        let cap = Transforms { warps_per_sm: Some(24), ..Default::default() };
+        let mut m = measured(vec![
+            cand(t(None, false), 1.0, 0.001, true),
+            cand(wide.clone(), 0.9814, 0.001, true),
+            cand(cap.clone(), 0.9843, 0.001, true),
+        ]);
+        m.candidates[1].paired = Some(Paired { lower: 0.979, median: 1.0 / 1.019, upper: 0.982, rounds: 0 });
+        m.candidates[2].paired = Some(Paired { lower: 0.983, median: 1.0 / 1.016, upper: 0.985, rounds: 0 });
+        assert_eq!(m.choose([&wide, &cap]), Some(cap.clone()));
+        // Beyond the least gain (miniBUDE's fasten_main<4>: 1.076x against 1.057x), the faster.
+        m.candidates[1].paired = Some(Paired { lower: 0.929, median: 1.0 / 1.076, upper: 0.930, rounds: 0 });
+        m.candidates[2].paired = Some(Paired { lower: 0.945, median: 1.0 / 1.057, upper: 0.946, rounds: 0 });
+        assert_eq!(m.choose([&wide, &cap]), Some(wide));
     }
 
     #[test]

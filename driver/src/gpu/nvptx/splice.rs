@@ -387,7 +387,10 @@ mod tests {
     #[test]
     fn a_body_ends_where_its_braces_balance_not_at_an_inline_asm_scope() {
         // CUB's inline assembly closes its scope in column 0.
-        let asm = PLAIN.replace("\tmul.wide.u32 %rd1, %r1, 8;", "\t{\n    .reg .pred p;\n    mov.b64 {%r1, %r2}, %rd1;\n}\n\tmul.wide.u32 %rd1, %r1, 8;");
+        let asm = PLAIN.replace(
+            "\tmul.wide.u32 %rd1, %r1, 8;",
+            "\t{\n    .reg .pred p;\n    mov.b64 {%r1, %r2}, %rd1;\n}\n\tmul.wide.u32 %rd1, %r1, 8;",
+        );
         let m = Module::read(&asm);
         let k = m.function("_Z1kPf").unwrap();
         assert!(m.text(k).last().unwrap().starts_with('}') && m.text(k).iter().any(|l| l.contains("mul.wide")), "{:?}", m.text(k));
