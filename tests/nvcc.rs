@@ -20,7 +20,8 @@
 //! hand, `regtune fix --compiler nvcc` writes its patch, the patch applied
 //! with `git apply` and built by nvcc with a command built here (not by
 //! regtune) gives the candidate's cubin byte for byte, and the usage the db
-//! holds for it. A rewrite fix cannot write for the kernel (an unroll
+//! holds for it; `regtune-nvcc` builds the same cubin from the unpatched
+//! source. A rewrite fix cannot write for the kernel (an unroll
 //! pragma a macro spells) is not built: tune goes on, says why, and keeps
 //! no such candidate.
 //!
@@ -305,6 +306,10 @@ fn patched_build_is_the_candidate(dir: &Path, name: &str, c: &Value) -> String {
     assert!(built == candidate_cubin(dir, &entry), "nvcc's build of the patched file is the candidate tune measured, byte for byte");
     assert!(nvcc_cubin(dir, name) != built, "the original builds to another cubin");
     assert_eq!(numbers(&nvcc_usage(copy.path(), name)), numbers(&c["usage"]), "the db's usage for the candidate is its build's: {c}");
+    // regtune-nvcc builds the same rewrite from the unpatched source.
+    let said = wrapper(dir, &["-cubin", "-o", "wrapped.cubin", name]);
+    assert!(!said.contains("warning"), "{said}");
+    assert!(std::fs::read(dir.join("wrapped.cubin")).unwrap() == built, "regtune-nvcc builds the candidate, byte for byte: {said}");
     patch
 }
 

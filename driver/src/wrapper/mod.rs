@@ -193,17 +193,11 @@ fn run_nvcc(compiler: &Path, args: &[OsString], db: &Path, mode: Result<Mode, St
     };
     match nvcc::build(compiler, &strings, db) {
         Ok(nvcc::Built::Plain) => exit(plain()),
-        Ok(nvcc::Built::Edited { stdout, stderr, applied, left_plain, warnings }) => {
+        Ok(nvcc::Built::Edited { stdout, stderr, applied, warnings }) => {
             let _ = std::io::stdout().write_all(&stdout);
             let _ = std::io::stderr().write_all(&stderr);
             for w in &warnings {
                 eprintln!("regtune: warning: {w}");
-            }
-            if !left_plain.is_empty() {
-                eprintln!(
-                    "regtune: warning: built plain where the decision rewrites the source ({}); `regtune fix --compiler nvcc` writes it",
-                    left_plain.join("; ")
-                );
             }
             if verbose() {
                 for a in &applied {

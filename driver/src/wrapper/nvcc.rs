@@ -19,8 +19,12 @@
 //! file of the wrapper's own: nvcc's files stay as they were), once per R,
 //! and the kernels that chose R take their entries from it
 //! (`gpu/nvptx/splice.rs`); the other kernels keep theirs, and ptxas's line
-//! is nvcc's. Where an entry cannot be taken from it (tune found it could),
-//! that kernel is built plain, said in one warning line.
+//! is nvcc's. A kernel whose decision rewrites the source (sink, pow2, an
+//! unroll cap, noalias) takes its entry, in the same way, from nvcc's PTX
+//! of the source as `regtune fix` writes those rewrites (the build tune
+//! measured: `fix/spell.rs`), its entry edits on top. Where an entry cannot
+//! be taken (tune found it could), that kernel is built plain, said in one
+//! warning line.
 //!
 //! Never breaking a build: the steps' output is held until they all
 //! succeed; anything regtune cannot do (a db it cannot read, a step that
@@ -34,9 +38,11 @@ use std::process::Command;
 
 use regtune_decisions::{Db, Entry, Transforms};
 
+use crate::fix::spell::Speller;
 use crate::gpu::nvptx::nvcc::{self as build, Kept};
 use crate::gpu::nvptx::splice;
 use crate::gpu::Arch;
+use crate::session::Rewriter;
 use crate::toolchain::nvcc::Nvcc;
 
 /// Whether `compiler` is nvcc (by its name).
@@ -49,9 +55,9 @@ pub(crate) enum Built {
     /// Nothing to apply: build with nvcc untouched.
     Plain,
     /// nvcc's steps ran with these kernels' entries edited, and succeeded;
-    /// what they printed; the decisions left plain (they rewrite the
-    /// source); why a `-maxrregcount` was not applied (one line per PTX).
-    Edited { stdout: Vec<u8>, stderr: Vec<u8>, applied: Vec<String>, left_plain: Vec<String>, warnings: Vec<String> },
+    /// what they printed; the decisions applied; why any was not (a line
+    /// each: the kernel built plain).
+    Edited { stdout: Vec<u8>, stderr: Vec<u8>, applied: Vec<String>, warnings: Vec<String> },
 }
 
 /// Build `args` (nvcc's arguments) with the decisions of `db`; Err: why
@@ -86,7 +92,7 @@ pub(crate) fn build(nvcc: &Path, args: &[String], db: &Path) -> Result<Built, St
     if steps.ptxas.is_empty() {
         return Ok(Built::Plain);
     }
-    let (mut applied, mut left_plain, mut warnings, mut stdout, mut stderr) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut applied, mut warnings, mut stdout, mut stderr) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut done = 0;
     let ends: Vec<(usize, Option<build::PtxasLine>)> =
         steps.ptxas.iter().map(|(at, line)| (*at, Some(line.clone()))).chain([(steps.commands.len(), None)]).collect();
@@ -103,13 +109,13 @@ pub(crate) fn build(nvcc: &Path, args: &[String], db: &Path) -> Result<Built, St
         }
         done = at;
         if let Some(line) = line {
-            let got = edit(&nvcc, &db, &steps, at, &line, dir.path())?;
+            let unit = Unit { nvcc: &nvcc, db: &db, args, keep_dir: dir.path() };
+            let got = edit(&unit, &steps, at, &line)?;
             applied.extend(got.applied);
-            left_plain.extend(got.left_plain);
-            warnings.extend(got.warning);
+            warnings.extend(got.warnings);
         }
     }
-    if applied.is_empty() && left_plain.is_empty() && warnings.is_empty() {
+    if applied.is_empty() && warnings.is_empty() {
         return Ok(Built::Plain);
     }
     if let Some(depend) = depend {
@@ -118,7 +124,7 @@ pub(crate) fn build(nvcc: &Path, args: &[String], db: &Path) -> Result<Built, St
             return Err(format!("nvcc's dependency file failed ({})", out.status));
         }
     }
-    Ok(Built::Edited { stdout, stderr, applied, left_plain, warnings })
+    Ok(Built::Edited { stdout, stderr, applied, warnings })
 }
 
 /// The command without its dependency-file flags, and (where it has them)
@@ -168,11 +174,22 @@ fn compiles_device_code(args: &[String]) -> bool {
     cuda && build::unsupported(args).is_none() && !args.iter().any(|a| stops_early.contains(&a.as_str()))
 }
 
+/// The compile the wrapper builds: nvcc, the db, nvcc's arguments, and
+/// where nvcc's steps keep their files (the wrapper's own among them).
+struct Unit<'a> {
+    nvcc: &'a Nvcc,
+    db: &'a Db,
+    args: &'a [String],
+    keep_dir: &'a Path,
+}
+
 /// Edit the PTX a `ptxas` step (`steps.commands[at]`) is about to read
 /// for the db's decisions; the labels applied, per kernel. A kernel's
-/// `-maxrregcount=R` takes its entry from cicc's PTX at R ([`capped`]);
-/// `dir` holds what the wrapper builds of its own.
-fn edit(nvcc: &Nvcc, db: &Db, steps: &Steps, at: usize, line: &build::PtxasLine, dir: &Path) -> Result<Applied, String> {
+/// `-maxrregcount=R` takes its entry from cicc's PTX at R ([`capped`]), a
+/// rewrite of the source from nvcc's PTX of the rewritten source
+/// ([`rewritten`]).
+fn edit(unit: &Unit<'_>, steps: &Steps, at: usize, line: &build::PtxasLine) -> Result<Applied, String> {
+    let (nvcc, db, dir) = (unit.nvcc, unit.db, unit.keep_dir);
     let Ok(arch) = Arch::parse(&line.arch) else { return Ok(Applied::default()) };
     let ptx_path = PathBuf::from(&line.input);
     let ptx = std::fs::read_to_string(&ptx_path).map_err(|e| format!("cannot read {}: {e}", ptx_path.display()))?;
@@ -181,38 +198,82 @@ fn edit(nvcc: &Nvcc, db: &Db, steps: &Steps, at: usize, line: &build::PtxasLine,
     let hash = kept.input_hash(nvcc, &arch);
     let entries: Vec<&Entry> = db.kernels.values().filter(|e| e.arch == arch.processor() && e.input_hash == hash).collect();
     if entries.is_empty() {
-        return Ok(Applied { warning: stale(db, &kept.ptx, &arch), ..Applied::default() });
+        return Ok(Applied { warnings: stale(db, &kept.ptx, &arch).into_iter().collect(), ..Applied::default() });
     }
     let mut decided: Vec<(String, Transforms)> =
         entries.iter().map(|e| (e.symbol.clone(), e.effective())).filter(|(_, t)| !t.is_empty()).collect();
-    let label = |(symbol, t): &(String, Transforms)| {
-        format!("{} on {}: {}", crate::names::short_name(&crate::names::demangle(symbol)), arch, t.labels().join(" + "))
-    };
-    // A decision that rewrites the source is no PTX edit: that kernel is
-    // built plain (its cap alone was never measured), the others as decided.
-    let rewrites_source = |t: &Transforms| !build::split(t).1.is_empty();
-    let left_plain: Vec<String> = decided.iter().filter(|(_, t)| rewrites_source(t)).map(label).collect();
-    decided.retain(|(_, t)| !rewrites_source(t));
+    let short = |symbol: &str| crate::names::short_name(&crate::names::demangle(symbol)).to_string();
+    let label = |(symbol, t): &(String, Transforms)| format!("{} on {}: {}", short(symbol), arch, t.labels().join(" + "));
+    let labels: Vec<(String, String)> = decided.iter().map(|d| (d.0.clone(), label(d))).collect();
+    let (mut ptx, mut warnings, mut plain) = (kept.ptx.clone(), Vec::new(), Vec::new());
+    // Rewrites of the source first: the kernel's entry from that build, its
+    // entry edits (a cap) then on top as on nvcc's own.
+    let rewriting: Vec<(String, Transforms)> = decided.iter().filter(|(_, t)| !build::split(t).1.is_empty()).cloned().collect();
+    if !rewriting.is_empty() {
+        match rewritten(unit, &arch, &kept, &rewriting, dir) {
+            Ok(spliced) => {
+                ptx = spliced;
+                for (_, t) in decided.iter_mut().filter(|(_, t)| !build::split(t).1.is_empty()) {
+                    *t = build::split(t).0;
+                }
+            }
+            Err(why) => {
+                let names: Vec<String> = rewriting.iter().map(|(s, _)| short(s)).collect();
+                warnings.push(format!("rewrites of the source not applied on {arch}: {why}; built plain: {}", names.join(", ")));
+                plain.extend(rewriting.iter().map(|(s, _)| s.clone()));
+                decided.retain(|(_, t)| build::split(t).1.is_empty());
+            }
+        }
+    }
     let wanted: Vec<(String, u32)> = decided.iter().filter_map(|(symbol, t)| Some((symbol.clone(), t.maxrregcount?))).collect();
-    let (mut ptx, mut warning) = (kept.ptx.clone(), None);
     if !wanted.is_empty() {
-        match capped(Capped { steps, at, line, ptx: &kept.ptx, wanted: &wanted, dir }) {
+        match capped(Capped { steps, at, line, ptx: &ptx, wanted: &wanted, dir }) {
             Ok(spliced) => ptx = spliced,
             Err(why) => {
-                let names: Vec<String> =
-                    wanted.iter().map(|(s, _)| crate::names::short_name(&crate::names::demangle(s)).to_string()).collect();
-                warning = Some(format!("-maxrregcount not applied on {arch}: {why}; built plain: {}", names.join(", ")));
+                let names: Vec<String> = wanted.iter().map(|(s, _)| short(s)).collect();
+                warnings.push(format!("-maxrregcount not applied on {arch}: {why}; built plain: {}", names.join(", ")));
+                plain.extend(wanted.iter().map(|(s, _)| s.clone()));
                 decided.retain(|(_, t)| t.maxrregcount.is_none());
             }
         }
     }
-    let applied: Vec<String> = decided.iter().map(label).collect();
-    if !decided.is_empty() {
-        let others: Vec<(String, Transforms)> = decided.into_iter().filter(|(_, t)| t.maxrregcount.is_none()).collect();
+    let applied: Vec<String> = labels.into_iter().filter(|(s, _)| !plain.contains(s)).map(|(_, l)| l).collect();
+    let others: Vec<(String, Transforms)> = decided.into_iter().filter(|(_, t)| t.maxrregcount.is_none() && !t.is_empty()).collect();
+    if ptx != kept.ptx || !others.is_empty() {
         let edited = Kept { ptx, ..kept }.edited(&others)?;
         std::fs::write(&ptx_path, edited).map_err(|e| format!("cannot write {}: {e}", ptx_path.display()))?;
     }
-    Ok(Applied { applied, left_plain, warning })
+    Ok(Applied { applied, warnings })
+}
+
+/// nvcc's PTX `kept` with each kernel of `rewriting` given its entry from
+/// nvcc's PTX of the source as `regtune fix` writes that kernel's
+/// rewrites (fix/spell.rs's [`Speller`], as tune built them: one build per
+/// kernel, its own rewrites alone), in `dir`. Err: why not (no source, no
+/// clang or pass plugin for fix's reading of it, fix cannot write it, an
+/// entry that cannot be taken).
+fn rewritten(unit: &Unit<'_>, arch: &Arch, kept: &Kept, rewriting: &[(String, Transforms)], dir: &Path) -> Result<String, String> {
+    let source = source_of(unit.args).ok_or("nvcc's arguments name no CUDA source")?;
+    let user_args: Vec<String> = build::compile_args(unit.args).into_iter().filter(|a| Path::new(a) != source).collect();
+    let toolchain = crate::toolchain::Toolchain::detect_for(false).map_err(|e| e.to_string())?;
+    let plugin = crate::plugin::find().map_err(|e| e.to_string())?;
+    let kernels = build::entry_names(&kept.ptx);
+    let speller = Speller::new(&toolchain, &plugin, unit.nvcc, arch, source, &user_args, unit.keep_dir, kernels)?;
+    let mut ptx = kept.ptx.clone();
+    for (i, (symbol, t)) in rewriting.iter().enumerate() {
+        let scratch = dir.join(format!("rewrite-{i}"));
+        std::fs::create_dir_all(&scratch).map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
+        let built = speller.build(&[(symbol.clone(), build::split(t).1)], kept, &scratch, None).map_err(|e| e.to_string())?;
+        ptx = splice::take_entry(&ptx, &built.ptx, symbol, None)
+            .map_err(|why| format!("{}: {why}", crate::names::short_name(&crate::names::demangle(symbol))))?;
+    }
+    Ok(ptx)
+}
+
+/// The CUDA source nvcc's arguments compile.
+fn source_of(args: &[String]) -> Option<&Path> {
+    let cuda = args.windows(2).any(|w| w[0] == "-x" && w[1] == "cu");
+    args.iter().map(Path::new).find(|p| p.extension().is_some_and(|e| e == "cu" || (cuda && !e.is_empty())) && p.is_file())
 }
 
 /// Where the db decides for this PTX's kernels on `arch` but under another
@@ -319,13 +380,11 @@ fn cicc_with_maxreg(command: &str, r: u32, input: &str, ptx: &Path, scratch: &Pa
     Some(text)
 }
 
-/// What one PTX got: the decisions applied, those left plain because
-/// they rewrite the source (labels), and why a file-wide cap was not applied.
+/// What one PTX got: the decisions applied, and why any was not (a line each).
 #[derive(Default)]
 struct Applied {
     applied: Vec<String>,
-    left_plain: Vec<String>,
-    warning: Option<String>,
+    warnings: Vec<String>,
 }
 
 /// nvcc's steps as `--dryrun` printed them.

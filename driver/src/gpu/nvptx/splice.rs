@@ -221,20 +221,29 @@ pub(crate) fn splice(plain: &str, kernels: &[(String, u32)], capped: &BTreeMap<u
     let mut ptx = plain.to_string();
     for (symbol, r) in kernels {
         let from = capped.get(r).ok_or_else(|| format!("no PTX at -maxrregcount={r}"))?;
-        let name = crate::names::short_name(&crate::names::demangle(symbol)).to_string();
-        let can = spliceable(&ptx, from).map_err(|why| format!("{name}: no -maxrregcount={r} candidate: {why}"))?;
-        if !can.contains(symbol) {
-            return Err(format!(
-                "{name}: no -maxrregcount={r} candidate: it calls device functions that nvcc's -maxrregcount compiles differently"
-            ));
-        }
-        ptx = splice_one(&ptx, from, symbol, *r);
+        ptx =
+            take_entry(&ptx, from, symbol, Some(*r)).map_err(|why| format!("{}: no -maxrregcount={r} candidate: {why}", short(symbol)))?;
     }
     Ok(ptx)
 }
 
-/// [`splice`] of one kernel that [`spliceable`] allows.
-fn splice_one(plain: &str, capped: &str, symbol: &str, r: u32) -> String {
+/// `plain` with `symbol`'s entry as `from` (another nvcc PTX of the file:
+/// at a `-maxrregcount`, or of its source as `regtune fix` rewrites it)
+/// has it; with `cap`, `.maxnreg` where the entry has no cap of its own.
+/// Err: why the entry cannot be taken ([`spliceable`]).
+pub(crate) fn take_entry(plain: &str, from: &str, symbol: &str, cap: Option<u32>) -> Result<String, String> {
+    if !spliceable(plain, from)?.iter().any(|k| k == symbol) {
+        return Err("it calls device functions that the other build compiles differently".into());
+    }
+    Ok(splice_one(plain, from, symbol, cap))
+}
+
+fn short(symbol: &str) -> String {
+    crate::names::short_name(&crate::names::demangle(symbol)).to_string()
+}
+
+/// [`take_entry`] of one kernel that [`spliceable`] allows.
+fn splice_one(plain: &str, capped: &str, symbol: &str, cap: Option<u32>) -> String {
     let (a, b) = (Module::read(plain), Module::read(capped));
     let (Some(to), Some(from)) = (a.function(symbol), b.function(symbol)) else { return plain.to_string() };
     // The capped PTX's file numbers and string labels, as the plain PTX's.
@@ -270,7 +279,7 @@ fn splice_one(plain: &str, capped: &str, symbol: &str, r: u32) -> String {
     }
     let mut entry: Vec<String> = b.text(from).iter().map(|l| relocate(l, &file_of, &label_of)).collect();
     let open = entry.iter().position(|l| l.trim() == "{").unwrap_or(entry.len());
-    if takes_the_flag(&b.text(from)[..open]) {
+    if let Some(r) = cap.filter(|_| takes_the_flag(&b.text(from)[..open])) {
         entry.insert(open, format!(".maxnreg {r}"));
     }
     let mut out: Vec<String> = Vec::with_capacity(a.lines.len() + entry.len());
@@ -377,7 +386,7 @@ mod tests {
         let capped = PLAIN.replace("{\n\tret;\n\n}\n\t// .globl\t_Z1kPf", "{\n\tmov.u32 %r1, 0;\n\tret;\n\n}\n\t// .globl\t_Z1kPf");
         assert_eq!(spliceable(PLAIN, &capped).unwrap(), ["_Z1kPf"], "_Z1jv calls _Z1fi");
         let e = splice(PLAIN, &[("_Z1jv".into(), 48)], &BTreeMap::from([(48, capped)])).unwrap_err();
-        assert!(e.starts_with("j: no -maxrregcount=48 candidate: it calls device functions"), "{e}");
+        assert!(e.starts_with("j: no -maxrregcount=48 candidate: it calls device functions that the other build"), "{e}");
         let globals = PLAIN.replace("table[8]", "table[16]");
         assert!(spliceable(PLAIN, &globals).unwrap_err().contains("outside its functions"));
         let debug = PLAIN.replace("\t.section\t.debug_str", "\t.section\t.debug_info\n\t{\n\t}\n\t.section\t.debug_str");
