@@ -111,19 +111,24 @@ impl<'a> Module<'a> {
         Module { lines, functions, files, strings, strings_end, other_section }
     }
 
+    /// `name`'s definition, else its declaration (cicc declares a device
+    /// function before the kernels that call it).
     fn function(&self, name: &str) -> Option<&Function<'a>> {
-        self.functions.iter().find(|f| f.name == name)
+        let mut named = self.functions.iter().filter(|f| f.name == name);
+        named.clone().find(|f| f.body).or_else(|| named.next())
     }
 
     fn text(&self, f: &Function<'_>) -> &[&'a str] {
         &self.lines[f.start..f.end]
     }
 
-    /// The lines outside every function definition, the file table and the
-    /// debug strings: what the module declares and holds.
+    /// The lines outside every function, the file table, the debug strings
+    /// and comments: the module's variables. (A function declaration is a
+    /// function's: a rewrite that calls pow no longer drops its declaration
+    /// of pow's slow path; what an entry calls is checked in [`spliceable`].)
     fn outside(&self) -> Vec<&'a str> {
-        let mut inside = vec![false; self.lines.len()];
-        for f in self.functions.iter().filter(|f| f.body) {
+        let mut inside: Vec<bool> = self.lines.iter().map(|l| l.trim_start().starts_with("//")).collect();
+        for f in &self.functions {
             inside[f.start..f.end].iter_mut().for_each(|x| *x = true);
         }
         for &(i, _, _) in &self.files {
@@ -136,15 +141,16 @@ impl<'a> Module<'a> {
         self.lines.iter().zip(&inside).filter(|(_, &inside)| !inside).map(|(l, _)| *l).collect()
     }
 
-    /// The device functions `name` may call: those whose names its text,
-    /// or theirs, holds (a superset of its calls).
+    /// The device functions `name` may call, defined here or declared
+    /// (`.extern`): those whose names its text, or theirs, holds (a superset
+    /// of its calls).
     fn callees(&self, name: &str) -> Vec<&'a str> {
         let mut reached: Vec<&str> = vec![];
         let mut todo = vec![name.to_string()];
         while let Some(caller) = todo.pop() {
             let Some(f) = self.function(&caller) else { continue };
             let text = self.text(f).join("\n");
-            for g in self.functions.iter().filter(|g| !g.entry && g.body && g.name != caller) {
+            for g in self.functions.iter().filter(|g| !g.entry && g.name != caller) {
                 if !reached.contains(&g.name) && holds_name(&text, g.name) {
                     reached.push(g.name);
                     todo.push(g.name.to_string());
@@ -199,8 +205,10 @@ pub(crate) fn spliceable(plain: &str, capped: &str) -> Result<Vec<String>, Strin
         return Err("its PTX has debug sections (-G), which a kernel's entry cannot be moved with".into());
     }
     if a.outside() != b.outside() {
-        return Err("nvcc's -maxrregcount changes the PTX outside its functions".into());
+        return Err("the other build's PTX differs outside its functions (the module's variables)".into());
     }
+    // Each function the entry may call is in both, the same (a definition
+    // the same definition, a declaration declared alike).
     let same = |name: &str| match (a.function(name), b.function(name)) {
         (Some(f), Some(g)) => a.text(f) == b.text(g),
         _ => false,
@@ -391,6 +399,23 @@ mod tests {
         assert!(spliceable(PLAIN, &globals).unwrap_err().contains("outside its functions"));
         let debug = PLAIN.replace("\t.section\t.debug_str", "\t.section\t.debug_info\n\t{\n\t}\n\t.section\t.debug_str");
         assert!(spliceable(PLAIN, &debug).unwrap_err().contains("-G"));
+    }
+
+    #[test]
+    fn a_rewrite_that_drops_a_declaration_splices_and_a_callee_is_compared_by_its_definition() {
+        // cicc declares a device function before its callers (pow's slow
+        // path); a rewrite of pow drops both.
+        let declared = PLAIN
+            .replace(".global .align 4", ".func (.param .b32 func_retval0) _Z1fi\n(\n\t.param .b32 _Z1fi_param_0\n)\n;\n.global .align 4");
+        let rewritten = declared.replace(".func (.param .b32 func_retval0) _Z1fi\n(\n\t.param .b32 _Z1fi_param_0\n)\n;\n", "");
+        assert_eq!(spliceable(&declared, &rewritten).unwrap(), ["_Z1kPf", "_Z1jv"]);
+        // The callee's body differs under the same declaration: not spliced.
+        let body = declared.replace("{\n\tret;\n\n}\n\t// .globl\t_Z1kPf", "{\n\tmov.u32 %r1, 0;\n\tret;\n\n}\n\t// .globl\t_Z1kPf");
+        assert_eq!(spliceable(&declared, &body).unwrap(), ["_Z1kPf"], "_Z1jv calls _Z1fi");
+        // An entry that calls what the plain PTX does not declare: not spliced.
+        let printf = PLAIN.replace("\tmul.wide.u32 %rd1, %r1, 8;", "\tcall.uni vprintf, (param0);");
+        let undeclared = PLAIN.replace(".extern .func vprintf\n(\n\t.param .b64 vprintf_param_0\n)\n;\n", "");
+        assert_eq!(spliceable(&undeclared, &printf).unwrap(), ["_Z1jv"]);
     }
 
     #[test]
