@@ -552,7 +552,7 @@ impl<'a> Session<'a> {
             // Stopped at its deadline: a later variant may try again.
             Err(e) if e.timed_out() => return Err(SessionError::Compile(e)),
             Err(e) => Err(format!("nvcc -maxrregcount={r} failed: {}", e.to_string().lines().next().unwrap_or_default())),
-            Ok(kept) => match splice::spliceable(&plain.ptx, &kept.ptx) {
+            Ok(kept) => match splice::spliceable(&plain.ptx, &kept.ptx, splice::Calls::Plain) {
                 Err(why) => Err(format!("no -maxrregcount={r} candidate: {why}")),
                 Ok(_) => Ok(Arc::new(kept.ptx)),
             },

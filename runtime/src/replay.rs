@@ -107,7 +107,16 @@ pub struct Launch<'a> {
     /// Relocated, move the pointers stored in the copied memory and the
     /// module's variables to the copies too (else the argument buffer's alone).
     pub move_stored: bool,
+    /// Bytes copied on the device between each run's restore and its
+    /// launch, to leave none of the launch's memory in the L2 cache (0:
+    /// none; [`COLD_L2_ENV`]). An experiment: a launch the program makes
+    /// once may find its memory in no cache.
+    pub cold_l2_bytes: u64,
 }
+
+/// Set in the replayer's environment: each run starts with this many MiB
+/// copied on the device after the restore ([`Launch::cold_l2_bytes`]).
+pub const COLD_L2_ENV: &str = "REGTUNE_REPLAY_COLD_L2_MIB";
 
 /// How much slower than plain's slowest run a candidate's fastest may be
 /// before it leaves the race after two timed rounds: no noise brings a
@@ -368,6 +377,8 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
         let why = results.first().and_then(|r| r.error.clone()).unwrap_or_else(|| "no candidates".into());
         return Ok(Err(format!("the plain build cannot run this launch: {why}")));
     }
+    // Two buffers the cold-L2 copy goes between (none where they do not fit).
+    let cold = (launch.cold_l2_bytes > 0).then(|| gpu.alloc(launch.cold_l2_bytes).ok().zip(gpu.alloc(launch.cold_l2_bytes).ok())).flatten();
 
     let mut launches = 0u32;
     let mut reference: Vec<Vec<u8>> = vec![];
@@ -382,12 +393,16 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
         for i in (0..n).map(|i| (i + round) % n) {
             let Some(kernel) = kernels[i].as_ref().filter(|_| active[i]) else { continue };
             restore(gpu, mem, &vars[i], &globals).map_err(|e| fault(&results[i].name, e))?;
+            if let Some((a, b)) = cold {
+                gpu.copy(b, a, launch.cold_l2_bytes).map_err(|e| fault(&results[i].name, e))?;
+            }
             launches += 1;
             let ms = match gpu.launch(kernel, &launch.config, &args) {
                 Ok(ms) => ms,
                 Err(GpuError::Refused(e)) if i == 0 => {
                     // Without the plain build's bytes nothing can be compared.
                     unload(gpu, &kernels);
+                    cold.into_iter().for_each(|(a, b)| [a, b].into_iter().for_each(|x| gpu.free(x)));
                     return Ok(Err(format!("the plain build cannot run this launch: launch refused: {e}")));
                 }
                 Err(GpuError::Refused(e)) => {
@@ -459,6 +474,7 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
         Err(e) => return Err(fault(&results[0].name, e)),
     }
     unload(gpu, &kernels);
+    cold.into_iter().for_each(|(a, b)| [a, b].into_iter().for_each(|x| gpu.free(x)));
     let deterministic = results[0].identical;
     let replayed = Replayed { candidates: results, deterministic, launches, relocated: mem.relocated.clone(), moved };
     Ok(Ok(Outcome { replayed, reference, moved_to }))
@@ -699,6 +715,7 @@ mod tests {
             globals: &s.globals,
             at_program_addresses: s.at_program,
             move_stored: s.move_stored,
+            cold_l2_bytes: 0,
         };
         replay(gpu, &launch)
     }
@@ -764,6 +781,33 @@ mod tests {
         // Never more than asked.
         let out = run_within(&mut gpu, &s, 2, 256, 1e-9).unwrap().unwrap();
         assert_eq!(out.replayed.candidates[1].times_ms.len(), 2);
+    }
+
+    #[test]
+    fn a_cold_l2_copy_before_each_run_changes_no_verdict_and_is_freed() {
+        let mut gpu = FakeGpu::new();
+        let s = scene(&["accumulate", "accumulate"]);
+        let before = gpu.memory.len();
+        let launch = Launch {
+            symbol: "_Z1kPhPKhm",
+            config: LaunchConfig { grid: [1, 1, 1], block: [256, 1, 1], shared_bytes: 0, cooperative: false },
+            args: &s.args,
+            params: &PARAMS,
+            pointers: &s.pointers,
+            ranges: &s.ranges,
+            snapshot: &s.snapshot,
+            candidates: &s.candidates,
+            runs: 4,
+            budget_ms: 0.0,
+            globals: &s.globals,
+            at_program_addresses: s.at_program,
+            move_stored: s.move_stored,
+            cold_l2_bytes: 4096,
+        };
+        let out = replay(&mut gpu, &launch).unwrap().unwrap();
+        assert!(out.replayed.deterministic && out.replayed.candidates[1].identical);
+        assert_eq!(out.reference[0], (0..16).map(|x: u8| 1 + x).collect::<Vec<_>>());
+        assert_eq!(gpu.memory.len(), before, "the copy's buffers are freed with the rest");
     }
 
     #[test]

@@ -264,7 +264,7 @@ fn rewritten(unit: &Unit<'_>, arch: &Arch, kept: &Kept, rewriting: &[(String, Tr
         let scratch = dir.join(format!("rewrite-{i}"));
         std::fs::create_dir_all(&scratch).map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
         let built = speller.build(&[(symbol.clone(), build::split(t).1)], kept, &scratch, None).map_err(|e| e.to_string())?;
-        ptx = splice::take_entry(&ptx, &built.ptx, symbol, None)
+        ptx = splice::take_entry(&ptx, &built.ptx, symbol, None, splice::Calls::AsBuilt)
             .map_err(|why| format!("{}: {why}", crate::names::short_name(&crate::names::demangle(symbol))))?;
     }
     Ok(ptx)

@@ -52,6 +52,8 @@ fn serve(vendor: &str) -> io::Result<()> {
     let relocate = std::env::var(replay::RELOCATE_ENV).ok();
     let at_program_addresses = relocate.is_none();
     let move_stored = relocate.as_deref() != Some("arguments");
+    // REGTUNE_REPLAY_COLD_L2_MIB=N: N MiB copied on the device before each run (an experiment).
+    let cold_l2_bytes = std::env::var(replay::COLD_L2_ENV).ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) << 20;
     loop {
         let request: Request = match protocol::receive(&mut input) {
             Ok(r) => r,
@@ -99,6 +101,7 @@ fn serve(vendor: &str) -> io::Result<()> {
                     globals: &globals,
                     at_program_addresses,
                     move_stored,
+                    cold_l2_bytes,
                 };
                 let start = std::time::Instant::now();
                 let result = replay::replay(gpu.as_deref_mut().expect("opened"), &launch);

@@ -14,9 +14,13 @@
 //! `-maxrregcount=R` build byte for byte and every other kernel its own
 //! (tests/nvcc.rs checks both on real ptxas).
 //!
-//! That holds only where the two PTXs agree on everything the entry uses:
-//! the module's variables and declarations (all of the PTX outside its
-//! functions), and every device function (`.func`) it may call. A PTX with
+//! That holds only where the two PTXs agree on the module's variables (the
+//! PTX outside its functions). The entry calls the plain PTX's device
+//! functions (`.func`), which cicc's `-maxreg` may have written otherwise
+//! (pow's slow path): tune's candidate is this splice, so what it measured
+//! is what the wrapper builds ([`Calls::Plain`]). A rewrite's candidate is
+//! the rewritten PTX built whole, so there every device function the entry
+//! may call must be the same in both ([`Calls::AsBuilt`]). A PTX with
 //! debug sections (`-G`) is not spliced. The entry's line information
 //! (`.loc`) names files and inlined functions by numbers and labels of its
 //! own PTX's tables (`.file`, `.debug_str`): they are renumbered to the
@@ -196,21 +200,35 @@ fn takes_the_flag(head: &[&str]) -> bool {
     !head.iter().any(|l| own.iter().any(|d| l.trim_start().strip_prefix(d).is_some_and(|r| r.starts_with([' ', '\t']))))
 }
 
-/// The kernels of `capped` (nvcc's PTX of the file at `-maxrregcount=R`)
-/// that [`splice`] can give their code at R in `plain` (the file's PTX
-/// without it); for the others, why not (one line).
-pub(crate) fn spliceable(plain: &str, capped: &str) -> Result<Vec<String>, String> {
-    let (a, b) = (Module::read(plain), Module::read(capped));
+/// What a kernel's entry taken into the plain PTX calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Calls {
+    /// The plain PTX's device functions, as they are there. A cap's
+    /// candidate is built so (tune and regtune-nvcc splice alike), so each
+    /// function it calls need only be there: cicc's `-maxreg` rewrites pow's
+    /// slow path too, which the kernel's entry then calls as plain has it.
+    Plain,
+    /// The device functions of the other PTX, unchanged in the plain one:
+    /// a rewrite's candidate is that PTX built whole, so a function the
+    /// rewrite changed must not be called as plain has it.
+    AsBuilt,
+}
+
+/// The kernels of `from` (nvcc's PTX of the file at `-maxrregcount=R`, or
+/// of its source rewritten) whose entries [`take_entry`] can put in `plain`
+/// (the file's PTX) calling what `calls` says; else why none (one line).
+pub(crate) fn spliceable(plain: &str, from: &str, calls: Calls) -> Result<Vec<String>, String> {
+    let (a, b) = (Module::read(plain), Module::read(from));
     if a.other_section || b.other_section {
         return Err("its PTX has debug sections (-G), which a kernel's entry cannot be moved with".into());
     }
     if a.outside() != b.outside() {
         return Err("the other build's PTX differs outside its functions (the module's variables)".into());
     }
-    // Each function the entry may call is in both, the same (a definition
-    // the same definition, a declaration declared alike).
+    // Each function the entry may call is in the plain PTX (for AsBuilt:
+    // the same definition, or a declaration declared alike).
     let same = |name: &str| match (a.function(name), b.function(name)) {
-        (Some(f), Some(g)) => a.text(f) == b.text(g),
+        (Some(f), Some(g)) => calls == Calls::Plain || a.text(f) == b.text(g),
         _ => false,
     };
     Ok(b.functions
@@ -229,19 +247,24 @@ pub(crate) fn splice(plain: &str, kernels: &[(String, u32)], capped: &BTreeMap<u
     let mut ptx = plain.to_string();
     for (symbol, r) in kernels {
         let from = capped.get(r).ok_or_else(|| format!("no PTX at -maxrregcount={r}"))?;
-        ptx =
-            take_entry(&ptx, from, symbol, Some(*r)).map_err(|why| format!("{}: no -maxrregcount={r} candidate: {why}", short(symbol)))?;
+        ptx = take_entry(&ptx, from, symbol, Some(*r), Calls::Plain)
+            .map_err(|why| format!("{}: no -maxrregcount={r} candidate: {why}", short(symbol)))?;
     }
     Ok(ptx)
 }
 
 /// `plain` with `symbol`'s entry as `from` (another nvcc PTX of the file:
 /// at a `-maxrregcount`, or of its source as `regtune fix` rewrites it)
-/// has it; with `cap`, `.maxnreg` where the entry has no cap of its own.
-/// Err: why the entry cannot be taken ([`spliceable`]).
-pub(crate) fn take_entry(plain: &str, from: &str, symbol: &str, cap: Option<u32>) -> Result<String, String> {
-    if !spliceable(plain, from)?.iter().any(|k| k == symbol) {
-        return Err("it calls device functions that the other build compiles differently".into());
+/// has it, calling what `calls` says; with `cap`, `.maxnreg` where the
+/// entry has no cap of its own. Err: why the entry cannot be taken
+/// ([`spliceable`]).
+pub(crate) fn take_entry(plain: &str, from: &str, symbol: &str, cap: Option<u32>, calls: Calls) -> Result<String, String> {
+    if !spliceable(plain, from, calls)?.iter().any(|k| k == symbol) {
+        let why = match calls {
+            Calls::Plain => "it calls device functions the plain build does not declare",
+            Calls::AsBuilt => "it calls device functions that the other build compiles differently",
+        };
+        return Err(why.into());
     }
     Ok(splice_one(plain, from, symbol, cap))
 }
@@ -363,7 +386,7 @@ mod tests {
     #[test]
     fn a_kernel_takes_its_entry_from_the_capped_ptx_with_its_numbers_made_the_plain_ptxs() {
         let capped = capped();
-        assert_eq!(spliceable(PLAIN, &capped).unwrap(), ["_Z1kPf", "_Z1jv"]);
+        assert_eq!(spliceable(PLAIN, &capped, Calls::AsBuilt).unwrap(), ["_Z1kPf", "_Z1jv"]);
         let out = splice(PLAIN, &[("_Z1kPf".into(), 64)], &BTreeMap::from([(64, capped)])).unwrap();
         assert!(
             out.contains(
@@ -390,15 +413,18 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_that_calls_a_device_function_the_cap_changes_is_not_spliced() {
+    fn a_kernel_that_calls_a_device_function_the_other_build_changes_calls_plains_or_is_not_spliced() {
         let capped = PLAIN.replace("{\n\tret;\n\n}\n\t// .globl\t_Z1kPf", "{\n\tmov.u32 %r1, 0;\n\tret;\n\n}\n\t// .globl\t_Z1kPf");
-        assert_eq!(spliceable(PLAIN, &capped).unwrap(), ["_Z1kPf"], "_Z1jv calls _Z1fi");
-        let e = splice(PLAIN, &[("_Z1jv".into(), 48)], &BTreeMap::from([(48, capped)])).unwrap_err();
-        assert!(e.starts_with("j: no -maxrregcount=48 candidate: it calls device functions that the other build"), "{e}");
+        // A cap's entry calls plain's _Z1fi; a rewrite's cannot.
+        let out = splice(PLAIN, &[("_Z1jv".into(), 48)], &BTreeMap::from([(48, capped.clone())])).unwrap();
+        assert!(out.contains("_Z1fi(\n\t.param .b32 _Z1fi_param_0\n)\n{\n\tret;") && !out.contains("mov.u32 %r1, 0;"), "{out}");
+        assert_eq!(spliceable(PLAIN, &capped, Calls::AsBuilt).unwrap(), ["_Z1kPf"], "_Z1jv calls _Z1fi");
+        let e = take_entry(PLAIN, &capped, "_Z1jv", None, Calls::AsBuilt).unwrap_err();
+        assert!(e.starts_with("it calls device functions that the other build"), "{e}");
         let globals = PLAIN.replace("table[8]", "table[16]");
-        assert!(spliceable(PLAIN, &globals).unwrap_err().contains("outside its functions"));
+        assert!(spliceable(PLAIN, &globals, Calls::Plain).unwrap_err().contains("outside its functions"));
         let debug = PLAIN.replace("\t.section\t.debug_str", "\t.section\t.debug_info\n\t{\n\t}\n\t.section\t.debug_str");
-        assert!(spliceable(PLAIN, &debug).unwrap_err().contains("-G"));
+        assert!(spliceable(PLAIN, &debug, Calls::Plain).unwrap_err().contains("-G"));
     }
 
     #[test]
@@ -408,14 +434,15 @@ mod tests {
         let declared = PLAIN
             .replace(".global .align 4", ".func (.param .b32 func_retval0) _Z1fi\n(\n\t.param .b32 _Z1fi_param_0\n)\n;\n.global .align 4");
         let rewritten = declared.replace(".func (.param .b32 func_retval0) _Z1fi\n(\n\t.param .b32 _Z1fi_param_0\n)\n;\n", "");
-        assert_eq!(spliceable(&declared, &rewritten).unwrap(), ["_Z1kPf", "_Z1jv"]);
+        assert_eq!(spliceable(&declared, &rewritten, Calls::AsBuilt).unwrap(), ["_Z1kPf", "_Z1jv"]);
         // The callee's body differs under the same declaration: not spliced.
         let body = declared.replace("{\n\tret;\n\n}\n\t// .globl\t_Z1kPf", "{\n\tmov.u32 %r1, 0;\n\tret;\n\n}\n\t// .globl\t_Z1kPf");
-        assert_eq!(spliceable(&declared, &body).unwrap(), ["_Z1kPf"], "_Z1jv calls _Z1fi");
+        assert_eq!(spliceable(&declared, &body, Calls::AsBuilt).unwrap(), ["_Z1kPf"], "_Z1jv calls _Z1fi");
+        assert_eq!(spliceable(&declared, &body, Calls::Plain).unwrap(), ["_Z1kPf", "_Z1jv"]);
         // An entry that calls what the plain PTX does not declare: not spliced.
         let printf = PLAIN.replace("\tmul.wide.u32 %rd1, %r1, 8;", "\tcall.uni vprintf, (param0);");
         let undeclared = PLAIN.replace(".extern .func vprintf\n(\n\t.param .b64 vprintf_param_0\n)\n;\n", "");
-        assert_eq!(spliceable(&undeclared, &printf).unwrap(), ["_Z1jv"]);
+        assert_eq!(spliceable(&undeclared, &printf, Calls::Plain).unwrap(), ["_Z1jv"]);
     }
 
     #[test]
@@ -428,7 +455,7 @@ mod tests {
         let m = Module::read(&asm);
         let k = m.function("_Z1kPf").unwrap();
         assert!(m.text(k).last().unwrap().starts_with('}') && m.text(k).iter().any(|l| l.contains("mul.wide")), "{:?}", m.text(k));
-        assert_eq!(spliceable(&asm, &asm).unwrap(), ["_Z1kPf", "_Z1jv"]);
+        assert_eq!(spliceable(&asm, &asm, Calls::AsBuilt).unwrap(), ["_Z1kPf", "_Z1jv"]);
     }
 
     #[test]
