@@ -701,7 +701,11 @@ mod tests {
     }
 
     fn run_within(gpu: &mut FakeGpu, s: &Scene, runs: u32, block: u32, budget_ms: f64) -> Result<Result<Outcome, String>, Fault> {
-        let launch = Launch {
+        replay(gpu, &launch_of(s, runs, block, budget_ms))
+    }
+
+    fn launch_of(s: &Scene, runs: u32, block: u32, budget_ms: f64) -> Launch<'_> {
+        Launch {
             symbol: "_Z1kPhPKhm",
             config: LaunchConfig { grid: [1, 1, 1], block: [block, 1, 1], shared_bytes: 0, cooperative: false },
             args: &s.args,
@@ -716,8 +720,7 @@ mod tests {
             at_program_addresses: s.at_program,
             move_stored: s.move_stored,
             cold_l2_bytes: 0,
-        };
-        replay(gpu, &launch)
+        }
     }
 
     #[test]
@@ -788,22 +791,7 @@ mod tests {
         let mut gpu = FakeGpu::new();
         let s = scene(&["accumulate", "accumulate"]);
         let before = gpu.memory.len();
-        let launch = Launch {
-            symbol: "_Z1kPhPKhm",
-            config: LaunchConfig { grid: [1, 1, 1], block: [256, 1, 1], shared_bytes: 0, cooperative: false },
-            args: &s.args,
-            params: &PARAMS,
-            pointers: &s.pointers,
-            ranges: &s.ranges,
-            snapshot: &s.snapshot,
-            candidates: &s.candidates,
-            runs: 4,
-            budget_ms: 0.0,
-            globals: &s.globals,
-            at_program_addresses: s.at_program,
-            move_stored: s.move_stored,
-            cold_l2_bytes: 4096,
-        };
+        let launch = Launch { cold_l2_bytes: 4096, ..launch_of(&s, 4, 256, 0.0) };
         let out = replay(&mut gpu, &launch).unwrap().unwrap();
         assert!(out.replayed.deterministic && out.replayed.candidates[1].identical);
         assert_eq!(out.reference[0], (0..16).map(|x: u8| 1 + x).collect::<Vec<_>>());
