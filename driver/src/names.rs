@@ -33,6 +33,12 @@ pub fn short_name(demangled: &str) -> &str {
     demangled.trim()
 }
 
+/// A symbol as a table or a note names a kernel: [`demangle`]d, then
+/// [`short_name`] (`void fasten_main<(unsigned long)2>`).
+pub(crate) fn short(symbol: &str) -> String {
+    short_name(&demangle(symbol)).to_string()
+}
+
 /// Two mangled symbols name one function: the same symbol, or the same
 /// demangled name (a `static` function's symbol as nvcc writes it, without
 /// clang's internal-linkage `L`: `_Z1kv` and `_ZL1kv`).

@@ -254,7 +254,7 @@ fn template(
         let (mut per_arch, mut plain) = (Vec::new(), Vec::new());
         for arch in archs {
             let Some(d) = decisions.iter().find(|d| d.symbol == *symbol && &d.arch == arch) else {
-                return Err(format!("{} has no decision for {arch} in the db", short(symbol)));
+                return Err(format!("{} has no decision for {arch} in the db", names::short(symbol)));
             };
             let t = &d.transforms;
             let cap = match &d.as_maxnreg {
@@ -280,7 +280,7 @@ fn template(
     let params = parameters(parent)?;
     let mut arguments = Vec::new();
     for (symbol, spec, _) in members {
-        let args = arguments_of(spec, &params).map_err(|why| format!("{}: {why}", short(symbol)))?;
+        let args = arguments_of(spec, &params).map_err(|why| format!("{}: {why}", names::short(symbol)))?;
         arguments.push(args);
     }
     let name = decl.name.clone().ok_or("clang gives the template no name")?;
@@ -385,7 +385,7 @@ pub(crate) fn verified_plain(c: &Capped, usage: &BTreeMap<(String, String), Usag
                 || "not measured".to_string(),
                 |u| format!("registers {}, spill stores {} bytes, occupancy {}", u.vgpr, u.vgpr_spills + u.sgpr_spills, u.occupancy),
             );
-            format!("{} on {arch} ({got})", short(s))
+            format!("{} on {arch} ({got})", names::short(s))
         })
         .collect();
     let none = "__maxnreg__ has no \"none\": not plain's code";
@@ -394,11 +394,6 @@ pub(crate) fn verified_plain(c: &Capped, usage: &BTreeMap<(String, String), Usag
         Some(why) => format!("its plain register count as its cap ({none}; {why})"),
     };
     format!("{head}; without a decision, {cap}, verified by nvcc's build at plain's registers, spills and occupancy: {}", each.join("; "))
-}
-
-/// `void fasten_main<(unsigned long)2>`.
-fn short(symbol: &str) -> String {
-    names::short_name(&names::demangle(symbol)).to_string()
 }
 
 /// A template parameter: as the trait declares it and as its use names it.
@@ -577,7 +572,7 @@ mod tests {
         let spec = &nodes[0].inner[2];
         // clang's demangler writes the instantiation's argument (unsigned long)2; the trait, 2.
         let symbol = spec.mangled_name.as_deref().unwrap();
-        assert_eq!(short(symbol), "void fasten_main<(unsigned long)2>");
+        assert_eq!(names::short(symbol), "void fasten_main<(unsigned long)2>");
         assert_eq!(arguments_of(spec, &bude).unwrap(), ["2"]);
 
         let value = parameters(&nodes[1]).unwrap();

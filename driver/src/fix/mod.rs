@@ -372,7 +372,7 @@ impl Source<'_> {
 
     /// A function's name as a reader knows it.
     pub(crate) fn function_name(&self, symbol: &str) -> String {
-        names::short_name(&names::demangle(symbol)).to_string()
+        names::short(symbol)
     }
 }
 
@@ -587,7 +587,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 if switched.iter().any(|s| s.same(c)) {
                     continue;
                 }
-                let name = names::short_name(&names::demangle(symbol)).to_string();
+                let name = names::short(symbol);
                 let undecided = c.plain.iter().any(|(s, _)| s == symbol);
                 let rest = why.strip_prefix("the plain build of the patched files on ").unwrap_or(why);
                 if let Some(next) = undecided
@@ -633,7 +633,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
                 // Not its own edits: others' in code it shares (a helper, a
                 // header). Their kernels lose them, and are told why.
                 let span = units.iter().find_map(|u| u.spans.get(symbol));
-                let name = names::short_name(&names::demangle(symbol)).to_string();
+                let name = names::short(symbol);
                 for e in
                     edits.iter().filter(|e| span.map_or(e.kernels.len() > 1, |(f, a, b)| e.file == *f && *a <= e.start && e.start < *b))
                 {
@@ -682,7 +682,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
             let verified = outcome == Outcome::Verified;
             let through = capped.iter().find(|c| c.capped.contains(&d.symbol)).filter(|_| verified).map(|c| c.trait_name.clone());
             kernels.push(KernelResult {
-                name: names::short_name(&names::demangle(&d.symbol)).to_string(),
+                name: names::short(&d.symbol),
                 symbol: d.symbol.clone(),
                 arch: d.arch.to_string(),
                 applied: labels(&d.transforms, &d.arch),
@@ -712,7 +712,7 @@ fn settle(build: &Build<'_>, files: &Files, mut units: Vec<Planned>) -> Patch {
         // A kernel without decisions whose numbers moved: say so too.
         for d in u.decisions.iter().filter(|d| d.transforms.is_empty()) {
             if let Some(why) = dropped.get(&d.symbol) {
-                let name = names::short_name(&names::demangle(&d.symbol)).to_string();
+                let name = names::short(&d.symbol);
                 let line = format!("{}: note: {name}: {why}; the edits it shares with others were left out", u.path.display());
                 if !notes.contains(&line) {
                     notes.push(line);

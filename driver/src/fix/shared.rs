@@ -59,10 +59,10 @@ impl Group {
         if let Some(donor) = self.chosen().map(|c| c[0].clone()) {
             // "the plain build of the patched files on gfx90a gives X" reads "K on gfx90a gives X" here.
             let what = match why.strip_prefix("the plain build of the patched files on ") {
-                Some(rest) => format!("{} on {rest}", name(symbol)),
-                None => format!("{}: {why}", name(symbol)),
+                Some(rest) => format!("{} on {rest}", names::short(symbol)),
+                None => format!("{}: {why}", names::short(symbol)),
             };
-            self.tried.push(format!("with {}'s {}, {what}", name(&donor), self.labels(&donor)));
+            self.tried.push(format!("with {}'s {}, {what}", names::short(&donor), self.labels(&donor)));
             self.choice += 1;
         }
         self.choice < self.candidates.len()
@@ -75,8 +75,8 @@ impl Group {
             format!(
                 "the {} of {} takes {}'s {} (tried before it: {})",
                 self.what,
-                self.members().map(|m| name(m)).collect::<Vec<_>>().join(", "),
-                name(donor),
+                self.members().map(|m| names::short(m)).collect::<Vec<_>>().join(", "),
+                names::short(donor),
                 self.labels(donor),
                 self.tried.join("; ")
             )
@@ -85,7 +85,7 @@ impl Group {
 
     /// Why none of the members is patched.
     pub(crate) fn reason(&self) -> String {
-        let decided: Vec<String> = self.candidates.iter().map(|c| format!("{}: {}", name(&c[0]), self.labels(&c[0]))).collect();
+        let decided: Vec<String> = self.candidates.iter().map(|c| format!("{}: {}", names::short(&c[0]), self.labels(&c[0]))).collect();
         format!(
             "the {}'s {} decided differently ({}) and no one edit of the text they share is right for all: {}",
             self.what,
@@ -128,10 +128,6 @@ pub(crate) fn patched_with(group: &Group, donor: &Transforms, own: &Transforms) 
 /// Whether a member that takes another's decision keeps this edit of its own.
 pub(crate) fn keeps_own(group: &Group, what: &str) -> bool {
     group.what == "macro" && what == "occupancy"
-}
-
-fn name(symbol: &str) -> String {
-    names::short_name(&names::demangle(symbol)).to_string()
 }
 
 /// The groups among the units' decided kernels, leaving out `skipped` ones.

@@ -168,7 +168,7 @@ impl Speller {
 
 /// `rewrites` cannot be written, as a whole: why.
 fn unwritable(rewrites: &[(String, Transforms)], why: String) -> RewriteError {
-    let kernels: Vec<String> = rewrites.iter().map(|(s, _)| names::short_name(&names::demangle(s)).to_string()).collect();
+    let kernels: Vec<String> = rewrites.iter().map(|(s, _)| names::short(s)).collect();
     let what: Vec<String> = rewrites.iter().flat_map(|(_, t)| t.labels()).collect();
     RewriteError::Unwritable { kernel: kernels.join(", "), what: what.join(" + "), why }
 }
@@ -178,7 +178,7 @@ fn unwritable(rewrites: &[(String, Transforms)], why: String) -> RewriteError {
 /// they are is still a sink: the source move is its own), or a rewrite
 /// without an edit.
 fn unwritten(planned: &Planned, symbol: &str, t: &Transforms) -> Result<(), RewriteError> {
-    let name = names::short_name(&names::demangle(symbol)).to_string();
+    let name = names::short(symbol);
     let unwritable = |why: String| Err(RewriteError::Unwritable { kernel: name.clone(), what: t.labels().join(" + "), why });
     if let Some(why) = planned.skipped.get(symbol) {
         return unwritable(why.clone());

@@ -122,7 +122,7 @@ pub(crate) fn check(
                     found.wrong.entry(d.symbol.clone()).or_insert(format!("the plain build of the patched files on {arch} gives {why}"));
                 } else if let (true, false, Some(g), Some(p)) = (d.transforms.is_empty(), at_plain, got, d.promised) {
                     if mismatch(Some(g), Some(p)).is_some() {
-                        let name = names::short_name(&names::demangle(&d.symbol)).to_string();
+                        let name = names::short(&d.symbol);
                         found.side_effects.push(format!(
                             "{}: {name} on {arch}, where nothing was decided, changes too (code it shares with a decided kernel or target): VGPRs {} → {}, occupancy {} → {}",
                             u.path.display(),

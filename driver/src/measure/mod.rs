@@ -247,8 +247,7 @@ fn decide(o: &Options, planned: &plan::Planned, code_dir: &Path, db: Db, events:
     notes.extend(left_out(&db, collected.measured.keys()));
     notes.extend(unconfirmed(&db, &collected));
     if !collected.unplanned.is_empty() {
-        let names: Vec<String> =
-            collected.unplanned.iter().map(|s| crate::names::short_name(&crate::names::demangle(s)).to_string()).collect();
+        let names: Vec<String> = collected.unplanned.iter().map(|s| crate::names::short(s)).collect();
         notes.push(format!("launched without candidates in {}: {}", o.db.display(), names.join(", ")));
     }
     Ok(Decided {

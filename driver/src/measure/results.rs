@@ -45,12 +45,13 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
             Event::Unplanned { symbol } => {
                 out.unplanned.insert(symbol.clone());
             }
-            Event::OtherTarget { symbol, device, arch } => out
-                .notes
-                .push(format!("{}: the db's candidates are for {arch}, the program ran it on {device}; not measured", short(symbol))),
+            Event::OtherTarget { symbol, device, arch } => out.notes.push(format!(
+                "{}: the db's candidates are for {arch}, the program ran it on {device}; not measured",
+                names::short(symbol)
+            )),
             Event::Measured(r) => {
                 // What the copy left out (once each), and the first replay of a kernel not at the program's addresses.
-                let name = short(&r.symbol);
+                let name = names::short(&r.symbol);
                 for note in r.notes.iter().map(|n| format!("{name}: {n}")) {
                     if !out.notes.contains(&note) {
                         out.notes.push(note);
@@ -67,7 +68,7 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
                 launches.entry(r.key.clone()).or_default().push(r)
             }
             Event::Failed { symbol, key, message } => {
-                let name = if symbol.is_empty() { "measure".to_string() } else { short(symbol) };
+                let name = if symbol.is_empty() { "measure".to_string() } else { names::short(symbol) };
                 out.notes.push(format!("{name}: {message}"));
                 if !key.is_empty() {
                     failed.insert(key.clone(), (faulted_candidate(message), message.clone()));
@@ -87,7 +88,7 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
     }
     for ((symbol, message), n) in counted {
         let launches = if n == 1 { "1 launch".to_string() } else { format!("{n} launches") };
-        out.notes.push(format!("{}: {message} ({launches})", short(&symbol)));
+        out.notes.push(format!("{}: {message} ({launches})", names::short(&symbol)));
     }
     for (key, names) in candidates {
         let results = launches.get(key).map(Vec::as_slice).unwrap_or_default();
@@ -144,7 +145,7 @@ pub(crate) fn collect(events: &[Event], candidates: &BTreeMap<String, Vec<Planne
         let mut m = m;
         if let Some(c) = confirmed.get(key) {
             out.confirmed.insert(key.clone());
-            let name = short(&c.symbol);
+            let name = names::short(&c.symbol);
             match program_timing(c, names) {
                 Ok(p) => {
                     m.program = Some(p.clone());
@@ -212,10 +213,6 @@ fn one_block(results: &[&LaunchResult]) -> Option<u32> {
 fn faulted_candidate(message: &str) -> Option<String> {
     let rest = message.strip_prefix("candidate `")?;
     Some(rest[..rest.find('`')?].to_string())
-}
-
-fn short(symbol: &str) -> String {
-    names::short_name(&names::demangle(symbol)).to_string()
 }
 
 /// How `regtune confirm` is told the kernel: its short name, or its symbol

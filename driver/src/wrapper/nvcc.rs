@@ -202,26 +202,26 @@ fn edit(unit: &Unit<'_>, steps: &Steps, at: usize, line: &build::PtxasLine) -> R
     }
     let mut decided: Vec<(String, Transforms)> =
         entries.iter().map(|e| (e.symbol.clone(), e.effective())).filter(|(_, t)| !t.is_empty()).collect();
-    let short = |symbol: &str| crate::names::short_name(&crate::names::demangle(symbol)).to_string();
-    let label = |(symbol, t): &(String, Transforms)| format!("{} on {}: {}", short(symbol), arch, t.labels().join(" + "));
+    let label = |(symbol, t): &(String, Transforms)| format!("{} on {}: {}", crate::names::short(symbol), arch, t.labels().join(" + "));
     let labels: Vec<(String, String)> = decided.iter().map(|d| (d.0.clone(), label(d))).collect();
     let (mut ptx, mut warnings, mut plain) = (kept.ptx.clone(), Vec::new(), Vec::new());
     // Rewrites of the source first: the kernel's entry from that build, its
     // entry edits (a cap) then on top as on nvcc's own.
-    let rewriting: Vec<(String, Transforms)> = decided.iter().filter(|(_, t)| !build::split(t).1.is_empty()).cloned().collect();
+    let rewrites = |t: &Transforms| !build::split(t).1.is_empty();
+    let rewriting: Vec<(String, Transforms)> = decided.iter().filter(|(_, t)| rewrites(t)).cloned().collect();
     if !rewriting.is_empty() {
-        match rewritten(unit, &arch, &kept, &rewriting, dir) {
+        match rewritten(unit, &arch, &kept, &rewriting) {
             Ok(spliced) => {
                 ptx = spliced;
-                for (_, t) in decided.iter_mut().filter(|(_, t)| !build::split(t).1.is_empty()) {
+                for (_, t) in decided.iter_mut().filter(|(_, t)| rewrites(t)) {
                     *t = build::split(t).0;
                 }
             }
             Err(why) => {
-                let names: Vec<String> = rewriting.iter().map(|(s, _)| short(s)).collect();
+                let names: Vec<String> = rewriting.iter().map(|(s, _)| crate::names::short(s)).collect();
                 warnings.push(format!("rewrites of the source not applied on {arch}: {why}; built plain: {}", names.join(", ")));
                 plain.extend(rewriting.iter().map(|(s, _)| s.clone()));
-                decided.retain(|(_, t)| build::split(t).1.is_empty());
+                decided.retain(|(_, t)| !rewrites(t));
             }
         }
     }
@@ -230,7 +230,7 @@ fn edit(unit: &Unit<'_>, steps: &Steps, at: usize, line: &build::PtxasLine) -> R
         match capped(Capped { steps, at, line, ptx: &ptx, wanted: &wanted, dir }) {
             Ok(spliced) => ptx = spliced,
             Err(why) => {
-                let names: Vec<String> = wanted.iter().map(|(s, _)| short(s)).collect();
+                let names: Vec<String> = wanted.iter().map(|(s, _)| crate::names::short(s)).collect();
                 warnings.push(format!("-maxrregcount not applied on {arch}: {why}; built plain: {}", names.join(", ")));
                 plain.extend(wanted.iter().map(|(s, _)| s.clone()));
                 decided.retain(|(_, t)| t.maxrregcount.is_none());
@@ -249,10 +249,10 @@ fn edit(unit: &Unit<'_>, steps: &Steps, at: usize, line: &build::PtxasLine) -> R
 /// nvcc's PTX `kept` with each kernel of `rewriting` given its entry from
 /// nvcc's PTX of the source as `regtune fix` writes that kernel's
 /// rewrites (fix/spell.rs's [`Speller`], as tune built them: one build per
-/// kernel, its own rewrites alone), in `dir`. Err: why not (no source, no
-/// clang or pass plugin for fix's reading of it, fix cannot write it, an
-/// entry that cannot be taken).
-fn rewritten(unit: &Unit<'_>, arch: &Arch, kept: &Kept, rewriting: &[(String, Transforms)], dir: &Path) -> Result<String, String> {
+/// kernel, its own rewrites alone), in the unit's keep directory. Err: why
+/// not (no source, no clang or pass plugin for fix's reading of it, fix
+/// cannot write it, an entry that cannot be taken).
+fn rewritten(unit: &Unit<'_>, arch: &Arch, kept: &Kept, rewriting: &[(String, Transforms)]) -> Result<String, String> {
     let source = source_of(unit.args).ok_or("nvcc's arguments name no CUDA source")?;
     let user_args: Vec<String> = build::compile_args(unit.args).into_iter().filter(|a| Path::new(a) != source).collect();
     let toolchain = crate::toolchain::Toolchain::detect_for(false).map_err(|e| e.to_string())?;
@@ -261,11 +261,11 @@ fn rewritten(unit: &Unit<'_>, arch: &Arch, kept: &Kept, rewriting: &[(String, Tr
     let speller = Speller::new(&toolchain, &plugin, unit.nvcc, arch, source, &user_args, unit.keep_dir, kernels)?;
     let mut ptx = kept.ptx.clone();
     for (i, (symbol, t)) in rewriting.iter().enumerate() {
-        let scratch = dir.join(format!("rewrite-{i}"));
+        let scratch = unit.keep_dir.join(format!("rewrite-{i}"));
         std::fs::create_dir_all(&scratch).map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
         let built = speller.build(&[(symbol.clone(), build::split(t).1)], kept, &scratch, None).map_err(|e| e.to_string())?;
         ptx = splice::take_entry(&ptx, &built.ptx, symbol, None, splice::Calls::AsBuilt)
-            .map_err(|why| format!("{}: {why}", crate::names::short_name(&crate::names::demangle(symbol))))?;
+            .map_err(|why| format!("{}: {why}", crate::names::short(symbol)))?;
     }
     Ok(ptx)
 }
@@ -286,7 +286,7 @@ fn stale(db: &Db, ptx: &str, arch: &Arch) -> Option<String> {
         .kernels
         .values()
         .filter(|e| e.arch == arch.processor() && kernels.contains(&e.symbol) && !e.effective().is_empty())
-        .map(|e| crate::names::short_name(&crate::names::demangle(&e.symbol)).to_string())
+        .map(|e| crate::names::short(&e.symbol))
         .collect();
     decided.sort();
     decided.dedup();

@@ -248,7 +248,7 @@ pub(crate) fn splice(plain: &str, kernels: &[(String, u32)], capped: &BTreeMap<u
     for (symbol, r) in kernels {
         let from = capped.get(r).ok_or_else(|| format!("no PTX at -maxrregcount={r}"))?;
         ptx = take_entry(&ptx, from, symbol, Some(*r), Calls::Plain)
-            .map_err(|why| format!("{}: no -maxrregcount={r} candidate: {why}", short(symbol)))?;
+            .map_err(|why| format!("{}: no -maxrregcount={r} candidate: {why}", crate::names::short(symbol)))?;
     }
     Ok(ptx)
 }
@@ -267,10 +267,6 @@ pub(crate) fn take_entry(plain: &str, from: &str, symbol: &str, cap: Option<u32>
         return Err(why.into());
     }
     Ok(splice_one(plain, from, symbol, cap))
-}
-
-fn short(symbol: &str) -> String {
-    crate::names::short_name(&crate::names::demangle(symbol)).to_string()
 }
 
 /// [`take_entry`] of one kernel that [`spliceable`] allows.
