@@ -377,8 +377,13 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
         let why = results.first().and_then(|r| r.error.clone()).unwrap_or_else(|| "no candidates".into());
         return Ok(Err(format!("the plain build cannot run this launch: {why}")));
     }
-    // Two buffers the cold-L2 copy goes between (none where they do not fit).
-    let cold = (launch.cold_l2_bytes > 0).then(|| gpu.alloc(launch.cold_l2_bytes).ok().zip(gpu.alloc(launch.cold_l2_bytes).ok())).flatten();
+    // The cold-L2 copy goes from one half of this buffer to the other (none where it does not fit).
+    let bytes = launch.cold_l2_bytes;
+    let cold = (bytes > 0).then(|| gpu.alloc(2 * bytes).ok()).flatten();
+    let release = |gpu: &mut dyn Gpu, kernels: &[Option<Kernel>]| {
+        unload(gpu, kernels);
+        cold.into_iter().for_each(|c| gpu.free(c));
+    };
 
     let mut launches = 0u32;
     let mut reference: Vec<Vec<u8>> = vec![];
@@ -393,16 +398,15 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
         for i in (0..n).map(|i| (i + round) % n) {
             let Some(kernel) = kernels[i].as_ref().filter(|_| active[i]) else { continue };
             restore(gpu, mem, &vars[i], &globals).map_err(|e| fault(&results[i].name, e))?;
-            if let Some((a, b)) = cold {
-                gpu.copy(b, a, launch.cold_l2_bytes).map_err(|e| fault(&results[i].name, e))?;
+            if let Some(c) = cold {
+                gpu.copy(c + bytes, c, bytes).map_err(|e| fault(&results[i].name, e))?;
             }
             launches += 1;
             let ms = match gpu.launch(kernel, &launch.config, &args) {
                 Ok(ms) => ms,
                 Err(GpuError::Refused(e)) if i == 0 => {
                     // Without the plain build's bytes nothing can be compared.
-                    unload(gpu, &kernels);
-                    cold.into_iter().for_each(|(a, b)| [a, b].into_iter().for_each(|x| gpu.free(x)));
+                    release(gpu, &kernels);
                     return Ok(Err(format!("the plain build cannot run this launch: launch refused: {e}")));
                 }
                 Err(GpuError::Refused(e)) => {
@@ -473,8 +477,7 @@ fn replay_in(gpu: &mut dyn Gpu, launch: &Launch<'_>, mem: &Memory<'_>) -> Result
         }
         Err(e) => return Err(fault(&results[0].name, e)),
     }
-    unload(gpu, &kernels);
-    cold.into_iter().for_each(|(a, b)| [a, b].into_iter().for_each(|x| gpu.free(x)));
+    release(gpu, &kernels);
     let deterministic = results[0].identical;
     let replayed = Replayed { candidates: results, deterministic, launches, relocated: mem.relocated.clone(), moved };
     Ok(Ok(Outcome { replayed, reference, moved_to }))
