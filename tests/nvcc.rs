@@ -233,8 +233,8 @@ fn example(name: &str) -> tempfile::TempDir {
 
 /// `regtune tune --compiler nvcc` on `name` with `extra` nvcc flags (no
 /// time budget in the way: what is built is the question here); its stderr
-/// and the db's one entry.
-fn tune(dir: &Path, name: &str, extra: &[&str]) -> (String, Value) {
+/// and the db.
+fn tune_db(dir: &Path, name: &str, extra: &[&str]) -> (String, Value) {
     let out = regtune(dir)
         // Nothing applied unasked: every rewrite is a candidate or a suggestion.
         .env("REGTUNE_EVIDENCE", evidence_none())
@@ -244,10 +244,15 @@ fn tune(dir: &Path, name: &str, extra: &[&str]) -> (String, Value) {
         .output()
         .unwrap();
     ok(&out, "regtune tune --compiler nvcc");
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(DB)).unwrap()).unwrap();
+    (text(&out.stderr), serde_json::from_str(&std::fs::read_to_string(dir.join(DB)).unwrap()).unwrap())
+}
+
+/// [`tune_db`]: its stderr and the db's one entry.
+fn tune(dir: &Path, name: &str, extra: &[&str]) -> (String, Value) {
+    let (stderr, doc) = tune_db(dir, name, extra);
     let entries = doc["kernels"].as_object().unwrap();
     assert_eq!(entries.len(), 1, "one kernel: {doc}");
-    (text(&out.stderr), entries.values().next().unwrap().clone())
+    (stderr, entries.values().next().unwrap().clone())
 }
 
 /// The entry's candidate with exactly `transforms`.
@@ -595,14 +600,7 @@ fn the_wrapper_gives_each_kernel_of_a_file_its_own_maxrregcount() {
 fn each_kernels_candidates_are_that_kernel_alone_and_a_maxrregcount_one_its_code_under_nvccs_flag() {
     let dir = three_kernels();
     let name = "three.cu";
-    let out = regtune(dir.path())
-        .env("REGTUNE_EVIDENCE", evidence_none())
-        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--time-budget", "600", "--db", DB, name, "--"])
-        .args(NVCC_FLAGS)
-        .output()
-        .unwrap();
-    ok(&out, "regtune tune --compiler nvcc");
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(DB)).unwrap()).unwrap();
+    let (_, doc) = tune_db(dir.path(), name, &[]);
     let plain = nvcc_cubin_with(dir.path(), name, &[]);
     let code = |cubin: &[u8], symbol: &str| regtune::gpu::nvptx::cubin::kernel_code(cubin, symbol).unwrap();
     let mut checked = 0;
@@ -650,14 +648,7 @@ fn a_kernel_that_calls_printf_is_built_with_the_whole_file() {
         source.replacen(at, &format!("{at}    if (cell == -7)\n        printf(\"cell %d\\n\", cell);\n"), 1),
     )
     .unwrap();
-    let out = regtune(dir.path())
-        .env("REGTUNE_EVIDENCE", evidence_none())
-        .args(["tune", "--compiler", "nvcc", "--offload-arch", "sm_90", "--time-budget", "600", "--db", DB, name, "--"])
-        .args(NVCC_FLAGS)
-        .output()
-        .unwrap();
-    ok(&out, "regtune tune --compiler nvcc");
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(DB)).unwrap()).unwrap();
+    let (_, doc) = tune_db(dir.path(), name, &[]);
     let entry = |symbol: &str| doc["kernels"].as_object().unwrap().values().find(|e| e["symbol"] == symbol).unwrap().clone();
     let kernels_in = |e: &Value| -> Vec<usize> {
         let held = |c: &Value| regtune::gpu::nvptx::cubin::read(&kept_cubin(dir.path(), e, &c["transforms"])).unwrap().len();
