@@ -2,6 +2,7 @@
 # The rebuilt programs (bench/search/rebuild.py) beside the plain ones, each
 # run ROUNDS times in turn (plain, rebuilt, plain, ...), with their own
 # output (their timers) and wall time kept; compare.py reads them.
+# PROGRAMS="a b" runs those programs alone.
 #
 #   bench/search/rebuilt.sh     # from the repository root; results in $OUT (default bench/search/out-rebuilt)
 set -u
@@ -19,7 +20,7 @@ for t in bench/calibrate/build/corpus*/*.tar.xz; do
   d=${t%.tar.xz}
   [ -d "$d" ] || tar -xJf "$t" -C "$(dirname "$t")"
 done
-for prog in $(python3 -c "import json; print(' '.join(json.load(open('$B/plan.json'))))"); do
+for prog in ${PROGRAMS:-$(python3 -c "import json; print(' '.join(json.load(open('$B/plan.json'))))")}; do
   eval "$(python3 - "$prog" <<'PY'
 import json, shlex, sys
 p = json.load(open("bench/search/build/rebuilt/plan.json"))[sys.argv[1]]

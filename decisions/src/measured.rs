@@ -72,6 +72,11 @@ pub struct ProgramTiming {
     /// Each one's kernel time over its launches in those pairs.
     pub plain: Timing,
     pub choice: Timing,
+    /// The pairs are of whole runs of the program (one ran plain's code on
+    /// every launch, the other the choice's; each run's total), for a
+    /// kernel launched too few times after the replay to pair its launches.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_runs: bool,
 }
 
 impl ProgramTiming {

@@ -314,6 +314,14 @@ fn seconds(s: &str) -> Result<std::time::Duration, String> {
     }
 }
 
+/// Seconds, 0 included (none).
+fn seconds_or_none(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x >= 0.0 && x.is_finite() => Ok(x),
+        _ => Err(format!("`{s}` is not a number of seconds (0: none)")),
+    }
+}
+
 #[derive(Args)]
 struct PredictArgs {
     #[command(flatten)]
@@ -402,6 +410,11 @@ struct MeasureArgs {
     /// regtune, or to read its report again. The db's candidates must be the ones that run timed.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["keep", "dry_run"])]
     from: Option<PathBuf>,
+    /// Where a kernel is launched too few times after its replay to time its choice on the
+    /// program's own launches (one launch, say), run the program again, whole, plain's code and the
+    /// choice's in turn (40 runs), for at most this long; 0: never.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds_or_none, default_value_t = 300.0)]
+    whole_run_budget: f64,
     /// The program and its arguments, after `--`.
     #[arg(last = true, required_unless_present = "from", value_name = "PROGRAM")]
     program: Vec<std::ffi::OsString>,
@@ -512,6 +525,7 @@ fn main() -> ExitCode {
                 dry_run: args.dry_run,
                 keep: args.keep,
                 from: args.from,
+                whole_run_budget: args.whole_run_budget,
                 program: args.program,
             };
             return regtune::measure::run(&options).unwrap_or_else(|e| {

@@ -44,6 +44,24 @@ pub struct Start {
     pub path: PathBuf,
     /// Pairs wanted (then the kernel runs the program's own code again).
     pub pairs: u32,
+    /// A whole run of the program ([`crate::plan::WholeRun`]): every launch
+    /// runs the choice (true) or plain's code (false), and is timed; no
+    /// pairs within the run.
+    pub whole: Option<bool>,
+}
+
+impl Start {
+    /// This run's half of the whole runs that time `run`'s kernel.
+    pub fn whole_run(run: &crate::plan::WholeRun) -> Start {
+        Start {
+            key: run.key.clone(),
+            symbol: run.symbol.clone(),
+            candidate: run.candidate.clone(),
+            path: run.path.clone(),
+            pairs: 0,
+            whole: Some(run.choice),
+        }
+    }
 }
 
 /// The build the db's rule chooses from the replayed launches of `kernel`
@@ -107,6 +125,8 @@ pub struct Confirmation {
     begun: u32,
     /// Complete pairs: plain's launch and the choice's (correlation ids).
     pairs: Vec<(u32, u32)>,
+    /// In a whole run, every launch taken part, in order.
+    whole_launches: Vec<u32>,
     /// Milliseconds and registers per thread of each launch timed.
     times: HashMap<u32, (f64, u16)>,
     /// The choice's registers per thread as the driver loaded it, and the
@@ -129,6 +149,7 @@ impl Confirmation {
             open: vec![],
             begun: 0,
             pairs: vec![],
+            whole_launches: vec![],
             times: HashMap::new(),
             registers: None,
             program_registers: None,
@@ -141,7 +162,7 @@ impl Confirmation {
     /// Every pair wanted is complete (or it failed): the kernel runs the
     /// program's own code again.
     pub fn complete(&self) -> bool {
-        self.failure.is_some() || self.pairs.len() >= self.start.pairs as usize
+        self.failure.is_some() || (self.start.whole.is_none() && self.pairs.len() >= self.start.pairs as usize)
     }
 
     /// A launch of the kernel (its shape, its launch callback's
@@ -150,6 +171,10 @@ impl Confirmation {
         self.launches += 1;
         if self.complete() {
             return false;
+        }
+        if let Some(choice) = self.start.whole {
+            self.whole_launches.push(correlation);
+            return choice;
         }
         if let Some(i) = self.open.iter().position(|(c, _)| *c == config) {
             let (_, first) = self.open.remove(i);
@@ -171,6 +196,7 @@ impl Confirmation {
     pub fn tracks(&self, correlation: u32) -> bool {
         self.pairs.iter().any(|(p, c)| *p == correlation || *c == correlation)
             || self.open.iter().any(|(_, h)| h.correlation == correlation)
+            || self.whole_launches.contains(&correlation)
     }
 
     /// A launch's activity record: its kernel time and registers per thread.
@@ -185,6 +211,9 @@ impl Confirmation {
     /// the choice's, else the swap did not take: a failure, the times kept
     /// for diagnosis but never used.
     pub fn result(&self) -> Confirmed {
+        if let Some(choice) = self.start.whole {
+            return self.whole_result(choice);
+        }
         let (mut plain_ms, mut choice_ms) = (vec![], vec![]);
         let (mut plain_regs, mut choice_regs) = (vec![], vec![]);
         for (p, c) in &self.pairs {
@@ -217,6 +246,38 @@ impl Confirmation {
             choice_ms,
             registers: [plain_regs.first().copied(), choice_regs.first().copied()],
             failure,
+            whole_runs: false,
+        }
+    }
+
+    /// A whole run's launches, each timed: all plain's or all the
+    /// choice's. In a choice's run, a record showing the program's count
+    /// of registers where the choice's differs means the swap did not take.
+    fn whole_result(&self, choice: bool) -> Confirmed {
+        let timed: Vec<(f64, u16)> = self.whole_launches.iter().filter_map(|c| self.times.get(c).copied()).collect();
+        let ms: Vec<f64> = timed.iter().map(|(ms, _)| *ms).collect();
+        let mut failure = self.failure.clone();
+        if let (true, None, Some(program), Some(mine)) = (choice, &failure, self.program_registers, self.registers) {
+            let (program_shows, choice_shows) = (shown(program), shown(mine));
+            let not_taken = timed.iter().filter(|(_, r)| program_shows.contains(r) && !choice_shows.contains(r)).count();
+            if not_taken > 0 {
+                failure = Some(format!(
+                    "not confirmed: on {not_taken} of the {} launch(es) of a run the choice was swapped into, CUPTI's record shows plain's count of registers ({program}), not the choice's {mine}: the driver did not take the swap",
+                    timed.len()
+                ));
+            }
+        }
+        let registers = timed.first().map(|(_, r)| *r);
+        Confirmed {
+            symbol: self.start.symbol.clone(),
+            key: self.start.key.clone(),
+            candidate: self.start.candidate.clone(),
+            launches: self.launches,
+            plain_ms: if choice { vec![] } else { ms.clone() },
+            choice_ms: if choice { ms } else { vec![] },
+            registers: if choice { [None, registers] } else { [registers, None] },
+            failure,
+            whole_runs: true,
         }
     }
 }
@@ -269,9 +330,10 @@ impl Book {
         let c = &mut self.confirmations[i];
         c.reported = true;
         let mut r = c.result();
-        if r.failure.is_none() && c.times.is_empty() && !c.pairs.is_empty() {
+        if r.failure.is_none() && c.times.is_empty() && !(c.pairs.is_empty() && c.whole_launches.is_empty()) {
+            let when = if c.start.whole.is_some() { "in the run" } else { "after the replay" };
             r.failure = Some(format!(
-                "not confirmed: no kernel record of CUPTI's named one of its {} launches after the replay ({unmatched} other record(s))",
+                "not confirmed: no kernel record of CUPTI's named one of its {} launches {when} ({unmatched} other record(s))",
                 r.launches
             ));
         }
@@ -510,7 +572,7 @@ mod tests {
     }
 
     fn start(pairs: u32) -> Start {
-        Start { key: "k".into(), symbol: "_Z1kPd".into(), candidate: "decided".into(), path: "decided.cubin".into(), pairs }
+        Start { key: "k".into(), symbol: "_Z1kPd".into(), candidate: "decided".into(), path: "decided.cubin".into(), pairs, whole: None }
     }
 
     #[test]
@@ -557,6 +619,35 @@ mod tests {
         assert!(c.result().failure.unwrap().contains("the driver did not take the swap"));
         c.timed(1, 0.9, 24);
         assert_eq!(c.result().failure, None);
+    }
+
+    #[test]
+    fn a_whole_run_times_every_launch_on_one_side_and_catches_a_swap_the_driver_ignored() {
+        let run = |choice| crate::plan::WholeRun {
+            symbol: "_Z1kPd".into(),
+            key: "k".into(),
+            candidate: "decided".into(),
+            path: "decided.cubin".into(),
+            choice,
+        };
+        let mut plain = Confirmation::new(Start::whole_run(&run(false)));
+        let swaps: Vec<bool> = [64, 8, 64].iter().enumerate().map(|(i, g)| plain.launch(config(*g), i as u32)).collect();
+        assert_eq!(swaps, [false; 3], "a plain run swaps nothing, whatever the shapes");
+        assert!(!plain.complete() && plain.tracks(2));
+        plain.timed(0, 1.0, 64);
+        plain.timed(2, 1.5, 64);
+        let r = plain.result();
+        assert_eq!((r.plain_ms, r.choice_ms, r.registers, r.whole_runs, r.failure), (vec![1.0, 1.5], vec![], [Some(64), None], true, None));
+
+        let mut choice = Confirmation::new(Start::whole_run(&run(true)));
+        assert!(choice.launch(config(64), 7) && choice.launch(config(64), 8), "every launch runs the choice");
+        (choice.registers, choice.program_registers) = (Some(40), Some(64));
+        choice.timed(7, 0.9, 40);
+        choice.timed(8, 0.8, 40);
+        let r = choice.result();
+        assert_eq!((r.plain_ms, r.choice_ms, r.registers, r.failure), (vec![], vec![0.9, 0.8], [None, Some(40)], None));
+        choice.timed(8, 0.8, 64);
+        assert!(choice.result().failure.unwrap().contains("the driver did not take the swap"));
     }
 
     #[test]

@@ -248,6 +248,11 @@ impl Interposer {
         }
     }
 
+    /// The kernels this run of the program times whole ([`plan::WholeRun`]).
+    pub fn whole_runs(&self) -> &[plan::WholeRun] {
+        &self.plan.whole_runs
+    }
+
     /// The kernels the plan names (measured or not).
     pub fn planned_symbols(&self) -> HashSet<String> {
         self.plan.kernels.iter().map(|k| k.symbol.clone()).collect()
@@ -549,6 +554,7 @@ impl Interposer {
             choice_ms: vec![],
             registers: [None, None],
             failure: Some(failure),
+            whole_runs: false,
         };
         let name = match confirm::choose(&kernel, results) {
             Ok(Some(name)) => name,
@@ -569,7 +575,7 @@ impl Interposer {
         }
         let path = kernel.candidates.iter().find(|c| c.name == name)?.path.clone();
         let pairs = (self.plan.runs as usize).max(confirm::MIN_PAIRS) as u32;
-        Some(Start { key: kernel.key.clone(), symbol: kernel.symbol.clone(), candidate: name, path, pairs })
+        Some(Start { key: kernel.key.clone(), symbol: kernel.symbol.clone(), candidate: name, path, pairs, whole: None })
     }
 
     /// What a kernel's launches after its replay showed ([`crate::confirm`]).
@@ -685,6 +691,7 @@ mod tests {
                 control: None,
             }],
             capture: Default::default(),
+            whole_runs: vec![],
         };
         let log = EventLog::open(&dir.join(plan::EVENTS_FILE)).unwrap();
         Interposer::new("cuda", plan, dir.to_path_buf(), log)

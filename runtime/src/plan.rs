@@ -32,6 +32,26 @@ pub struct Plan {
     /// What a launch's copy holds besides what its arguments point to.
     #[serde(default)]
     pub capture: Capture,
+    /// A run of the program that replays nothing and times every launch
+    /// of these kernels, running plain's code or their replay's choice on
+    /// every one ([`WholeRun`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub whole_runs: Vec<WholeRun>,
+}
+
+/// A kernel whose replay's choice the program launched too few times after
+/// the replay to confirm there: in this run of the program every launch of
+/// it runs plain's code (the program's own, `choice` false) or the choice's
+/// swapped in (`choice` true), each timed by CUPTI's activity records; the
+/// driver pairs whole runs as the interposer pairs launches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WholeRun {
+    pub symbol: String,
+    pub key: String,
+    /// The replay's choice (its candidate's name) and its code object.
+    pub candidate: String,
+    pub path: PathBuf,
+    pub choice: bool,
 }
 
 /// Allocations a launch may reach through pointers stored in device
@@ -176,6 +196,11 @@ pub struct Confirmed {
     /// Why there is no figure, or why it is partial (None: confirmed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// The times are of whole runs of the program ([`WholeRun`]): from one
+    /// run, every launch's (plain's or the choice's alone); combined by the
+    /// driver, each pair's total per run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_runs: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -373,6 +398,7 @@ mod tests {
                 control: None,
             }],
             capture: Capture { all: true, budget_bytes: 1 << 20 },
+            whole_runs: vec![],
         };
         let path = dir.path().join(PLAN_FILE);
         plan.save(&path).unwrap();

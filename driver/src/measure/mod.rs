@@ -13,6 +13,7 @@
 pub mod code;
 pub mod plan;
 pub(crate) mod results;
+mod whole_runs;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -44,6 +45,10 @@ pub struct Options {
     /// Decide again from a run kept with `keep` (its events), running
     /// nothing: after a change of the rule, or to read a report again.
     pub from: Option<PathBuf>,
+    /// Seconds the program's whole runs may take, together, where a
+    /// kernel's launches after its replay are too few to confirm its
+    /// choice ([`whole_runs`]); 0: none.
+    pub whole_run_budget: f64,
     /// The program and its arguments.
     pub program: Vec<OsString>,
 }
@@ -158,10 +163,11 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
         None => temp.path().to_path_buf(),
     };
     planned.plan.save(&run_dir.join(wire::PLAN_FILE))?;
-    let mut cmd = Command::new(&o.program[0]);
-    cmd.args(&o.program[1..]);
-    if gpu.is_ok() {
-        cmd.env(wire::DIR_ENV, &run_dir);
+    // The program under the interposer, reading its plan from and writing its events to `dir`.
+    let interposed = |dir: &Path| {
+        let mut cmd = Command::new(&o.program[0]);
+        cmd.args(&o.program[1..]);
+        cmd.env(wire::DIR_ENV, dir);
         if nvidia {
             cmd.env("CUDA_INJECTION64_PATH", &tools.interposer);
             if let Some(c) = &tools.cupti {
@@ -176,14 +182,46 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
             }
             cmd.env("LD_PRELOAD", preload);
         }
-    }
+        cmd
+    };
+    let mut cmd = match gpu.is_ok() {
+        true => interposed(&run_dir),
+        false => {
+            let mut cmd = Command::new(&o.program[0]);
+            cmd.args(&o.program[1..]);
+            cmd
+        }
+    };
     let start = Instant::now();
     let status = cmd.status().map_err(|e| format!("cannot run {program}: {e}"))?;
     let seconds = start.elapsed().as_secs_f64();
 
-    let events = wire::read_events(&run_dir.join(wire::EVENTS_FILE))?;
+    let mut events = wire::read_events(&run_dir.join(wire::EVENTS_FILE))?;
+    let mut whole_notes = vec![];
+    let wanted = whole_runs::wanted(&events, &planned.plan);
+    if gpu.is_ok() && status.success() && o.whole_run_budget > 0.0 && !wanted.is_empty() {
+        let names: Vec<String> = wanted.iter().map(|w| crate::names::short(&w.symbol)).collect();
+        eprintln!(
+            "regtune measure: {} launched too few times after the replay to confirm there: timing the choice over {} whole runs of {program}, plain's code and the choice's in turn (at most {:.0} s, --whole-run-budget; their output in {})",
+            names.join(", "),
+            2 * regtune_runtime::confirm::MIN_PAIRS,
+            o.whole_run_budget,
+            run_dir.join("whole-runs").display()
+        );
+        let runner = whole_runs::Runner { command: &interposed, plan: &planned.plan, dir: &run_dir, budget_s: o.whole_run_budget };
+        let (combined, stopped) = whole_runs::run(&runner, &wanted);
+        // Kept with the run's events, so that `--from` decides the same.
+        let mut log = wire::EventLog::open(&run_dir.join(wire::EVENTS_FILE))?;
+        for c in combined {
+            let event = wire::Event::Confirmed(c);
+            log.write(&event);
+            events.push(event);
+        }
+        whole_notes.extend(stopped);
+    }
     let Decided { rows, mut notes, nothing: launched_nothing_planned, started, program_notes } =
         decide(o, &planned, &code_dir, db, &events)?;
+    notes.extend(whole_notes);
     notes.push(format!("{program}: {}, {seconds:.3} s under regtune measure", exit_text(&status)));
     let error = match &gpu {
         Err(reason) => Some(format!("{reason}; {program} ran unmeasured")),

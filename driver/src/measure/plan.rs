@@ -138,6 +138,7 @@ pub(crate) fn build(db: &Db, code_dir: &Path, settings: &Settings) -> Planned {
         replayer: settings.replayer.clone(),
         kernels,
         capture: settings.capture,
+        whole_runs: vec![],
     };
     Planned { plan, candidates, missing }
 }

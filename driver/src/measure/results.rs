@@ -169,24 +169,26 @@ fn program_timing(c: &Confirmed, names: &[PlannedCandidate]) -> Result<ProgramTi
     let pairs = c.plain_ms.len().min(c.choice_ms.len());
     let (Some(transforms), true) = (transforms, pairs >= MIN_PAIRS) else {
         let launches = if c.launches == 1 { "1 launch".to_string() } else { format!("{} launches", c.launches) };
-        return Err(format!(
-            "`{}` not confirmed: {launches} after the replay, {pairs} pair(s) timed ({MIN_PAIRS} needed); the replay's figure decides",
-            c.candidate
-        ));
+        let timed = match c.whole_runs {
+            true => format!("{pairs} pair(s) of whole runs timed"),
+            false => format!("{launches} after the replay, {pairs} pair(s) timed"),
+        };
+        return Err(format!("`{}` not confirmed: {timed} ({MIN_PAIRS} needed); the replay's figure decides", c.candidate));
     };
     let paired = Paired::of(std::slice::from_ref(&c.choice_ms), std::slice::from_ref(&c.plain_ms))
         .ok_or_else(|| format!("`{}` not confirmed: no pair timed", c.candidate))?;
     let (plain, choice) = (Timing::of(&c.plain_ms), Timing::of(&c.choice_ms));
     let (Some(plain), Some(choice)) = (plain, choice) else { return Err(format!("`{}` not confirmed: no pair timed", c.candidate)) };
-    Ok(ProgramTiming { transforms, paired, plain, choice })
+    Ok(ProgramTiming { transforms, paired, plain, choice, whole_runs: c.whole_runs })
 }
 
 /// One line: the replay's figure and the program's, side by side, and what follows.
 fn program_line(m: &Measured, p: &ProgramTiming, name: &str) -> String {
     let replay = m.candidate(&p.transforms).and_then(|c| m.speedup(c)).map_or("-".to_string(), |s| format!("{s:.3}×"));
     let margin = relative_margin(p.paired).map_or(String::new(), |r| format!(" ±{:.1} %", 100.0 * r));
+    let over = if p.whole_runs { "whole runs of the program (median total a run" } else { "the program's own launches (median" };
     let figures = format!(
-        "`{name}` ran {replay} in the replay, {:.3}×{margin} over {} pairs of the program's own launches (median {:.4} ms against plain's {:.4} ms)",
+        "`{name}` ran {replay} in the replay, {:.3}×{margin} over {} pairs of {over} {:.4} ms against plain's {:.4} ms)",
         p.speedup(),
         p.paired.rounds,
         p.choice.median_ms,
@@ -865,7 +867,7 @@ mod program_tests {
     /// launch ±5 % from its neighbours (caches, the program's other work).
     fn program(launches: u32, plain_us: f64, choice_us: f64) -> Event {
         let start =
-            Start { key: "k".into(), symbol: "_Z1kPd".into(), candidate: "decided".into(), path: "decided.cubin".into(), pairs: 200 };
+            Start { key: "k".into(), symbol: "_Z1kPd".into(), candidate: "decided".into(), path: "decided.cubin".into(), pairs: 200, whole: None };
         let mut c = Confirmation::new(start);
         (c.registers, c.program_registers) = (Some(40), Some(64));
         for i in 0..launches {
@@ -937,6 +939,42 @@ mod program_tests {
     }
 
     #[test]
+    fn whole_runs_of_the_program_decide_where_its_launches_were_too_few() {
+        // Twenty pairs of runs, each run's total; the choice 1.5 % faster, each pair ±0.2 %.
+        let plain: Vec<f64> = (0..20).map(|i| 1.0 + 0.002 * f64::from(i % 3)).collect();
+        let choice: Vec<f64> = plain.iter().enumerate().map(|(i, p)| p * (0.985 + 0.002 * (i % 2) as f64)).collect();
+        let whole = |plain: &[f64], choice: &[f64]| {
+            Event::Confirmed(Confirmed {
+                symbol: "_Z1kPd".into(),
+                key: "k".into(),
+                candidate: "decided".into(),
+                launches: 40,
+                plain_ms: plain.to_vec(),
+                choice_ms: choice.to_vec(),
+                registers: [Some(64), Some(40)],
+                failure: None,
+                whole_runs: true,
+            })
+        };
+        // The first run's own confirmation (no launch after the replay), then the whole runs'.
+        let (entry, c) = decided(&[replayed(0.69), program(1, 10.0, 9.95), whole(&plain, &choice)]);
+        let m = entry.measured.as_ref().unwrap();
+        let p = m.program.as_ref().unwrap();
+        assert!(p.whole_runs && p.paired.rounds == 20, "{p:?}");
+        assert!((p.speedup() - 1.0 / 0.986).abs() < 0.002, "{p:?}");
+        assert_eq!(entry.effective(), cap(), "1.4 % faster beyond the noise: kept");
+        let line = c.notes.iter().find(|n| n.contains("pairs of whole runs of the program (median total a run")).unwrap();
+        assert!(line.starts_with("k: `decided` ran 1.449× in the replay, 1.01") && line.ends_with(": confirmed"), "{line}");
+        // As the program's runs read lavaMD: no faster; plain kept.
+        let (entry, _) = decided(&[replayed(0.69), whole(&plain, &plain)]);
+        assert_eq!(entry.effective(), Transforms::default());
+        // Stopped short of twenty pairs: the replay decides, and says how many there were.
+        let (entry, c) = decided(&[replayed(0.69), whole(&plain[..7], &choice[..7])]);
+        assert_eq!(entry.effective(), cap());
+        assert!(c.notes.iter().any(|n| n == "k: `decided` not confirmed: 7 pair(s) of whole runs timed (20 needed); the replay's figure decides"), "{:?}", c.notes);
+    }
+
+    #[test]
     fn too_few_launches_after_the_replay_leave_the_replays_figure_to_decide() {
         let (entry, c) = decided(&[replayed(0.69), program(12, 10.0, 9.95)]);
         assert_eq!(entry.measured.as_ref().unwrap().program, None);
@@ -961,6 +999,7 @@ mod program_tests {
             failure: Some(
                 "not confirmed: the choice's code could not be loaded into the program (cuModuleLoadData: CUDA_ERROR_INVALID_IMAGE)".into(),
             ),
+            whole_runs: false,
         });
         let (entry, c) = decided(&[replayed(0.69), failed]);
         assert_eq!(entry.effective(), cap());

@@ -410,8 +410,16 @@ fn initialize() {
     // SAFETY: as above.
     unsafe { (api.enable_callback)(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CBID_RESOURCE_MODULE_LOADED) };
     let _ = PLAIN_CODES.set(interposer.plain_codes());
+    let whole_runs: Vec<confirm::Start> = match interposer.confirms {
+        true => interposer.whole_runs().iter().map(confirm::Start::whole_run).collect(),
+        false => vec![],
+    };
     if let Ok(mut s) = state().lock() {
-        *s = Some(State { interposer, cuda });
+        let s = s.insert(State { interposer, cuda });
+        // A whole run: its kernels' launches timed from the first.
+        for start in whole_runs {
+            begin_confirmation(s, start);
+        }
     }
 }
 
@@ -785,6 +793,11 @@ unsafe fn confirm_launch(cbid: u32, data: &CallbackData, s: &mut State, symbol: 
         return true;
     }
     if capturing(call.stream) {
+        return true;
+    }
+    if c.start.whole == Some(false) {
+        // A whole run of plain's code: the program's own function, timed.
+        c.launch(call.config, data.correlation_id);
         return true;
     }
     let context = data.context as usize;
