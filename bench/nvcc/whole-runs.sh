@@ -4,9 +4,11 @@
 # program), then the rebuilt programs' own timers beside the plain ones,
 # 10 rounds, in the same call. From the repository root:
 #
-#   OUT=DIR bash bench/nvcc/whole-runs.sh   # DIR/measure/search-out.tar.gz, DIR/timers/rebuilt-out.tar.gz
+#   OUT=DIR bash bench/nvcc/whole-runs.sh   # DIR/search-out.tar.gz (measure), DIR/rebuilt-out.tar.gz (timers)
 set -u
 mkdir -p bench/calibrate/build/corpus-nvcc
 cp bench/nvcc/search-e/corpus-nvcc/* bench/calibrate/build/corpus-nvcc/
-OUT=$OUT/measure PLAN=bench/nvcc/search-whole/plan.json MTIMEOUT=${MTIMEOUT:-400} bash bench/search/run.sh bench/nvcc/search-whole
-OUT=$OUT/timers ROUNDS=${ROUNDS:-10} PROGRAMS="lavaMD tf32TensorCoreGemm" bash bench/search/rebuilt.sh
+T=$(mktemp -d)
+OUT=$OUT WORK=$T/measure PLAN=bench/nvcc/search-whole/plan.json MTIMEOUT=${MTIMEOUT:-400} bash bench/search/run.sh bench/nvcc/search-whole
+OUT=$T/timers ROUNDS=${ROUNDS:-10} PROGRAMS="lavaMD tf32TensorCoreGemm" bash bench/search/rebuilt.sh
+cp $T/timers/rebuilt-out.tar.gz "$OUT/"

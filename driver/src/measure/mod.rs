@@ -197,8 +197,7 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
     let seconds = start.elapsed().as_secs_f64();
 
     let mut events = wire::read_events(&run_dir.join(wire::EVENTS_FILE))?;
-    let mut whole_notes = vec![];
-    let wanted = whole_runs::wanted(&events, &planned.plan);
+    let (wanted, mut whole_notes) = whole_runs::wanted(&events, &planned.plan, &kept(&db, &planned, &events));
     if gpu.is_ok() && status.success() && o.whole_run_budget > 0.0 && !wanted.is_empty() {
         let names: Vec<String> = wanted.iter().map(|w| crate::names::short(&w.symbol)).collect();
         eprintln!(
@@ -242,6 +241,27 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
         Some(c) => ExitCode::from(c.clamp(1, 255) as u8),
         None => ExitCode::from(128 + signal(&status).unwrap_or(0).clamp(0, 127) as u8),
     })
+}
+
+/// Each entry's build the db's rule keeps from `events`' replays, where it
+/// is not plain and it and the program's own launches left plain's bytes:
+/// entry key to candidate name.
+fn kept(db: &Db, planned: &plan::Planned, events: &[wire::Event]) -> std::collections::BTreeMap<String, String> {
+    let collected = results::collect(events, &planned.candidates);
+    collected
+        .measured
+        .iter()
+        .filter_map(|(key, m)| {
+            let entry = regtune_decisions::Entry { measured: Some(m.clone()), ..db.kernels.get(key)?.clone() };
+            let t = entry.effective();
+            let proven = m.candidate(&t).is_some_and(|c| c.identical) && m.program_identical == Some(true);
+            if t.is_empty() || !proven {
+                return None;
+            }
+            let name = planned.candidates.get(key)?.iter().find(|p| p.role == plan::Role::Candidate && p.transforms == t)?.name.clone();
+            Some((key.clone(), name))
+        })
+        .collect()
 }
 
 /// `--from DIR`: the report of a run kept in `dir`, decided again.

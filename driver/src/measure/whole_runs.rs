@@ -18,24 +18,46 @@ use std::time::Instant;
 use regtune_runtime::confirm::MIN_PAIRS;
 use regtune_runtime::plan::{self as wire, Confirmed, Event, WholeRun};
 
-/// The kernels whose replay's choice the first run could not confirm for
-/// want of launches after the replay (not for a failure): one
-/// [`WholeRun`] each, its `choice` to be set per run.
-pub(crate) fn wanted(events: &[Event], plan: &wire::Plan) -> Vec<WholeRun> {
+/// The kernels whose kept build (`kept`: entry key to candidate name, the
+/// db's rule over the first run's replay) the program's own launches did
+/// not confirm for want of launches after the replay: never started (the
+/// kernel launched no more than `--launches`), or too few pairs. Not those
+/// whose confirmation failed, nor those with module variables (the
+/// choice's own module would not share them with the program's): a line
+/// each for those.
+pub(crate) fn wanted(events: &[Event], plan: &wire::Plan, kept: &BTreeMap<String, String>) -> (Vec<WholeRun>, Vec<String>) {
     let mut last: BTreeMap<&str, &Confirmed> = BTreeMap::new();
+    let mut variables: BTreeMap<&str, &str> = BTreeMap::new();
     for e in events {
-        if let Event::Confirmed(c) = e {
-            last.insert(&c.key, c);
+        match e {
+            Event::Confirmed(c) => {
+                last.insert(&c.key, c);
+            }
+            Event::Measured(r) if r.globals > 0 => {
+                variables.insert(&r.key, &r.symbol);
+            }
+            _ => {}
         }
     }
-    last.values()
-        .filter(|c| c.failure.is_none() && !c.whole_runs && c.plain_ms.len().min(c.choice_ms.len()) < MIN_PAIRS)
-        .filter_map(|c| {
-            let kernel = plan.kernels.iter().find(|k| k.key == c.key)?;
-            let path = kernel.candidates.iter().find(|p| p.name == c.candidate)?.path.clone();
-            Some(WholeRun { symbol: c.symbol.clone(), key: c.key.clone(), candidate: c.candidate.clone(), path, choice: false })
-        })
-        .collect()
+    let mut notes = vec![];
+    let mut wanted = vec![];
+    for (key, candidate) in kept {
+        let confirmed = last.get(key.as_str());
+        if confirmed.is_some_and(|c| c.failure.is_some() || c.whole_runs || c.plain_ms.len().min(c.choice_ms.len()) >= MIN_PAIRS) {
+            continue;
+        }
+        let Some(kernel) = plan.kernels.iter().find(|k| &k.key == key) else { continue };
+        if variables.contains_key(key.as_str()) {
+            notes.push(format!(
+                "{}: `{candidate}` not timed over whole runs: the kernel's module has variables, which the choice's own module would not share with the program's",
+                crate::names::short(&kernel.symbol)
+            ));
+            continue;
+        }
+        let Some(path) = kernel.candidates.iter().find(|p| &p.name == candidate).map(|p| p.path.clone()) else { continue };
+        wanted.push(WholeRun { symbol: kernel.symbol.clone(), key: key.clone(), candidate: candidate.clone(), path, choice: false });
+    }
+    (wanted, notes)
 }
 
 /// Which side whole run `i` runs (true: the choice): plain, choice, choice,
@@ -201,28 +223,35 @@ mod tests {
         }
     }
 
+    fn kept(keys: &[&str]) -> BTreeMap<String, String> {
+        keys.iter().map(|k| (k.to_string(), "decided".to_string())).collect()
+    }
+
     #[test]
-    fn only_choices_left_unconfirmed_for_want_of_launches_get_whole_runs() {
+    fn only_kept_builds_left_unconfirmed_for_want_of_launches_get_whole_runs() {
         let pairs = vec![1.0; MIN_PAIRS];
         let mut failed = confirmed("f", &[], &[], false);
         failed.failure = Some("not confirmed: the choice's code could not be loaded".into());
         let events = [
-            Event::Confirmed(confirmed("once", &[], &[], false)),
+            // "never": no confirmation began (launched no more than --launches).
             Event::Confirmed(confirmed("few", &[1.0; 6], &[0.9; 6], false)),
             Event::Confirmed(confirmed("enough", &pairs, &pairs, false)),
             Event::Confirmed(failed),
         ];
-        let w = wanted(&events, &plan(&["once", "few", "enough", "f"]));
+        let all = ["never", "few", "enough", "f"];
+        let (w, notes) = wanted(&events, &plan(&all), &kept(&all));
         let keys: Vec<(&str, &Path)> = w.iter().map(|w| (w.key.as_str(), w.path.as_path())).collect();
-        assert_eq!(keys, [("few", Path::new("/c/few/decided.cubin")), ("once", Path::new("/c/once/decided.cubin"))]);
-        // A key the plan does not hold (a stale event) is not run.
-        assert!(wanted(&events, &plan(&["enough"])).is_empty());
+        assert_eq!(keys, [("few", Path::new("/c/few/decided.cubin")), ("never", Path::new("/c/never/decided.cubin"))]);
+        assert!(notes.is_empty());
+        // Plain kept (not in `kept`), or a key the plan does not hold: not run.
+        assert!(wanted(&events, &plan(&all), &kept(&[])).0.is_empty());
+        assert!(wanted(&events, &plan(&["enough"]), &kept(&["never"])).0.is_empty());
     }
 
     #[test]
     fn runs_alternate_abba_and_pair_each_sides_totals_in_order() {
         assert_eq!((0..8).map(runs_choice).collect::<Vec<_>>(), [false, true, true, false, false, true, true, false]);
-        let w = wanted(&[Event::Confirmed(confirmed("k", &[], &[], false))], &plan(&["k"]));
+        let (w, _) = wanted(&[], &plan(&["k"]), &kept(&["k"]));
         let run = |choice: bool, ms: &[f64]| {
             let c = if choice { confirmed("k", &[], ms, true) } else { confirmed("k", ms, &[], true) };
             (choice, vec![Event::Started { pid: 1, vendor: "cuda".into() }, Event::Confirmed(c)])
