@@ -803,12 +803,14 @@ unsafe fn confirm_launch(cbid: u32, data: &CallbackData, s: &mut State, symbol: 
     let context = data.context as usize;
     if c.function.is_none() {
         // SAFETY: the program's context is current in its launch callback.
-        match unsafe { load_choice(s.cuda, &c.start.path, symbol) } {
+        // SAFETY: the handle the program launches, in its context.
+        let program = unsafe { s.cuda.function(call.f) };
+        match unsafe { load_choice(s.cuda, &c.start.path, symbol, program) } {
             Ok((f, registers)) => {
                 c.function = Some((context, f as usize));
                 c.registers = registers;
-                // SAFETY: the handle the program launches, in its context.
-                c.program_registers = unsafe { registers_of(s.cuda, s.cuda.function(call.f)) };
+                // SAFETY: as above.
+                c.program_registers = unsafe { registers_of(s.cuda, program) };
             }
             Err(why) => {
                 c.failure = Some(format!("not confirmed: the choice's code could not be loaded into the program ({why})"));
@@ -835,12 +837,21 @@ unsafe fn confirm_launch(cbid: u32, data: &CallbackData, s: &mut State, symbol: 
     true
 }
 
-/// Load the choice's code object into the current context; its function
-/// and registers per thread.
+/// What the program may have set on its own function at run time and a
+/// launch of the choice's needs the same: the dynamic shared memory it
+/// opted into (over 48 KiB a launch is refused without it: the tf32 GEMM's
+/// 72 KiB) and its shared-memory carveout.
+const PROGRAM_SET_ATTRIBUTES: [c_int; 2] =
+    [cuda::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT];
+const CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: c_int = 9;
+
+/// Load the choice's code object into the current context, its function
+/// given the attributes the program set on its own (`program`); the
+/// function and its registers per thread.
 ///
 /// # Safety
-/// The program's context must be current.
-unsafe fn load_choice(cuda: &Cuda, path: &std::path::Path, symbol: &str) -> Result<(Handle, Option<u16>), String> {
+/// The program's context must be current; `program` a live function in it.
+unsafe fn load_choice(cuda: &Cuda, path: &std::path::Path, symbol: &str, program: Handle) -> Result<(Handle, Option<u16>), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let name = std::ffi::CString::new(symbol).map_err(|e| e.to_string())?;
     if let Ok(mut ours) = OURS.lock() {
@@ -852,6 +863,17 @@ unsafe fn load_choice(cuda: &Cuda, path: &std::path::Path, symbol: &str) -> Resu
     unsafe {
         cuda.check((cuda.api.module_load_data)(&mut module, bytes.as_ptr().cast()), "cuModuleLoadData").map_err(|e| e.to_string())?;
         cuda.check((cuda.api.module_get_function)(&mut f, module, name.as_ptr()), "cuModuleGetFunction").map_err(|e| e.to_string())?;
+        for (i, attribute) in PROGRAM_SET_ATTRIBUTES.into_iter().enumerate() {
+            let mut value: c_int = 0;
+            if (cuda.api.func_get_attribute)(&mut value, attribute, program) != CUDA_SUCCESS {
+                continue;
+            }
+            let set = cuda.check((cuda.api.func_set_attribute)(f, attribute, value), "cuFuncSetAttribute");
+            // Without the shared memory the program's launches use, none would run; a carveout is a preference.
+            if i == 0 {
+                set.map_err(|e| e.to_string())?;
+            }
+        }
         cuda.load(f);
         Ok((f, registers_of(cuda, f)))
     }
