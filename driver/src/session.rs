@@ -888,10 +888,11 @@ impl<'a> Session<'a> {
             let dir = self.dir.path().join(format!("nvcc-{}", self.counter.fetch_add(1, Ordering::Relaxed)));
             let deadline = Instant::now() + Duration::from_secs_f64(30.0 + 10.0 * self.plain_seconds);
             let args = translate::nvcc_args(self.user_args, self.source);
-            let kept = std::fs::create_dir_all(&dir)
+            let out = dir.join("nvcc.cubin");
+            let built = std::fs::create_dir_all(&dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))
-                .and_then(|()| nvcc::keep(nvcc, self.arch, self.source, &args, &dir, Some(deadline)).map_err(first_line));
-            ("nvcc", kept.map(|k| k.cubin))
+                .and_then(|()| nvcc::cubin(nvcc, self.arch, self.source, &args, (&dir, &out), Some(deadline)).map_err(first_line));
+            ("nvcc", built.map(|()| out))
         };
         match built.and_then(|cubin| std::fs::copy(&cubin, dest).map_err(|e| format!("cannot write {}: {e}", dest.display()))) {
             Ok(_) => OtherBuild::Built(compiler),

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""What tune's build of a CUDA file by the other compiler (nvcc's plain
+cubin, for `regtune measure` to time beside clang's candidates) costs,
+before and after it became `nvcc -cubin` (device only) instead of
+`nvcc --keep -c` (host too) with two more ptxas runs: per file of the nvcc
+corpus (bench/calibrate/build/corpus-nvcc, unpacked), compiled as the clang
+corpus compiles it (bench/calibrate/compat/regtune_cuda_compat.h), side by
+side and interleaved: the plain clang device compile, `nvcc -c --keep`,
+`nvcc -cubin`, and `regtune tune -j 1` at its defaults with and without
+`--no-other-compiler`. Not a test.
+
+    python3 bench/cost/other_compiler.py [--out FILE] [--reps N] [FILE...]   # from the repository root
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORPUS = os.path.join(REPO, "bench", "calibrate", "build", "corpus-nvcc")
+COMPAT = os.path.join(REPO, "bench", "calibrate", "compat", "regtune_cuda_compat.h")
+NVCC = "/opt/regtune-nvcc/bin/nvcc"
+FILES = [
+    "dxtc/src/dxtc.cu",
+    "interval/src/interval.cu",
+    "lavaMD/src/kernel/kernel_gpu_cuda_wrapper.cu",
+    "eigenvalues/src/bisect_large.cu",
+    "particlefilter/src/ex_particle_CUDA_float_seq.cu",
+]
+
+
+def timed(cmd, cwd):
+    t = time.monotonic()
+    r = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr.decode()[-2000:]}")
+    return time.monotonic() - t
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out")
+    p.add_argument("--reps", type=int, default=1)
+    p.add_argument("--regtune", default=os.path.join(REPO, "target", "release", "regtune"))
+    p.add_argument("files", nargs="*", default=FILES)
+    a = p.parse_args()
+    rows = []
+    for rel in a.files:
+        src = os.path.join(CORPUS, rel)
+        d = os.path.dirname(src)
+        inc = [f"-I{d}", f"-I{os.path.join(d, 'Common')}", f"-I{os.path.join(os.path.dirname(d), 'Common')}"]
+        clang_args = ["-O3", "-w", "-include", COMPAT] + inc
+        nvcc_args = ["-O3", "-arch=sm_90", "-w"] + inc
+        times = {k: [] for k in ["plain", "keep", "cubin", "tune", "tune-no-other"]}
+        for _ in range(a.reps):
+            with tempfile.TemporaryDirectory() as tmp:
+                times["plain"].append(timed(["clang++-22", "-x", "cuda", "--cuda-device-only", "-Wno-unknown-cuda-version",
+                                             "--cuda-gpu-arch=sm_90", "--cuda-path=/opt/regtune-cuda"] + clang_args
+                                            + ["-c", src, "-o", os.path.join(tmp, "p.o")], REPO))
+                keep = os.path.join(tmp, "keep")
+                os.makedirs(keep)
+                times["keep"].append(timed([NVCC] + nvcc_args + ["-c", "--keep", "--keep-dir", keep, "-o",
+                                                                 os.path.join(keep, "u.o"), src], REPO))
+                times["cubin"].append(timed([NVCC] + nvcc_args + ["-cubin", "-o", os.path.join(tmp, "u.cubin"), src], REPO))
+                for k, extra in [("tune", []), ("tune-no-other", ["--no-other-compiler"])]:
+                    db = os.path.join(tmp, k, "db.json")
+                    times[k].append(timed([a.regtune, "tune", "-j", "1", "--offload-arch", "sm_90", "--db", db] + extra
+                                          + [src, "--"] + clang_args, REPO))
+        rows.append((rel, {k: statistics.median(v) for k, v in times.items()}))
+    load = os.getloadavg()
+    lines = [f"bench/cost/other_compiler.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, reps {a.reps}, load at end "
+             f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (2 cores); seconds, and each over the plain clang device compile",
+             f"{'file':50s} {'plain':>6s} {'nvcc -c':>8s} {'-cubin':>7s} {'tune':>7s} {'(ratio)':>8s} {'no-other':>8s} {'(ratio)':>8s}"]
+    for rel, t in rows:
+        lines.append(f"{rel:50s} {t['plain']:6.2f} {t['keep']:8.2f} {t['cubin']:7.2f} {t['tune']:7.2f} {t['tune'] / t['plain']:7.2f}x "
+                     f"{t['tune-no-other']:8.2f} {t['tune-no-other'] / t['plain']:7.2f}x")
+    ratios = [t["tune"] / t["plain"] for _, t in rows]
+    lines.append(f"median tune/plain {statistics.median(ratios):.2f}x; without the other compiler "
+                 f"{statistics.median(t['tune-no-other'] / t['plain'] for _, t in rows):.2f}x; nvcc -c over -cubin "
+                 f"{statistics.median(t['keep'] / t['cubin'] for _, t in rows):.2f}x")
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if a.out:
+        open(a.out, "a").write(text)
+
+
+if __name__ == "__main__":
+    main()
