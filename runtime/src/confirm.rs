@@ -31,6 +31,10 @@ use regtune_decisions::{Measured, Transforms};
 use crate::dl::{api, Library};
 use crate::plan::{Confirmed, LaunchConfig, LaunchResult, PlanKernel};
 
+/// The interposer's warning where CUPTI's activity API is missing: nothing
+/// of the program's own is timed (the driver then runs no whole runs).
+pub const UNTIMED: &str = "the program's own launches are not timed";
+
 /// The fewest pairs of launches that confirm a choice: as many as a
 /// replayed candidate's rounds before they can settle.
 pub const MIN_PAIRS: usize = regtune_decisions::measured::SETTLE_AFTER;

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use regtune_runtime::confirm::MIN_PAIRS;
+use regtune_runtime::confirm::{MIN_PAIRS, UNTIMED};
 use regtune_runtime::plan::{self as wire, Confirmed, Event, WholeRun};
 
 /// The kernels whose kept build (`kept`: entry key to candidate name, the
@@ -41,12 +41,17 @@ pub(crate) fn wanted(events: &[Event], plan: &wire::Plan, kept: &BTreeMap<String
     }
     let mut notes = vec![];
     let mut wanted = vec![];
+    // The first run could not time launches (CUPTI's activity API): neither could these.
+    if events.iter().any(|e| matches!(e, Event::Note { message, .. } if message.contains(UNTIMED))) {
+        return (wanted, notes);
+    }
     for (key, candidate) in kept {
         let confirmed = last.get(key.as_str());
         if confirmed.is_some_and(|c| c.failure.is_some() || c.whole_runs || c.plain_ms.len().min(c.choice_ms.len()) >= MIN_PAIRS) {
             continue;
         }
-        let Some(kernel) = plan.kernels.iter().find(|k| &k.key == key) else { continue };
+        // CUPTI's records time them: CUDA's kernels alone (HIP's interposer swaps nothing).
+        let Some(kernel) = plan.kernels.iter().find(|k| &k.key == key && k.arch.starts_with("sm_")) else { continue };
         if variables.contains_key(key.as_str()) {
             notes.push(format!(
                 "{}: `{candidate}` not timed over whole runs: the kernel's module has variables, which the choice's own module would not share with the program's",
@@ -243,6 +248,16 @@ mod tests {
         let keys: Vec<(&str, &Path)> = w.iter().map(|w| (w.key.as_str(), w.path.as_path())).collect();
         assert_eq!(keys, [("few", Path::new("/c/few/decided.cubin")), ("never", Path::new("/c/never/decided.cubin"))]);
         assert!(notes.is_empty());
+        // HIP's kernels, or CUPTI's activity API missing in the first run: none.
+        let mut hip = plan(&all);
+        hip.kernels.iter_mut().for_each(|k| k.arch = "gfx90a".into());
+        assert!(wanted(&events, &hip, &kept(&all)).0.is_empty());
+        let untimed = Event::Note {
+            symbol: "measure".into(),
+            message: "warning: the program's own launches are not timed (CUPTI's activity API is missing)".into(),
+            launches: 1,
+        };
+        assert!(wanted(&[untimed], &plan(&all), &kept(&all)).0.is_empty());
         // Plain kept (not in `kept`), or a key the plan does not hold: not run.
         assert!(wanted(&events, &plan(&all), &kept(&[])).0.is_empty());
         assert!(wanted(&events, &plan(&["enough"]), &kept(&["never"])).0.is_empty());

@@ -384,7 +384,7 @@ fn initialize() {
     match confirm::activity(&lib) {
         Ok(_) => interposer.confirms = true,
         Err(why) => {
-            interposer.note("measure", &format!("warning: the program's own launches are not timed ({why}): the replay's figures decide"))
+            interposer.note("measure", &format!("warning: {} ({why}): the replay's figures decide", confirm::UNTIMED))
         }
     }
     let _ = PLANNED.set(interposer.planned_symbols());
