@@ -55,7 +55,7 @@ def main():
         d = os.path.dirname(src)
         inc = [f"-I{d}", f"-I{os.path.join(d, 'Common')}", f"-I{os.path.join(os.path.dirname(d), 'Common')}"]
         clang_args = ["-O3", "-w", "-include", COMPAT] + inc
-        nvcc_args = ["-O3", "-arch=sm_90", "-w"] + inc
+        nvcc_args = ["-O3", "-arch=sm_90", "-w", "-include", os.path.join(REPO, "bench", "nvcc", "compat", "regtune_nvcc_compat.h")] + inc
         times = {k: [] for k in ["plain", "keep", "cubin", "tune", "tune-no-other"]}
         for _ in range(a.reps):
             with tempfile.TemporaryDirectory() as tmp:

@@ -866,8 +866,14 @@ mod program_tests {
     /// replay, plain's code `plain_us` and the choice's `choice_us`, each
     /// launch ±5 % from its neighbours (caches, the program's other work).
     fn program(launches: u32, plain_us: f64, choice_us: f64) -> Event {
-        let start =
-            Start { key: "k".into(), symbol: "_Z1kPd".into(), candidate: "decided".into(), path: "decided.cubin".into(), pairs: 200, whole: None };
+        let start = Start {
+            key: "k".into(),
+            symbol: "_Z1kPd".into(),
+            candidate: "decided".into(),
+            path: "decided.cubin".into(),
+            pairs: 200,
+            whole: None,
+        };
         let mut c = Confirmation::new(start);
         (c.registers, c.program_registers) = (Some(40), Some(64));
         for i in 0..launches {
@@ -971,7 +977,13 @@ mod program_tests {
         // Stopped short of twenty pairs: the replay decides, and says how many there were.
         let (entry, c) = decided(&[replayed(0.69), whole(&plain[..7], &choice[..7])]);
         assert_eq!(entry.effective(), cap());
-        assert!(c.notes.iter().any(|n| n == "k: `decided` not confirmed: 7 pair(s) of whole runs timed (20 needed); the replay's figure decides"), "{:?}", c.notes);
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n == "k: `decided` not confirmed: 7 pair(s) of whole runs timed (20 needed); the replay's figure decides"),
+            "{:?}",
+            c.notes
+        );
     }
 
     #[test]

@@ -104,7 +104,11 @@ pub(crate) fn combine(wanted: &[WholeRun], runs: &[(bool, Vec<Event>)]) -> Vec<C
                 let (times, side) = if *choice { (&c.choice_ms, 1) } else { (&c.plain_ms, 0) };
                 if !times.is_empty() {
                     let total: f64 = times.iter().sum();
-                    if *choice { out.choice_ms.push(total) } else { out.plain_ms.push(total) }
+                    if *choice {
+                        out.choice_ms.push(total)
+                    } else {
+                        out.plain_ms.push(total)
+                    }
                 }
                 out.registers[side] = out.registers[side].or(c.registers[side]);
             }

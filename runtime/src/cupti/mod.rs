@@ -383,9 +383,7 @@ fn initialize() {
     let mut interposer = interposer;
     match confirm::activity(&lib) {
         Ok(_) => interposer.confirms = true,
-        Err(why) => {
-            interposer.note("measure", &format!("warning: {} ({why}): the replay's figures decide", confirm::UNTIMED))
-        }
+        Err(why) => interposer.note("measure", &format!("warning: {} ({why}): the replay's figures decide", confirm::UNTIMED)),
     }
     let _ = PLANNED.set(interposer.planned_symbols());
     let lib = Library::open(&["libcuda.so.1", "libcuda.so"]).ok();
