@@ -9,8 +9,12 @@ from their tune's db as it was before any measurement, with this
 checkout's regtune (whole runs on, their default budget), then their
 rebuilt programs' own timers beside the plain programs in the same GPU call.
 
-    cargo build --release --workspace && python3 bench/nvcc/whole_runs.py   # CPU: bench/nvcc/search-whole
-    OUT=DIR bash bench/nvcc/whole-runs.sh                                     # GPU, one call
+    cargo build --release --workspace && python3 bench/nvcc/whole_runs.py [PROGRAM...]   # CPU: bench/nvcc/search-whole
+    OUT=DIR PROGRAMS="..." bash bench/nvcc/whole-runs.sh                                 # GPU, one call
+
+PROGRAMS default to lavaMD and tf32TensorCoreGemm; the second batch of
+2026-12-02 was `MC_SingleAsianOptionP miniBUDE RSBench immaTensorCoreGemm
+cudaTensorCoreGemm`.
 
 search-e and search-f are the tune runs of the 2026-12-01 nvcc corpus
 (bench/search/build.py --compiler nvcc, then bench/nvcc/gpu.sh --pack);
@@ -24,6 +28,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
 
@@ -47,16 +52,17 @@ def tools(dest):
 
 
 def main():
+    programs = sys.argv[1:] or ["lavaMD", "tf32TensorCoreGemm"]
     shutil.rmtree(OUT, ignore_errors=True)
     os.makedirs(OUT)
     tools(os.path.join(OUT, "tools.tar.xz"))
-    lava = json.load(open(os.path.join(HERE, "search-e", "plan.json")))["lavaMD"]
-    tf32 = json.load(open(os.path.join(HERE, "search-f", "plan.json")))["tf32TensorCoreGemm"]
+    plans = {b: json.load(open(os.path.join(HERE, b, "plan.json"))) for b in ["search-e", "search-f"]}
     plan = {}
-    for name, base, db in [("lavaMD", lava, "search-e/lavaMD"), ("tf32TensorCoreGemm", tf32, "search-f/tf32TensorCoreGemm")]:
+    for name in programs:
+        batch = next(b for b in plans if name in plans[b] and os.path.exists(os.path.join(HERE, b, name, "db.tar.xz")))
         os.makedirs(os.path.join(OUT, name))
-        shutil.copy(os.path.join(HERE, db, "db.tar.xz"), os.path.join(OUT, name))
-        plan[name] = dict(base, db=f"{REL}/{name}/db/decisions.json")
+        shutil.copy(os.path.join(HERE, batch, name, "db.tar.xz"), os.path.join(OUT, name))
+        plan[name] = dict(plans[batch][name], db=f"{REL}/{name}/db/decisions.json")
     json.dump(plan, open(os.path.join(OUT, "plan.json"), "w"), indent=1)
     print(OUT)
 
