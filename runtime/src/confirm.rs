@@ -110,6 +110,18 @@ pub fn choose(kernel: &PlanKernel, results: &[LaunchResult]) -> Result<Option<St
     }
 }
 
+/// A module variable of the kernel in a whole run of the choice: the
+/// choice's own module holds its own copy, so the program's is copied into
+/// it before each launch the choice runs, and back after it (a
+/// `__constant__` one is not written by kernels: not back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shared {
+    pub ours: u64,
+    pub program: u64,
+    pub bytes: usize,
+    pub constant: bool,
+}
+
 /// One half of a pair: a launch, and whether it ran the choice.
 #[derive(Debug, Clone, Copy)]
 struct Half {
@@ -139,6 +151,9 @@ pub struct Confirmation {
     pub program_registers: Option<u16>,
     /// The choice's function, and the context it was loaded into.
     pub function: Option<(usize, usize)>,
+    /// In a whole run of the choice, the module variables it shares with
+    /// the program's module ([`Shared`]).
+    pub shared: Vec<Shared>,
     /// Why it stopped short (a load failed, the driver ran other code).
     pub failure: Option<String>,
     /// Its result was written.
@@ -158,6 +173,7 @@ impl Confirmation {
             registers: None,
             program_registers: None,
             function: None,
+            shared: vec![],
             failure: None,
             reported: false,
         }

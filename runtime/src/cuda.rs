@@ -80,6 +80,7 @@ api!(Driver {
     memcpy_htod = "cuMemcpyHtoD_v2": fn(u64, *const c_void, usize) -> CuResult;
     memcpy_dtoh = "cuMemcpyDtoH_v2": fn(*mut c_void, u64, usize) -> CuResult;
     memcpy_dtod = "cuMemcpyDtoD_v2": fn(u64, u64, usize) -> CuResult;
+    memcpy_dtod_async = "cuMemcpyDtoDAsync_v2": fn(u64, u64, usize, Handle) -> CuResult;
     mem_get_address_range = "cuMemGetAddressRange_v2": fn(*mut u64, *mut usize, u64) -> CuResult;
     pointer_get_attribute = "cuPointerGetAttribute": fn(*mut c_void, c_int, u64) -> CuResult;
     module_get_global = "cuModuleGetGlobal_v2": fn(*mut u64, *mut usize, Handle, *const c_char) -> CuResult;

@@ -197,7 +197,8 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
     let seconds = start.elapsed().as_secs_f64();
 
     let mut events = wire::read_events(&run_dir.join(wire::EVENTS_FILE))?;
-    let (wanted, mut whole_notes) = whole_runs::wanted(&events, &planned.plan, &kept(&db, &planned, &events));
+    let mut whole_notes = vec![];
+    let wanted = whole_runs::wanted(&events, &planned.plan, &kept(&db, &planned, &events));
     if gpu.is_ok() && status.success() && o.whole_run_budget > 0.0 && !wanted.is_empty() {
         let names: Vec<String> = wanted.iter().map(|w| crate::names::short(&w.symbol)).collect();
         eprintln!(

@@ -22,28 +22,21 @@ use regtune_runtime::plan::{self as wire, Confirmed, Event, WholeRun};
 /// db's rule over the first run's replay) the program's own launches did
 /// not confirm for want of launches after the replay: never started (the
 /// kernel launched no more than `--launches`), or too few pairs. Not those
-/// whose confirmation failed, nor those with module variables (the
-/// choice's own module would not share them with the program's): a line
-/// each for those.
-pub(crate) fn wanted(events: &[Event], plan: &wire::Plan, kept: &BTreeMap<String, String>) -> (Vec<WholeRun>, Vec<String>) {
+/// whose confirmation failed (a kernel with module variables is refused
+/// there: alternate launches would see two copies of them; a whole run of
+/// the choice copies the program's into its module and back around each
+/// launch, `regtune_runtime::confirm::Shared`).
+pub(crate) fn wanted(events: &[Event], plan: &wire::Plan, kept: &BTreeMap<String, String>) -> Vec<WholeRun> {
     let mut last: BTreeMap<&str, &Confirmed> = BTreeMap::new();
-    let mut variables: BTreeMap<&str, &str> = BTreeMap::new();
     for e in events {
-        match e {
-            Event::Confirmed(c) => {
-                last.insert(&c.key, c);
-            }
-            Event::Measured(r) if r.globals > 0 => {
-                variables.insert(&r.key, &r.symbol);
-            }
-            _ => {}
+        if let Event::Confirmed(c) = e {
+            last.insert(&c.key, c);
         }
     }
-    let mut notes = vec![];
     let mut wanted = vec![];
     // The first run could not time launches (CUPTI's activity API): neither could these.
     if events.iter().any(|e| matches!(e, Event::Note { message, .. } if message.contains(UNTIMED))) {
-        return (wanted, notes);
+        return wanted;
     }
     for (key, candidate) in kept {
         let confirmed = last.get(key.as_str());
@@ -52,17 +45,10 @@ pub(crate) fn wanted(events: &[Event], plan: &wire::Plan, kept: &BTreeMap<String
         }
         // CUPTI's records time them: CUDA's kernels alone (HIP's interposer swaps nothing).
         let Some(kernel) = plan.kernels.iter().find(|k| &k.key == key && k.arch.starts_with("sm_")) else { continue };
-        if variables.contains_key(key.as_str()) {
-            notes.push(format!(
-                "{}: `{candidate}` not timed over whole runs: the kernel's module has variables, which the choice's own module would not share with the program's",
-                crate::names::short(&kernel.symbol)
-            ));
-            continue;
-        }
         let Some(path) = kernel.candidates.iter().find(|p| &p.name == candidate).map(|p| p.path.clone()) else { continue };
         wanted.push(WholeRun { symbol: kernel.symbol.clone(), key: key.clone(), candidate: candidate.clone(), path, choice: false });
     }
-    (wanted, notes)
+    wanted
 }
 
 /// Which side whole run `i` runs (true: the choice): plain, choice, choice,
@@ -248,29 +234,28 @@ mod tests {
             Event::Confirmed(failed),
         ];
         let all = ["never", "few", "enough", "f"];
-        let (w, notes) = wanted(&events, &plan(&all), &kept(&all));
+        let w = wanted(&events, &plan(&all), &kept(&all));
         let keys: Vec<(&str, &Path)> = w.iter().map(|w| (w.key.as_str(), w.path.as_path())).collect();
         assert_eq!(keys, [("few", Path::new("/c/few/decided.cubin")), ("never", Path::new("/c/never/decided.cubin"))]);
-        assert!(notes.is_empty());
         // HIP's kernels, or CUPTI's activity API missing in the first run: none.
         let mut hip = plan(&all);
         hip.kernels.iter_mut().for_each(|k| k.arch = "gfx90a".into());
-        assert!(wanted(&events, &hip, &kept(&all)).0.is_empty());
+        assert!(wanted(&events, &hip, &kept(&all)).is_empty());
         let untimed = Event::Note {
             symbol: "measure".into(),
             message: "warning: the program's own launches are not timed (CUPTI's activity API is missing)".into(),
             launches: 1,
         };
-        assert!(wanted(&[untimed], &plan(&all), &kept(&all)).0.is_empty());
+        assert!(wanted(&[untimed], &plan(&all), &kept(&all)).is_empty());
         // Plain kept (not in `kept`), or a key the plan does not hold: not run.
-        assert!(wanted(&events, &plan(&all), &kept(&[])).0.is_empty());
-        assert!(wanted(&events, &plan(&["enough"]), &kept(&["never"])).0.is_empty());
+        assert!(wanted(&events, &plan(&all), &kept(&[])).is_empty());
+        assert!(wanted(&events, &plan(&["enough"]), &kept(&["never"])).is_empty());
     }
 
     #[test]
     fn runs_alternate_abba_and_pair_each_sides_totals_in_order() {
         assert_eq!((0..8).map(runs_choice).collect::<Vec<_>>(), [false, true, true, false, false, true, true, false]);
-        let (w, _) = wanted(&[], &plan(&["k"]), &kept(&["k"]));
+        let w = wanted(&[], &plan(&["k"]), &kept(&["k"]));
         let run = |choice: bool, ms: &[f64]| {
             let c = if choice { confirmed("k", &[], ms, true) } else { confirmed("k", ms, &[], true) };
             (choice, vec![Event::Started { pid: 1, vendor: "cuda".into() }, Event::Confirmed(c)])

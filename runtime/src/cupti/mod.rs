@@ -304,6 +304,9 @@ thread_local! {
     static OWN_CALLS: Cell<bool> = const { Cell::new(false) };
     /// The program's graph launch on this thread runs one part of three ([`graph_parts`]).
     static PARTS: RefCell<Option<graph_parts::Running>> = const { RefCell::new(None) };
+    /// This thread's launch ran the choice in a whole run: its stream, and
+    /// the module variables to copy back into the program's after it.
+    static COPY_BACK: RefCell<Option<(usize, Vec<confirm::Shared>)>> = const { RefCell::new(None) };
 }
 
 /// One launch call at a time across the program's threads.
@@ -695,6 +698,14 @@ fn finish(data: &CallbackData) {
     if let Some(running) = PARTS.with(|p| p.borrow_mut().take()) {
         finish_parts(running, succeeded(data));
     }
+    if let Some((stream, shared)) = COPY_BACK.with(|c| c.borrow_mut().take()) {
+        if let Ok(cuda) = cuda::driver() {
+            for v in shared.iter().filter(|v| !v.constant) {
+                // SAFETY: two live variables of `bytes` each, on the launch's stream, after the launch.
+                unsafe { (cuda.api.memcpy_dtod_async)(v.program, v.ours, v.bytes, stream as Handle) };
+            }
+        }
+    }
     if CONFIRM_LAUNCH.replace(false) {
         if let Ok(mut s) = state().lock() {
             if let Some(s) = s.as_mut() {
@@ -804,11 +815,21 @@ unsafe fn confirm_launch(cbid: u32, data: &CallbackData, s: &mut State, symbol: 
         // SAFETY: the handle the program launches, in its context.
         let program = unsafe { s.cuda.function(call.f) };
         match unsafe { load_choice(s.cuda, &c.start.path, symbol, program) } {
-            Ok((f, registers)) => {
+            Ok((f, registers, module)) => {
                 c.function = Some((context, f as usize));
                 c.registers = registers;
                 // SAFETY: as above.
                 c.program_registers = unsafe { registers_of(s.cuda, program) };
+                if c.start.whole == Some(true) {
+                    // SAFETY: the choice's module was just loaded; the program's handle is live.
+                    match unsafe { shared_variables(s.cuda, &c.start.path, module, call.f) } {
+                        Ok(shared) => c.shared = shared,
+                        Err(why) => {
+                            c.failure = Some(format!("not confirmed: {why}"));
+                            return true;
+                        }
+                    }
+                }
             }
             Err(why) => {
                 c.failure = Some(format!("not confirmed: the choice's code could not be loaded into the program ({why})"));
@@ -822,6 +843,20 @@ unsafe fn confirm_launch(cbid: u32, data: &CallbackData, s: &mut State, symbol: 
         return true;
     }
     if c.launch(call.config, data.correlation_id) {
+        if !c.shared.is_empty() {
+            for v in &c.shared {
+                // SAFETY: two live variables of `bytes` each, on the launch's stream, before it.
+                let copied = unsafe { (s.cuda.api.memcpy_dtod_async)(v.ours, v.program, v.bytes, call.stream) };
+                if copied != CUDA_SUCCESS {
+                    c.failure = Some(format!(
+                        "not confirmed: a module variable could not be copied into the choice's ({})",
+                        s.cuda.error_name(copied)
+                    ));
+                    return true;
+                }
+            }
+            COPY_BACK.with(|b| *b.borrow_mut() = Some((call.stream as usize, c.shared.clone())));
+        }
         let params = data.function_params as *mut c_void;
         // SAFETY: the parameters the driver launches from, for this callback id:
         // the function handle is cuLaunchKernel's first field and cuLaunchKernelEx's second.
@@ -843,13 +878,39 @@ const PROGRAM_SET_ATTRIBUTES: [c_int; 2] =
     [cuda::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT];
 const CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: c_int = 9;
 
+/// The module variables of the choice's cubin at `path` (its `module`,
+/// loaded), each paired with the program's variable of that name and size
+/// (the module of `f`, the handle the program launches).
+///
+/// # Safety
+/// The program's context must be current; `module` and `f` live in it.
+unsafe fn shared_variables(cuda: &Cuda, path: &std::path::Path, module: Handle, f: Handle) -> Result<Vec<confirm::Shared>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut shared = vec![];
+    for g in crate::code::globals(&bytes) {
+        let name = std::ffi::CString::new(g.name.as_str()).map_err(|e| e.to_string())?;
+        let (mut ours, mut size) = (0u64, 0usize);
+        // SAFETY: out-pointers, a loaded module and a C string.
+        let found = unsafe { (cuda.api.module_get_global)(&mut ours, &mut size, module, name.as_ptr()) } == CUDA_SUCCESS;
+        // SAFETY: the program's handle, in its context.
+        let program = unsafe { cuda.global_of(f, &name) };
+        match (found, program) {
+            (true, Some(p)) if p.bytes == size as u64 => {
+                shared.push(confirm::Shared { ours, program: p.addr, bytes: size, constant: g.constant })
+            }
+            _ => return Err(format!("the module variable `{}` is not in both the program's module and the choice's at one size", g.name)),
+        }
+    }
+    Ok(shared)
+}
+
 /// Load the choice's code object into the current context, its function
 /// given the attributes the program set on its own (`program`); the
-/// function and its registers per thread.
+/// function, its registers per thread and its module.
 ///
 /// # Safety
 /// The program's context must be current; `program` a live function in it.
-unsafe fn load_choice(cuda: &Cuda, path: &std::path::Path, symbol: &str, program: Handle) -> Result<(Handle, Option<u16>), String> {
+unsafe fn load_choice(cuda: &Cuda, path: &std::path::Path, symbol: &str, program: Handle) -> Result<(Handle, Option<u16>, Handle), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let name = std::ffi::CString::new(symbol).map_err(|e| e.to_string())?;
     if let Ok(mut ours) = OURS.lock() {
@@ -873,7 +934,7 @@ unsafe fn load_choice(cuda: &Cuda, path: &std::path::Path, symbol: &str, program
             }
         }
         cuda.load(f);
-        Ok((f, registers_of(cuda, f)))
+        Ok((f, registers_of(cuda, f), module))
     }
 }
 
