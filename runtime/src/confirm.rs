@@ -35,6 +35,11 @@ use crate::plan::{Confirmed, LaunchConfig, LaunchResult, PlanKernel};
 /// of the program's own is timed (the driver then runs no whole runs).
 pub const UNTIMED: &str = "the program's own launches are not timed";
 
+/// Why a kernel's launches are not paired: its module's variables would
+/// have two copies, the program's and the choice's module's. A whole run
+/// of the choice shares them ([`Shared`]), so the driver runs those.
+pub const MODULE_VARIABLES: &str = "the kernel's module has variables";
+
 /// The fewest pairs of launches that confirm a choice: as many as a
 /// replayed candidate's rounds before they can settle.
 pub const MIN_PAIRS: usize = regtune_decisions::measured::SETTLE_AFTER;

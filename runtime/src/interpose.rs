@@ -567,7 +567,8 @@ impl Interposer {
         let globals: Vec<String> = self.module_globals.get(key).into_iter().flatten().map(|g| format!("`{}`", g.name)).collect();
         if !globals.is_empty() {
             let why = format!(
-                "not confirmed: the kernel's module has variables ({}) that the choice's own module would not share with the program's",
+                "not confirmed: {} ({}) that the choice's own module would not share with the program's",
+                confirm::MODULE_VARIABLES,
                 globals.join(", ")
             );
             self.confirmed(not_confirmed(&name, why));
