@@ -2,8 +2,8 @@
 //! once (most of the corpus's programs) leaves no launch after its replay
 //! to pair plain's code with the choice's, so the replay's figure would
 //! decide alone, and a replay on memory restored before every run can read
-//! otherwise than the program (lavaMD: 1.08× replayed, about 1.01× by its
-//! own timer). Here the program runs again, whole, plain's code on every
+//! otherwise than the program (lavaMD on an H200: 1.08× replayed, 1.03×
+//! over whole runs, 1.05× by its own timer). Here the program runs again, whole, plain's code on every
 //! launch of the kernel in one run and the choice's in the next (ABBA, so
 //! drift cancels), every launch timed by CUPTI's activity records
 //! (`regtune_runtime::confirm`); a pair is one run of each, its ratio their
