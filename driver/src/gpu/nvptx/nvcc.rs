@@ -200,6 +200,21 @@ fn names_archs(user_args: &[String]) -> bool {
     user_args.iter().any(|a| ARCH_FLAGS.iter().any(|f| a == f || a.strip_prefix(f).is_some_and(|v| v.starts_with('='))))
 }
 
+/// nvcc's flags for a build of its own: the user's, less what regtune's
+/// build sets ([`compile_args`]), plus `-arch=` when they name none.
+fn arch_args(user_args: &[String], arch: &Arch) -> Vec<String> {
+    let mut args = compile_args(user_args);
+    if !names_archs(&args) {
+        args.push(format!("-arch={}", arch.processor()));
+    }
+    args
+}
+
+/// nvcc stopped at its deadline, `after` it started, compiling `source`.
+fn timed_out(nvcc: &Nvcc, arch: &Arch, source: &Path, after: std::time::Duration) -> CompileError {
+    CompileError::TimedOut { tool: nvcc.path.clone(), file: source.into(), arch: arch.to_string(), seconds: after.as_secs_f64() }
+}
+
 /// Compile `source` with nvcc as the user's flags say (plus `-arch=` when
 /// they name none), keeping nvcc's files in `dir`, stopped at `deadline`.
 pub(crate) fn keep(
@@ -215,17 +230,12 @@ pub(crate) fn keep(
     if let Some(why) = unsupported(user_args) {
         return Err(fail("not tuned".into(), why));
     }
-    let mut args = compile_args(user_args);
-    if !names_archs(&args) {
-        args.push(format!("-arch={}", arch.processor()));
-    }
+    let args = arch_args(user_args, arch);
     let mut cmd = Command::new(&nvcc.path);
     cmd.args(&args).args(["-c", "--keep", "-v", "--keep-dir"]).arg(dir).arg("-o").arg(dir.join("unit.o")).arg(source);
     let done = job::run(cmd, deadline).map_err(|e| match e {
         JobError::Spawn(source) => CompileError::Spawn { tool: nvcc.path.clone(), source },
-        JobError::TimedOut(after) => {
-            CompileError::TimedOut { tool: nvcc.path.clone(), file: source.into(), arch: arch.to_string(), seconds: after.as_secs_f64() }
-        }
+        JobError::TimedOut(after) => timed_out(nvcc, arch, source, after),
     })?;
     let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
     if !done.status.success() {
@@ -278,20 +288,12 @@ pub(crate) fn cubin(
     (dir, out): (&Path, &Path),
     deadline: Option<Instant>,
 ) -> Result<(), CompileError> {
-    let mut args = compile_args(user_args);
-    if !names_archs(&args) {
-        args.push(format!("-arch={}", arch.processor()));
-    }
+    let args = arch_args(user_args, arch);
     let mut cmd = Command::new(&nvcc.path);
     cmd.args(&args).arg("-cubin").arg("-o").arg(out).arg(source);
     match job::run(cmd, deadline) {
         Ok(done) if done.status.success() && out.is_file() => Ok(()),
-        Err(JobError::TimedOut(after)) => Err(CompileError::TimedOut {
-            tool: nvcc.path.clone(),
-            file: source.into(),
-            arch: arch.to_string(),
-            seconds: after.as_secs_f64(),
-        }),
+        Err(JobError::TimedOut(after)) => Err(timed_out(nvcc, arch, source, after)),
         _ => {
             let kept = keep(nvcc, arch, source, user_args, dir, deadline)?;
             std::fs::copy(&kept.cubin, out).map(|_| ()).map_err(|source| CompileError::Input { file: kept.cubin.clone(), source })
@@ -314,10 +316,7 @@ pub(crate) fn keep_ptx(
     deadline: Option<Instant>,
     plain: &Kept,
 ) -> Result<Kept, CompileError> {
-    let mut args = compile_args(user_args);
-    if !names_archs(&args) {
-        args.push(format!("-arch={}", arch.processor()));
-    }
+    let args = arch_args(user_args, arch);
     let out = dir.join("unit.ptx");
     let mut cmd = Command::new(&nvcc.path);
     cmd.args(&args).args(["-ptx", "--keep", "--keep-dir"]).arg(dir).arg("-o").arg(&out).arg(source);
@@ -326,12 +325,7 @@ pub(crate) fn keep_ptx(
             let ptx = std::fs::read_to_string(&out).map_err(|source| CompileError::Input { file: out.clone(), source })?;
             Ok(Kept { ptx, cubin: PathBuf::new(), report: String::new(), ..plain.clone() })
         }
-        Err(JobError::TimedOut(after)) => Err(CompileError::TimedOut {
-            tool: nvcc.path.clone(),
-            file: source.into(),
-            arch: arch.to_string(),
-            seconds: after.as_secs_f64(),
-        }),
+        Err(JobError::TimedOut(after)) => Err(timed_out(nvcc, arch, source, after)),
         _ => keep(nvcc, arch, source, user_args, dir, deadline),
     }
 }
