@@ -811,18 +811,23 @@ unsafe fn confirm_launch(cbid: u32, data: &CallbackData, s: &mut State, symbol: 
     }
     let context = data.context as usize;
     if c.function.is_none() {
-        // SAFETY: the program's context is current in its launch callback.
         // SAFETY: the handle the program launches, in its context.
         let program = unsafe { s.cuda.function(call.f) };
-        match unsafe { load_choice(s.cuda, &c.start.path, symbol, program) } {
-            Ok((f, registers, module)) => {
+        let path = &c.start.path;
+        let loaded = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display())).and_then(|image| {
+            // SAFETY: the program's context is current in its launch callback.
+            let loaded = unsafe { load_choice(s.cuda, &image, symbol, program) }?;
+            Ok((loaded, image))
+        });
+        match loaded {
+            Ok(((f, registers, module), image)) => {
                 c.function = Some((context, f as usize));
                 c.registers = registers;
                 // SAFETY: as above.
                 c.program_registers = unsafe { registers_of(s.cuda, program) };
                 if c.start.whole == Some(true) {
                     // SAFETY: the choice's module was just loaded; the program's handle is live.
-                    match unsafe { shared_variables(s.cuda, &c.start.path, module, call.f) } {
+                    match unsafe { shared_variables(s.cuda, &image, module, call.f) } {
                         Ok(shared) => c.shared = shared,
                         Err(why) => {
                             c.failure = Some(format!("not confirmed: {why}"));
@@ -871,23 +876,23 @@ unsafe fn confirm_launch(cbid: u32, data: &CallbackData, s: &mut State, symbol: 
 }
 
 /// What the program may have set on its own function at run time and a
-/// launch of the choice's needs the same: the dynamic shared memory it
-/// opted into (over 48 KiB a launch is refused without it: the tf32 GEMM's
-/// 72 KiB) and its shared-memory carveout.
-const PROGRAM_SET_ATTRIBUTES: [c_int; 2] =
-    [cuda::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT];
+/// launch of the choice's needs the same, and whether the choice is of use
+/// without it: the dynamic shared memory it opted into (over 48 KiB a
+/// launch is refused without it: the tf32 GEMM's 72 KiB) and its
+/// shared-memory carveout (a preference).
+const PROGRAM_SET_ATTRIBUTES: [(c_int, bool); 2] =
+    [(cuda::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, true), (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, false)];
 const CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: c_int = 9;
 
-/// The module variables of the choice's cubin at `path` (its `module`,
+/// The module variables of the choice's cubin `image` (its `module`,
 /// loaded), each paired with the program's variable of that name and size
 /// (the module of `f`, the handle the program launches).
 ///
 /// # Safety
 /// The program's context must be current; `module` and `f` live in it.
-unsafe fn shared_variables(cuda: &Cuda, path: &std::path::Path, module: Handle, f: Handle) -> Result<Vec<confirm::Shared>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+unsafe fn shared_variables(cuda: &Cuda, image: &[u8], module: Handle, f: Handle) -> Result<Vec<confirm::Shared>, String> {
     let mut shared = vec![];
-    for g in crate::code::globals(&bytes) {
+    for g in crate::code::globals(image) {
         let name = std::ffi::CString::new(g.name.as_str()).map_err(|e| e.to_string())?;
         let (mut ours, mut size) = (0u64, 0usize);
         // SAFETY: out-pointers, a loaded module and a C string.
@@ -904,32 +909,30 @@ unsafe fn shared_variables(cuda: &Cuda, path: &std::path::Path, module: Handle, 
     Ok(shared)
 }
 
-/// Load the choice's code object into the current context, its function
-/// given the attributes the program set on its own (`program`); the
-/// function, its registers per thread and its module.
+/// Load the choice's code object (`bytes`) into the current context, its
+/// function given the attributes the program set on its own (`program`);
+/// the function, its registers per thread and its module.
 ///
 /// # Safety
 /// The program's context must be current; `program` a live function in it.
-unsafe fn load_choice(cuda: &Cuda, path: &std::path::Path, symbol: &str, program: Handle) -> Result<(Handle, Option<u16>, Handle), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+unsafe fn load_choice(cuda: &Cuda, bytes: &[u8], symbol: &str, program: Handle) -> Result<(Handle, Option<u16>, Handle), String> {
     let name = std::ffi::CString::new(symbol).map_err(|e| e.to_string())?;
     if let Ok(mut ours) = OURS.lock() {
         // Its module-loaded callback is not the program loading other code.
-        ours.push(bytes.clone());
+        ours.push(bytes.to_vec());
     }
     let (mut module, mut f): (Handle, Handle) = (std::ptr::null_mut(), std::ptr::null_mut());
     // SAFETY: a code object's bytes, out-pointers, a C string.
     unsafe {
         cuda.check((cuda.api.module_load_data)(&mut module, bytes.as_ptr().cast()), "cuModuleLoadData").map_err(|e| e.to_string())?;
         cuda.check((cuda.api.module_get_function)(&mut f, module, name.as_ptr()), "cuModuleGetFunction").map_err(|e| e.to_string())?;
-        for (i, attribute) in PROGRAM_SET_ATTRIBUTES.into_iter().enumerate() {
+        for (attribute, required) in PROGRAM_SET_ATTRIBUTES {
             let mut value: c_int = 0;
             if (cuda.api.func_get_attribute)(&mut value, attribute, program) != CUDA_SUCCESS {
                 continue;
             }
             let set = cuda.check((cuda.api.func_set_attribute)(f, attribute, value), "cuFuncSetAttribute");
-            // Without the shared memory the program's launches use, none would run; a carveout is a preference.
-            if i == 0 {
+            if required {
                 set.map_err(|e| e.to_string())?;
             }
         }
