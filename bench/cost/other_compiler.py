@@ -14,7 +14,6 @@ side and interleaved: the plain clang device compile, `nvcc -c --keep`,
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys

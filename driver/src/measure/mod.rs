@@ -163,10 +163,14 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
         None => temp.path().to_path_buf(),
     };
     planned.plan.save(&run_dir.join(wire::PLAN_FILE))?;
-    // The program under the interposer, reading its plan from and writing its events to `dir`.
-    let interposed = |dir: &Path| {
+    let as_given = || {
         let mut cmd = Command::new(&o.program[0]);
         cmd.args(&o.program[1..]);
+        cmd
+    };
+    // The program under the interposer, reading its plan from and writing its events to `dir`.
+    let interposed = |dir: &Path| {
+        let mut cmd = as_given();
         cmd.env(wire::DIR_ENV, dir);
         if nvidia {
             cmd.env("CUDA_INJECTION64_PATH", &tools.interposer);
@@ -184,14 +188,7 @@ pub fn run(o: &Options) -> Result<ExitCode, String> {
         }
         cmd
     };
-    let mut cmd = match gpu.is_ok() {
-        true => interposed(&run_dir),
-        false => {
-            let mut cmd = Command::new(&o.program[0]);
-            cmd.args(&o.program[1..]);
-            cmd
-        }
-    };
+    let mut cmd = if gpu.is_ok() { interposed(&run_dir) } else { as_given() };
     let start = Instant::now();
     let status = cmd.status().map_err(|e| format!("cannot run {program}: {e}"))?;
     let seconds = start.elapsed().as_secs_f64();
