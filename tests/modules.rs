@@ -231,3 +231,39 @@ fn violations_are_found() {
     let missing: BTreeSet<String> = ["gpu", "job", "tune", "compile", "cost"].map(String::from).into();
     assert_eq!(violations(&Graph::new(), &layers, &missing), ["`cost` is in no layer"]);
 }
+
+/// The files ARCHITECTURE.md's "A new transform" names, paths with a
+/// directory, `<name>` for the new one's.
+fn transform_files(doc: &str) -> Vec<String> {
+    let start = doc.find("**A new transform**").unwrap();
+    let end = start + doc[start..].find("**A new command**").unwrap();
+    doc[start..end].split('`').skip(1).step_by(2).filter(|s| s.contains('/')).map(str::to_string).collect()
+}
+
+#[test]
+fn the_files_a_new_transform_touches_are_there() {
+    let doc = std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let files = transform_files(&doc);
+    assert!(files.iter().any(|f| f == "driver/src/tune/transforms/<name>.rs"), "{files:?}");
+    // Each path is there, the new transform's with an existing one's name.
+    for f in &files {
+        let name = if f.starts_with("tests/lit/") { "unroll-cap" } else { "unroll_cap" };
+        let path = root().join(f.replace("<name>", name));
+        assert!(path.exists(), "ARCHITECTURE.md names {f} for a new transform: {} is not there", path.display());
+    }
+    // Every home in transforms/ is a module, and every module is in ALL.
+    let dir = src().join("tune/transforms");
+    let homes: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".rs").to_string())
+        .filter(|n| n != "mod" && n != "tests")
+        .collect();
+    let module = std::fs::read_to_string(dir.join("mod.rs")).unwrap();
+    let all = &module[module.find("const ALL").unwrap()..];
+    let all = &all[all.find("= [").unwrap()..all.find("];").unwrap()];
+    for home in &homes {
+        assert!(module.contains(&format!("mod {home};")), "transforms/{home}.rs is no module");
+        assert!(all.contains(&format!("&{home}::")), "transforms/{home}.rs is not in ALL");
+    }
+    assert_eq!(all.matches('&').count(), homes.len(), "ALL lists what is no home: {all}");
+}

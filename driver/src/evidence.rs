@@ -10,7 +10,6 @@
 //! (docs/guide/how-tune-decides.md, "Default decisions"); no AMD GPU was reachable, so AMDGPU
 //! follows the same evidence.
 
-use regtune_decisions::Transforms;
 use serde::Deserialize;
 
 /// The most a class may have cost on one kernel and still be applied
@@ -63,37 +62,6 @@ impl Class {
             Class::Noalias => "noalias",
             Class::LaunchBounds => "launch-bounds",
         }
-    }
-
-    /// The classes a set of transforms belongs to.
-    pub(crate) fn of(t: &Transforms) -> Vec<Class> {
-        let mut v = Vec::new();
-        if t.sink {
-            v.push(Class::Sink);
-        }
-        if t.pow2 {
-            v.push(if t.pow2_inexact { Class::Pow2Inexact } else { Class::Pow2 });
-        }
-        if t.unroll_cap.is_some() {
-            v.push(Class::UnrollCap);
-        }
-        // nvcc's file-wide -maxrregcount is a register cap too.
-        if t.occupancy().is_some() || t.maxrregcount.is_some() {
-            v.push(Class::OccupancyTarget);
-        }
-        if t.spill_to_shared {
-            v.push(Class::SpillToShared);
-        }
-        if t.lds_spill.is_some() {
-            v.push(Class::LdsSpill);
-        }
-        if !t.noalias.is_empty() {
-            v.push(Class::Noalias);
-        }
-        if t.launch_bounds.is_some() {
-            v.push(Class::LaunchBounds);
-        }
-        v
     }
 }
 
@@ -201,11 +169,5 @@ mod tests {
         assert!(proven(&r(12, 0.985)));
         assert!(!proven(&r(12, 0.97)), "one kernel 3 % slower");
         assert!(!proven(&r(3, 1.1)), "too few kernels");
-    }
-
-    #[test]
-    fn classes_of_a_set() {
-        let t = Transforms { sink: true, pow2: true, pow2_inexact: true, waves_per_eu: Some(6), ..Default::default() };
-        assert_eq!(Class::of(&t), [Class::Sink, Class::Pow2Inexact, Class::OccupancyTarget]);
     }
 }

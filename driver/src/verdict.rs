@@ -18,7 +18,7 @@
 //! keeps the fastest candidate that computes the same bytes
 //! ([`regtune_decisions::Entry::effective`]).
 
-use regtune_decisions::{Reason, Transforms, Usage};
+use regtune_decisions::{Reason, Usage};
 
 use crate::search::Rule;
 
@@ -71,25 +71,6 @@ pub(crate) fn occupancy_target(basis: Basis) -> Verdict {
     }
 }
 
-/// Why a suggestion waits for the user, for each kind of transform in
-/// `held` (the parts of it the user has not allowed).
-pub(crate) fn held_reasons(held: &Transforms) -> Vec<Reason> {
-    let mut reasons = Vec::new();
-    if held.sink || (held.pow2 && !held.pow2_inexact) {
-        reasons.push(Reason::Unproven);
-    }
-    if held.pow2_inexact {
-        reasons.push(Reason::ChangesRounding);
-    }
-    if held.unroll_cap.is_some() || held.occupancy().is_some() {
-        reasons.push(Reason::TradesIlp);
-    }
-    if !held.noalias.is_empty() || held.launch_bounds.is_some() {
-        reasons.push(Reason::AssumesCaller);
-    }
-    reasons
-}
-
 /// Why an applied set was worth applying: it removed memory spills or
 /// scratch, else it raised occupancy.
 pub(crate) fn applied_reason(rule: &Rule, before: &Usage, after: &Usage) -> Reason {
@@ -104,7 +85,6 @@ pub(crate) fn applied_reason(rule: &Rule, before: &Usage, after: &Usage) -> Reas
 mod tests {
     use super::*;
     use crate::search::Objective;
-    use regtune_decisions::Param;
 
     fn usage(vgpr: u32, occupancy: u32, vgpr_spills: u32, scratch_bytes: u32) -> Usage {
         Usage { vgpr, occupancy, vgpr_spills, scratch_bytes, ..Default::default() }
@@ -153,17 +133,6 @@ mod tests {
     fn no_gain_is_nothing_to_suggest() {
         let plain = usage(120, 4, 0, 0);
         assert_eq!(trade(&rule(plain), &usage(110, 4, 0, 0), &plain, Basis::Static), Verdict::Hold(vec![]));
-    }
-
-    #[test]
-    fn each_held_kind_has_its_reason() {
-        let p = Param { index: 1, name: "f0".into() };
-        let t = Transforms { pow2: true, pow2_inexact: true, unroll_cap: Some(1), noalias: vec![p], ..Default::default() };
-        assert_eq!(held_reasons(&t), [Reason::ChangesRounding, Reason::TradesIlp, Reason::AssumesCaller]);
-        assert_eq!(held_reasons(&Transforms { waves_per_eu: Some(6), ..Default::default() }), [Reason::TradesIlp]);
-        // Exact rewrites are held only for want of evidence on their speed.
-        assert_eq!(held_reasons(&Transforms { pow2: true, sink: true, ..Default::default() }), [Reason::Unproven]);
-        assert!(held_reasons(&Transforms::default()).is_empty());
     }
 
     #[test]

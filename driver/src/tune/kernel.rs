@@ -1,6 +1,7 @@
-//! One kernel's searches: what is tried, applied without asking (the
-//! evidence rule), held back by the cost model, suggested, and the builds
-//! `regtune measure` times.
+//! One kernel's searches, phase by phase: what the facts reach, the
+//! decision, the suggestion, and the builds `regtune measure` times; each
+//! transform's part of them is its home's (transforms/), every variant
+//! compiled once.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -9,19 +10,16 @@ use std::time::Instant;
 use regtune_decisions::plugin::Inspection;
 use regtune_decisions::{Entry, Param, Reason, Transforms, Usage};
 
-use super::diff::profile;
-use super::suggestion::suggestion_message;
-use super::{BlockSize, Measurement, Noalias, Options, Pow2, VariantStatus};
-use crate::evidence::Class;
+use super::transforms::{self, Proposal, Proposing, Spaces};
+use super::{Measurement, Options, VariantStatus};
+use crate::candidates;
 use crate::gpu::resources::Measured;
 use crate::gpu::{self, Arch};
 use crate::limits::{Limits, Until};
-use crate::names;
 use crate::progress::UnitProgress;
 use crate::search::{self, Objective, Outcome, Rule, Space};
 use crate::session::Session;
-use crate::verdict::{self, Basis, Verdict};
-use crate::{candidates, cost, launch};
+use crate::verdict;
 
 /// What every kernel's search of one file shares.
 pub(super) struct Tuning<'a> {
@@ -29,18 +27,6 @@ pub(super) struct Tuning<'a> {
     pub(super) options: &'a Options,
     pub(super) limits: &'a Limits,
     pub(super) line: &'a UnitProgress<'a>,
-}
-
-/// A better result the tuner does not apply on its own: it trades
-/// unrolling for occupancy, changes rounding, or rests on the caller.
-pub(super) struct Proposal {
-    /// The transforms the user has not allowed (what needs their word).
-    pub(super) held: Transforms,
-    /// The whole measured set, `held` included: what confirming applies.
-    pub(super) transforms: Transforms,
-    pub(super) usage: Usage,
-    pub(super) reasons: Vec<Reason>,
-    pub(super) message: String,
 }
 
 /// One kernel's searches and their outcome.
@@ -71,17 +57,9 @@ pub(super) struct Plan {
     pub(super) confirmed: Vec<regtune_decisions::Suggestion>,
 }
 
-/// Where a register cap spills and only `regtune measure`'s launches show
-/// the block size, spilling to shared memory needs that size as launch
-/// bounds, a promise about every later launch: proposed for measure to
-/// time, applied once the user confirms it. At this many of the kept caps
-/// whose spills the target says shared memory can beat
-/// ([`gpu::OccupancyModel::shared_spill_pays`]).
-const LAUNCHED_SPILLS: usize = 2;
-
 /// `previous`: the db's entry for this kernel and input; `launched`: the
 /// threads per block `regtune measure` saw its launches use (any input).
-/// The phases, in order: what may be tried and applied ([`spaces`]), the
+/// The phases, in order: what may be tried and applied ([`transforms::spaces`]), the
 /// default's decision ([`decide`]), what waits for the user ([`suggest`]),
 /// the builds `regtune measure` times ([`measured_search`]); every variant
 /// compiled once ([`Variants`]).
@@ -94,7 +72,9 @@ pub(super) fn plan_kernel(
     launched: Option<u32>,
 ) -> Plan {
     let (session, options) = (tuning.session, tuning.options);
-    let spaces = spaces(tuning, base, inspection, previous);
+    let confirmed: Transforms = previous.map(|e| Entry { transforms: Transforms::default(), ..e.clone() }.tuned()).unwrap_or_default();
+    let k = Proposing { session, options, base, source, inspection, confirmed: &confirmed };
+    let spaces = transforms::spaces(&k);
     let rule = Rule {
         objective: options.objective,
         allow_scratch: options.allow_scratch,
@@ -112,7 +92,7 @@ pub(super) fn plan_kernel(
         combined_timed_out: false,
         budget_reached: false,
         measured: vec![],
-        every_pointer: spaces.every_pointer.clone(),
+        every_pointer: spaces.tried.noalias_all.clone(),
         search: candidates::Selection::default(),
         launched_spills: vec![],
         confirmed: previous.map(|e| e.suggested.iter().filter(|s| s.confirmed).cloned().collect()).unwrap_or_default(),
@@ -121,13 +101,13 @@ pub(super) fn plan_kernel(
         return plan;
     }
     let variants = Variants::new(tuning, &base.symbol);
-    let decided = decide(tuning, base, &spaces, &rule, &variants);
-    let suggestion = suggest(tuning, base, source, &spaces, &rule, &decided, &variants);
+    let decided = decide(&k, &spaces, &rule, &variants);
+    let suggestion = suggest(&k, &spaces, &rule, &decided, &variants);
     plan.budget_reached = variants.budget_reached();
     if options.candidates > 0 {
         let known = [Some(&decided.outcome.transforms), suggestion.as_ref().map(|p| &p.transforms)];
         let kernel = Kernel { base, previous, launched };
-        (plan.search, plan.launched_spills) = measured_search(tuning, &kernel, &spaces, &rule, &known, &variants);
+        (plan.search, plan.launched_spills) = measured_search(tuning, &kernel, &confirmed, &spaces, &rule, &known, &variants);
     }
     let measured = variants.into_measured();
     plan.variants = measured.len();
@@ -229,84 +209,6 @@ impl<'t, 'a> Variants<'t, 'a> {
     }
 }
 
-/// What one kernel's searches may try and apply.
-struct Spaces {
-    /// What the user confirmed in the db (not what an earlier tune
-    /// decided: the default changes with the evidence).
-    confirmed: Transforms,
-    /// The noalias candidates tried one by one, best-ranked first.
-    ranked: Vec<Param>,
-    /// Every pointer parameter (nvcc's --restrict), where that is more
-    /// than the ranked ones: one candidate.
-    every_pointer: Vec<Param>,
-    /// An inexact pow2 (a library pow) is there to rewrite.
-    inexact_pow2: bool,
-    /// The unroll caps to try (none where the kernel has no loop to unroll).
-    caps: Vec<u32>,
-    /// The rewrites the user allows: exact ones, and what they stated or
-    /// confirmed (no assumption about the caller, no rounding change unasked).
-    allowed_rewrites: Space,
-    /// What may be applied without asking: the classes a GPU has shown
-    /// never to cost more than 2 % on real kernels (crate::evidence), and
-    /// what the user asked for or confirmed.
-    facts: Space,
-}
-
-fn spaces(tuning: &Tuning<'_>, base: &Measured, inspection: Option<&Inspection>, previous: Option<&Entry>) -> Spaces {
-    let (session, options) = (tuning.session, tuning.options);
-    // With nvcc each noalias candidate is an nvcc build of a patched copy
-    // (LBM's 28 pointers: five builds, nothing found): the best-ranked one
-    // alone, unless the user asked to apply them.
-    let noalias_candidates = match !session.runs_plugin() && options.noalias == Noalias::Suggest {
-        true => 1,
-        false => options.noalias_candidates,
-    };
-    let ranked: Vec<Param> = match (options.noalias, inspection) {
-        (Noalias::Off, _) | (_, None) => vec![],
-        (_, Some(i)) => i.noalias_candidates.iter().take(noalias_candidates).cloned().collect(),
-    };
-    let every_pointer: Vec<Param> = match (options.noalias, inspection) {
-        (Noalias::Off, _) | (_, None) => vec![],
-        (_, Some(i)) if i.noalias_candidates.len() <= ranked.len() => vec![],
-        (_, Some(i)) => {
-            let mut all = i.noalias_candidates.clone();
-            all.sort();
-            all
-        }
-    };
-    let confirmed: Transforms = previous.map(|e| Entry { transforms: Transforms::default(), ..e.clone() }.tuned()).unwrap_or_default();
-    // Transforms that would change nothing are not tried (no inspection:
-    // try everything).
-    let exact_pow2 = inspection.is_none_or(|i| i.pow2);
-    let inexact_pow2 = inspection.is_none_or(|i| i.pow2_inexact);
-    let caps: Vec<u32> = if inspection.is_none_or(|i| i.unroll_cap) { vec![1, 2, 4, 8] } else { vec![] };
-    let noalias_apply = options.noalias == Noalias::Apply;
-    let allowed_rewrites = Space {
-        pow2: exact_pow2,
-        pow2_inexact: inexact_pow2 && (options.pow2 == Pow2::Apply || confirmed.pow2_inexact),
-        // nvcc's builds: where fix's spelling of it can be built.
-        sink: session.rewrites_source(),
-        noalias: if noalias_apply { ranked.clone() } else { confirmed.noalias.clone() },
-        noalias_all: if noalias_apply { every_pointer.clone() } else { vec![] },
-        launch_bounds: options.block_size.stated().or(confirmed.launch_bounds),
-        occupancy: gpu::of(session.arch).occupancy_field(),
-        ..Space::default()
-    };
-    let proven = |c| options.evidence.never_loses(c);
-    let facts = Space {
-        pow2: allowed_rewrites.pow2 && (proven(Class::Pow2) || confirmed.pow2),
-        sink: allowed_rewrites.sink && (proven(Class::Sink) || confirmed.sink),
-        unroll_caps: confirmed.unroll_cap.filter(|_| !caps.is_empty()).into_iter().collect(),
-        waves: if proven(Class::OccupancyTarget) {
-            occupancy_targets(session.arch, base)
-        } else {
-            confirmed.occupancy().into_iter().collect()
-        },
-        ..allowed_rewrites.clone()
-    };
-    Spaces { confirmed, ranked, every_pointer, inexact_pow2, caps, allowed_rewrites, facts }
-}
-
 /// The default's decision: its outcome, the space it came from, and an
 /// occupancy target the cost model held back (warps or waves, its
 /// predicted time ratio).
@@ -318,77 +220,22 @@ struct Decided {
 
 /// What the facts reach; unrolling traded for registers where that removes
 /// spills; an occupancy target held back where the cost model sees it lose.
-fn decide(tuning: &Tuning<'_>, base: &Measured, s: &Spaces, rule: &Rule, v: &Variants<'_, '_>) -> Decided {
-    let (session, options) = (tuning.session, tuning.options);
+fn decide(k: &Proposing<'_>, s: &Spaces, rule: &Rule, v: &Variants<'_, '_>) -> Decided {
     let eval = |t: &Transforms| v.eval(t);
     let mut outcome = search::search(&s.facts, rule, &eval);
     let mut allowed = s.facts.clone();
-
-    // Unrolling traded for registers, applied only where it removes the
-    // memory traffic of spills or scratch the facts alone leave.
-    if options.evidence.never_loses(Class::UnrollCap)
-        && !s.caps.is_empty()
-        && s.facts.unroll_caps.is_empty()
-        && rule.memory_spills(&outcome.usage) > 0
-    {
-        let trading = Space { unroll_caps: s.caps.clone(), ..s.facts.clone() };
-        let traded = search::search(&trading, rule, &eval);
-        if let Verdict::Apply(_) = verdict::trade(rule, &traded.usage, &outcome.usage, Basis::Static) {
-            outcome = traded;
-            allowed = trading;
-        }
-    }
-
-    // An occupancy target forces a schedule with fewer registers; held back
-    // where the cost model sees it give up more latency hiding than the
-    // extra waves bring back. NVPTX: the PTX does not show what ptxas's
-    // register cap does; the model adds the spills ptxas reports
-    // (cost::estimate), which on an H100 is what made such targets slower.
-    let mut held_target = None;
-    if let Some(w) = outcome.transforms.occupancy().filter(|w| s.confirmed.occupancy() != Some(*w)) {
-        let without = outcome.transforms.without_occupancy();
-        if let Some(time_ratio) = predicted_time_ratio(session, base, (&outcome.transforms, &outcome.usage), &without, &eval) {
-            if let Verdict::Hold(_) = verdict::occupancy_target(Basis::Predicted { time_ratio }) {
-                held_target = Some((w, time_ratio));
-                allowed.waves.clear();
-                outcome = search::search(&allowed, rule, &eval);
-            }
-        }
-    }
+    transforms::trade_for_spills(k, s, rule, &eval, &mut outcome, &mut allowed);
+    let held_target = transforms::hold_back(k, rule, &eval, &mut outcome, &mut allowed);
     Decided { outcome, allowed, held_target }
 }
 
 /// Everything held for the user: unroll caps, inexact pow2, and the
 /// caller assumptions the user has not stated; a suggestion where they
 /// reach what the decision cannot.
-fn suggest(
-    tuning: &Tuning<'_>,
-    base: &Measured,
-    source: &str,
-    s: &Spaces,
-    rule: &Rule,
-    decided: &Decided,
-    v: &Variants<'_, '_>,
-) -> Option<Proposal> {
-    let (session, options) = (tuning.session, tuning.options);
+fn suggest(k: &Proposing<'_>, s: &Spaces, rule: &Rule, decided: &Decided, v: &Variants<'_, '_>) -> Option<Proposal> {
+    let (session, options) = (k.session, k.options);
     let (allowed, outcome) = (&decided.allowed, &decided.outcome);
-    let noalias_suggest = options.noalias == Noalias::Suggest;
-    let kernel_name = names::unqualified(&base.symbol);
-    let inferred_block = match options.block_size {
-        BlockSize::Auto if allowed.launch_bounds.is_none() => launch::block_size(source, &kernel_name),
-        _ => None,
-    };
-    let wider = Space {
-        pow2: s.allowed_rewrites.pow2,
-        sink: s.allowed_rewrites.sink,
-        pow2_inexact: allowed.pow2_inexact || (s.inexact_pow2 && options.pow2 == Pow2::Suggest),
-        unroll_caps: if allowed.unroll_caps.is_empty() { s.caps.clone() } else { allowed.unroll_caps.clone() },
-        noalias: if noalias_suggest { s.ranked.clone() } else { allowed.noalias.clone() },
-        noalias_all: if noalias_suggest { s.every_pointer.clone() } else { allowed.noalias_all.clone() },
-        launch_bounds: allowed.launch_bounds.or(inferred_block),
-        waves: occupancy_targets(session.arch, base),
-        occupancy: allowed.occupancy,
-    };
+    let wider = transforms::suggested(k, &s.tried, allowed);
     if wider == *allowed {
         return None;
     }
@@ -398,22 +245,18 @@ fn suggest(
     if !rule.improves_on(&better.usage, &outcome.usage) {
         return None;
     }
-    let held = held_part(&better.transforms, allowed);
+    let held = transforms::held_part(&better.transforms, allowed);
     if held.is_empty() {
         return None;
     }
-    let reasons = verdict::held_reasons(&held);
-    let target = gpu::of(session.arch);
-    let mut message =
-        suggestion_message(&held, &better.transforms, &outcome.usage, &better.usage, &s.every_pointer, session.arch, &options.evidence);
-    if let Some((w, ratio)) = decided.held_target.filter(|(w, _)| held.occupancy() == Some(*w)) {
-        message.push_str(&format!(
-            "; {} alone was predicted {:.2}× as fast (its schedule keeps fewer loads in flight)",
-            target.occupancy_label(w),
-            1.0 / ratio
-        ));
+    let reasons = transforms::held_reasons(&held);
+    let every_pointer = &s.tried.noalias_all;
+    let usages = (&outcome.usage, &better.usage);
+    let mut message = transforms::message(&held, &better.transforms, usages, every_pointer, session.arch, &options.evidence);
+    if let Some(target) = decided.held_target.filter(|(w, _)| held.occupancy() == Some(*w)) {
+        message.push_str(&transforms::held_back_note(session.arch, target));
     }
-    message = message.replace(" VGPRs", &format!(" {}", target.registers_word()));
+    message = message.replace(" VGPRs", &format!(" {}", gpu::of(session.arch).registers_word()));
     Some(Proposal { held, transforms: better.transforms, usage: better.usage, reasons, message })
 }
 
@@ -433,6 +276,7 @@ struct Kernel<'k> {
 fn measured_search(
     tuning: &Tuning<'_>,
     kernel: &Kernel<'_>,
+    confirmed: &Transforms,
     s: &Spaces,
     rule: &Rule,
     known: &[Option<&Transforms>],
@@ -450,7 +294,7 @@ fn measured_search(
     // to: the source's launch bounds, the user's --block-size, or
     // bounds they confirmed in the db.
     let target = gpu::of(session.arch);
-    let stated = options.block_size.stated().or(s.confirmed.launch_bounds);
+    let stated = options.block_size.stated().or(confirmed.launch_bounds);
     let shared_spill =
         (stated.is_some() || target.promised_block(base).is_some()).then(|| Transforms { launch_bounds: stated, ..Default::default() });
     let steps = target.occupancy_steps(base, launched);
@@ -458,8 +302,8 @@ fn measured_search(
         steps: steps.all,
         occupancy: target.occupancy_field(),
         own_step: steps.own,
-        rewrites: search::best_rewrites(&s.allowed_rewrites, rule, &eval),
-        unroll_caps: s.caps.clone(),
+        rewrites: search::best_rewrites(&s.allowed, rule, &eval),
+        unroll_caps: s.tried.unroll_caps.clone(),
         spill_to_shared: shared_spill.clone().filter(|_| target.backend_spills_to_shared()),
         // Offered again: the H100's lds-spill builds of the LBM example
         // differed from plain through two faults of the pass (NVPTX's
@@ -562,121 +406,15 @@ fn measured_search(
     let mut spills = vec![];
     if pool.spill_to_shared.is_none() && pool.lds_spill.is_none() {
         if let Some(block) = launched {
-            spills = launched_spills(session, &search.kept, block, timed, &search.codes, build, spent);
+            spills = transforms::launched_spills(session, &search.kept, block, timed, &search.codes, build, spent);
         }
     }
     (search, spills)
 }
 
-/// [`LAUNCHED_SPILLS`]: at the kept register caps alone whose spills can
-/// pay (the target's rule), those a GPU timed fastest (`timed`, the
-/// measurement a re-tune of unchanged code keeps), else that spill most,
-/// the same cap with launch bounds of `block`
-/// threads and the backend's spilling to shared memory (regtune's LDS spill where the backend has
-/// none); each built (`build`: usage and code hash) while time is left and
-/// kept if its code differs from `known` and the others and it spills less
-/// than the cap alone.
-fn launched_spills(
-    session: &Session<'_>,
-    kept: &[regtune_decisions::Candidate],
-    block: u32,
-    timed: Option<&regtune_decisions::measured::Measured>,
-    known: &[String],
-    build: impl Fn(&Transforms) -> Option<(Usage, String)>,
-    spent: impl Fn() -> bool,
-) -> Vec<Proposal> {
-    let target = gpu::of(session.arch);
-    let mut spilling_caps: Vec<&regtune_decisions::Candidate> = kept
-        .iter()
-        .filter(|c| c.usage.vgpr_spills > 0 && c.transforms.without_occupancy().is_empty())
-        .filter(|c| !target.backend_spills_to_shared() || target.shared_spill_pays(&c.usage))
-        .collect();
-    // The twin of the cap the GPU keeps is the one that can beat the
-    // build: on RSBench the caps that spill most (208 bytes) ran 1.15-1.17×,
-    // the kept cap (188) 1.635×, and only its twin ran faster (1.648×).
-    // Untimed, shared memory gained most where a cap spills most.
-    let median = |c: &regtune_decisions::Candidate| Some(timed?.candidate(&c.transforms).filter(|m| m.identical)?.time.as_ref()?.median_ms);
-    spilling_caps.sort_by(|a, b| match (median(a), median(b)) {
-        (Some(x), Some(y)) => x.total_cmp(&y),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => b.usage.vgpr_spills.cmp(&a.usage.vgpr_spills),
-    });
-    let mut seen = known.to_vec();
-    let mut out = Vec::new();
-    for cap in spilling_caps.into_iter().take(LAUNCHED_SPILLS) {
-        if spent() {
-            break;
-        }
-        let held = Transforms { launch_bounds: Some(block), ..Default::default() };
-        let transforms = match target.backend_spills_to_shared() {
-            true => Transforms { spill_to_shared: true, ..cap.transforms.clone() },
-            false => Transforms { lds_spill: Some(candidates::LDS_SLOTS), ..cap.transforms.clone() },
-        };
-        let transforms = Transforms { launch_bounds: Some(block), ..transforms };
-        let Some((usage, code)) = build(&transforms) else { continue };
-        // `build` holds the backend's spilling to this already; regtune's
-        // LDS spill, which the stated-block search offers where nothing
-        // spills too, must here spill less than the cap alone.
-        if seen.contains(&code) || usage.vgpr_spills >= cap.usage.vgpr_spills {
-            continue;
-        }
-        seen.push(code);
-        let step = cap.transforms.labels().join(" + ");
-        let message = format!(
-            "every measured launch used {block} threads per block: with __launch_bounds__({block}) at {step} the {} spill bytes \
-             of the cap alone become {} ({} bytes of shared memory a block); `regtune measure` times it, and it applies once you confirm it \
-             (`regtune confirm`) or pass --block-size {block}",
-            cap.usage.vgpr_spills, usage.vgpr_spills, usage.lds_bytes
-        );
-        out.push(Proposal { held, transforms, usage, reasons: vec![Reason::AssumesCaller], message });
-    }
-    out
-}
-
-/// The part of `t` that `allowed` does not allow: what needs the user.
-pub(super) fn held_part(t: &Transforms, allowed: &Space) -> Transforms {
-    let allowed_noalias = |p: &Param| allowed.noalias.contains(p) || allowed.noalias_all.contains(p);
-    let inexact_held = t.pow2_inexact && !allowed.pow2_inexact;
-    Transforms {
-        pow2: inexact_held || (t.pow2 && !allowed.pow2 && !allowed.pow2_inexact),
-        pow2_inexact: inexact_held,
-        sink: t.sink && !allowed.sink,
-        unroll_cap: t.unroll_cap.filter(|c| !allowed.unroll_caps.contains(c)),
-        noalias: t.noalias.iter().filter(|p| !allowed_noalias(p)).cloned().collect(),
-        launch_bounds: t.launch_bounds.filter(|_| allowed.launch_bounds.is_none()),
-        waves_per_eu: t.waves_per_eu.filter(|w| !allowed.waves.contains(w)),
-        warps_per_sm: t.warps_per_sm.filter(|w| !allowed.waves.contains(w)),
-        ..Default::default()
-    }
-}
-
-/// The cost model's time with `t` over time with `without` (both compiled
-/// once more to assembly); None when a listing fails.
-pub(super) fn predicted_time_ratio(
-    session: &Session<'_>,
-    base: &Measured,
-    (t, usage): (&Transforms, &Usage),
-    without: &Transforms,
-    eval: &(dyn Fn(&Transforms) -> Option<Usage> + Sync),
-) -> Option<f64> {
-    let without_usage = if without.is_empty() { base.usage } else { eval(without)? };
-    let estimate = |t: &Transforms, u: &Usage| -> Option<cost::Estimate> {
-        let p = profile(session, &base.symbol, t).ok()?;
-        Some(cost::estimate(&p, u, session.arch))
-    };
-    let (with, without) = (estimate(t, usage)?, estimate(without, &without_usage)?);
-    Some(with.cycles / without.cycles)
-}
-
 /// The most occupancy fewer registers could bring (the target's model).
 pub(super) fn occupancy_ceiling(arch: &Arch, base: &Measured) -> u32 {
     gpu::of(arch).occupancy_ceiling(base)
-}
-
-/// Occupancy steps the register allocator could plausibly reach.
-pub(super) fn occupancy_targets(arch: &Arch, base: &Measured) -> Vec<u32> {
-    gpu::of(arch).occupancy_targets(base)
 }
 
 /// What the register column counts.

@@ -1,5 +1,5 @@
-//! What tune says: why a kernel ended as it did (the suggestions' own line
-//! is suggestion.rs's).
+//! What tune says: why a kernel ended as it did (a suggestion's own line
+//! is transforms/mod.rs's `message`).
 
 use regtune_decisions::{Reason, Usage};
 

@@ -3,16 +3,18 @@
 //! helps, verify the kept sets together, and record them in the decisions db.
 //!
 //! One job a file: `run.rs` fans the files out, checks each file's kept
-//! sets together and writes the db; `kernel.rs` is the per-kernel policy
+//! sets together and writes the db; `kernel.rs` runs one kernel's phases
 //! (what is searched, applied, suggested, and the measured search's
-//! candidates); `messages.rs` says why; `suggestion.rs` what a suggestion would reach;
-//! `diff.rs` the listings (`--diff`, and the cost model's).
+//! candidates); `transforms/` is each transform's home (what is tried of
+//! it, applied unasked, suggested, held and why, and what a suggestion
+//! says of it); `messages.rs` says why a kernel ended as it did; `diff.rs`
+//! the listings (`--diff`, and the cost model's).
 
 mod diff;
 mod kernel;
 mod messages;
 mod run;
-mod suggestion;
+mod transforms;
 
 use std::path::PathBuf;
 use std::time::Duration;
