@@ -10,6 +10,7 @@
 //! rounding change they did not accept). Builds whose code is byte-for-byte
 //! one already kept are kept once; past the limit the rest are listed.
 
+use rayon::prelude::*;
 use regtune_decisions::{Candidate, Occupancy, Transforms, Usage};
 
 /// What the candidates are made of.
@@ -138,30 +139,40 @@ pub(crate) struct Selection {
 /// build, the decision, the suggestions); `build` compiles a proposal and
 /// gives its usage and a hash of its code (None: it did not build, or the
 /// time budget is spent, which `spent` then says).
+///
+/// They are built a core's worth at a time, in parallel: never more than
+/// the room left under `limit`, so each would have been built one by one
+/// too, and kept in their order, so the selection is the same.
 pub(crate) fn select(
     proposals: Vec<Transforms>,
     limit: usize,
     known: &[String],
-    build: impl Fn(&Transforms) -> Option<(Usage, String)>,
+    build: impl Fn(&Transforms) -> Option<(Usage, String)> + Sync,
     spent: impl Fn() -> bool,
 ) -> Selection {
     let mut out = Selection { codes: known.to_vec(), ..Selection::default() };
-    for t in proposals {
-        if out.kept.len() >= limit || spent() {
-            out.left_out.push(t);
-            continue;
+    let mut rest = proposals.into_iter().peekable();
+    while rest.peek().is_some() {
+        let room = limit.saturating_sub(out.kept.len());
+        if room == 0 || spent() {
+            out.left_out.extend(rest);
+            break;
         }
-        let Some((usage, code)) = build(&t) else {
-            if spent() {
-                out.left_out.push(t);
+        let batch: Vec<Transforms> = rest.by_ref().take(room.min(rayon::current_num_threads())).collect();
+        let built: Vec<Option<(Usage, String)>> = batch.par_iter().map(&build).collect();
+        for (t, b) in batch.into_iter().zip(built) {
+            let Some((usage, code)) = b else {
+                if spent() {
+                    out.left_out.push(t);
+                }
+                continue;
+            };
+            if out.codes.contains(&code) {
+                continue;
             }
-            continue;
-        };
-        if out.codes.contains(&code) {
-            continue;
+            out.codes.push(code);
+            out.kept.push(Candidate { transforms: t, usage });
         }
-        out.codes.push(code);
-        out.kept.push(Candidate { transforms: t, usage });
     }
     out
 }
@@ -253,13 +264,23 @@ mod tests {
 
     #[test]
     fn a_spent_budget_leaves_the_rest_out() {
-        let spent = std::cell::Cell::new(false);
+        // Spent once step 6 is built: at most the batch it was built in is
+        // kept, the rest is left out unbuilt.
+        let spent = std::sync::atomic::AtomicBool::new(false);
+        let built = std::sync::atomic::AtomicUsize::new(0);
         let build = |t: &Transforms| {
-            spent.set(t.waves_per_eu == Some(6));
+            built.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if t.waves_per_eu == Some(6) {
+                spent.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             Some((Usage::default(), format!("{:?}", t.waves_per_eu)))
         };
-        let s = select(vec![step(5), step(6), step(7)], 8, &[], build, || spent.get());
-        assert_eq!(s.kept.len(), 2);
-        assert_eq!(s.left_out, [step(7)]);
+        let props: Vec<Transforms> = (5..205).map(step).collect();
+        let s = select(props, 8, &[], build, || spent.load(std::sync::atomic::Ordering::Relaxed));
+        let batch = 8.min(rayon::current_num_threads()).max(2);
+        assert!(s.kept.len() <= batch && s.kept.len() >= 2, "{}", s.kept.len());
+        assert_eq!(s.kept[..2].iter().map(|c| c.transforms.clone()).collect::<Vec<_>>(), [step(5), step(6)]);
+        assert_eq!(s.kept.len() + s.left_out.len(), 200);
+        assert_eq!(built.load(std::sync::atomic::Ordering::Relaxed), s.kept.len());
     }
 }
