@@ -35,9 +35,9 @@ use crate::plan::{Confirmed, LaunchConfig, LaunchResult, PlanKernel};
 /// of the program's own is timed (the driver then runs no whole runs).
 pub const UNTIMED: &str = "the program's own launches are not timed";
 
-/// Why a kernel's launches are not paired: its module's variables would
-/// have two copies, the program's and the choice's module's. A whole run
-/// of the choice shares them ([`Shared`]), so the driver runs those.
+/// Why an earlier regtune did not pair a kernel's launches (its events
+/// may still say so, for `--from`): its module's variables would have had
+/// two copies. The choice's launches now share the program's ([`Shared`]).
 pub const MODULE_VARIABLES: &str = "the kernel's module has variables";
 
 /// The fewest pairs of launches that confirm a choice: as many as a
@@ -115,10 +115,11 @@ pub fn choose(kernel: &PlanKernel, results: &[LaunchResult]) -> Result<Option<St
     }
 }
 
-/// A module variable of the kernel in a whole run of the choice: the
-/// choice's own module holds its own copy, so the program's is copied into
-/// it before each launch the choice runs, and back after it (a
-/// `__constant__` one is not written by kernels: not back).
+/// A module variable of the kernel, where the choice runs (alternate
+/// launches, or a whole run): the choice's own module holds its own copy,
+/// so the program's is copied into it before each launch the choice runs,
+/// and back after it (a `__constant__` one is not written by kernels: not
+/// back).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shared {
     pub ours: u64,

@@ -33,6 +33,10 @@ what the case is about:
                     why), the capture intact; the captured graph's launch measured
     device1         a program on device 1 (cudaSetDevice(1)): measured, identical
     devices         device 0 then device 1 in one program: both measured, identical
+    variables       v_count (a `__constant__` table and a `__device__` counter), 100 launches, its
+                    candidates its faster twin: both replayed launches measured and identical, the
+                    choice kept and confirmed on the program's own launches (not whole runs, at least
+                    20 pairs, no failure), and the program's counter counted every launch
 
     python3 bench/runtime/launches/check.py bench/runtime/launches/out
 """
@@ -48,6 +52,7 @@ SYMBOLS = {
     "update": "_Z8g_updatePdPKdid",
     "coop": "_Z6c_coopPdS_PKdid",
     "t": "_Z8t_kernelPdPKdid",
+    "v": "_Z7v_countPdPKdii",
 }
 COOP_TOO_LARGE = "cannot launch cooperatively at this occupancy"
 HELD_BACK = "held back by regtune until the exec is destroyed"
@@ -150,7 +155,7 @@ class Case:
 def short(symbol):
     for k, v in SYMBOLS.items():
         if v == symbol:
-            return {"t": "t_kernel", "coop": "c_coop"}.get(k, "g_" + k)
+            return {"t": "t_kernel", "coop": "c_coop", "v": "v_count"}.get(k, "g_" + k)
     return symbol
 
 
@@ -226,6 +231,19 @@ def check(out, name):
         c.facts.append(f"on {measured(c.ev, SYMBOLS['t'])[0]['device'] if measured(c.ev, SYMBOLS['t']) else '?'}")
     elif name == "devices":
         c.program(c.launches(SYMBOLS["t"], 6, exactly=6), True)
+    elif name == "variables":
+        c.program(c.launches(SYMBOLS["v"], 2, exactly=2), True)
+        conf = [e for e in c.ev if e.get("event") == "confirmed" and e["symbol"] == SYMBOLS["v"]]
+        c.need(len(conf) == 1, f"{len(conf)} confirmations of v_count, not 1")
+        for e in conf:
+            c.need(not e.get("failure"), f"not confirmed: {e.get('failure')}")
+            c.need(not e.get("whole_runs"), "confirmed over whole runs, not the program's own launches")
+            c.need(len(e.get("plain_ms", [])) >= 20, f"{len(e.get('plain_ms', []))} pairs, fewer than 20")
+            if e.get("plain_ms") and e.get("choice_ms"):
+                ratio = sorted(e["plain_ms"])[len(e["plain_ms"]) // 2] / sorted(e["choice_ms"])[len(e["choice_ms"]) // 2]
+                c.facts.append(f"{e['candidate']} confirmed over {e['launches']} launches, {ratio:.2f}x")
+        stdout = read(os.path.join(out, "variables.stdout"))
+        c.need("counted 6553600," in stdout, f"the counter did not count every launch: {stdout.strip()}")
     return c.verdict()
 
 
@@ -233,7 +251,7 @@ def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
     print(read(os.path.join(out, "date.txt")).strip(), read(os.path.join(out, "gpu.txt")).strip().replace("\n", " | "))
     fails = 0
-    for name in ["capture", "explicit", "explicit-later", "destroyed-driver", "destroyed-entry", "destroyed-runtime", "update", "coop", "coop-fat", "threads", "capture-beside", "device1", "devices"]:
+    for name in ["capture", "explicit", "explicit-later", "destroyed-driver", "destroyed-entry", "destroyed-runtime", "update", "coop", "coop-fat", "threads", "capture-beside", "device1", "devices", "variables"]:
         v = check(out, name)
         if v is None:
             continue

@@ -5,9 +5,10 @@
 # $OUT is set, a tarball of it there after every case (a run cut short
 # keeps what it did) and the summary.
 #
-#   bench/runtime/launches/run.sh [one|two|all|graphs]   one: the cases for one GPU (default);
+#   bench/runtime/launches/run.sh [one|two|all|graphs|variables]   one: the cases for one GPU (default);
 #                                                        two: those that need a second GPU (device 1);
-#                                                        graphs: the graph cases alone (build/graph and build/db)
+#                                                        graphs: the graph cases alone (build/graph and build/db);
+#                                                        variables: the module-variable case alone
 set -u
 cd "$(dirname "$0")/../../.."
 L=bench/runtime/launches
@@ -50,7 +51,7 @@ case_() {
   save
 }
 
-if [ "$WHICH" != two ]; then
+if [ "$WHICH" != two ] && [ "$WHICH" != variables ]; then
   case_ capture db 3 "$B/graph" capture
   case_ explicit db 2 "$B/graph" explicit
   case_ explicit-later db 1 "$B/graph" explicit
@@ -64,6 +65,9 @@ if [ "$WHICH" = one ] || [ "$WHICH" = all ]; then
   case_ coop-fat fat 2 "$B/coop"
   case_ threads db 4 "$B/threads" threads
   case_ capture-beside db 4 "$B/threads" capture-beside
+fi
+if [ "$WHICH" = one ] || [ "$WHICH" = all ] || [ "$WHICH" = variables ]; then
+  case_ variables fast 2 "$B/variables"
 fi
 if [ "$WHICH" = two ] || [ "$WHICH" = all ]; then
   case_ device1 db 3 "$B/threads" device 1

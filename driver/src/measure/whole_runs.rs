@@ -40,7 +40,8 @@ pub(crate) fn wanted(events: &[Event], plan: &wire::Plan, kept: &BTreeMap<String
     }
     for (key, candidate) in kept {
         let confirmed = last.get(key.as_str());
-        // Refused for its module variables only: a whole run shares them.
+        // Refused for its module variables only (an earlier regtune's events,
+        // for `--from`): a whole run shares them.
         let failed = |c: &Confirmed| c.failure.as_deref().is_some_and(|f| !f.contains(MODULE_VARIABLES));
         if confirmed.is_some_and(|c| failed(c) || c.whole_runs || c.plain_ms.len().min(c.choice_ms.len()) >= MIN_PAIRS) {
             continue;

@@ -304,7 +304,7 @@ thread_local! {
     static OWN_CALLS: Cell<bool> = const { Cell::new(false) };
     /// The program's graph launch on this thread runs one part of three ([`graph_parts`]).
     static PARTS: RefCell<Option<graph_parts::Running>> = const { RefCell::new(None) };
-    /// This thread's launch ran the choice in a whole run: its stream, and
+    /// This thread's launch ran the choice: its stream, and
     /// the module variables to copy back into the program's after it.
     static COPY_BACK: RefCell<Option<(usize, Vec<confirm::Shared>)>> = const { RefCell::new(None) };
 }
@@ -825,14 +825,13 @@ unsafe fn confirm_launch(cbid: u32, data: &CallbackData, s: &mut State, symbol: 
                 c.registers = registers;
                 // SAFETY: as above.
                 c.program_registers = unsafe { registers_of(s.cuda, program) };
-                if c.start.whole == Some(true) {
-                    // SAFETY: the choice's module was just loaded; the program's handle is live.
-                    match unsafe { shared_variables(s.cuda, &image, module, call.f) } {
-                        Ok(shared) => c.shared = shared,
-                        Err(why) => {
-                            c.failure = Some(format!("not confirmed: {why}"));
-                            return true;
-                        }
+                // The choice's launches share the program's module variables.
+                // SAFETY: the choice's module was just loaded; the program's handle is live.
+                match unsafe { shared_variables(s.cuda, &image, module, call.f) } {
+                    Ok(shared) => c.shared = shared,
+                    Err(why) => {
+                        c.failure = Some(format!("not confirmed: {why}"));
+                        return true;
                     }
                 }
             }
