@@ -41,6 +41,21 @@ def timed(cmd, cwd):
     return time.monotonic() - t
 
 
+def clang_args(src):
+    """The clang corpus's flags for a corpus file: -O3, the compat header, its includes."""
+    d = os.path.dirname(src)
+    inc = [f"-I{d}", f"-I{os.path.join(d, 'Common')}", f"-I{os.path.join(os.path.dirname(d), 'Common')}"]
+    return ["-O3", "-w", "-include", COMPAT] + inc
+
+
+def report(lines, out):
+    """Print the table, and append it to `out` if given."""
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if out:
+        open(out, "a").write(text)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out")
@@ -51,15 +66,13 @@ def main():
     rows = []
     for rel in a.files:
         src = os.path.join(CORPUS, rel)
-        d = os.path.dirname(src)
-        inc = [f"-I{d}", f"-I{os.path.join(d, 'Common')}", f"-I{os.path.join(os.path.dirname(d), 'Common')}"]
-        clang_args = ["-O3", "-w", "-include", COMPAT] + inc
-        nvcc_args = ["-O3", "-arch=sm_90", "-w", "-include", os.path.join(REPO, "bench", "nvcc", "compat", "regtune_nvcc_compat.h")] + inc
+        clang = clang_args(src)
+        nvcc_args = ["-O3", "-arch=sm_90", "-w", "-include", os.path.join(REPO, "bench", "nvcc", "compat", "regtune_nvcc_compat.h")] + clang[4:]
         times = {k: [] for k in ["plain", "keep", "cubin", "tune", "tune-no-other"]}
         for _ in range(a.reps):
             with tempfile.TemporaryDirectory() as tmp:
                 times["plain"].append(timed(["clang++-22", "-x", "cuda", "--cuda-device-only", "-Wno-unknown-cuda-version",
-                                             "--cuda-gpu-arch=sm_90", "--cuda-path=/opt/regtune-cuda"] + clang_args
+                                             "--cuda-gpu-arch=sm_90", "--cuda-path=/opt/regtune-cuda"] + clang
                                             + ["-c", src, "-o", os.path.join(tmp, "p.o")], REPO))
                 keep = os.path.join(tmp, "keep")
                 os.makedirs(keep)
@@ -69,7 +82,7 @@ def main():
                 for k, extra in [("tune", []), ("tune-no-other", ["--no-other-compiler"])]:
                     db = os.path.join(tmp, k, "db.json")
                     times[k].append(timed([a.regtune, "tune", "-j", "1", "--offload-arch", "sm_90", "--db", db] + extra
-                                          + [src, "--"] + clang_args, REPO))
+                                          + [src, "--"] + clang, REPO))
         rows.append((rel, {k: statistics.median(v) for k, v in times.items()}))
     load = os.getloadavg()
     lines = [f"bench/cost/other_compiler.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, reps {a.reps}, load at end "
@@ -82,10 +95,7 @@ def main():
     lines.append(f"median tune/plain {statistics.median(ratios):.2f}x; without the other compiler "
                  f"{statistics.median(t['tune-no-other'] / t['plain'] for _, t in rows):.2f}x; nvcc -c over -cubin "
                  f"{statistics.median(t['keep'] / t['cubin'] for _, t in rows):.2f}x")
-    text = "\n".join(lines) + "\n"
-    print(text, end="")
-    if a.out:
-        open(a.out, "a").write(text)
+    report(lines, a.out)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from other_compiler import COMPAT, CORPUS, FILES, REPO, timed  # noqa: E402
+from other_compiler import CORPUS, FILES, REPO, clang_args, report, timed  # noqa: E402
 
 
 def decisions(path):
@@ -45,9 +45,7 @@ def main():
     ratios = []
     for rel in FILES:
         src = os.path.join(CORPUS, rel)
-        d = os.path.dirname(src)
-        inc = [f"-I{d}", f"-I{os.path.join(d, 'Common')}", f"-I{os.path.join(os.path.dirname(d), 'Common')}"]
-        args = ["-O3", "-w", "-include", COMPAT] + inc
+        args = clang_args(src)
         times = {"old": [], "new": []}
         same = True
         for _ in range(a.reps):
@@ -61,10 +59,7 @@ def main():
         ratios.append(n / o)
         lines.append(f"{rel:50s} {o:7.2f} {n:7.2f} {n / o:7.3f}x  {'yes' if same else 'NO'}")
     lines.append(f"median new/old {statistics.median(ratios):.3f}x")
-    text = "\n".join(lines) + "\n"
-    print(text, end="")
-    if a.out:
-        open(a.out, "a").write(text)
+    report(lines, a.out)
 
 
 if __name__ == "__main__":
