@@ -11,7 +11,8 @@
 # assembly/PTX listings are in it) and as a table, the db tune wrote, and
 # each command's stderr and exit status; a tune with every class proven,
 # `explain` as JSON and the patch `fix` makes from its db; `predict` on
-# the first example; `measure --from` decides a recorded GPU run again
+# the first example; with an sm_ arch, `tune --compiler nvcc` (its db and
+# candidates); `measure --from` decides a recorded GPU run again
 # (tests/fixtures/measure-run-sm90.tar.xz): its report and db. `report`
 # also reads back a built
 # object: the code object of the first example (AMDGPU), or the NVPTX error
@@ -110,6 +111,19 @@ for arch in $archs; do
         run "report-object-$arch.json" "$regtune" report --format json --offload-arch "$arch" "$object"
     fi
 done
+
+# nvcc's builds (tune --compiler nvcc, sm_90): the db, its candidates'
+# cubins beside it, and the report, where an sm_ arch was asked for.
+case " $archs " in
+*" sm_"*)
+    echo "golden: nvcc" >&2
+    db=$out/db-nvcc/decisions.json
+    rm -rf "$out/db-nvcc"
+    # shellcheck disable=SC2086
+    run "tune-nvcc.json" "$regtune" tune --compiler nvcc --format json --db "$db" \
+        --time-budget 3600 --variant-timeout 600 --offload-arch sm_90 $examples -- -x cu -O3
+    ;;
+esac
 
 # measure's report and db from a recorded run (the examples built by nvcc,
 # measured on an H200: bench/nvcc/results/examples-every-step-h200-2026-11-28),
