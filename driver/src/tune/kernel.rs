@@ -106,8 +106,8 @@ pub(super) fn plan_kernel(
     plan.budget_reached = variants.budget_reached();
     if options.candidates > 0 {
         let known = [Some(&decided.outcome.transforms), suggestion.as_ref().map(|p| &p.transforms)];
-        let kernel = Kernel { base, previous, launched };
-        (plan.search, plan.launched_spills) = measured_search(tuning, &kernel, &confirmed, &spaces, &rule, &known, &variants);
+        let kernel = Kernel { previous, launched };
+        (plan.search, plan.launched_spills) = measured_search(&k, &kernel, &spaces, &rule, &known, &variants);
     }
     let measured = variants.into_measured();
     plan.variants = measured.len();
@@ -260,10 +260,9 @@ fn suggest(k: &Proposing<'_>, s: &Spaces, rule: &Rule, decided: &Decided, v: &Va
     Some(Proposal { held, transforms: better.transforms, usage: better.usage, reasons, message })
 }
 
-/// The kernel as the measured search sees it: its plain build, the db's
-/// entry for it, the block size measure saw its launches use.
+/// What the measured search reads beyond the proposal's view of the
+/// kernel: the db's entry for it, the block size measure saw its launches use.
 struct Kernel<'k> {
-    base: &'k Measured,
     previous: Option<&'k Entry>,
     launched: Option<u32>,
 }
@@ -274,16 +273,15 @@ struct Kernel<'k> {
 /// spilling to shared memory at a block size only the measured launches
 /// showed ([`launched_spills`]).
 fn measured_search(
-    tuning: &Tuning<'_>,
+    k: &Proposing<'_>,
     kernel: &Kernel<'_>,
-    confirmed: &Transforms,
     s: &Spaces,
     rule: &Rule,
     known: &[Option<&Transforms>],
     v: &Variants<'_, '_>,
 ) -> (candidates::Selection, Vec<Proposal>) {
-    let (session, options) = (tuning.session, tuning.options);
-    let Kernel { base, previous, launched } = *kernel;
+    let (session, options, base) = (k.session, k.options, k.base);
+    let Kernel { previous, launched } = *kernel;
     let eval = |t: &Transforms| v.eval(t);
     let mut known_builds = vec![Transforms::default()];
     known_builds.extend(known.iter().flatten().map(|t| (*t).clone()));
@@ -294,7 +292,7 @@ fn measured_search(
     // to: the source's launch bounds, the user's --block-size, or
     // bounds they confirmed in the db.
     let target = gpu::of(session.arch);
-    let stated = options.block_size.stated().or(confirmed.launch_bounds);
+    let stated = options.block_size.stated().or(k.confirmed.launch_bounds);
     let shared_spill =
         (stated.is_some() || target.promised_block(base).is_some()).then(|| Transforms { launch_bounds: stated, ..Default::default() });
     let steps = target.occupancy_steps(base, launched);

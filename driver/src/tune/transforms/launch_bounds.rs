@@ -22,20 +22,16 @@ impl Transform for LaunchBounds {
         Some("fix/attributes.rs")
     }
 
-    fn tried(&self, k: &Proposing<'_>, tried: &mut Space) {
-        let inferred = || match k.options.block_size {
-            BlockSize::Auto => launch::block_size(k.source, &names::unqualified(&k.base.symbol)),
-            _ => None,
-        };
-        tried.launch_bounds = k.options.block_size.stated().or(k.confirmed.launch_bounds).or_else(inferred);
-    }
-
     fn allowed(&self, k: &Proposing<'_>, _tried: &Space, allowed: &mut Space) {
         allowed.launch_bounds = k.options.block_size.stated().or(k.confirmed.launch_bounds);
     }
 
-    fn suggested(&self, _k: &Proposing<'_>, tried: &Space, decided: &Space, wider: &mut Space) {
-        wider.launch_bounds = decided.launch_bounds.or(tried.launch_bounds);
+    fn suggested(&self, k: &Proposing<'_>, _tried: &Space, decided: &Space, wider: &mut Space) {
+        // Read from the file's launches only when a suggestion may need it.
+        wider.launch_bounds = decided.launch_bounds.or_else(|| match k.options.block_size {
+            BlockSize::Auto => launch::block_size(k.source, &names::unqualified(&k.base.symbol)),
+            _ => None,
+        });
     }
 
     fn held(&self, t: &Transforms, allowed: &Space, held: &mut Transforms) {
