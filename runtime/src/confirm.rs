@@ -35,11 +35,6 @@ use crate::plan::{Confirmed, LaunchConfig, LaunchResult, PlanKernel};
 /// of the program's own is timed (the driver then runs no whole runs).
 pub const UNTIMED: &str = "the program's own launches are not timed";
 
-/// Why an earlier regtune did not pair a kernel's launches (its events
-/// may still say so, for `--from`): its module's variables would have had
-/// two copies. The choice's launches now share the program's ([`Shared`]).
-pub const MODULE_VARIABLES: &str = "the kernel's module has variables";
-
 /// The fewest pairs of launches that confirm a choice: as many as a
 /// replayed candidate's rounds before they can settle.
 pub const MIN_PAIRS: usize = regtune_decisions::measured::SETTLE_AFTER;

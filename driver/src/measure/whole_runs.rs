@@ -15,17 +15,15 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use regtune_runtime::confirm::{MIN_PAIRS, MODULE_VARIABLES, UNTIMED};
+use regtune_runtime::confirm::{MIN_PAIRS, UNTIMED};
 use regtune_runtime::plan::{self as wire, Confirmed, Event, WholeRun};
 
 /// The kernels whose kept build (`kept`: entry key to candidate name, the
 /// db's rule over the first run's replay) the program's own launches did
-/// not confirm for want of launches after the replay (never started: the
-/// kernel launched no more than `--launches`; or too few pairs), or for
-/// its module variables (alternate launches would see two copies of them;
-/// a whole run of the choice copies the program's into its module and back
-/// around each launch, `regtune_runtime::confirm::Shared`). Not those whose
-/// confirmation failed otherwise.
+/// not confirm for want of launches after the replay: never started (the
+/// kernel launched no more than `--launches`), or too few pairs. Not those
+/// whose confirmation failed. (Module variables are shared with the choice
+/// in both: `regtune_runtime::confirm::Shared`.)
 pub(crate) fn wanted(events: &[Event], plan: &wire::Plan, kept: &BTreeMap<String, String>) -> Vec<WholeRun> {
     let mut last: BTreeMap<&str, &Confirmed> = BTreeMap::new();
     for e in events {
@@ -40,10 +38,7 @@ pub(crate) fn wanted(events: &[Event], plan: &wire::Plan, kept: &BTreeMap<String
     }
     for (key, candidate) in kept {
         let confirmed = last.get(key.as_str());
-        // Refused for its module variables only (an earlier regtune's events,
-        // for `--from`): a whole run shares them.
-        let failed = |c: &Confirmed| c.failure.as_deref().is_some_and(|f| !f.contains(MODULE_VARIABLES));
-        if confirmed.is_some_and(|c| failed(c) || c.whole_runs || c.plain_ms.len().min(c.choice_ms.len()) >= MIN_PAIRS) {
+        if confirmed.is_some_and(|c| c.failure.is_some() || c.whole_runs || c.plain_ms.len().min(c.choice_ms.len()) >= MIN_PAIRS) {
             continue;
         }
         // CUPTI's records time them: CUDA's kernels alone (HIP's interposer swaps nothing).
@@ -230,26 +225,16 @@ mod tests {
         let pairs = vec![1.0; MIN_PAIRS];
         let mut failed = confirmed("f", &[], &[], false);
         failed.failure = Some("not confirmed: the choice's code could not be loaded".into());
-        let mut variables = confirmed("v", &[], &[], false);
-        variables.failure = Some(format!("not confirmed: {MODULE_VARIABLES} (`counter`) that the choice's own module would not share"));
         let events = [
             // "never": no confirmation began (launched no more than --launches).
             Event::Confirmed(confirmed("few", &[1.0; 6], &[0.9; 6], false)),
             Event::Confirmed(confirmed("enough", &pairs, &pairs, false)),
             Event::Confirmed(failed),
-            Event::Confirmed(variables),
         ];
-        let all = ["never", "few", "enough", "f", "v"];
+        let all = ["never", "few", "enough", "f"];
         let w = wanted(&events, &plan(&all), &kept(&all));
         let keys: Vec<(&str, &Path)> = w.iter().map(|w| (w.key.as_str(), w.path.as_path())).collect();
-        assert_eq!(
-            keys,
-            [
-                ("few", Path::new("/c/few/decided.cubin")),
-                ("never", Path::new("/c/never/decided.cubin")),
-                ("v", Path::new("/c/v/decided.cubin"))
-            ]
-        );
+        assert_eq!(keys, [("few", Path::new("/c/few/decided.cubin")), ("never", Path::new("/c/never/decided.cubin"))]);
         // HIP's kernels, or CUPTI's activity API missing in the first run: none.
         let mut hip = plan(&all);
         hip.kernels.iter_mut().for_each(|k| k.arch = "gfx90a".into());
