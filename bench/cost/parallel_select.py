@@ -3,14 +3,13 @@
 (candidates::select) saves in tune's wall time: two regtune binaries, the
 one before (OLD) and this checkout's release build, each tuning the files
 of bench/cost/other_compiler.py at their defaults (every core: -j unset)
-in turn, REPS times, side by side; their dbs compared without the fields
-that time the tune. Not a test.
+in turn, REPS times, side by side; their dbs compared byte for byte (a
+db holds no timing). Not a test.
 
     python3 bench/cost/parallel_select.py OLD [--reps N] [--out FILE]   # from the repository root
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -19,17 +18,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from other_compiler import CORPUS, FILES, REPO, clang_args, report, timed  # noqa: E402
-
-
-def decisions(path):
-    """The db without what differs from run to run (seconds, the date)."""
-    def strip(x):
-        if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items() if k not in ("seconds", "tuned_at", "tune_seconds", "created")}
-        if isinstance(x, list):
-            return [strip(v) for v in x]
-        return x
-    return strip(json.load(open(path)))
 
 
 def main():
@@ -54,7 +42,7 @@ def main():
                 for k, binary in [("old", a.old), ("new", new)]:
                     dbs[k] = os.path.join(tmp, k + ".json")
                     times[k].append(timed([binary, "tune", "--offload-arch", "sm_90", "--db", dbs[k], src, "--"] + args, REPO))
-                same = same and decisions(dbs["old"]) == decisions(dbs["new"])
+                same = same and open(dbs["old"], "rb").read() == open(dbs["new"], "rb").read()
         o, n = statistics.median(times["old"]), statistics.median(times["new"])
         ratios.append(n / o)
         lines.append(f"{rel:50s} {o:7.2f} {n:7.2f} {n / o:7.3f}x  {'yes' if same else 'NO'}")
