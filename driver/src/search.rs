@@ -229,6 +229,24 @@ fn without_each(t: &Transforms, space: &Space) -> Vec<Transforms> {
     v
 }
 
+/// What a search measures its variants with: one variant's usage (None:
+/// it did not build), and a batch's, which a search asks for where it has
+/// several to try. A closure builds a batch's variants in parallel; tune's
+/// build them so and read their usage together (one nvdisasm run).
+pub(crate) trait Eval: Sync {
+    fn eval(&self, t: &Transforms) -> Option<Usage>;
+
+    fn eval_all(&self, ts: &[Transforms]) -> Vec<Option<Usage>> {
+        ts.par_iter().map(|t| self.eval(t)).collect()
+    }
+}
+
+impl<F: Fn(&Transforms) -> Option<Usage> + Sync> Eval for F {
+    fn eval(&self, t: &Transforms) -> Option<Usage> {
+        self(t)
+    }
+}
+
 /// The result of a search.
 #[derive(Debug, Clone)]
 pub(crate) struct Outcome {
@@ -240,10 +258,11 @@ pub(crate) struct Outcome {
 /// Measure the candidates not tried yet, in parallel, and record them.
 fn measure_fresh<E>(eval: &E, cands: Vec<Transforms>, tried: &mut Vec<(Transforms, Usage)>) -> Vec<(Transforms, Usage)>
 where
-    E: Fn(&Transforms) -> Option<Usage> + Sync,
+    E: Eval + ?Sized,
 {
     let fresh: Vec<Transforms> = cands.into_iter().filter(|c| !tried.iter().any(|(t, _)| t == c)).collect();
-    let results: Vec<(Transforms, Usage)> = fresh.par_iter().filter_map(|t| eval(t).map(|u| (t.clone(), u))).collect();
+    let results: Vec<(Transforms, Usage)> =
+        fresh.iter().zip(eval.eval_all(&fresh)).filter_map(|(t, u)| u.map(|u| (t.clone(), u))).collect();
     tried.extend(results.iter().cloned());
     results
 }
@@ -280,7 +299,7 @@ where
 /// each occupancy step. Empty when none beats the plain build.
 pub(crate) fn best_rewrites<E>(space: &Space, rule: &Rule, eval: &E) -> Transforms
 where
-    E: Fn(&Transforms) -> Option<Usage> + Sync,
+    E: Eval + ?Sized,
 {
     let rewrites = Space { waves: vec![], unroll_caps: vec![], ..space.clone() };
     let mut tried: Vec<(Transforms, Usage)> = vec![(Transforms::default(), rule.baseline)];
@@ -292,7 +311,7 @@ where
 /// measures one set of transforms; None means that variant failed to build.
 pub(crate) fn search<E>(space: &Space, rule: &Rule, eval: &E) -> Outcome
 where
-    E: Fn(&Transforms) -> Option<Usage> + Sync,
+    E: Eval + ?Sized,
 {
     // The plain compile is the empty set: never measure it again.
     let mut tried: Vec<(Transforms, Usage)> = vec![(Transforms::default(), rule.baseline)];

@@ -108,9 +108,30 @@ type Capped = Vec<(String, u32)>;
 /// of every kernel of the file).
 type NvccBuild = (PerKernel, Capped, PerKernel, bool, Option<String>);
 
-/// One nvcc build, made once (later askers wait for it): what it measured
-/// (nothing for a build as nvcc's) and its cubin.
-type BuiltSlot = Arc<Mutex<Option<(Vec<Measured>, PathBuf)>>>;
+/// One nvcc build, made once (later askers wait for it): ptxas's report
+/// (none for a build as nvcc's) and its cubin.
+type BuiltSlot = Arc<Mutex<Option<(String, PathBuf)>>>;
+
+/// A build's object before its usage is read: [`Session::read_kernels`]
+/// reads a batch's together. `shared`: an nvcc build's, which other
+/// variants' builds may be too (kept when reading it fails).
+struct Unread {
+    obj: PathBuf,
+    report: String,
+    shared: bool,
+}
+
+/// A build's outcome: read before (cached), or built now.
+enum Built {
+    Read(Vec<Measured>),
+    Unread(Unread),
+}
+
+/// One build of a variant, its usage not read yet ([`Session::read_kernels`]).
+pub(crate) struct Build {
+    key: BuildKey,
+    built: Built,
+}
 
 impl From<rdc::RdcError> for SessionError {
     fn from(e: rdc::RdcError) -> SessionError {
@@ -682,17 +703,89 @@ impl<'a> Session<'a> {
     /// Compile `symbol` alone with `transforms` (the other kernels dropped
     /// once the decisions are placed), stopped at `deadline`, and measure it.
     pub fn measure_kernel(&self, symbol: &str, transforms: &Transforms, deadline: Option<Instant>) -> Result<Measured, SessionError> {
-        let key = (Some(symbol.to_string()), vec![(symbol.to_string(), transforms.clone())]);
-        let measured = self.build(key, deadline)?;
-        measured
-            .into_iter()
-            .find(|m| m.symbol == symbol)
-            .ok_or_else(|| SessionError::NoSuchKernel { file: self.source.display().to_string(), symbol: symbol.to_string() })
+        let build = self.build_kernel(symbol, transforms, deadline);
+        self.read_kernels(symbol, vec![build]).pop().expect("one build, one result")
+    }
+
+    /// [`Session::measure_kernel`]'s build, its usage not read yet:
+    /// [`Session::read_kernels`] reads many builds' together.
+    pub(crate) fn build_kernel(&self, symbol: &str, transforms: &Transforms, deadline: Option<Instant>) -> Result<Build, SessionError> {
+        self.begin((Some(symbol.to_string()), vec![(symbol.to_string(), transforms.clone())]), deadline)
+    }
+
+    /// `symbol`'s usage in each of `builds`, read together.
+    pub(crate) fn read_kernels(&self, symbol: &str, builds: Vec<Result<Build, SessionError>>) -> Vec<Result<Measured, SessionError>> {
+        let own = |all: Vec<Measured>| {
+            all.into_iter()
+                .find(|m| m.symbol == symbol)
+                .ok_or_else(|| SessionError::NoSuchKernel { file: self.source.display().to_string(), symbol: symbol.to_string() })
+        };
+        self.read(builds).into_iter().map(|measured| measured.and_then(own)).collect()
     }
 
     fn build(&self, key: BuildKey, deadline: Option<Instant>) -> Result<Vec<Measured>, SessionError> {
-        if let Some(hit) = self.cache.lock().expect("cache lock").get(&key) {
-            return Ok(hit.clone());
+        let build = self.begin(key, deadline);
+        self.read(vec![build]).pop().expect("one build, one result")
+    }
+
+    fn begin(&self, key: BuildKey, deadline: Option<Instant>) -> Result<Build, SessionError> {
+        Ok(Build { built: self.object(&key, deadline)?, key })
+    }
+
+    /// The usage of each build: the fresh ones' read together (on NVPTX
+    /// one nvdisasm run reads all of their SASS, where a run per build
+    /// would cost more than the builds).
+    fn read(&self, builds: Vec<Result<Build, SessionError>>) -> Vec<Result<Vec<Measured>, SessionError>> {
+        let unread: Vec<(&Path, &str)> = builds
+            .iter()
+            .filter_map(|b| match b {
+                Ok(Build { built: Built::Unread(u), .. }) => Some((u.obj.as_path(), u.report.as_str())),
+                _ => None,
+            })
+            .collect();
+        let mut read = resources::objects_with(&unread, self.arch, &self.options).into_iter();
+        builds
+            .into_iter()
+            .map(|b| match b? {
+                Build { built: Built::Read(measured), .. } => Ok(measured),
+                Build { key, built: Built::Unread(u) } => self.finish(&key, u, read.next().expect("a usage per object built")),
+            })
+            .collect()
+    }
+
+    /// A fresh build's usage, as read: its object kept and the usage
+    /// cached, or the object removed where it could not be read.
+    fn finish(
+        &self,
+        key: &BuildKey,
+        u: Unread,
+        read: Result<Vec<Measured>, resources::MeasureError>,
+    ) -> Result<Vec<Measured>, SessionError> {
+        let all = match read {
+            Ok(all) => all,
+            Err(e) => {
+                if !u.shared {
+                    let _ = std::fs::remove_file(&u.obj);
+                }
+                return Err(e.into());
+            }
+        };
+        let measured = match &self.link {
+            Some(link) => link.own(all),
+            None => all,
+        };
+        // Kept for `regtune measure`'s candidates: a one-kernel build holds
+        // the kernel it was built for as the whole-file build would.
+        self.objects.lock().expect("objects lock").entry(key.1.clone()).or_insert(u.obj);
+        self.cache.lock().expect("cache lock").insert(key.clone(), measured.clone());
+        Ok(measured)
+    }
+
+    /// The object of one build, its usage not read yet; what was read
+    /// before where this build was made.
+    fn object(&self, key: &BuildKey, deadline: Option<Instant>) -> Result<Built, SessionError> {
+        if let Some(hit) = self.cache.lock().expect("cache lock").get(key) {
+            return Ok(Built::Read(hit.clone()));
         }
         if let Some(plain) = &self.nvcc {
             let alone = key.0.as_deref().filter(|symbol| self.builds_alone(plain, symbol));
@@ -700,44 +793,27 @@ impl<'a> Session<'a> {
             // The same PTX with the same edits is built once.
             let slot = self.nvcc_slot(id);
             let mut slot = slot.lock().expect("nvcc build lock");
-            let (measured, obj) = match slot.as_ref() {
-                Some(done) => done.clone(),
-                None => {
-                    let obj = self.scratch_path("cubin");
-                    let report = self.assemble_nvcc(&kept, &entries, &obj, (false, alone), deadline)?;
-                    let measured = resources::object_file_with(&obj, self.arch, &report, &self.options)?;
-                    *slot = Some((measured.clone(), obj.clone()));
-                    (measured, obj)
-                }
-            };
-            self.objects.lock().expect("objects lock").entry(key.1.clone()).or_insert(obj);
-            self.cache.lock().expect("cache lock").insert(key, measured.clone());
-            return Ok(measured);
+            if let Some((report, obj)) = slot.as_ref() {
+                return Ok(Built::Unread(Unread { obj: obj.clone(), report: report.clone(), shared: true }));
+            }
+            let obj = self.scratch_path("cubin");
+            let report = self.assemble_nvcc(&kept, &entries, &obj, (false, alone), deadline)?;
+            *slot = Some((report.clone(), obj.clone()));
+            return Ok(Built::Unread(Unread { obj, report, shared: true }));
         }
-        if let Some((measured, obj)) = self.cap_from_plain_ptx(&key, deadline)? {
-            self.objects.lock().expect("objects lock").entry(key.1.clone()).or_insert(obj);
-            self.cache.lock().expect("cache lock").insert(key, measured.clone());
-            return Ok(measured);
+        if let Some(unread) = self.cap_from_plain_ptx(key, deadline)? {
+            return Ok(Built::Unread(unread));
         }
         let mut variant = self.plugin_variant(&key.1, key.0.as_deref())?;
         variant.deadline = deadline;
         let obj = self.scratch_path("o");
-        let measured = self.compile(&variant, &obj, Emit::Object).and_then(|c| {
-            let all = resources::object_file_with(&obj, self.arch, &c.stderr, &self.options)?;
-            Ok(match &self.link {
-                Some(link) => link.own(all),
-                None => all,
-            })
-        });
-        let Ok(measured) = measured else {
-            let _ = std::fs::remove_file(&obj);
-            return measured;
-        };
-        // Kept for `regtune measure`'s candidates: a one-kernel build holds
-        // the kernel it was built for as the whole-file build would.
-        self.objects.lock().expect("objects lock").entry(key.1.clone()).or_insert(obj);
-        self.cache.lock().expect("cache lock").insert(key, measured.clone());
-        Ok(measured)
+        match self.compile(&variant, &obj, Emit::Object) {
+            Ok(c) => Ok(Built::Unread(Unread { obj, report: c.stderr, shared: false })),
+            Err(e) => {
+                let _ = std::fs::remove_file(&obj);
+                Err(e)
+            }
+        }
     }
 
     /// A register cap alone on one NVPTX kernel, built as plain's PTX of
@@ -747,7 +823,7 @@ impl<'a> Session<'a> {
     /// this is the plugin's build, byte for byte (tests/nvptx.rs), for one
     /// ptxas run instead of a compile: tune builds every step. None where
     /// the build is not that (other transforms, `-fgpu-rdc`, AMDGPU).
-    fn cap_from_plain_ptx(&self, key: &BuildKey, deadline: Option<Instant>) -> Result<Option<(Vec<Measured>, PathBuf)>, SessionError> {
+    fn cap_from_plain_ptx(&self, key: &BuildKey, deadline: Option<Instant>) -> Result<Option<Unread>, SessionError> {
         let (Some(symbol), [(only, t)]) = (&key.0, key.1.as_slice()) else { return Ok(None) };
         if !self.caps_from_ptx() || only != symbol || t.cap_alone().is_none() {
             return Ok(None);
@@ -763,13 +839,11 @@ impl<'a> Session<'a> {
         };
         let report = assemble();
         let _ = std::fs::remove_file(&ptx_path);
-        let measured =
-            report.map_err(SessionError::from).and_then(|r| Ok(resources::object_file_with(&obj, self.arch, &r, &self.options)?));
-        match measured {
-            Ok(m) => Ok(Some((m, obj))),
+        match report {
+            Ok(report) => Ok(Some(Unread { obj, report, shared: false })),
             Err(e) => {
                 let _ = std::fs::remove_file(&obj);
-                Err(e)
+                Err(e.into())
             }
         }
     }
@@ -846,7 +920,7 @@ impl<'a> Session<'a> {
                 None => {
                     let built = self.scratch_path("built.cubin");
                     self.assemble_nvcc(&kept, &entries, &built, (true, alone), None)?;
-                    *slot = Some((vec![], built.clone()));
+                    *slot = Some((String::new(), built.clone()));
                     built
                 }
             };

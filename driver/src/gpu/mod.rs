@@ -43,7 +43,7 @@ use regtune_decisions::{Occupancy, Param, Transforms, Usage};
 use crate::toolchain::{Toolchain, ToolchainError};
 use compile::{CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
 use listing::{Listing, Machine};
-use resources::{MeasureError, Measured};
+use resources::{MeasureError, Measured, Object};
 
 /// Which target a value is: its family and the arch it compiles for.
 pub trait Identity: fmt::Debug + Sync {
@@ -137,15 +137,10 @@ pub trait Compile: Identity {
 /// occupancy from the object, kernels' places, and listings for the cost
 /// model.
 pub trait ReadUsage: Identity {
-    /// Every kernel's usage in the object `bytes` (read from `path`);
-    /// `compiler_output` is the compile's stderr.
-    fn read_usage(
-        &self,
-        path: &Path,
-        bytes: &[u8],
-        compiler_output: &str,
-        options: &resources::Options,
-    ) -> Result<Vec<Measured>, MeasureError>;
+    /// Every kernel's usage in each object (its bytes, where they were read
+    /// from, and the compile's stderr), in order: read together, so that
+    /// what a target reads once for many objects (NVPTX's SASS) is.
+    fn read_usage(&self, objects: &[Object<'_>], options: &resources::Options) -> Vec<Result<Vec<Measured>, MeasureError>>;
 
     /// Whether usage can be read back from a built object alone; Err: why
     /// not, for the user (NVPTX: spills come from ptxas at compile time,

@@ -145,6 +145,28 @@ pub(crate) fn object_file(path: &Path, arch: &Arch) -> Result<Vec<Measured>, Mea
 /// [`object_file`] for any target: `compiler_output` is the compile's stderr,
 /// which for NVPTX holds the `ptxas -v` report.
 pub(crate) fn object_file_with(path: &Path, arch: &Arch, compiler_output: &str, options: &Options) -> Result<Vec<Measured>, MeasureError> {
-    let bytes = std::fs::read(path).map_err(|source| MeasureError::Read { path: path.into(), source })?;
-    crate::gpu::of(arch).read_usage(path, &bytes, compiler_output, options)
+    objects_with(&[(path, compiler_output)], arch, options).pop().expect("one object, one result")
+}
+
+/// A built object to read usage from: its bytes, where they were read
+/// from, and the stderr of the compile that made it.
+pub struct Object<'a> {
+    pub path: &'a Path,
+    pub bytes: &'a [u8],
+    pub compiler_output: &'a str,
+}
+
+/// [`object_file_with`] for many objects at once (path, compiler output),
+/// in order: what the target reads once for all of them (NVPTX's SASS,
+/// one nvdisasm run), it does.
+pub(crate) fn objects_with(objects: &[(&Path, &str)], arch: &Arch, options: &Options) -> Vec<Result<Vec<Measured>, MeasureError>> {
+    let bytes: Vec<Result<Vec<u8>, MeasureError>> =
+        objects.iter().map(|(path, _)| std::fs::read(path).map_err(|source| MeasureError::Read { path: path.into(), source })).collect();
+    let read: Vec<Object<'_>> = objects
+        .iter()
+        .zip(&bytes)
+        .filter_map(|(&(path, compiler_output), b)| Some(Object { path, bytes: b.as_ref().ok()?, compiler_output }))
+        .collect();
+    let mut usages = crate::gpu::of(arch).read_usage(&read, options).into_iter();
+    bytes.into_iter().map(|b| b.and_then(|_| usages.next().expect("a result per object read"))).collect()
 }

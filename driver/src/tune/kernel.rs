@@ -5,7 +5,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
 
 use regtune_decisions::plugin::Inspection;
 use regtune_decisions::{Entry, Param, Reason, Transforms, Usage};
@@ -17,8 +19,8 @@ use crate::gpu::resources::Measured;
 use crate::gpu::{self, Arch};
 use crate::limits::{Limits, Until};
 use crate::progress::UnitProgress;
-use crate::search::{self, Objective, Outcome, Rule, Space};
-use crate::session::Session;
+use crate::search::{self, Eval, Objective, Outcome, Rule, Space};
+use crate::session::{Build, Session, SessionError};
 use crate::verdict;
 
 /// What every kernel's search of one file shares.
@@ -118,6 +120,10 @@ pub(super) fn plan_kernel(
     plan
 }
 
+/// A variant's build, its usage not read yet; whether its deadline is the
+/// phase's end; how long it took.
+type Started = (Result<Build, SessionError>, bool, Duration);
+
 /// Every variant of one kernel, compiled at most once: the searches share
 /// it, each phase under its deadline (the file's search budget, then the
 /// kernel's share of it for its candidates).
@@ -135,15 +141,51 @@ impl<'t, 'a> Variants<'t, 'a> {
         Variants { tuning, symbol, log: Mutex::new(Vec::new()), budget_hit: AtomicBool::new(false), until }
     }
 
-    /// The usage of `t`'s build; None where it failed, ran past its limit,
-    /// or the budget is spent.
-    fn eval(&self, t: &Transforms) -> Option<Usage> {
-        let (session, limits) = (self.tuning.session, self.tuning.limits);
+    /// The usage of each of `ts`' builds; None where it failed, ran past
+    /// its limit, or the budget is spent. Those not built before are built
+    /// (in parallel, each under its own deadline), then their usage read
+    /// at once.
+    fn eval_all(&self, ts: &[Transforms]) -> Vec<Option<Usage>> {
+        let session = self.tuning.session;
         // Each variant compiles once: later searches repeat some, and one
         // that failed or was stopped is not tried again.
-        if let Some(m) = self.log.lock().expect("variant log lock").iter().find(|m| &m.transforms == t) {
-            return m.usage;
+        let known = |t: &Transforms| self.log.lock().expect("variant log lock").iter().find(|m| &m.transforms == t).map(|m| m.usage);
+        let mut fresh: Vec<&Transforms> = Vec::new();
+        for t in ts {
+            if known(t).is_none() && !fresh.contains(&t) {
+                fresh.push(t);
+            }
         }
+        let built: Vec<Option<Started>> = fresh.par_iter().map(|t| self.build(t)).collect();
+        let (fresh, built): (Vec<&Transforms>, Vec<_>) = fresh.into_iter().zip(built).filter_map(|(t, b)| Some((t, b?))).unzip();
+        let (builds, rest): (Vec<_>, Vec<_>) = built.into_iter().map(|(b, at_budget, took)| (b, (at_budget, took))).unzip();
+        let start = Instant::now();
+        let read = session.read_kernels(self.symbol, builds);
+        let share = start.elapsed() / read.len().max(1) as u32;
+        for ((t, measured), (at_budget, took)) in fresh.into_iter().zip(read).zip(rest) {
+            let (usage, status) = match measured {
+                Ok(m) => (Some(m.usage), VariantStatus::Ok),
+                Err(e) if e.timed_out() && at_budget => {
+                    self.budget_hit.store(true, Ordering::Relaxed);
+                    (None, VariantStatus::BudgetReached)
+                }
+                Err(e) if e.timed_out() => (None, VariantStatus::TimedOut),
+                Err(_) => (None, VariantStatus::Failed),
+            };
+            self.tuning.line.variant();
+            let mut log = self.log.lock().expect("variant log lock");
+            if !log.iter().any(|m| &m.transforms == t) {
+                log.push(Measurement { transforms: t.clone(), usage, status, seconds: (took + share).as_secs_f64() });
+            }
+        }
+        ts.iter().map(|t| known(t).flatten()).collect()
+    }
+
+    /// `t`'s build under its deadline, reckoned as it starts; whether that
+    /// deadline is the phase's end; how long it took. None: the budget is
+    /// spent, and it is not built.
+    fn build(&self, t: &Transforms) -> Option<Started> {
+        let (session, limits) = (self.tuning.session, self.tuning.limits);
         let until = *self.until.lock().expect("deadline lock");
         // nvcc's entry edits alone are a ptxas run each on a PTX built
         // once, and its -maxrregcount caps a PTX build per step for the
@@ -160,21 +202,7 @@ impl<'t, 'a> Variants<'t, 'a> {
             true => (start + limits.variant, false),
             false => limits.variant_deadline(until),
         };
-        let (usage, status) = match session.measure_kernel(self.symbol, t, Some(deadline)) {
-            Ok(m) => (Some(m.usage), VariantStatus::Ok),
-            Err(e) if e.timed_out() && at_budget => {
-                self.budget_hit.store(true, Ordering::Relaxed);
-                (None, VariantStatus::BudgetReached)
-            }
-            Err(e) if e.timed_out() => (None, VariantStatus::TimedOut),
-            Err(_) => (None, VariantStatus::Failed),
-        };
-        self.tuning.line.variant();
-        let mut log = self.log.lock().expect("variant log lock");
-        if !log.iter().any(|m| &m.transforms == t) {
-            log.push(Measurement { transforms: t.clone(), usage, status, seconds: start.elapsed().as_secs_f64() });
-        }
-        usage
+        Some((session.build_kernel(self.symbol, t, Some(deadline)), at_budget, start.elapsed()))
     }
 
     /// From here on, the kernel's share of the budget: its candidates'.
@@ -209,6 +237,16 @@ impl<'t, 'a> Variants<'t, 'a> {
     }
 }
 
+impl Eval for Variants<'_, '_> {
+    fn eval(&self, t: &Transforms) -> Option<Usage> {
+        self.eval_all(std::slice::from_ref(t)).pop().flatten()
+    }
+
+    fn eval_all(&self, ts: &[Transforms]) -> Vec<Option<Usage>> {
+        Variants::eval_all(self, ts)
+    }
+}
+
 /// The default's decision: its outcome, the space it came from, and an
 /// occupancy target the cost model held back (warps or waves, its
 /// predicted time ratio).
@@ -221,11 +259,10 @@ struct Decided {
 /// What the facts reach; unrolling traded for registers where that removes
 /// spills; an occupancy target held back where the cost model sees it lose.
 fn decide(k: &Proposing<'_>, s: &Spaces, rule: &Rule, v: &Variants<'_, '_>) -> Decided {
-    let eval = |t: &Transforms| v.eval(t);
-    let mut outcome = search::search(&s.facts, rule, &eval);
+    let mut outcome = search::search(&s.facts, rule, v);
     let mut allowed = s.facts.clone();
-    transforms::trade_for_spills(k, s, rule, &eval, &mut outcome, &mut allowed);
-    let held_target = transforms::hold_back(k, rule, &eval, &mut outcome, &mut allowed);
+    transforms::trade_for_spills(k, s, rule, v, &mut outcome, &mut allowed);
+    let held_target = transforms::hold_back(k, rule, v, &mut outcome, &mut allowed);
     Decided { outcome, allowed, held_target }
 }
 
@@ -239,7 +276,7 @@ fn suggest(k: &Proposing<'_>, s: &Spaces, rule: &Rule, decided: &Decided, v: &Va
     if wider == *allowed {
         return None;
     }
-    let better = search::search(&wider, rule, &|t: &Transforms| v.eval(t));
+    let better = search::search(&wider, rule, v);
     // Worth the user's review only if it reaches what the allowed
     // transforms cannot: fewer registers or code alone do not count.
     if !rule.improves_on(&better.usage, &outcome.usage) {

@@ -16,7 +16,7 @@ use std::process::Command;
 use super::{Arch, Compile, Identity, Limiter, OccupancyModel, ReadUsage, SourceCompiler, SourceSpelling, Spelling, Steps, Target};
 use crate::gpu::compile::{self, CompileError, Compiled, Emit, Location, Temps, Unit, Variant};
 use crate::gpu::listing::{Listing, Machine};
-use crate::gpu::resources::{self, MeasureError, Measured};
+use crate::gpu::resources::{self, MeasureError, Measured, Object};
 use crate::toolchain::{Toolchain, ToolchainError};
 use regtune_decisions::{Occupancy, Usage};
 
@@ -126,15 +126,8 @@ impl ReadUsage for Amdgpu {
 
     /// The code object for `arch` in a code object, bundle or host object:
     /// its metadata note and the backend's occupancy model.
-    fn read_usage(
-        &self,
-        path: &Path,
-        bytes: &[u8],
-        _compiler_output: &str,
-        _options: &resources::Options,
-    ) -> Result<Vec<Measured>, MeasureError> {
-        let arch = &self.arch;
-        usage::read(path, bytes, arch)
+    fn read_usage(&self, objects: &[Object<'_>], _options: &resources::Options) -> Vec<Result<Vec<Measured>, MeasureError>> {
+        objects.iter().map(|o| usage::read(o.path, o.bytes, &self.arch)).collect()
     }
 
     fn reads_built_objects(&self) -> Result<(), &'static str> {

@@ -148,6 +148,13 @@ pub fn kernel_code(bytes: &[u8], symbol: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// A kernel's machine code (its `.text.SYMBOL` section); None: not a
+/// cubin, or no such kernel.
+pub(crate) fn kernel_text(bytes: &[u8], symbol: &str) -> Option<Vec<u8>> {
+    let name = format!(".text.{symbol}");
+    sections_named(bytes, |n| n == name)?.pop().map(|(_, data)| data)
+}
+
 /// A kernel's own sections (`.text.SYMBOL`, `.nv.info.SYMBOL`,
 /// `.nv.constant0.SYMBOL`, ...) by name, its `.nv.info` naming symbols by
 /// name as [`kernel_code`] does.

@@ -17,7 +17,7 @@ use std::process::Command;
 use super::{Arch, Compile, Identity, Limiter, OccupancyModel, ReadUsage, SourceCompiler, SourceSpelling, Spelling, Steps, Target};
 use crate::gpu::compile::{self, CompileError, Compiled, Location, Temps, Unit, Variant};
 use crate::gpu::listing::{Listing, Machine};
-use crate::gpu::resources::{self, MeasureError, Measured, NvidiaUsage};
+use crate::gpu::resources::{self, MeasureError, Measured, NvidiaUsage, Object};
 use crate::toolchain::{Toolchain, ToolchainError};
 use regtune_decisions::{Occupancy, Usage};
 
@@ -155,15 +155,8 @@ impl ReadUsage for Nvptx {
 
     /// Registers and stack frame from the cubin, spills, shared memory and
     /// barriers from ptxas's report, occupancy from NVIDIA's calculator.
-    fn read_usage(
-        &self,
-        path: &Path,
-        bytes: &[u8],
-        compiler_output: &str,
-        options: &resources::Options,
-    ) -> Result<Vec<Measured>, MeasureError> {
-        let arch = &self.arch;
-        usage::read(path, bytes, arch, compiler_output, options)
+    fn read_usage(&self, objects: &[Object<'_>], options: &resources::Options) -> Vec<Result<Vec<Measured>, MeasureError>> {
+        usage::read_many(objects, &self.arch, options)
     }
 
     /// A cubin keeps no spill counts: those come from ptxas at compile time.

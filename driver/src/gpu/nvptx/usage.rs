@@ -2,41 +2,58 @@
 //! that made it (see [`crate::gpu::resources`] for what each [`Usage`] field holds
 //! here), occupancy from NVIDIA's calculator ([`super::nvidia`]).
 
-use std::path::Path;
-
 use regtune_decisions::Usage;
 
 use super::nvidia::KernelResources as NvResources;
 use super::{cubin, ptxas, sass};
-use crate::gpu::resources::{BlockSizeFrom, MeasureError, Measured, NvidiaUsage, Options, DEFAULT_BLOCK_SIZE};
+use crate::gpu::resources::{BlockSizeFrom, MeasureError, Measured, NvidiaUsage, Object, Options, DEFAULT_BLOCK_SIZE};
 use crate::gpu::{Arch, Limiter};
 
-/// Every kernel of the cubin `bytes` (read from `path`), its spills, shared
-/// memory and barriers from the ptxas report in `compiler_output`.
-pub(crate) fn read(
-    path: &Path,
-    bytes: &[u8],
-    arch: &Arch,
-    compiler_output: &str,
-    options: &Options,
-) -> Result<Vec<Measured>, MeasureError> {
-    let kernels = cubin::read(bytes).map_err(|source| MeasureError::Cubin { path: path.into(), source })?;
-    let report = ptxas::parse(compiler_output);
-    // The final code's local-memory accesses, where nvdisasm is at hand
-    // (ci/bootstrap.sh installs it); else zero, and spill bytes decide. No
-    // stack frame, no local memory: nvdisasm (0.4 s a run) is not asked.
-    let any_local = kernels.iter().any(|k| k.stack_frame_bytes > 0);
-    let local = sass::nvdisasm().filter(|_| any_local).and_then(|n| sass::local_accesses(&n, path, bytes).ok()).unwrap_or_default();
-    kernels
+/// Every kernel of each cubin (its path, bytes and the `ptxas -v` report
+/// of the compile that made it): its spills, shared memory and barriers
+/// from the report. The final code's local-memory accesses are counted
+/// for the whole batch in one nvdisasm run, where nvdisasm is at hand
+/// (ci/bootstrap.sh installs it); else zero, and spill bytes decide. No
+/// stack frame, no local memory: that kernel's code is not read.
+pub(crate) fn read_many(objects: &[Object<'_>], arch: &Arch, options: &Options) -> Vec<Result<Vec<Measured>, MeasureError>> {
+    let parsed: Vec<Result<Vec<cubin::CubinKernel>, MeasureError>> =
+        objects.iter().map(|o| cubin::read(o.bytes).map_err(|source| MeasureError::Cubin { path: o.path.into(), source })).collect();
+    let framed: Vec<(usize, String, Vec<u8>)> = parsed
         .iter()
-        .map(|k| {
-            let info = report
+        .enumerate()
+        .filter_map(|(i, p)| p.as_ref().ok().map(|ks| (i, ks)))
+        .flat_map(|(i, ks)| ks.iter().filter(|k| k.stack_frame_bytes > 0).map(move |k| (i, k.name.clone())))
+        .filter_map(|(i, name)| {
+            let text = cubin::kernel_text(objects[i].bytes, &name)?;
+            Some((i, name, text))
+        })
+        .collect();
+    let codes: Vec<sass::Code<'_>> =
+        framed.iter().map(|(i, kernel, text)| sass::Code { cubin: objects[*i].path, kernel: kernel.as_str(), text }).collect();
+    let counts = match codes.is_empty() {
+        true => vec![],
+        false => sass::nvdisasm().and_then(|n| sass::local_accesses(&n, arch.processor(), &codes).ok()).unwrap_or_default(),
+    };
+    let local =
+        |i: usize, name: &str| framed.iter().zip(&counts).find(|((j, kernel, _), _)| *j == i && *kernel == name).map_or(0, |(_, n)| *n);
+    parsed
+        .into_iter()
+        .zip(objects)
+        .enumerate()
+        .map(|(i, (kernels, o))| {
+            let report = ptxas::parse(o.compiler_output);
+            kernels?
                 .iter()
-                .find(|f| f.name == k.name && f.entry)
-                .ok_or_else(|| MeasureError::NoPtxasReport { path: path.into(), kernel: k.name.clone() })?;
-            let mut m = kernel(k, info, arch, options);
-            m.usage.local_accesses = local.get(&k.name).copied().unwrap_or(0);
-            Ok(m)
+                .map(|k| {
+                    let info = report
+                        .iter()
+                        .find(|f| f.name == k.name && f.entry)
+                        .ok_or_else(|| MeasureError::NoPtxasReport { path: o.path.into(), kernel: k.name.clone() })?;
+                    let mut m = kernel(k, info, arch, options);
+                    m.usage.local_accesses = local(i, &k.name);
+                    Ok(m)
+                })
+                .collect()
         })
         .collect()
 }

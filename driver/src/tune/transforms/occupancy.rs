@@ -11,7 +11,7 @@ use crate::cost;
 use crate::evidence::Class;
 use crate::gpu::resources::Measured;
 use crate::gpu::{self, Arch};
-use crate::search::{self, Outcome, Rule, Space};
+use crate::search::{self, Eval, Outcome, Rule, Space};
 use crate::session::Session;
 use crate::tune::profile;
 use crate::verdict::{self, Basis, Verdict};
@@ -79,7 +79,7 @@ pub(in crate::tune) fn hold_back<E>(
     allowed: &mut Space,
 ) -> Option<(u32, f64)>
 where
-    E: Fn(&Transforms) -> Option<Usage> + Sync,
+    E: Eval + ?Sized,
 {
     let w = outcome.transforms.occupancy().filter(|w| k.confirmed.occupancy() != Some(*w))?;
     let without = outcome.transforms.without_occupancy();
@@ -110,9 +110,9 @@ fn predicted_time_ratio<E>(
     eval: &E,
 ) -> Option<f64>
 where
-    E: Fn(&Transforms) -> Option<Usage> + Sync,
+    E: Eval + ?Sized,
 {
-    let without_usage = if without.is_empty() { base.usage } else { eval(without)? };
+    let without_usage = if without.is_empty() { base.usage } else { eval.eval(without)? };
     let estimate = |t: &Transforms, u: &Usage| -> Option<cost::Estimate> {
         let p = profile(session, &base.symbol, t).ok()?;
         Some(cost::estimate(&p, u, session.arch))

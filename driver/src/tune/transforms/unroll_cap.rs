@@ -3,11 +3,11 @@
 //! parallelism: applied unasked only where it removes the memory traffic
 //! of spills and the evidence allows the class; else suggested.
 
-use regtune_decisions::{Reason, Transforms, Usage};
+use regtune_decisions::{Reason, Transforms};
 
 use super::{Check, Proposing, Said, Saying, Spaces, Transform};
 use crate::evidence::Class;
-use crate::search::{self, Outcome, Rule, Space};
+use crate::search::{self, Eval, Outcome, Rule, Space};
 use crate::verdict::{self, Basis, Verdict};
 
 pub(super) struct UnrollCap;
@@ -54,7 +54,7 @@ impl Transform for UnrollCap {
 /// decision is `outcome` from the space `allowed` with the caps in it.
 pub(in crate::tune) fn trade_for_spills<E>(k: &Proposing<'_>, s: &Spaces, rule: &Rule, eval: &E, outcome: &mut Outcome, allowed: &mut Space)
 where
-    E: Fn(&Transforms) -> Option<Usage> + Sync,
+    E: Eval + ?Sized,
 {
     if !k.options.evidence.never_loses(Class::UnrollCap)
         || s.tried.unroll_caps.is_empty()
