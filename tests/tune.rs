@@ -531,7 +531,7 @@ fn tune_output(file: &Path, extra: &[&str]) -> (std::process::Output, Vec<Value>
 fn variants_past_the_time_limit_are_stopped_and_the_search_goes_on() {
     // The search's own variants (the measured search's candidates are a
     // later phase, with a budget of their own).
-    let (out, kernels) = tune_output(&repo().join("examples/long_lived.hip"), &["--variant-timeout", "0.05", "--candidates", "0"]);
+    let (out, kernels) = tune_output(&repo().join("examples/long_lived.hip"), &["--variant-timeout", "0.01", "--candidates", "0"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let k = &kernels[0];
     let stopped = k["timed_out"].as_array().unwrap();
@@ -543,7 +543,7 @@ fn variants_past_the_time_limit_are_stopped_and_the_search_goes_on() {
     assert_eq!(k["after"], k["before"], "{k}");
     assert!(k["why"].as_str().unwrap().contains("time limit"), "{k}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(stderr.matches("ran past the 0.05 s limit").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("ran past the 0.01 s limit").count(), 1, "{stderr}");
 }
 
 #[test]
