@@ -337,7 +337,7 @@ fn measured_search(
         steps: steps.all,
         occupancy: target.occupancy_field(),
         own_step: steps.own,
-        rewrites: search::best_rewrites(&s.allowed, rule, &eval),
+        rewrites: search::best_rewrites(&s.allowed, rule, v),
         unroll_caps: s.tried.unroll_caps.clone(),
         spill_to_shared: shared_spill.clone().filter(|_| target.backend_spills_to_shared()),
         // Offered again: the H100's lds-spill builds of the LBM example
