@@ -32,7 +32,7 @@ pub(crate) fn edits(kernel: &Kernel<'_>, params: &[Param], notes: &mut Notes) ->
         if ty.contains("__restrict") || ty.contains("restrict") {
             continue;
         }
-        if !ty.trim_end_matches(" const").trim_end().ends_with('*') {
+        if !is_pointer(ty) {
             notes.kernel(kernel, format!("parameter `{p}` has type `{ty}`, not a pointer; `__restrict__` not written"));
             continue;
         }
@@ -52,4 +52,31 @@ pub(crate) fn edits(kernel: &Kernel<'_>, params: &[Param], notes: &mut Notes) ->
         }
     }
     out
+}
+
+/// Whether a parameter of type `ty`, as clang's AST spells it, is a
+/// pointer: `double *`, and also `double *const` (clang writes no space
+/// before a top-level qualifier), where `__restrict__` goes after the
+/// qualifier, before the name.
+fn is_pointer(ty: &str) -> bool {
+    let mut bare = ty.trim_end();
+    while let Some(rest) = bare.strip_suffix("const").or_else(|| bare.strip_suffix("volatile")) {
+        bare = rest.trim_end();
+    }
+    bare.ends_with('*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_pointer;
+
+    #[test]
+    fn a_pointer_is_one_with_its_own_qualifiers_too() {
+        for ty in ["double *", "const double *", "double *const", "const double *const", "float * const volatile", "int **"] {
+            assert!(is_pointer(ty), "{ty}");
+        }
+        for ty in ["double", "const double", "par_str", "double &", "const double &", "int[4]"] {
+            assert!(!is_pointer(ty), "{ty}");
+        }
+    }
 }
