@@ -12,7 +12,8 @@ built (its own nvcc flags): nvcc -ptx once (plain's PTX, which is what
 source spelling by tests/nvcc.rs), then ptxas -v per N; and nvcc
 `-maxrregcount=R -cubin` for the candidate. Prints each N's registers and
 spill stores, and whether any N reaches the candidate's registers and
-spills (occupancy follows from them at one block size). CPU only.
+spills, stores and loads, as fix compares them (occupancy follows from
+the registers at one block size). CPU only.
 
     python3 bench/nvcc/maxnreg_sweep.py MC_SingleAsianOptionP pricingengine.cu \
         _Z13generatePathsIdEv 64 [--jobs 2]
@@ -34,15 +35,15 @@ PROGRAMS = Path("bench/calibrate/build/corpus-nvcc/programs.json")
 
 
 def usage(ptxas_out, symbol):
-    """(registers, spill store bytes) of `symbol` in ptxas -v's output."""
+    """(registers, spill store bytes, spill load bytes) of `symbol` in ptxas -v's output."""
     m = re.search(
-        r"entry function '" + re.escape(symbol) + r"'.*?(\d+) bytes spill stores.*?Used (\d+) registers",
+        r"entry function '" + re.escape(symbol) + r"'.*?(\d+) bytes spill stores, (\d+) bytes spill loads.*?Used (\d+) registers",
         ptxas_out,
         re.S,
     )
     if not m:
         sys.exit(f"maxnreg_sweep: ptxas said nothing of {symbol}")
-    return int(m[2]), int(m[1])
+    return int(m[3]), int(m[1]), int(m[2])
 
 
 def main():
@@ -91,8 +92,9 @@ def main():
 
         with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
             got = dict(pool.map(build, [0, *range(a.lo, a.hi + 1)]))
-    print(f"{a.program} {symbol} ({arch}): nvcc -maxrregcount={a.r}: registers {want[0]}, spill stores {want[1]} bytes")
-    print(f"  plain: registers {got[0][0]}, spill stores {got[0][1]} bytes")
+    shown = lambda u: f"registers {u[0]}, spill stores {u[1]} bytes, loads {u[2]} bytes"  # noqa: E731
+    print(f"{a.program} {symbol} ({arch}): nvcc -maxrregcount={a.r}: {shown(want)}")
+    print(f"  plain: {shown(got[0])}")
     runs, prev = [], None
     for n in range(a.lo, a.hi + 1):
         if got[n] != prev:
@@ -100,9 +102,9 @@ def main():
             prev = got[n]
         else:
             runs[-1][1] = n
-    for lo, hi, (regs, spills) in runs:
-        mark = "  <- the candidate's" if (regs, spills) == want else ""
-        print(f"  __maxnreg__({lo}..{hi}): registers {regs}, spill stores {spills} bytes{mark}")
+    for lo, hi, u in runs:
+        mark = "  <- the candidate's" if u == want else ""
+        print(f"  __maxnreg__({lo}..{hi}): {shown(u)}{mark}")
     hit = [n for n in range(a.lo, a.hi + 1) if got[n] == want]
     print(f"  reached by: {', '.join(map(str, hit)) if hit else f'no N in {a.lo}..{a.hi}'}")
 
