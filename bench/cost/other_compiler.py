@@ -48,6 +48,11 @@ def clang_args(src):
     return ["-O3", "-w", "-include", COMPAT] + inc
 
 
+def nvcc_args(src):
+    """The same for nvcc (`tune --compiler nvcc`): nvcc's compat header instead of clang's."""
+    return ["-O3", "-arch=sm_90", "-w", "-include", os.path.join(REPO, "bench", "nvcc", "compat", "regtune_nvcc_compat.h")] + clang_args(src)[4:]
+
+
 def report(lines, out):
     """Print the table, and append it to `out` if given."""
     text = "\n".join(lines) + "\n"
@@ -67,7 +72,6 @@ def main():
     for rel in a.files:
         src = os.path.join(CORPUS, rel)
         clang = clang_args(src)
-        nvcc_args = ["-O3", "-arch=sm_90", "-w", "-include", os.path.join(REPO, "bench", "nvcc", "compat", "regtune_nvcc_compat.h")] + clang[4:]
         times = {k: [] for k in ["plain", "keep", "cubin", "tune", "tune-no-other"]}
         for _ in range(a.reps):
             with tempfile.TemporaryDirectory() as tmp:
@@ -76,9 +80,9 @@ def main():
                                             + ["-c", src, "-o", os.path.join(tmp, "p.o")], REPO))
                 keep = os.path.join(tmp, "keep")
                 os.makedirs(keep)
-                times["keep"].append(timed([NVCC] + nvcc_args + ["-c", "--keep", "--keep-dir", keep, "-o",
+                times["keep"].append(timed([NVCC] + nvcc_args(src) + ["-c", "--keep", "--keep-dir", keep, "-o",
                                                                  os.path.join(keep, "u.o"), src], REPO))
-                times["cubin"].append(timed([NVCC] + nvcc_args + ["-cubin", "-o", os.path.join(tmp, "u.cubin"), src], REPO))
+                times["cubin"].append(timed([NVCC] + nvcc_args(src) + ["-cubin", "-o", os.path.join(tmp, "u.cubin"), src], REPO))
                 for k, extra in [("tune", []), ("tune-no-other", ["--no-other-compiler"])]:
                     db = os.path.join(tmp, k, "db.json")
                     times[k].append(timed([a.regtune, "tune", "-j", "1", "--offload-arch", "sm_90", "--db", db] + extra

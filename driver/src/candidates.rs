@@ -134,22 +134,39 @@ pub(crate) struct Selection {
     pub caps_past_budget: Vec<Transforms>,
 }
 
+/// How [`select`] builds its proposals: one at a time (any closure), or in
+/// batches that are cheaper together.
+pub(crate) trait Build: Sync {
+    /// A proposal's usage and a hash of its code (None: it did not build,
+    /// or the time budget is spent).
+    fn build(&self, t: &Transforms) -> Option<(Usage, String)>;
+
+    /// How many to build at once: a core's worth.
+    fn batch(&self) -> usize {
+        rayon::current_num_threads()
+    }
+
+    /// Called with each batch before its builds, for work the batch shares
+    /// (NVPTX: one nvdisasm run reads all of their SASS).
+    fn prepare(&self, _batch: &[Transforms]) {}
+}
+
+impl<F: Fn(&Transforms) -> Option<(Usage, String)> + Sync> Build for F {
+    fn build(&self, t: &Transforms) -> Option<(Usage, String)> {
+        self(t)
+    }
+}
+
 /// The first `limit` proposals that build and whose code differs from
 /// every build before them. `known` are the codes already kept (the plain
 /// build, the decision, the suggestions); `build` compiles a proposal and
 /// gives its usage and a hash of its code (None: it did not build, or the
 /// time budget is spent, which `spent` then says).
 ///
-/// They are built a core's worth at a time, in parallel: never more than
-/// the room left under `limit`, so each would have been built one by one
-/// too, and kept in their order, so the selection is the same.
-pub(crate) fn select(
-    proposals: Vec<Transforms>,
-    limit: usize,
-    known: &[String],
-    build: impl Fn(&Transforms) -> Option<(Usage, String)> + Sync,
-    spent: impl Fn() -> bool,
-) -> Selection {
+/// They are built a batch at a time, in parallel: never more than the
+/// room left under `limit`, so each would have been built one by one too,
+/// and kept in their order, so the selection is the same.
+pub(crate) fn select(proposals: Vec<Transforms>, limit: usize, known: &[String], build: impl Build, spent: impl Fn() -> bool) -> Selection {
     let mut out = Selection { codes: known.to_vec(), ..Selection::default() };
     let mut rest = proposals.into_iter().peekable();
     while rest.peek().is_some() {
@@ -158,8 +175,9 @@ pub(crate) fn select(
             out.left_out.extend(rest);
             break;
         }
-        let batch: Vec<Transforms> = rest.by_ref().take(room.min(rayon::current_num_threads())).collect();
-        let built: Vec<Option<(Usage, String)>> = batch.par_iter().map(&build).collect();
+        let batch: Vec<Transforms> = rest.by_ref().take(room.min(build.batch().max(1))).collect();
+        build.prepare(&batch);
+        let built: Vec<Option<(Usage, String)>> = batch.par_iter().map(|t| build.build(t)).collect();
         for (t, b) in batch.into_iter().zip(built) {
             let Some((usage, code)) = b else {
                 if spent() {

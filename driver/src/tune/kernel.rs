@@ -223,6 +223,16 @@ impl<'t, 'a> Variants<'t, 'a> {
         seconds >= self.tuning.limits.budget.as_secs_f64()
     }
 
+    /// How many register caps alone to build at once: those the caps' time
+    /// left fits at their mean time so far (a core's worth to begin with),
+    /// at most [`CAPS_AT_ONCE`], so a batch overshoots the budget by about
+    /// one cap.
+    fn caps_batch(&self) -> usize {
+        let log = self.log.lock().expect("variant log lock");
+        let caps: Vec<f64> = log.iter().filter(|m| m.transforms.cap_alone().is_some()).map(|m| m.seconds).collect();
+        caps_at_once(&caps, self.tuning.limits.budget.as_secs_f64(), rayon::current_num_threads())
+    }
+
     /// A build was left out because the budget was spent.
     fn budget_reached(&self) -> bool {
         self.budget_hit.load(Ordering::Relaxed)
@@ -244,6 +254,55 @@ impl Eval for Variants<'_, '_> {
 
     fn eval_all(&self, ts: &[Transforms]) -> Vec<Option<Usage>> {
         Variants::eval_all(self, ts)
+    }
+}
+
+/// Register caps alone built together: NVPTX builds each from one PTX (a
+/// ptxas run) and reads a batch's SASS in one nvdisasm run, which costs
+/// about 0.2 s to start whatever it reads (dxtc, sm_90).
+const CAPS_AT_ONCE: usize = 16;
+
+/// How many caps to build next, given the seconds each cap built so far
+/// took and the caps' whole budget: as many as the time left fits at their
+/// mean, at most [`CAPS_AT_ONCE`], never fewer than `threads` (a core's
+/// worth, which is also the first batch).
+fn caps_at_once(seconds: &[f64], budget: f64, threads: usize) -> usize {
+    let spent: f64 = seconds.iter().sum();
+    if seconds.is_empty() || spent <= 0.0 {
+        return threads;
+    }
+    let fits = ((budget - spent) / (spent / seconds.len() as f64)).floor().max(0.0) as usize;
+    fits.min(CAPS_AT_ONCE).max(threads)
+}
+
+/// The measured search's builds of register caps: a batch's caps alone
+/// (`.maxnreg`, and nvcc's `-maxrregcount`) built and read together first
+/// (`bounded`: batches sized to the caps' time budget, else all at once),
+/// the rest of the batch one by one.
+struct Caps<'b, 't, 'a, B> {
+    build: &'b B,
+    v: &'b Variants<'t, 'a>,
+    bounded: bool,
+}
+
+impl<B: Fn(&Transforms) -> Option<(Usage, String)> + Sync> candidates::Build for Caps<'_, '_, '_, B> {
+    fn build(&self, t: &Transforms) -> Option<(Usage, String)> {
+        (self.build)(t)
+    }
+
+    fn batch(&self) -> usize {
+        match self.bounded {
+            true => self.v.caps_batch(),
+            false => usize::MAX,
+        }
+    }
+
+    fn prepare(&self, batch: &[Transforms]) {
+        let alone: Vec<Transforms> =
+            batch.iter().filter(|t| t.cap_alone().is_some() || t.maxrregcount_alone().is_some()).cloned().collect();
+        if alone.len() > 1 {
+            self.v.eval_all(&alone);
+        }
     }
 }
 
@@ -406,7 +465,7 @@ fn measured_search(
         true if session.caps_from_ptx() => {
             let (caps, rest): (Vec<Transforms>, Vec<Transforms>) = proposals.into_iter().partition(|t| t.cap_alone().is_some());
             let every = if options.candidates == 0 { 0 } else { usize::MAX };
-            let caps = candidates::select(caps, every, &known, build, || v.caps_spent());
+            let caps = candidates::select(caps, every, &known, Caps { build: &build, v, bounded: true }, || v.caps_spent());
             let rest = candidates::select(rest, wanted.saturating_sub(taken), &caps.codes, build, spent);
             candidates::Selection {
                 caps_past_budget: if every > 0 { caps.left_out.clone() } else { vec![] },
@@ -423,9 +482,9 @@ fn measured_search(
         // .maxnreg cap's (or any build's before it) is not kept.
         false => {
             let (entry, rewriting): (Vec<Transforms>, Vec<Transforms>) = proposals.into_iter().partition(nvcc_entry_only);
-            let caps = candidates::select(entry, wanted.saturating_sub(taken), &known, build, || false);
+            let caps = candidates::select(entry, wanted.saturating_sub(taken), &known, Caps { build: &build, v, bounded: false }, || false);
             let room = wanted.saturating_sub(taken + caps.kept.len());
-            let nvccs = candidates::select(capped, room, &caps.codes, build, || false);
+            let nvccs = candidates::select(capped, room, &caps.codes, Caps { build: &build, v, bounded: false }, || false);
             let room = room.saturating_sub(nvccs.kept.len());
             let rewrites = candidates::select(rewriting, room, &nvccs.codes, build, spent);
             candidates::Selection {
@@ -469,4 +528,22 @@ pub(super) fn at_best(rule: &Rule, max_waves: u32) -> bool {
 /// rewrite of the source, no `-maxrregcount` (another PTX's entry).
 fn nvcc_entry_only(t: &Transforms) -> bool {
     Transforms { launch_bounds: None, spill_to_shared: false, ..t.without_occupancy() }.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{caps_at_once, CAPS_AT_ONCE};
+
+    #[test]
+    fn caps_are_built_as_many_at_once_as_the_time_left_fits() {
+        // None built yet: a core's worth.
+        assert_eq!(caps_at_once(&[], 10.0, 1), 1);
+        assert_eq!(caps_at_once(&[], 10.0, 4), 4);
+        // 0.5 s a cap, 8.5 s left: 17 fit, at most CAPS_AT_ONCE.
+        assert_eq!(caps_at_once(&[0.5, 0.5, 0.5], 10.0, 1), CAPS_AT_ONCE);
+        // 2 s a cap, 4 s left: two.
+        assert_eq!(caps_at_once(&[2.0, 2.0, 2.0], 10.0, 1), 2);
+        // Past the budget (the caller stops first): still a core's worth.
+        assert_eq!(caps_at_once(&[6.0, 6.0], 10.0, 2), 2);
+    }
 }
