@@ -959,23 +959,78 @@ fn clangs_caps_are_the_plugins_builds_and_every_step_is_built() {
     for w in [20, 24, 32, 40, 48, 64] {
         assert!(steps.contains(&w), "the step at {w} warps is built: {steps:?}");
     }
-    let plugin = common::plugin();
     for (warps, path) in &caps {
-        let one = dir.path().join(format!("cap{warps}.json"));
-        let mut d = doc.clone();
         // Spelled as older dbs did: NVIDIA's step as waves_per_eu reads the same.
-        d["kernels"].as_object_mut().unwrap().values_mut().next().unwrap()["transforms"] = serde_json::json!({ "waves_per_eu": warps });
-        std::fs::write(&one, serde_json::to_string(&d).unwrap()).unwrap();
-        let cubin = dir.path().join(format!("cap{warps}.cubin"));
-        let out = cuda_compile(&file, "sm_90")
-            .env("REGTUNE_DECISIONS", &one)
-            .arg(format!("-fpass-plugin={}", plugin.display()))
-            .args(["-c", "-o"])
-            .arg(&cubin)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let code = |p: &Path| regtune_runtime::code::kernel_code(&std::fs::read(p).unwrap(), &symbol).unwrap();
-        assert!(code(path) == code(&cubin), "warps-per-sm={warps}: the edited PTX's code is the plugin's build's");
+        let cubin = plugins_build(dir.path(), &file, &doc, serde_json::json!({ "waves_per_eu": warps }));
+        assert!(
+            kernel_code(path, &symbol) == kernel_code(&cubin, &symbol),
+            "warps-per-sm={warps}: the edited PTX's code is the plugin's build's"
+        );
+    }
+}
+
+/// The example built by clang with the plugin, the db's one entry given
+/// `transforms`: the cubin's path.
+fn plugins_build(dir: &Path, file: &Path, doc: &Value, transforms: Value) -> std::path::PathBuf {
+    let name = transforms.to_string().chars().filter(char::is_ascii_alphanumeric).collect::<String>();
+    let one = dir.join(format!("{name}.json"));
+    let mut d = doc.clone();
+    d["kernels"].as_object_mut().unwrap().values_mut().next().unwrap()["transforms"] = transforms;
+    std::fs::write(&one, serde_json::to_string(&d).unwrap()).unwrap();
+    let cubin = dir.join(format!("{name}.cubin"));
+    let out = cuda_compile(file, "sm_90")
+        .env("REGTUNE_DECISIONS", &one)
+        .arg(format!("-fpass-plugin={}", common::plugin().display()))
+        .args(["-c", "-o"])
+        .arg(&cubin)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    cubin
+}
+
+fn kernel_code(cubin: &Path, symbol: &str) -> Vec<u8> {
+    regtune_runtime::code::kernel_code(&std::fs::read(cubin).unwrap(), symbol).unwrap()
+}
+
+/// A cap on rewrites is the rewrites' PTX with `.maxnreg` edited, one
+/// ptxas run a step: the code of the plugin's build of both, byte for
+/// byte; and every step of it is built whatever `--candidates` says.
+#[test]
+fn clangs_caps_on_a_rewrite_are_the_plugins_builds_and_every_step_is_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = examples().into_iter().find(|f| f.ends_with("long_lived.hip")).unwrap();
+    let db = dir.path().join("db/decisions.json");
+    let tuned = regtune()
+        .args(["tune", "--offload-arch", "sm_90", "--candidates", "2", "--evidence"])
+        .arg(evidence_none())
+        .arg("--db")
+        .arg(&db)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(tuned.status.success(), "{}", String::from_utf8_lossy(&tuned.stderr));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
+    let entry = doc["kernels"].as_object().unwrap().values().next().unwrap().clone();
+    let symbol = entry["symbol"].as_str().unwrap().to_string();
+    let parsed: regtune_decisions::Entry = serde_json::from_value(entry.clone()).unwrap();
+    let kept = regtune::measure::code::candidates(&dir.path().join("db/decisions.code"), &parsed);
+    let sunk: Vec<(u32, std::path::PathBuf)> = kept
+        .iter()
+        .filter(|(_, t, _)| t.sink && t.without_occupancy() == regtune_decisions::Transforms { sink: true, ..Default::default() })
+        .filter_map(|(_, t, path)| Some((t.warps_per_sm?, path.clone())))
+        .collect();
+    // The MD kernel: 20 to 64 warps per SM above its own step, each with
+    // sink, though --candidates is 2.
+    let steps: Vec<u32> = sunk.iter().map(|(w, _)| *w).collect();
+    for w in [20, 28, 32, 36, 40, 48, 64] {
+        assert!(steps.contains(&w), "sink at {w} warps is built: {steps:?}");
+    }
+    for (warps, path) in &sunk {
+        let cubin = plugins_build(dir.path(), &file, &doc, serde_json::json!({ "sink": true, "warps_per_sm": warps }));
+        assert!(
+            kernel_code(path, &symbol) == kernel_code(&cubin, &symbol),
+            "sink + warps-per-sm={warps}: the edited PTX's code is the plugin's build's"
+        );
     }
 }

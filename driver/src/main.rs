@@ -277,7 +277,8 @@ struct SearchArgs {
     /// Builds per kernel kept for `regtune measure` to time (the decision and suggestions count):
     /// each occupancy step's register cap with the rewrites found, spilling, and unroll caps,
     /// spread over the steps; 0: only the decision and suggestions. On NVIDIA every step's register
-    /// cap alone is built besides (plain's PTX with `.maxnreg` edited: a ptxas run each); with
+    /// cap alone is built besides (plain's PTX with `.maxnreg` edited: a ptxas run each), and with
+    /// clang each step's cap on the rewrites found (their PTX edited so); with
     /// --compiler nvcc also nvcc's -maxrregcount at each step, and every build with a rewrite of the
     /// source (nvcc's build of the source as `regtune fix` writes it, then a ptxas run per cap on it)
     /// while time is left.

@@ -159,6 +159,19 @@ pub(crate) enum Listing {
     Asm,
 }
 
+/// A register cap (NVPTX's `warps_per_sm`) on nothing, or on rewrites no
+/// pass reads the cap for (pow2, sink, unroll caps, noalias: IR passes
+/// that run whatever the occupancy target): the rewrites. Such a build is
+/// the rewrites' PTX with `.maxnreg` edited. Launch bounds, spilling to
+/// shared memory and regtune's LDS spill (which sizes itself by the cap)
+/// are not.
+pub(crate) fn cap_on_rewrites(t: &Transforms) -> Option<Transforms> {
+    t.warps_per_sm?;
+    let rewrites = t.without_occupancy();
+    let others = Transforms { pow2: false, pow2_inexact: false, sink: false, unroll_cap: None, noalias: vec![], ..rewrites.clone() };
+    others.is_empty().then_some(rewrites)
+}
+
 pub struct Session<'a> {
     toolchain: &'a Toolchain,
     pub arch: &'a Arch,
@@ -196,9 +209,10 @@ pub struct Session<'a> {
     capped_ptx: Mutex<HashMap<u32, PtxSlot>>,
     /// Each distinct nvcc build (the kernels of a file share one).
     nvcc_built: Mutex<HashMap<NvccBuild, BuiltSlot>>,
-    /// clang's plain PTX of each NVPTX kernel built alone: its register
-    /// caps are this PTX with the entry's `.maxnreg` edited.
-    kernel_ptx: Mutex<HashMap<String, PtxSlot>>,
+    /// clang's PTX of each NVPTX kernel built alone, plain or with
+    /// rewrites ([`cap_on_rewrites`]): its register caps are this PTX with
+    /// the entry's `.maxnreg` edited.
+    kernel_ptx: Mutex<HashMap<(String, Transforms), PtxSlot>>,
     /// nvcc's builds: whether ptxas's build of each kernel alone gives it
     /// the code nvcc's build of the whole file does ([`Session::builds_alone`]).
     alone_same: Mutex<HashMap<String, bool>>,
@@ -405,8 +419,9 @@ impl<'a> Session<'a> {
         self.nvcc.is_none()
     }
 
-    /// Whether a register cap alone is built from plain's PTX (one ptxas
-    /// run, [`Session::cap_from_plain_ptx`]): clang's NVPTX builds, not
+    /// Whether a register cap, alone or on rewrites ([`cap_on_rewrites`]),
+    /// is built from the kernel's PTX (one ptxas run,
+    /// [`Session::cap_from_kernel_ptx`]): clang's NVPTX builds, not
     /// device-linked ones.
     pub(crate) fn caps_from_ptx(&self) -> bool {
         crate::gpu::of(self.arch).cap_is_an_assembly_directive() && self.link.is_none() && self.nvcc.is_none()
@@ -801,7 +816,7 @@ impl<'a> Session<'a> {
             *slot = Some((report.clone(), obj.clone()));
             return Ok(Built::Unread(Unread { obj, report, shared: true }));
         }
-        if let Some(unread) = self.cap_from_plain_ptx(key, deadline)? {
+        if let Some(unread) = self.cap_from_kernel_ptx(key, deadline)? {
             return Ok(Built::Unread(unread));
         }
         let mut variant = self.plugin_variant(&key.1, key.0.as_deref())?;
@@ -816,20 +831,20 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// A register cap alone on one NVPTX kernel, built as plain's PTX of
-    /// the kernel with the entry's `.maxnreg` edited, through ptxas: the
-    /// cap is no input to LLVM's code generation (the occupancy pass sets
-    /// `nvvm.maxnreg`, which the PTX printer writes as that directive), so
-    /// this is the plugin's build, byte for byte (tests/nvptx.rs), for one
-    /// ptxas run instead of a compile: tune builds every step. None where
-    /// the build is not that (other transforms, `-fgpu-rdc`, AMDGPU).
-    fn cap_from_plain_ptx(&self, key: &BuildKey, deadline: Option<Instant>) -> Result<Option<Unread>, SessionError> {
+    /// A register cap on one NVPTX kernel, alone or with rewrites the cap
+    /// does not reach ([`cap_on_rewrites`]), built as the PTX of the kernel
+    /// (plain, or with those rewrites) with the entry's `.maxnreg` edited,
+    /// through ptxas: the cap is no input to LLVM's code generation (the
+    /// occupancy pass sets `nvvm.maxnreg`, which the PTX printer writes as
+    /// that directive), so this is the plugin's build, byte for byte
+    /// (tests/nvptx.rs), for one ptxas run instead of a compile: tune
+    /// builds every step. None where the build is not that (other
+    /// transforms, `-fgpu-rdc`, AMDGPU).
+    fn cap_from_kernel_ptx(&self, key: &BuildKey, deadline: Option<Instant>) -> Result<Option<Unread>, SessionError> {
         let (Some(symbol), [(only, t)]) = (&key.0, key.1.as_slice()) else { return Ok(None) };
-        if !self.caps_from_ptx() || only != symbol || t.cap_alone().is_none() {
-            return Ok(None);
-        }
-        let ptx = self.kernel_ptx(symbol)?;
-        let entry = nvcc::Entry::of(t).map_err(SessionError::Io)?;
+        let Some(rewrites) = cap_on_rewrites(t).filter(|_| self.caps_from_ptx() && only == symbol) else { return Ok(None) };
+        let ptx = self.kernel_ptx(symbol, &rewrites)?;
+        let entry = nvcc::Entry::of(&Transforms { warps_per_sm: t.warps_per_sm, ..Transforms::default() }).map_err(SessionError::Io)?;
         let edited = nvcc::edit_entry(&ptx, symbol, &entry).map_err(SessionError::Io)?;
         let ptx_path = self.scratch_path("ptx");
         std::fs::write(&ptx_path, edited).map_err(|e| SessionError::Io(format!("{}: {e}", ptx_path.display())))?;
@@ -848,16 +863,17 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// clang's plain PTX of `symbol` built alone (the plugin drops the
-    /// other kernels, as for each of its variants), made once.
-    fn kernel_ptx(&self, symbol: &str) -> Result<Arc<String>, SessionError> {
-        let slot = self.kernel_ptx.lock().expect("kernel PTX lock").entry(symbol.to_string()).or_default().clone();
+    /// clang's PTX of `symbol` built alone with `rewrites` (the plugin
+    /// drops the other kernels, as for each of its variants), made once.
+    fn kernel_ptx(&self, symbol: &str, rewrites: &Transforms) -> Result<Arc<String>, SessionError> {
+        let key = (symbol.to_string(), rewrites.clone());
+        let slot = self.kernel_ptx.lock().expect("kernel PTX lock").entry(key).or_default().clone();
         let mut slot = slot.lock().expect("kernel PTX slot lock");
         if let Some(done) = slot.as_ref() {
             return done.clone().map_err(SessionError::Io);
         }
         let built = (|| {
-            let mut variant = self.plugin_variant(&[(symbol.to_string(), Transforms::default())], Some(symbol))?;
+            let mut variant = self.plugin_variant(&[(symbol.to_string(), rewrites.clone())], Some(symbol))?;
             variant.args.push("-S".into());
             let out = self.scratch_path("s");
             crate::gpu::of(self.arch).ir_to_object(self.toolchain, &self.pre_ir, &out, &variant, self.user_args)?;

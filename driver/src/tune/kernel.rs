@@ -20,7 +20,7 @@ use crate::gpu::{self, Arch};
 use crate::limits::{Limits, Until};
 use crate::progress::UnitProgress;
 use crate::search::{self, Eval, Objective, Outcome, Rule, Space};
-use crate::session::{Build, Session, SessionError};
+use crate::session::{cap_on_rewrites, Build, Session, SessionError};
 use crate::verdict;
 
 /// What every kernel's search of one file shares.
@@ -192,7 +192,7 @@ impl<'t, 'a> Variants<'t, 'a> {
         // whole file: the budget bounds the builds that rewrite the source.
         // clang's caps alone on NVPTX are a ptxas run each too.
         let cheap = (!session.runs_plugin() && (nvcc_entry_only(t) || t.maxrregcount_alone().is_some()))
-            || (session.caps_from_ptx() && t.cap_alone().is_some());
+            || (session.caps_from_ptx() && cap_on_rewrites(t).is_some());
         if !cheap && limits.spent(until) {
             self.budget_hit.store(true, Ordering::Relaxed);
             return None;
@@ -215,11 +215,12 @@ impl<'t, 'a> Variants<'t, 'a> {
         self.tuning.limits.spent(*self.until.lock().expect("deadline lock"))
     }
 
-    /// Whether the register caps alone built so far (each a ptxas run,
-    /// exempt from the deadlines) took the file's whole time budget.
+    /// Whether the register caps built so far, alone or on rewrites (each
+    /// a ptxas run, exempt from the deadlines), took the file's whole time
+    /// budget.
     fn caps_spent(&self) -> bool {
         let log = self.log.lock().expect("variant log lock");
-        let seconds: f64 = log.iter().filter(|m| m.transforms.cap_alone().is_some()).map(|m| m.seconds).sum();
+        let seconds: f64 = log.iter().filter(|m| cap_on_rewrites(&m.transforms).is_some()).map(|m| m.seconds).sum();
         seconds >= self.tuning.limits.budget.as_secs_f64()
     }
 
@@ -229,7 +230,7 @@ impl<'t, 'a> Variants<'t, 'a> {
     /// one cap.
     fn caps_batch(&self) -> usize {
         let log = self.log.lock().expect("variant log lock");
-        let caps: Vec<f64> = log.iter().filter(|m| m.transforms.cap_alone().is_some()).map(|m| m.seconds).collect();
+        let caps: Vec<f64> = log.iter().filter(|m| cap_on_rewrites(&m.transforms).is_some()).map(|m| m.seconds).collect();
         caps_at_once(&caps, self.tuning.limits.budget.as_secs_f64(), rayon::current_num_threads())
     }
 
@@ -299,7 +300,7 @@ impl<B: Fn(&Transforms) -> Option<(Usage, String)> + Sync> candidates::Build for
 
     fn prepare(&self, batch: &[Transforms]) {
         let alone: Vec<Transforms> =
-            batch.iter().filter(|t| t.cap_alone().is_some() || t.maxrregcount_alone().is_some()).cloned().collect();
+            batch.iter().filter(|t| cap_on_rewrites(t).is_some() || t.maxrregcount_alone().is_some()).cloned().collect();
         if alone.len() > 1 {
             self.v.eval_all(&alone);
         }
@@ -461,17 +462,26 @@ fn measured_search(
         // bounds the rest (the rewrites, spilling, unroll caps), which
         // compile the file. One turn then times what a second turn
         // found: a transport sweep's best step was among 20 builds left
-        // out at 8.
+        // out at 8. The rewrites at each step come next the same way:
+        // the rewrites' PTX once, a ptxas run a step (on the development
+        // corpus at the defaults they were what a first turn left out of
+        // dxtc's, interval's and a miniBUDE kernel's: bench/search/left_out.py).
         true if session.caps_from_ptx() => {
-            let (caps, rest): (Vec<Transforms>, Vec<Transforms>) = proposals.into_iter().partition(|t| t.cap_alone().is_some());
+            let (caps, rest): (Vec<Transforms>, Vec<Transforms>) = proposals.into_iter().partition(|t| cap_on_rewrites(t).is_some());
+            let (alone, on_rewrites): (Vec<Transforms>, Vec<Transforms>) = caps.into_iter().partition(|t| t.cap_alone().is_some());
             let every = if options.candidates == 0 { 0 } else { usize::MAX };
-            let caps = candidates::select(caps, every, &known, Caps { build: &build, v, bounded: true }, || v.caps_spent());
+            // The rest before the rewrites' caps: a rewrite alone is kept
+            // where a cap on it gives the same code.
+            let caps = candidates::select(alone, every, &known, Caps { build: &build, v, bounded: true }, || v.caps_spent());
             let rest = candidates::select(rest, wanted.saturating_sub(taken), &caps.codes, build, spent);
+            let on_rewrites =
+                candidates::select(on_rewrites, every, &rest.codes, Caps { build: &build, v, bounded: true }, || v.caps_spent());
+            let past_budget = || caps.left_out.iter().chain(&on_rewrites.left_out).cloned().collect();
             candidates::Selection {
-                caps_past_budget: if every > 0 { caps.left_out.clone() } else { vec![] },
-                kept: caps.kept.into_iter().chain(rest.kept).collect(),
-                left_out: caps.left_out.into_iter().chain(rest.left_out).collect(),
-                codes: rest.codes,
+                caps_past_budget: if every > 0 { past_budget() } else { vec![] },
+                kept: caps.kept.iter().chain(&rest.kept).chain(&on_rewrites.kept).cloned().collect(),
+                left_out: past_budget().into_iter().chain(rest.left_out).collect(),
+                codes: on_rewrites.codes,
             }
         }
         true => candidates::select(proposals, wanted.saturating_sub(taken), &known, build, spent),

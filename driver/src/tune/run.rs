@@ -321,7 +321,7 @@ pub(super) fn say_what_limits_did(progress: &Progress, file: &Path, arch: &Arch,
             limits.budget.as_secs_f64(),
         ));
     }
-    // Register caps alone are left out only where they took the file's
+    // Register caps, alone or on rewrites, are left out only where they took the file's
     // budget (kernel.rs, measured_search): `regtune measure` cannot time them.
     for plan in plans {
         let caps: Vec<String> = plan.search.caps_past_budget.iter().map(|t| gpu::labels(t, &plan.every_pointer).join(" + ")).collect();
