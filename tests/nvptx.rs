@@ -935,22 +935,7 @@ fn each_compilers_code_is_planned_beside_the_others_candidates() {
 #[test]
 fn clangs_caps_are_the_plugins_builds_and_every_step_is_built() {
     let dir = tempfile::tempdir().unwrap();
-    let file = examples().into_iter().find(|f| f.ends_with("lbm_d3q19.hip")).unwrap();
-    let db = dir.path().join("db/decisions.json");
-    let tuned = regtune()
-        .args(["tune", "--offload-arch", "sm_90", "--candidates", "2", "--evidence"])
-        .arg(evidence_none())
-        .arg("--db")
-        .arg(&db)
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(tuned.status.success(), "{}", String::from_utf8_lossy(&tuned.stderr));
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
-    let entry = doc["kernels"].as_object().unwrap().values().next().unwrap().clone();
-    let symbol = entry["symbol"].as_str().unwrap().to_string();
-    let parsed: regtune_decisions::Entry = serde_json::from_value(entry.clone()).unwrap();
-    let kept = regtune::measure::code::candidates(&dir.path().join("db/decisions.code"), &parsed);
+    let (file, doc, symbol, kept) = tuned_at_two_candidates(dir.path(), "lbm_d3q19.hip");
     let caps: Vec<(u64, std::path::PathBuf)> =
         kept.iter().filter_map(|(_, t, path)| t.cap_alone().map(|w| (u64::from(w), path.clone()))).collect();
     // LBM: 91 registers, 16 warps per SM; the steps above it are 20 to 64
@@ -967,6 +952,31 @@ fn clangs_caps_are_the_plugins_builds_and_every_step_is_built() {
             "warps-per-sm={warps}: the edited PTX's code is the plugin's build's"
         );
     }
+}
+
+/// An example tuned for sm_90 at `--candidates 2`, no class proven, its db
+/// in `dir`: the file, the db, its kernel's symbol and kept candidates.
+fn tuned_at_two_candidates(
+    dir: &Path,
+    example: &str,
+) -> (std::path::PathBuf, Value, String, Vec<(String, regtune_decisions::Transforms, std::path::PathBuf)>) {
+    let file = examples().into_iter().find(|f| f.ends_with(example)).unwrap();
+    let db = dir.join("db/decisions.json");
+    let tuned = regtune()
+        .args(["tune", "--offload-arch", "sm_90", "--candidates", "2", "--evidence"])
+        .arg(evidence_none())
+        .arg("--db")
+        .arg(&db)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(tuned.status.success(), "{}", String::from_utf8_lossy(&tuned.stderr));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
+    let entry = doc["kernels"].as_object().unwrap().values().next().unwrap().clone();
+    let symbol = entry["symbol"].as_str().unwrap().to_string();
+    let parsed: regtune_decisions::Entry = serde_json::from_value(entry).unwrap();
+    let kept = regtune::measure::code::candidates(&dir.join("db/decisions.code"), &parsed);
+    (file, doc, symbol, kept)
 }
 
 /// The example built by clang with the plugin, the db's one entry given
@@ -999,22 +1009,7 @@ fn kernel_code(cubin: &Path, symbol: &str) -> Vec<u8> {
 #[test]
 fn clangs_caps_on_a_rewrite_are_the_plugins_builds_and_every_step_is_built() {
     let dir = tempfile::tempdir().unwrap();
-    let file = examples().into_iter().find(|f| f.ends_with("long_lived.hip")).unwrap();
-    let db = dir.path().join("db/decisions.json");
-    let tuned = regtune()
-        .args(["tune", "--offload-arch", "sm_90", "--candidates", "2", "--evidence"])
-        .arg(evidence_none())
-        .arg("--db")
-        .arg(&db)
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(tuned.status.success(), "{}", String::from_utf8_lossy(&tuned.stderr));
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&db).unwrap()).unwrap();
-    let entry = doc["kernels"].as_object().unwrap().values().next().unwrap().clone();
-    let symbol = entry["symbol"].as_str().unwrap().to_string();
-    let parsed: regtune_decisions::Entry = serde_json::from_value(entry.clone()).unwrap();
-    let kept = regtune::measure::code::candidates(&dir.path().join("db/decisions.code"), &parsed);
+    let (file, doc, symbol, kept) = tuned_at_two_candidates(dir.path(), "long_lived.hip");
     let sunk: Vec<(u32, std::path::PathBuf)> = kept
         .iter()
         .filter(|(_, t, _)| t.sink && t.without_occupancy() == regtune_decisions::Transforms { sink: true, ..Default::default() })
