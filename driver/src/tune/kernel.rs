@@ -219,19 +219,21 @@ impl<'t, 'a> Variants<'t, 'a> {
     /// a ptxas run, exempt from the deadlines), took the file's whole time
     /// budget.
     fn caps_spent(&self) -> bool {
-        let log = self.log.lock().expect("variant log lock");
-        let seconds: f64 = log.iter().filter(|m| cap_on_rewrites(&m.transforms).is_some()).map(|m| m.seconds).sum();
-        seconds >= self.tuning.limits.budget.as_secs_f64()
+        self.cap_seconds().iter().sum::<f64>() >= self.tuning.limits.budget.as_secs_f64()
     }
 
-    /// How many register caps alone to build at once: those the caps' time
-    /// left fits at their mean time so far (a core's worth to begin with),
-    /// at most [`CAPS_AT_ONCE`], so a batch overshoots the budget by about
-    /// one cap.
+    /// How many register caps (alone or on rewrites) to build at once:
+    /// those the caps' time left fits at their mean time so far (a core's
+    /// worth to begin with), at most [`CAPS_AT_ONCE`], so a batch
+    /// overshoots the budget by about one cap.
     fn caps_batch(&self) -> usize {
+        caps_at_once(&self.cap_seconds(), self.tuning.limits.budget.as_secs_f64(), rayon::current_num_threads())
+    }
+
+    /// The seconds of each register cap built so far, alone or on rewrites.
+    fn cap_seconds(&self) -> Vec<f64> {
         let log = self.log.lock().expect("variant log lock");
-        let caps: Vec<f64> = log.iter().filter(|m| cap_on_rewrites(&m.transforms).is_some()).map(|m| m.seconds).collect();
-        caps_at_once(&caps, self.tuning.limits.budget.as_secs_f64(), rayon::current_num_threads())
+        log.iter().filter(|m| cap_on_rewrites(&m.transforms).is_some()).map(|m| m.seconds).collect()
     }
 
     /// A build was left out because the budget was spent.
@@ -258,7 +260,7 @@ impl Eval for Variants<'_, '_> {
     }
 }
 
-/// Register caps alone built together: NVPTX builds each from one PTX (a
+/// Register caps built together: NVPTX builds each from one PTX (a
 /// ptxas run) and reads a batch's SASS in one nvdisasm run, which costs
 /// about 0.2 s to start whatever it reads (dxtc, sm_90).
 const CAPS_AT_ONCE: usize = 16;
@@ -276,8 +278,8 @@ fn caps_at_once(seconds: &[f64], budget: f64, threads: usize) -> usize {
     fits.min(CAPS_AT_ONCE).max(threads)
 }
 
-/// The measured search's builds of register caps: a batch's caps alone
-/// (`.maxnreg`, and nvcc's `-maxrregcount`) built and read together first
+/// The measured search's builds of register caps: a batch's caps (`.maxnreg`,
+/// alone or on rewrites, and nvcc's `-maxrregcount`) built and read together first
 /// (`bounded`: batches sized to the caps' time budget, else all at once),
 /// the rest of the batch one by one.
 struct Caps<'b, 't, 'a, B> {
