@@ -421,7 +421,7 @@ impl<'a> Session<'a> {
 
     /// Whether a register cap, alone or on rewrites ([`cap_on_rewrites`]),
     /// is built from the kernel's PTX (one ptxas run,
-    /// [`Session::cap_from_kernel_ptx`]): clang's NVPTX builds, not
+    /// [`Session::kernel_from_ptx`]): clang's NVPTX builds, not
     /// device-linked ones.
     pub(crate) fn caps_from_ptx(&self) -> bool {
         crate::gpu::of(self.arch).cap_is_an_assembly_directive() && self.link.is_none() && self.nvcc.is_none()
@@ -816,7 +816,7 @@ impl<'a> Session<'a> {
             *slot = Some((report.clone(), obj.clone()));
             return Ok(Built::Unread(Unread { obj, report, shared: true }));
         }
-        if let Some(unread) = self.cap_from_kernel_ptx(key, deadline)? {
+        if let Some(unread) = self.kernel_from_ptx(key, deadline)? {
             return Ok(Built::Unread(unread));
         }
         let mut variant = self.plugin_variant(&key.1, key.0.as_deref())?;
@@ -831,21 +831,32 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// A register cap on one NVPTX kernel, alone or with rewrites the cap
-    /// does not reach ([`cap_on_rewrites`]), built as the PTX of the kernel
-    /// (plain, or with those rewrites) with the entry's `.maxnreg` edited,
-    /// through ptxas: the cap is no input to LLVM's code generation (the
-    /// occupancy pass sets `nvvm.maxnreg`, which the PTX printer writes as
-    /// that directive), so this is the plugin's build, byte for byte
-    /// (tests/nvptx.rs), for one ptxas run instead of a compile: tune
-    /// builds every step. None where the build is not that (other
-    /// transforms, `-fgpu-rdc`, AMDGPU).
-    fn cap_from_kernel_ptx(&self, key: &BuildKey, deadline: Option<Instant>) -> Result<Option<Unread>, SessionError> {
+    /// One NVPTX kernel built alone by clang, as its PTX made once
+    /// ([`Session::kernel_ptx`]) through ptxas: the same clang and ptxas
+    /// commands as a build to an object, so the caps on these rewrites and
+    /// the rewrites alone share one clang compile (lavaMD compiled each
+    /// rewrite twice before). A register cap alone or on rewrites the cap
+    /// does not reach ([`cap_on_rewrites`]) is the rewrites' PTX with the
+    /// entry's `.maxnreg` edited: the cap is no input to LLVM's code
+    /// generation (the occupancy pass sets `nvvm.maxnreg`, which the PTX
+    /// printer writes as that directive), so this is the plugin's build,
+    /// byte for byte (tests/nvptx.rs), for one ptxas run instead of a
+    /// compile: tune builds every step. None where the build is not one
+    /// kernel's (the whole file, `-fgpu-rdc`, AMDGPU).
+    fn kernel_from_ptx(&self, key: &BuildKey, deadline: Option<Instant>) -> Result<Option<Unread>, SessionError> {
         let (Some(symbol), [(only, t)]) = (&key.0, key.1.as_slice()) else { return Ok(None) };
-        let Some(rewrites) = cap_on_rewrites(t).filter(|_| self.caps_from_ptx() && only == symbol) else { return Ok(None) };
-        let ptx = self.kernel_ptx(symbol, &rewrites)?;
-        let entry = nvcc::Entry::of(&Transforms { warps_per_sm: t.warps_per_sm, ..Transforms::default() }).map_err(SessionError::Io)?;
-        let edited = nvcc::edit_entry(&ptx, symbol, &entry).map_err(SessionError::Io)?;
+        if !self.caps_from_ptx() || only != symbol {
+            return Ok(None);
+        }
+        let edited = match cap_on_rewrites(t) {
+            Some(rewrites) => {
+                let ptx = self.kernel_ptx(symbol, &rewrites, deadline)?;
+                let entry =
+                    nvcc::Entry::of(&Transforms { warps_per_sm: t.warps_per_sm, ..Transforms::default() }).map_err(SessionError::Io)?;
+                nvcc::edit_entry(&ptx, symbol, &entry).map_err(SessionError::Io)?
+            }
+            None => self.kernel_ptx(symbol, t, deadline)?.as_str().to_owned(),
+        };
         let ptx_path = self.scratch_path("ptx");
         std::fs::write(&ptx_path, edited).map_err(|e| SessionError::Io(format!("{}: {e}", ptx_path.display())))?;
         let obj = self.scratch_path("o");
@@ -863,25 +874,31 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// clang's PTX of `symbol` built alone with `rewrites` (the plugin
-    /// drops the other kernels, as for each of its variants), made once.
-    fn kernel_ptx(&self, symbol: &str, rewrites: &Transforms) -> Result<Arc<String>, SessionError> {
-        let key = (symbol.to_string(), rewrites.clone());
+    /// clang's PTX of `symbol` built alone with `transforms` (the plugin
+    /// drops the other kernels, as for each of its variants), made once; a
+    /// compile stopped at `deadline` is not kept, so a later caller with
+    /// more time builds it again.
+    fn kernel_ptx(&self, symbol: &str, transforms: &Transforms, deadline: Option<Instant>) -> Result<Arc<String>, SessionError> {
+        let key = (symbol.to_string(), transforms.clone());
         let slot = self.kernel_ptx.lock().expect("kernel PTX lock").entry(key).or_default().clone();
         let mut slot = slot.lock().expect("kernel PTX slot lock");
         if let Some(done) = slot.as_ref() {
             return done.clone().map_err(SessionError::Io);
         }
         let built = (|| {
-            let mut variant = self.plugin_variant(&[(symbol.to_string(), rewrites.clone())], Some(symbol))?;
+            let mut variant = self.plugin_variant(&[(symbol.to_string(), transforms.clone())], Some(symbol))?;
             variant.args.push("-S".into());
+            variant.deadline = deadline;
             let out = self.scratch_path("s");
             crate::gpu::of(self.arch).ir_to_object(self.toolchain, &self.pre_ir, &out, &variant, self.user_args)?;
             let ptx = std::fs::read_to_string(&out).map_err(|e| SessionError::Io(format!("{}: {e}", out.display())));
             let _ = std::fs::remove_file(&out);
             ptx.map(Arc::new)
         })();
-        *slot = Some(built.as_ref().map(Arc::clone).map_err(|e| e.to_string()));
+        match &built {
+            Err(e) if e.timed_out() => {}
+            _ => *slot = Some(built.as_ref().map(Arc::clone).map_err(|e| e.to_string())),
+        }
         built
     }
 
