@@ -9,7 +9,9 @@ side and interleaved: the plain clang device compile, `nvcc -c --keep`,
 `nvcc -cubin`, and `regtune tune -j 1` at its defaults with and without
 `--no-other-compiler`. Not a test.
 
-    python3 bench/cost/other_compiler.py [--out FILE] [--reps N] [FILE...]   # from the repository root
+    python3 bench/cost/other_compiler.py [--out FILE] [--reps N] [--jobs J] [FILE...]   # from the repository root
+
+--jobs: tune's -j (default 1; 0: unset, every core).
 """
 
 import argparse
@@ -65,6 +67,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out")
     p.add_argument("--reps", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=1, help="tune's -j (0: unset, every core)")
     p.add_argument("--regtune", default=os.path.join(REPO, "target", "release", "regtune"))
     p.add_argument("files", nargs="*", default=FILES)
     a = p.parse_args()
@@ -87,12 +90,13 @@ def main():
                 times["cubin"].append(timed([NVCC] + nvcc_args(src) + ["-cubin", "-o", os.path.join(tmp, "u.cubin"), src], REPO))
                 for k, extra in [("tune", []), ("tune-no-other", ["--no-other-compiler"])]:
                     db = os.path.join(tmp, k, "db.json")
-                    times[k].append(timed([a.regtune, "tune", "-j", "1", "--offload-arch", "sm_90", "--db", db] + extra
+                    jobs = ["-j", str(a.jobs)] if a.jobs else []
+                    times[k].append(timed([a.regtune, "tune"] + jobs + ["--offload-arch", "sm_90", "--db", db] + extra
                                           + [src, "--"] + clang, REPO))
         rows.append((rel, {k: statistics.median(v) for k, v in times.items()}))
     load = os.getloadavg()
     lines = [f"bench/cost/other_compiler.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, reps {a.reps}, load at end "
-             f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (2 cores); seconds, and each over the plain clang device compile",
+             f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} cores), tune {'-j ' + str(a.jobs) if a.jobs else 'on every core'}; seconds, and each over the plain clang device compile",
              f"{'file':50s} {'plain':>6s} {'whole':>6s} {'nvcc -c':>8s} {'-cubin':>7s} {'tune':>7s} {'(ratio)':>8s} {'/whole':>7s} {'no-other':>8s} {'(ratio)':>8s}"]
     for rel, t in rows:
         lines.append(f"{rel:50s} {t['plain']:6.2f} {t['whole']:6.2f} {t['keep']:8.2f} {t['cubin']:7.2f} {t['tune']:7.2f} {t['tune'] / t['plain']:7.2f}x "
