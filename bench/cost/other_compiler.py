@@ -5,9 +5,10 @@ before and after it became `nvcc -cubin` (device only) instead of
 `nvcc --keep -c` (host too) with two more ptxas runs: per file of the nvcc
 corpus (bench/calibrate/build/corpus-nvcc, unpacked), compiled as the clang
 corpus compiles it (bench/calibrate/compat/regtune_cuda_compat.h), side by
-side and interleaved: the plain clang device compile, `nvcc -c --keep`,
-`nvcc -cubin`, and `regtune tune -j 1` at its defaults with and without
-`--no-other-compiler`. Not a test.
+side and interleaved: the plain clang device compile, the whole plain
+`clang -c` (host and device: what the user's build runs for the file),
+`nvcc -c --keep`, `nvcc -cubin`, and `regtune tune -j 1` (or --jobs) at
+its defaults with and without `--no-other-compiler`. Not a test.
 
     python3 bench/cost/other_compiler.py [--out FILE] [--reps N] [--jobs J] [FILE...]   # from the repository root
 
@@ -71,18 +72,17 @@ def main():
     p.add_argument("--regtune", default=os.path.join(REPO, "target", "release", "regtune"))
     p.add_argument("files", nargs="*", default=FILES)
     a = p.parse_args()
+    jobs = ["-j", str(a.jobs)] if a.jobs else []
     rows = []
     for rel in a.files:
         src = os.path.join(CORPUS, rel)
         clang = clang_args(src)
         times = {k: [] for k in ["plain", "whole", "keep", "cubin", "tune", "tune-no-other"]}
+        cuda = ["clang++-22", "-x", "cuda", "-Wno-unknown-cuda-version", "--cuda-gpu-arch=sm_90", "--cuda-path=/opt/regtune-cuda"]
         for _ in range(a.reps):
             with tempfile.TemporaryDirectory() as tmp:
-                times["plain"].append(timed(["clang++-22", "-x", "cuda", "--cuda-device-only", "-Wno-unknown-cuda-version",
-                                             "--cuda-gpu-arch=sm_90", "--cuda-path=/opt/regtune-cuda"] + clang
-                                            + ["-c", src, "-o", os.path.join(tmp, "p.o")], REPO))
-                times["whole"].append(timed(["clang++-22", "-x", "cuda", "-Wno-unknown-cuda-version", "--cuda-gpu-arch=sm_90",
-                                             "--cuda-path=/opt/regtune-cuda"] + clang + ["-c", src, "-o", os.path.join(tmp, "w.o")], REPO))
+                times["plain"].append(timed(cuda + ["--cuda-device-only"] + clang + ["-c", src, "-o", os.path.join(tmp, "p.o")], REPO))
+                times["whole"].append(timed(cuda + clang + ["-c", src, "-o", os.path.join(tmp, "w.o")], REPO))
                 keep = os.path.join(tmp, "keep")
                 os.makedirs(keep)
                 times["keep"].append(timed([NVCC] + nvcc_args(src) + ["-c", "--keep", "--keep-dir", keep, "-o",
@@ -90,7 +90,6 @@ def main():
                 times["cubin"].append(timed([NVCC] + nvcc_args(src) + ["-cubin", "-o", os.path.join(tmp, "u.cubin"), src], REPO))
                 for k, extra in [("tune", []), ("tune-no-other", ["--no-other-compiler"])]:
                     db = os.path.join(tmp, k, "db.json")
-                    jobs = ["-j", str(a.jobs)] if a.jobs else []
                     times[k].append(timed([a.regtune, "tune"] + jobs + ["--offload-arch", "sm_90", "--db", db] + extra
                                           + [src, "--"] + clang, REPO))
         rows.append((rel, {k: statistics.median(v) for k, v in times.items()}))

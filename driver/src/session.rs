@@ -21,6 +21,7 @@
 //! kernel it can its entry at R, so the file's kernels share one build per
 //! R, as every nvcc build with the same PTX and edits is made once.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -848,17 +849,18 @@ impl<'a> Session<'a> {
         if !self.caps_from_ptx() || only != symbol {
             return Ok(None);
         }
-        let edited = match cap_on_rewrites(t) {
-            Some(rewrites) => {
-                let ptx = self.kernel_ptx(symbol, &rewrites, deadline)?;
+        let rewrites = cap_on_rewrites(t);
+        let ptx = self.kernel_ptx(symbol, rewrites.as_ref().unwrap_or(t), deadline)?;
+        let text = match rewrites {
+            Some(_) => {
                 let entry =
                     nvcc::Entry::of(&Transforms { warps_per_sm: t.warps_per_sm, ..Transforms::default() }).map_err(SessionError::Io)?;
-                nvcc::edit_entry(&ptx, symbol, &entry).map_err(SessionError::Io)?
+                Cow::Owned(nvcc::edit_entry(&ptx, symbol, &entry).map_err(SessionError::Io)?)
             }
-            None => self.kernel_ptx(symbol, t, deadline)?.as_str().to_owned(),
+            None => Cow::Borrowed(ptx.as_str()),
         };
         let ptx_path = self.scratch_path("ptx");
-        std::fs::write(&ptx_path, edited).map_err(|e| SessionError::Io(format!("{}: {e}", ptx_path.display())))?;
+        std::fs::write(&ptx_path, text.as_bytes()).map_err(|e| SessionError::Io(format!("{}: {e}", ptx_path.display())))?;
         let obj = self.scratch_path("o");
         let assemble = || -> Result<String, CompileError> {
             Ok(crate::gpu::nvptx::ptxas::assemble(self.toolchain.cuda()?, self.arch, &ptx_path, &obj, self.user_args, deadline)?)
